@@ -1,0 +1,34 @@
+// Shared helpers of the pybind11 bindings. Tensors travel as raw addresses
+// (numpy's ctypes.data, torch's data_ptr(), cupy's data.ptr) plus sizes; CUDA
+// launches take a stream handle. One bind_* function per op file.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "fastspec/common.h"
+
+namespace fastspec_bindings {
+
+namespace py = pybind11;
+
+template <typename T>
+T* ptr(uintptr_t address) {
+  return reinterpret_cast<T*>(address);
+}
+
+#if defined(FASTSPEC_WITH_CUDA)
+inline cudaStream_t as_stream(uintptr_t handle) { return reinterpret_cast<cudaStream_t>(handle); }
+
+inline void check_cuda(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+}
+#endif
+
+void bind_rng(py::module_& m);
+void bind_ngram_match(py::module_& m);
+
+}  // namespace fastspec_bindings

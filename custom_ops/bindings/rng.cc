@@ -1,0 +1,27 @@
+// Bindings of the Philox generator (known-answer tests on host and device).
+#include "bindings.h"
+#include "fastspec/philox.h"
+
+namespace fastspec_bindings {
+
+void bind_rng(py::module_& m) {
+  m.def("rand64", &fastspec::rand64, py::arg("seed"), py::arg("position"), py::arg("stream"));
+  m.def("philox4x32_10",
+        [](uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1) {
+          const auto r = fastspec::philox4x32_10(c0, c1, c2, c3, k0, k1);
+          return py::make_tuple(r.x[0], r.x[1], r.x[2], r.x[3]);
+        });
+#if defined(FASTSPEC_WITH_CUDA)
+  m.def("rand64_cuda",
+        [](uintptr_t seeds, uintptr_t positions, uint32_t stream_id, uintptr_t out, int64_t n,
+           uintptr_t stream) {
+          check_cuda(fastspec::rand64_cuda(ptr<const int64_t>(seeds), ptr<const int64_t>(positions),
+                                           stream_id, ptr<uint64_t>(out), n, as_stream(stream)),
+                     "rand64_cuda");
+        },
+        py::arg("seeds"), py::arg("positions"), py::arg("stream_id"), py::arg("out"), py::arg("n"),
+        py::arg("stream") = 0);
+#endif
+}
+
+}  // namespace fastspec_bindings

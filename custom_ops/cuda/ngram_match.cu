@@ -1,0 +1,110 @@
+// ngram_match on CUDA: one block per slot scans its regions in tiles
+// (coalesced loads, several in flight per thread) and keeps the best match as
+// one 64-bit key in shared memory; a second, single-block launch applies the
+// token budget when one is set.
+#include <cuda_runtime.h>
+
+#include "fastspec/ngram_match.h"
+
+namespace fastspec {
+namespace {
+
+constexpr int kThreads = 512;
+constexpr int kItems = 8;  // loads in flight per thread and tile
+constexpr int kBudgetThreads = 1024;
+
+// Scans region[0 .. last_end] tile by tile, folding matches into *best.
+// Returns once a full-length match is seen: the tile it lies in holds the
+// leftmost one, so later tiles cannot improve on it.
+__device__ void scan_region(const int64_t* region, int64_t last_end, const NgramSlot& slot,
+                            int is_generated, unsigned long long* best) {
+  const int64_t* newest = slot.generated + slot.s - 1;
+  const int64_t last = *newest;
+  for (int64_t base = 0; base <= last_end; base += kThreads * kItems) {
+    int64_t v[kItems];
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      const int64_t e = base + j * kThreads + threadIdx.x;
+      v[j] = e <= last_end ? region[e] : ~last;
+    }
+    int full = 0;
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      if (v[j] != last) continue;
+      const int64_t e = base + j * kThreads + threadIdx.x;
+      const int32_t len = ngram_match_length(region, e, newest, slot.max_len);
+      if (len < slot.min_len) continue;
+      atomicMin(best, static_cast<unsigned long long>(ngram_match_key(len, is_generated, e)));
+      full |= len == slot.max_len;
+    }
+    if (__syncthreads_or(full)) return;
+  }
+  __syncthreads();
+}
+
+__global__ void __launch_bounds__(kThreads) ngram_search_kernel(NgramMatchParams a) {
+  const int64_t b = blockIdx.x;
+  const int32_t enc = a.seq_lens_encoder[b];
+  if (is_prefill(enc)) return;
+  const bool decode = is_decode(enc, a.seq_lens_decoder[b]);
+  const NgramSlot slot = ngram_slot(a, b);
+
+  __shared__ unsigned long long best;
+  __shared__ int64_t count;
+  __shared__ const int64_t* first;
+  if (threadIdx.x == 0) best = kNoMatch;
+  __syncthreads();
+  if (decode && slot.valid) {
+    scan_region(slot.prompt, slot.p - 2, slot, 0, &best);
+    const bool scan_generated = best == kNoMatch || ngram_key_length(best) < slot.max_len;
+    __syncthreads();  // every thread has read `best` before the next scan updates it
+    if (scan_generated) scan_region(slot.generated, slot.s - 2, slot, 1, &best);
+  }
+  if (threadIdx.x == 0) {
+    const int64_t* start = nullptr;
+    count = decode && slot.valid ? ngram_drafts_of(slot, best, &start) : 0;
+    first = start;
+    a.seq_lens_this_time[b] = decode ? static_cast<int32_t>(1 + count) : 0;
+  }
+  __syncthreads();
+  int64_t* drafts = a.draft_tokens + b * a.draft_cols;
+  for (int64_t k = threadIdx.x; k + 1 < a.draft_cols; k += kThreads) {
+    drafts[1 + k] = k < count ? first[k] : -1;
+  }
+}
+
+__global__ void __launch_bounds__(kBudgetThreads) ngram_budget_kernel(NgramMatchParams a) {
+  extern __shared__ int32_t shared[];
+  int32_t* this_time = shared;
+  int32_t* encoder = shared + a.batch;
+  int32_t* decoder = shared + 2 * a.batch;
+  for (int64_t b = threadIdx.x; b < a.batch; b += kBudgetThreads) {
+    this_time[b] = a.seq_lens_this_time[b];
+    encoder[b] = a.seq_lens_encoder[b];
+    decoder[b] = a.seq_lens_decoder[b];
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) ngram_apply_budget(a, this_time, encoder, decoder);
+  __syncthreads();
+  for (int64_t b = threadIdx.x; b < a.batch; b += kBudgetThreads) {
+    if (!is_decode(encoder[b], decoder[b])) continue;
+    a.seq_lens_this_time[b] = this_time[b];
+    int64_t* drafts = a.draft_tokens + b * a.draft_cols;
+    for (int64_t k = this_time[b]; k < a.draft_cols; ++k) drafts[k] = -1;
+  }
+}
+
+}  // namespace
+
+cudaError_t ngram_match_cuda(const NgramMatchParams& params, cudaStream_t stream) {
+  if (params.batch < 0 || params.batch > kMaxCudaBatch) return cudaErrorInvalidValue;
+  if (params.batch == 0) return cudaSuccess;
+  ngram_search_kernel<<<static_cast<unsigned>(params.batch), kThreads, 0, stream>>>(params);
+  if (params.token_budget > 0) {
+    const size_t shared_bytes = 3 * sizeof(int32_t) * static_cast<size_t>(params.batch);
+    ngram_budget_kernel<<<1, kBudgetThreads, shared_bytes, stream>>>(params);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace fastspec

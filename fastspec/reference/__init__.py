@@ -1,0 +1,28 @@
+"""Numpy reference implementations: the executable contract of every op.
+
+Plain, literal code that follows ``shared/SPEC.md`` (restated in ``docs/ops.md``)
+step by step. Every backend is tested against these functions. They import
+numpy only, so they run where Paddle is absent (the GPU test host).
+"""
+
+from fastspec.reference.ngram import ngram_match
+from fastspec.reference.rng import (
+    STREAM_ACCEPT,
+    STREAM_DRAFT,
+    STREAM_RESAMPLE,
+    STREAM_TARGET,
+    STREAM_TOPP,
+    philox4x32_10,
+    rand64,
+)
+
+__all__ = [
+    "STREAM_ACCEPT",
+    "STREAM_DRAFT",
+    "STREAM_RESAMPLE",
+    "STREAM_TARGET",
+    "STREAM_TOPP",
+    "ngram_match",
+    "philox4x32_10",
+    "rand64",
+]

@@ -1,0 +1,88 @@
+"""Reference ``ngram_match``: SPEC.md's rules, literally, one slot at a time."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _leftmost(region: np.ndarray, query: np.ndarray, limit: int) -> int:
+    """Leftmost i with region[i:i+n] == query and i + n < limit, or -1."""
+    n = len(query)
+    if len(region) < n:
+        return -1
+    windows = np.lib.stride_tricks.sliding_window_view(region, n)
+    hits = np.flatnonzero((windows == query).all(axis=1))
+    hits = hits[hits + n < limit]
+    return int(hits[0]) if len(hits) else -1
+
+
+def _find_drafts(prompt: np.ndarray, generated: np.ndarray, md: int, max_n: int, min_n: int) -> np.ndarray:
+    s, p = len(generated), len(prompt)
+    for n in range(max_n, min_n - 1, -1):
+        if n > s:
+            continue
+        query = generated[s - n :]
+        i = _leftmost(prompt, query, p)
+        if i >= 0:
+            return prompt[i + n : min(i + n + md, p)]
+        i = _leftmost(generated, query, s)
+        if i >= 0:
+            return generated[i + n : min(i + n + md, s)]
+    return generated[:0]
+
+
+def ngram_match(
+    token_ids_all: np.ndarray,
+    prompt_lens: np.ndarray,
+    step_idx: np.ndarray,
+    draft_token_num: np.ndarray,
+    draft_tokens: np.ndarray,
+    seq_lens_this_time: np.ndarray,
+    seq_lens_encoder: np.ndarray,
+    seq_lens_decoder: np.ndarray,
+    max_dec_len: np.ndarray,
+    *,
+    max_ngram_size: int,
+    min_ngram_size: int = 1,
+    token_budget: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Returns updated copies of ``(draft_tokens, seq_lens_this_time)`` (inputs are not modified)."""
+    draft_tokens = np.array(draft_tokens, dtype=np.int64, copy=True)
+    seq_lens_this_time = np.array(seq_lens_this_time, dtype=np.int32, copy=True)
+    drafts_out, lens_out = draft_tokens.reshape(draft_tokens.shape[0], -1), seq_lens_this_time.reshape(-1)
+    flat = [np.asarray(x).reshape(-1) for x in (prompt_lens, step_idx, draft_token_num, seq_lens_encoder, seq_lens_decoder, max_dec_len)]
+    prompt_lens, step_idx, draft_token_num, enc, dec, max_dec_len = flat
+    batch, max_len = token_ids_all.shape
+    k = drafts_out.shape[1] - 1
+
+    decode = (enc == 0) & (dec > 0)
+    running = (enc > 0) | decode
+    for b in range(batch):
+        if enc[b] > 0:
+            continue
+        if not decode[b]:
+            lens_out[b] = 0
+            drafts_out[b, 1:] = -1
+            continue
+        p, s = int(prompt_lens[b]), int(step_idx[b])
+        drafts = np.zeros(0, dtype=np.int64)
+        if p >= 0 and s >= 0 and p + s <= max_len:
+            md = min(int(draft_token_num[b]), k, int(max_dec_len[b]) - s - 1)
+            if md > 0:
+                row = token_ids_all[b]
+                drafts = _find_drafts(row[:p], row[p : p + s], md, max_ngram_size, min_ngram_size)
+        drafts_out[b, 1:] = -1
+        drafts_out[b, 1 : 1 + len(drafts)] = drafts
+        lens_out[b] = 1 + len(drafts)
+
+    if token_budget > 0:
+        order = np.flatnonzero(running)
+        used = 0
+        for rank, b in enumerate(order):
+            if decode[b]:
+                reserve = len(order) - rank - 1
+                keep = min(int(lens_out[b]) - 1, max(0, token_budget - used - reserve - 1))
+                drafts_out[b, 1 + keep :] = -1
+                lens_out[b] = 1 + keep
+            used += int(lens_out[b])
+    return draft_tokens, seq_lens_this_time
