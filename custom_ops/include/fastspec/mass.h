@@ -1,0 +1,59 @@
+// Fixed-point probability masses and the exact top-p threshold of SPEC.md
+// ("Arithmetic that makes the bits identical"). Every sum, cumulative sum and
+// comparison of probabilities goes through these int64 masses, so the result
+// does not depend on summation order, thread count or backend.
+#pragma once
+
+#include <cstdint>
+
+#include "fastspec/common.h"
+#include "fastspec/philox.h"
+
+namespace fastspec {
+
+constexpr float kMassScale = 1099511627776.0f;  // 2^40
+constexpr uint64_t kToppOne = 1u << 24;         // top_p is quantised to q * 2^24
+
+// A probability is valid iff finite and > 0 (NaN fails both comparisons).
+FS_HD bool prob_valid(float p) { return p > 0.0f && p <= 3.4028234663852886e38f; }
+
+// floor(min(p, 1) * 2^40) for a valid p, else 0. The product is a power-of-two
+// scaling of an f32, so it is exact; the cast truncates a non-negative value.
+FS_HD int64_t prob_mass(float p) {
+  if (!prob_valid(p)) return 0;
+  return static_cast<int64_t>((p < 1.0f ? p : 1.0f) * kMassScale);
+}
+
+// qi = max(1, round_half_even(q * 2^24)) with NaN or q > 1 read as 1.
+FS_HD uint64_t topp_quantum(float top_p) {
+  if (!(top_p <= 1.0f)) return kToppOne;  // NaN, > 1, +inf
+  if (!(top_p > 0.0f)) return 1;           // <= 0, -inf
+#if defined(__CUDA_ARCH__)
+  const uint64_t qi = static_cast<uint64_t>(__float2ll_rn(top_p * 16777216.0f));
+#else
+  const uint64_t qi = static_cast<uint64_t>(__builtin_rintf(top_p * 16777216.0f));  // nearest-even
+#endif
+  return qi < 1 ? 1 : qi;
+}
+
+// thr = ceil(total * qi / 2^24), exact through a 128-bit product.
+FS_HD int64_t topp_threshold(int64_t total_mass, float top_p) {
+  const uint64_t m = static_cast<uint64_t>(total_mass);
+  const uint64_t qi = topp_quantum(top_p);
+  const uint64_t lo = m * qi;
+#if defined(__CUDA_ARCH__)
+  const uint64_t hi = __umul64hi(m, qi);
+#else
+  const uint64_t hi = static_cast<uint64_t>((static_cast<unsigned __int128>(m) * qi) >> 64);
+#endif
+  const uint64_t floor_div = (hi << 40) | (lo >> 24);
+  return static_cast<int64_t>(floor_div + ((lo & (kToppOne - 1)) != 0));
+}
+
+// The index a draw lands on in a mass set of total `total_mass`: the first
+// element whose cumulative mass exceeds the returned value (SPEC.md "Drawing").
+FS_HD uint64_t draw_point(uint64_t random, int64_t total_mass) {
+  return scale_rand64(random, static_cast<uint64_t>(total_mass));
+}
+
+}  // namespace fastspec
