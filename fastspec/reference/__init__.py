@@ -6,6 +6,12 @@ numpy only, so they run where Paddle is absent (the GPU test host).
 """
 
 from fastspec.reference.ngram import ngram_match
+from fastspec.reference.sampling import (
+    bf16_bits_to_f32,
+    sample_tokens,
+    sampling_distribution,
+    top_p_candidates,
+)
 from fastspec.reference.rng import (
     STREAM_ACCEPT,
     STREAM_DRAFT,
@@ -22,7 +28,11 @@ __all__ = [
     "STREAM_RESAMPLE",
     "STREAM_TARGET",
     "STREAM_TOPP",
+    "bf16_bits_to_f32",
     "ngram_match",
     "philox4x32_10",
     "rand64",
+    "sample_tokens",
+    "sampling_distribution",
+    "top_p_candidates",
 ]

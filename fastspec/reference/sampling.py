@@ -1,0 +1,178 @@
+"""Reference ``top_p_candidates`` and ``sample_tokens``: SPEC.md's rules, literally, one row at a time.
+
+Probabilities may be float32, float16 or bfloat16. numpy has no bfloat16, so a
+``uint16`` array is read as bfloat16 bit patterns (what Paddle's ``.numpy()``
+returns for a bfloat16 tensor); an ``ml_dtypes.bfloat16`` array works too.
+Every dtype is widened to float32 exactly before anything else happens.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastspec.reference.mass import draw, prob_mass, prob_valid, topp_prefix_len, topp_threshold
+from fastspec.reference.rng import STREAM_TARGET, rand64
+
+MAX_CANDIDATE_LEN = 1024
+
+
+def bf16_bits_to_f32(bits: np.ndarray) -> np.ndarray:
+    """bfloat16 bit patterns (uint16) to float32, exactly (the 16 bits become the high half)."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def as_f32_probs(probs: np.ndarray) -> np.ndarray:
+    """Widen float32 / float16 / bfloat16 (uint16 bits or ml_dtypes) probabilities to float32."""
+    p = np.asarray(probs)
+    if p.dtype == np.uint16:
+        return bf16_bits_to_f32(p)
+    if p.dtype == np.float32:
+        return p
+    if p.dtype == np.float16 or p.dtype.name == "bfloat16":
+        return p.astype(np.float32)
+    raise TypeError(f"probs must be float32, float16 or bfloat16 (uint16 bits), got {p.dtype}")
+
+
+def _order(row: np.ndarray) -> np.ndarray:
+    """Valid token ids by f32 value descending, ties by id ascending."""
+    ids = np.flatnonzero(prob_valid(row))
+    # -value as float64 is exact; lexsort: last key is primary.
+    return ids[np.lexsort((ids, -row[ids].astype(np.float64)))]
+
+
+def _flat(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x).reshape(-1)
+
+
+def top_p_candidates(
+    probs: np.ndarray,
+    top_p: np.ndarray,
+    batch_id_per_token_output: np.ndarray,
+    *,
+    max_candidate_len: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Returns ``(candidate_ids int64 [T, K'], candidate_scores float32 [T, K'], candidate_lens int32 [T])``.
+
+    Row t of request b = batch_id_per_token_output[t]: the candidates are the first K'
+    valid tokens in probability order; ``len`` is the length of the top-p prefix of the
+    candidates, with the threshold taken from the mass of all valid entries of the row
+    (or the number of candidates when no prefix reaches it). Slots >= len hold id -1,
+    score 0. Padding rows (b outside [0, B)) and rows without a valid entry: len 0.
+    """
+    p = as_f32_probs(probs)
+    if p.ndim != 2:
+        raise ValueError(f"probs must have rank 2, got shape {p.shape}")
+    rows, vocab = p.shape
+    k = int(max_candidate_len)
+    if not 1 <= k <= min(vocab, MAX_CANDIDATE_LEN):
+        raise ValueError(f"max_candidate_len must be in [1, min(V, {MAX_CANDIDATE_LEN})], got {k}")
+    top_p = _flat(top_p).astype(np.float32)
+    batch_ids = _flat(batch_id_per_token_output).astype(np.int64)
+    batch = len(top_p)
+
+    ids = np.full((rows, k), -1, dtype=np.int64)
+    scores = np.zeros((rows, k), dtype=np.float32)
+    lens = np.zeros(rows, dtype=np.int32)
+    for t in range(rows):
+        b = int(batch_ids[t])
+        if not 0 <= b < batch:
+            continue
+        row = p[t]
+        order = _order(row)
+        if len(order) == 0:
+            continue
+        cand = order[:k]
+        total = int(prob_mass(row).sum())
+        n = topp_prefix_len(prob_mass(row[cand]), total, float(top_p[b]))
+        if n == 0:
+            n = len(cand)
+        ids[t, :n] = cand[:n]
+        scores[t, :n] = row[cand[:n]]
+        lens[t] = n
+    return ids, scores, lens
+
+
+def sample_row(row: np.ndarray, top_p: float, top_k: int, random: int) -> int:
+    """One row of ``sample_tokens`` with its rand64 value already drawn; -1 without a valid entry."""
+    order = _order(row)
+    if len(order) == 0:
+        return -1
+    vocab = len(row)
+    s_k = order if top_k <= 0 or top_k >= vocab else order[:top_k]
+    masses = prob_mass(row[s_k])
+    total = int(masses.sum())
+    n = topp_prefix_len(masses, total, top_p)  # >= 1: the threshold never exceeds the total
+    s = np.sort(s_k[:n])  # S re-ordered by ascending token id
+    return int(s[draw(prob_mass(row[s]), random)])
+
+
+def sample_tokens(
+    probs: np.ndarray,
+    top_p: np.ndarray,
+    top_k: np.ndarray,
+    seed: np.ndarray,
+    step_idx: np.ndarray,
+    batch_id_per_token_output: np.ndarray,
+    cu_seqlens_q_output: np.ndarray,
+) -> np.ndarray:
+    """Returns ``tokens`` int64 [T]: one seeded draw per row from the top-k ∩ top-p distribution.
+
+    Row t of request b, offset ``j = t - cu_seqlens_q_output[b]``: ``S_k`` = the first
+    ``top_k[b]`` valid tokens in probability order (all of them for ``top_k <= 0`` or
+    ``>= V``); ``S`` = the top-p prefix of ``S_k`` (threshold from the mass of ``S_k``);
+    the token is drawn from ``S`` in ascending id order with
+    ``rand64(seed[b], step_idx[b] + j, TARGET)``. Padding rows and rows without a valid
+    entry give -1.
+    """
+    p = as_f32_probs(probs)
+    if p.ndim != 2:
+        raise ValueError(f"probs must have rank 2, got shape {p.shape}")
+    rows = p.shape[0]
+    top_p = _flat(top_p).astype(np.float32)
+    top_k = _flat(top_k).astype(np.int64)
+    seed = _flat(seed).astype(np.int64)
+    step_idx = _flat(step_idx).astype(np.int64)
+    batch_ids = _flat(batch_id_per_token_output).astype(np.int64)
+    cu = _flat(cu_seqlens_q_output).astype(np.int64)
+    batch = len(top_p)
+
+    tokens = np.full(rows, -1, dtype=np.int64)
+    for t in range(rows):
+        b = int(batch_ids[t])
+        if not 0 <= b < batch:
+            continue
+        # position arithmetic wraps like the kernels' 64-bit integers
+        position = (int(step_idx[b]) + t - int(cu[b])) & ((1 << 64) - 1)
+        tokens[t] = sample_row(p[t], float(top_p[b]), int(top_k[b]), rand64(int(seed[b]), position, STREAM_TARGET))
+    return tokens
+
+
+def sampling_distribution(row: np.ndarray, top_p: float, top_k: int) -> np.ndarray:
+    """The exact distribution ``sample_tokens`` draws a row from (float64 [V], for statistical tests)."""
+    row = as_f32_probs(np.asarray(row)[None])[0]
+    out = np.zeros(len(row), dtype=np.float64)
+    order = _order(row)
+    if len(order) == 0:
+        return out
+    s_k = order if top_k <= 0 or top_k >= len(row) else order[:top_k]
+    masses = prob_mass(row[s_k])
+    n = topp_prefix_len(masses, int(masses.sum()), top_p)
+    sel = s_k[:n]
+    m = prob_mass(row[sel]).astype(np.float64)
+    if m.sum() == 0:
+        out[np.min(sel)] = 1.0
+    else:
+        out[sel] = m / m.sum()
+    return out
+
+
+__all__ = [
+    "MAX_CANDIDATE_LEN",
+    "as_f32_probs",
+    "bf16_bits_to_f32",
+    "sample_row",
+    "sample_tokens",
+    "sampling_distribution",
+    "top_p_candidates",
+    "topp_threshold",
+]
