@@ -4,9 +4,9 @@ Inputs are Paddle tensors in SPEC.md order, attributes are keywords; in-place
 tensors are updated in place and returned. See ``docs/ops.md``.
 """
 
-from fastspec.ops._library import FastspecBuildError, load
+from fastspec.ops._library import FastspecArgumentError, FastspecBuildError, load
 from fastspec.ops.ngram import ngram_match
 
 load()
 
-__all__ = ["FastspecBuildError", "ngram_match"]
+__all__ = ["FastspecArgumentError", "FastspecBuildError", "ngram_match"]

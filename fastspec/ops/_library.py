@@ -14,6 +14,10 @@ class FastspecBuildError(ImportError):
     """The compiled op library is missing or does not load."""
 
 
+class FastspecArgumentError(ValueError):
+    """An op rejected an argument: the message names the op, the argument, the expected and actual value."""
+
+
 @functools.cache
 def load() -> list[str]:
     """Registers fastspec's ops with Paddle; returns their names."""
@@ -46,7 +50,15 @@ def run_op(
 
     inplace = inplace or {}
     if paddle.framework.in_dynamic_or_pir_mode():
-        outs = _C_ops._run_custom_op(name, *inputs.values(), *attrs.values())
+        try:
+            outs = _C_ops._run_custom_op(name, *inputs.values(), *attrs.values())
+        except OSError as error:  # how Paddle surfaces the op's PD_THROW
+            public = name.removeprefix("fastspec_") + ": "
+            text = str(error)
+            if public not in text:
+                raise
+            message = text[text.index(public):].splitlines()[0]
+            raise FastspecArgumentError(message) from None
         return list(outs) if isinstance(outs, (list, tuple)) else [outs]
 
     from paddle.base.layer_helper import LayerHelper
