@@ -28,7 +28,11 @@ inline void check_cuda(cudaError_t status, const char* what) {
 }
 #endif
 
+void bind_bench(py::module_& m);
 void bind_rng(py::module_& m);
 void bind_ngram_match(py::module_& m);
+void bind_sampling(py::module_& m);
+void bind_verify_draft_tokens(py::module_& m);
+void bind_update_model_status(py::module_& m);
 
 }  // namespace fastspec_bindings

@@ -8,6 +8,10 @@ PYBIND11_MODULE(fastspec_kernels, m) {
 #else
   m.attr("with_cuda") = false;
 #endif
+  fastspec_bindings::bind_bench(m);
   fastspec_bindings::bind_rng(m);
   fastspec_bindings::bind_ngram_match(m);
+  fastspec_bindings::bind_sampling(m);
+  fastspec_bindings::bind_verify_draft_tokens(m);
+  fastspec_bindings::bind_update_model_status(m);
 }

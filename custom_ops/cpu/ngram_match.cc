@@ -3,6 +3,7 @@
 // (SIMD) and extends backwards only at candidates, so every n-gram size is
 // served by the same pass.
 #include "fastspec/ngram_match.h"
+#include "fastspec/parallel.h"
 
 #include <immintrin.h>
 
@@ -87,8 +88,14 @@ int ngram_match_cpu(const NgramMatchParams& a) {
   for (int64_t b = 0; b < a.batch; ++b) {
     tokens += min64(max64(a.prompt_lens[b], 0) + max64(a.step_idx[b], 0), a.max_model_len);
   }
-#pragma omp parallel for schedule(dynamic, 1) if (tokens >= kParallelTokens)
-  for (int64_t b = 0; b < a.batch; ++b) search_slot(a, b);
+  const auto search = [&a](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) search_slot(a, b);
+  };
+  if (tokens >= kParallelTokens) {
+    parallel_for(a.batch, max64(1, a.batch / (8 * num_threads())), search);
+  } else {
+    search(0, a.batch);
+  }
 
   if (a.token_budget > 0) {
     ngram_apply_budget(a, a.seq_lens_this_time, a.seq_lens_encoder, a.seq_lens_decoder);

@@ -6,7 +6,10 @@ tensors are updated in place and returned. See ``docs/ops.md``.
 
 from fastspec.ops._library import FastspecArgumentError, FastspecBuildError, load
 from fastspec.ops.ngram import ngram_match
+from fastspec.ops.sampling import sample_tokens, top_p_candidates
+from fastspec.ops.model_status import update_model_status
+from fastspec.ops.verify import VerifyStrategy, verify_draft_tokens
 
 load()
 
-__all__ = ["FastspecArgumentError", "FastspecBuildError", "ngram_match"]
+__all__ = ["FastspecArgumentError", "FastspecBuildError", "ngram_match", "update_model_status", "VerifyStrategy", "verify_draft_tokens"]

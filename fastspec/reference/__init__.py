@@ -6,6 +6,7 @@ numpy only, so they run where Paddle is absent (the GPU test host).
 """
 
 from fastspec.reference.ngram import ngram_match
+from fastspec.reference.model_status import update_model_status
 from fastspec.reference.sampling import (
     bf16_bits_to_f32,
     sample_tokens,
@@ -21,6 +22,7 @@ from fastspec.reference.rng import (
     philox4x32_10,
     rand64,
 )
+from fastspec.reference.verify import verify_draft_tokens
 
 __all__ = [
     "STREAM_ACCEPT",
@@ -35,4 +37,6 @@ __all__ = [
     "sample_tokens",
     "sampling_distribution",
     "top_p_candidates",
+    "update_model_status",
+    "verify_draft_tokens",
 ]

@@ -1,0 +1,38 @@
+# Two commands do all the set-up on a fresh machine:
+#   make demo   the main job (CPU by default)
+#   make test   the whole test suite
+# Both create .venv, install requirements.txt and build the native code first
+# (cached: a second run rebuilds nothing). CUDA kernels are compiled whenever
+# a CUDA toolkit is found; BUILD_FLAGS="--cuda on" makes that mandatory (CI).
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BUILD_FLAGS ?=
+DEMO_ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: setup build demo test bench clean
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+setup: $(VENV)/.installed
+
+build: setup
+	$(PY) setup_ops.py $(BUILD_FLAGS)
+
+demo: build
+	$(PY) -m fastspec.demo $(DEMO_ARGS)
+
+test: build
+	$(PY) -m pytest tests $(PYTEST_ARGS)
+
+bench: build
+	$(PY) bench/bench_ngram_match.py
+
+clean:
+	rm -rf build fastspec/_lib/*.so

@@ -1,0 +1,55 @@
+"""Timing, floors and JSON output shared by the benchmarks."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def median_seconds(fn: Callable[[], object], *, repeat: int = 20, warmup: int = 3, budget_s: float = 2.0) -> float:
+    """Median wall time of ``fn`` after warm-up; fewer repeats when one call is slow."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    start = time.perf_counter()
+    while len(times) < repeat and (len(times) < 3 or time.perf_counter() - start < budget_s):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def cpu_read_seconds(array: np.ndarray) -> float:
+    """Time to read ``array`` once with the kernels' own threads and SIMD: the floor of a scan over it.
+
+    Measured on the very buffer the kernel reads, so both see the same caches.
+    """
+    from fastspec import kernels
+
+    words = np.ascontiguousarray(array).view(np.uint64).reshape(-1)
+    read = kernels.module().read_once_cpu
+    return median_seconds(lambda: read(words.ctypes.data, words.size))
+
+
+def machine() -> dict:
+    return {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "python": platform.python_version()}
+
+
+def write_json(name: str, payload: dict) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2))
+    return path
+
+
+def fmt_time(seconds: float) -> str:
+    return f"{seconds * 1e3:9.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:9.1f} us"

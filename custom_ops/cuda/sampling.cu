@@ -1,0 +1,349 @@
+// top_p_candidates and sample_tokens on CUDA: one block per output row, one
+// launch per op, no allocation, no host synchronisation (CUDA Graph safe).
+// The block runs the same integer algorithm as the CPU kernel (see
+// fastspec/sampling.h): totals, radix selects over the combined key with
+// shared-memory count/mass histograms (early exit on a single-element
+// bucket), then either a gather + rank sort of the <= K' survivors
+// (top_p_candidates) or one ordered scan over the row by id (sample_tokens).
+// Every decision is on integers, so the results equal the CPU kernel's and
+// the reference's bit for bit.
+#include <cuda_runtime.h>
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include "fastspec/sampling.h"
+
+namespace fastspec {
+namespace {
+
+constexpr int kThreads = 512;
+constexpr int kCandPerThread = kMaxCandidateLen / kThreads;  // 2
+constexpr int kDrawItems = 4;                                // ids per thread per draw chunk
+
+using BlockScan = cub::BlockScan<long long, kThreads>;
+using BlockReduce = cub::BlockReduce<long long, kThreads>;
+
+struct Shared {
+  unsigned int count[kRadixBuckets];
+  unsigned long long mass[kRadixBuckets];
+  int last[kRadixBuckets];
+  union {
+    typename BlockScan::TempStorage scan;
+    typename BlockReduce::TempStorage reduce;
+  } temp;
+  unsigned long long cand[kMaxCandidateLen];
+  // results broadcast to the block
+  int chosen;
+  long long above_w, above_mass;
+  unsigned long long found;
+  int n_cand;
+  int len;
+  long long token;
+};
+
+struct SelectResult {
+  uint64_t cut;
+  int64_t mass_upto;
+};
+
+template <typename Tag>
+__device__ __forceinline__ uint64_t combined_at(const typename Tag::T* row, int64_t i, int64_t vocab,
+                                                int id_bits) {
+  return combined_key(key_of(Tag{}, row, i), i, vocab, id_bits);
+}
+
+// Row totals: number of valid entries and their mass (to every thread).
+template <typename Tag>
+__device__ void row_totals(const typename Tag::T* row, int64_t vocab, Shared& s, int64_t* n_valid,
+                           int64_t* mass) {
+  long long n = 0, m = 0;
+  for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+    const uint32_t k = key_of(Tag{}, row, i);
+    n += k != 0;
+    m += mass_of_bits(k);
+  }
+  const long long nt = BlockReduce(s.temp.reduce).Sum(n);
+  if (threadIdx.x == 0) s.above_w = nt;
+  __syncthreads();
+  const long long mt = BlockReduce(s.temp.reduce).Sum(m);
+  if (threadIdx.x == 0) s.above_mass = mt;
+  __syncthreads();
+  *n_valid = s.above_w;
+  *mass = s.above_mass;
+  __syncthreads();
+}
+
+// The cut of the set {combined >= lower} where the cumulative weight (count,
+// or mass when by_mass) in probability order first reaches target
+// (1 <= target <= the set's weight). Same contract as the CPU radix_select.
+template <typename Tag>
+__device__ SelectResult radix_select(const typename Tag::T* row, int64_t vocab, int id_bits,
+                                     uint64_t lower, int64_t target, bool by_mass, Shared& s) {
+  constexpr int kPer = kRadixBuckets / kThreads;  // buckets per thread in the scan
+  const int width = combined_width(id_bits);
+  uint64_t prefix = 0;
+  int done = 0;
+  long long above_w = 0, above_mass = 0;
+  for (;;) {
+    const int shift = width - done > kRadixBits ? width - done - kRadixBits : 0;
+    const int digits = width - done - shift;
+    const int high = shift + digits;
+    const uint64_t mask = (uint64_t{1} << digits) - 1;
+    for (int d = threadIdx.x; d < kRadixBuckets; d += kThreads) {
+      s.count[d] = 0;
+      s.mass[d] = 0;
+    }
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+      const uint64_t c = combined_at<Tag>(row, i, vocab, id_bits);
+      if (c >= lower && (high >= 64 || (c >> high) == (prefix >> high))) {
+        const int d = static_cast<int>((c >> shift) & mask);
+        atomicAdd(&s.count[d], 1u);
+        const int64_t m = mass_of_bits(cut_bits(c, id_bits));
+        if (m != 0) atomicAdd(&s.mass[d], static_cast<unsigned long long>(m));
+        s.last[d] = static_cast<int>(i);  // meaningful only when the bucket holds one element
+      }
+    }
+    __syncthreads();
+    // Thread t owns buckets [top - (t + 1) * kPer, top - t * kPer): thread 0 the highest,
+    // so an exclusive scan over threads gives the weight above each thread's buckets.
+    const int hi = kRadixBuckets - 1 - threadIdx.x * kPer;
+    long long w_local = 0, m_local = 0;
+    for (int j = 0; j < kPer; ++j) {
+      const int d = hi - j;
+      m_local += static_cast<long long>(s.mass[d]);
+      w_local += by_mass ? static_cast<long long>(s.mass[d]) : static_cast<long long>(s.count[d]);
+    }
+    long long w_excl, m_excl;
+    BlockScan(s.temp.scan).ExclusiveSum(w_local, w_excl);
+    __syncthreads();
+    BlockScan(s.temp.scan).ExclusiveSum(m_local, m_excl);
+    if (threadIdx.x == 0) {  // no bucket reaches the target only if the preconditions fail
+      s.chosen = 0;
+      s.above_w = 0;
+      s.above_mass = 0;
+    }
+    __syncthreads();
+    const long long need = target - above_w;  // >= 1
+    if (w_excl < need && w_excl + w_local >= need) {
+      long long w_run = w_excl, m_run = m_excl;
+      for (int j = 0; j < kPer; ++j) {
+        const int d = hi - j;
+        const long long w = by_mass ? static_cast<long long>(s.mass[d]) : static_cast<long long>(s.count[d]);
+        if (w_run + w >= need) {
+          s.chosen = d;
+          s.above_w = w_run;
+          s.above_mass = m_run;
+          break;
+        }
+        w_run += w;
+        m_run += static_cast<long long>(s.mass[d]);
+      }
+    }
+    __syncthreads();
+    const int d = s.chosen;
+    above_w += s.above_w;
+    above_mass += s.above_mass;
+    const unsigned int cnt = s.count[d];
+    const int last = s.last[d];
+    __syncthreads();  // s.* may be overwritten by the next level
+    prefix |= static_cast<uint64_t>(d) << shift;
+    done += digits;
+    if (cnt == 1 || shift == 0) {
+      const uint64_t cut = cnt == 1 ? combined_at<Tag>(row, last, vocab, id_bits) : prefix;
+      return {cut, above_mass + mass_of_bits(cut_bits(cut, id_bits))};
+    }
+  }
+}
+
+template <typename Tag>
+__global__ void __launch_bounds__(kThreads) top_p_candidates_kernel(TopPCandidatesParams a) {
+  __shared__ Shared s;
+  const int64_t t = blockIdx.x;
+  const int kk = a.max_candidate_len;
+  int64_t* ids = a.candidate_ids + t * kk;
+  float* scores = a.candidate_scores + t * kk;
+  const int id_bits = id_bits_for(a.vocab);
+  const uint64_t all_valid = uint64_t{1} << id_bits;
+  int len = 0;
+  int64_t b;
+  if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
+    const auto* row = static_cast<const typename Tag::T*>(a.probs) + t * a.vocab;
+    int64_t n_valid, total;
+    row_totals<Tag>(row, a.vocab, s, &n_valid, &total);
+    if (n_valid > 0) {
+      uint64_t cut = all_valid;
+      if (n_valid > kk) cut = radix_select<Tag>(row, a.vocab, id_bits, all_valid, kk, false, s).cut;
+      // gather the survivors (at most K'), in any order
+      if (threadIdx.x == 0) s.n_cand = 0;
+      __syncthreads();
+      for (int64_t i = threadIdx.x; i < a.vocab; i += kThreads) {
+        const uint64_t c = combined_at<Tag>(row, i, a.vocab, id_bits);
+        if (c >= cut) {
+          const int pos = atomicAdd(&s.n_cand, 1);
+          if (pos < kMaxCandidateLen) s.cand[pos] = c;
+        }
+      }
+      __syncthreads();
+      const int n = min(s.n_cand, kMaxCandidateLen);
+      // rank sort, descending (keys are unique)
+      uint64_t mine[kCandPerThread];
+      int rank[kCandPerThread];
+      for (int j = 0; j < kCandPerThread; ++j) {
+        const int e = threadIdx.x + j * kThreads;
+        rank[j] = -1;
+        if (e < n) {
+          mine[j] = s.cand[e];
+          int r = 0;
+          for (int o = 0; o < n; ++o) r += s.cand[o] > mine[j];
+          rank[j] = r;
+        }
+      }
+      __syncthreads();
+      for (int j = 0; j < kCandPerThread; ++j) {
+        if (rank[j] >= 0) s.cand[rank[j]] = mine[j];
+      }
+      __syncthreads();
+      // top-p prefix over the sorted candidates: thread t holds elements 2t, 2t+1
+      const int64_t thr = topp_threshold(total, a.top_p[b]);
+      long long m[kCandPerThread];
+      for (int j = 0; j < kCandPerThread; ++j) {
+        const int e = threadIdx.x * kCandPerThread + j;
+        m[j] = e < n ? mass_of_bits(cut_bits(s.cand[e], id_bits)) : 0;
+      }
+      long long cum[kCandPerThread];
+      BlockScan(s.temp.scan).InclusiveSum(m, cum);
+      if (threadIdx.x == 0) s.len = n;
+      __syncthreads();
+      for (int j = 0; j < kCandPerThread; ++j) {
+        const int e = threadIdx.x * kCandPerThread + j;
+        if (e < n && cum[j] >= thr) {
+          atomicMin(&s.len, e + 1);
+          break;
+        }
+      }
+      __syncthreads();
+      len = s.len;
+      for (int e = threadIdx.x; e < len; e += kThreads) {
+        ids[e] = cut_id(s.cand[e], a.vocab, id_bits);
+        scores[e] = f32_from_bits(cut_bits(s.cand[e], id_bits));
+      }
+    }
+  }
+  for (int e = len + threadIdx.x; e < kk; e += kThreads) {
+    ids[e] = -1;
+    scores[e] = 0.0f;
+  }
+  if (threadIdx.x == 0) a.candidate_lens[t] = len;
+}
+
+template <typename Tag>
+__global__ void __launch_bounds__(kThreads) sample_tokens_kernel(SampleTokensParams a) {
+  __shared__ Shared s;
+  const int64_t t = blockIdx.x;
+  const int id_bits = id_bits_for(a.vocab);
+  const uint64_t all_valid = uint64_t{1} << id_bits;
+  int64_t token = -1;
+  int64_t b;
+  if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
+    const auto* row = static_cast<const typename Tag::T*>(a.probs) + t * a.vocab;
+    int64_t n_valid, total;
+    row_totals<Tag>(row, a.vocab, s, &n_valid, &total);
+    if (n_valid > 0) {
+      uint64_t kcut = all_valid;
+      int64_t mass_k = total;
+      if (topk_limits(a.top_k[b], a.vocab, n_valid)) {
+        const SelectResult r = radix_select<Tag>(row, a.vocab, id_bits, all_valid, a.top_k[b], false, s);
+        kcut = r.cut;
+        mass_k = r.mass_upto;
+      }
+      const int64_t thr = topp_threshold(mass_k, a.top_p[b]);
+      const SelectResult r = radix_select<Tag>(row, a.vocab, id_bits, kcut, thr > 0 ? thr : 1, thr > 0, s);
+      if (r.mass_upto == 0) {
+        token = cut_id(r.cut, a.vocab, id_bits);
+      } else {
+        const long long point = static_cast<long long>(draw_point(
+            rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), kStreamTarget),
+            r.mass_upto));
+        // first id (ascending) whose cumulative mass within S exceeds point
+        if (threadIdx.x == 0) s.token = -1;
+        __syncthreads();
+        long long running = 0;
+        for (int64_t base = 0; base < a.vocab; base += int64_t{kThreads} * kDrawItems) {
+          const int64_t first = base + int64_t{threadIdx.x} * kDrawItems;
+          long long m[kDrawItems];
+          long long local = 0;
+          for (int j = 0; j < kDrawItems; ++j) {
+            const int64_t i = first + j;
+            m[j] = 0;
+            if (i < a.vocab) {
+              const uint64_t c = combined_at<Tag>(row, i, a.vocab, id_bits);
+              if (c >= r.cut) m[j] = mass_of_bits(cut_bits(c, id_bits));
+            }
+            local += m[j];
+          }
+          long long excl, chunk_total;
+          BlockScan(s.temp.scan).ExclusiveSum(local, excl, chunk_total);
+          const long long start = running + excl;
+          if (start <= point && point < start + local) {
+            long long cum = start;
+            for (int j = 0; j < kDrawItems; ++j) {
+              cum += m[j];
+              if (cum > point) {
+                s.token = first + j;
+                break;
+              }
+            }
+          }
+          running += chunk_total;
+          __syncthreads();
+          if (s.token >= 0) break;
+        }
+        token = s.token;
+      }
+    }
+  }
+  if (threadIdx.x == 0) a.tokens[t] = token;
+}
+
+template <typename Tag>
+cudaError_t launch_candidates(const TopPCandidatesParams& a, cudaStream_t stream) {
+  top_p_candidates_kernel<Tag><<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+template <typename Tag>
+cudaError_t launch_sample(const SampleTokensParams& a, cudaStream_t stream) {
+  sample_tokens_kernel<Tag><<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t top_p_candidates_cuda(const TopPCandidatesParams& a, cudaStream_t stream) {
+  if (check_sampling_sizes(a.rows, a.vocab, a.batch, a.probs_dtype) != kOk || a.rows >= (int64_t{1} << 31) ||
+      a.max_candidate_len < 1 || a.max_candidate_len > kMaxCandidateLen || a.max_candidate_len > a.vocab) {
+    return cudaErrorInvalidValue;
+  }
+  if (a.rows == 0) return cudaSuccess;
+  switch (a.probs_dtype) {
+    case kProbF32: return launch_candidates<F32Tag>(a, stream);
+    case kProbF16: return launch_candidates<F16Tag>(a, stream);
+    default: return launch_candidates<BF16Tag>(a, stream);
+  }
+}
+
+cudaError_t sample_tokens_cuda(const SampleTokensParams& a, cudaStream_t stream) {
+  if (check_sampling_sizes(a.rows, a.vocab, a.batch, a.probs_dtype) != kOk || a.rows >= (int64_t{1} << 31)) {
+    return cudaErrorInvalidValue;
+  }
+  if (a.rows == 0) return cudaSuccess;
+  switch (a.probs_dtype) {
+    case kProbF32: return launch_sample<F32Tag>(a, stream);
+    case kProbF16: return launch_sample<F16Tag>(a, stream);
+    default: return launch_sample<BF16Tag>(a, stream);
+  }
+}
+
+}  // namespace fastspec

@@ -1,0 +1,190 @@
+// top_p_candidates and sample_tokens: parameters, the arithmetic shared by
+// every backend, and the launcher declarations. Semantics: SPEC.md
+// "top_p_candidates" and "sample_tokens".
+//
+// Every decision is made on integers:
+//   * a probability becomes its f32 bit pattern (fp16/bf16 widened exactly
+//     first, by the converters below); a valid probability (finite, > 0) has
+//     bits in [1, 0x7f7fffff] and positive floats order like their bits;
+//   * an element's rank key is `combined = bits << id_bits | (V - 1 - id)`:
+//     larger combined = earlier in probability order (value descending, then
+//     id ascending); every invalid entry has bits 0, so its combined key is
+//     below 2^id_bits and below every cutoff (a cutoff is a valid element's key);
+//   * masses come from the bits by integer shifts (mass_of_bits), equal to
+//     SPEC.md's floor(min(p, 1) * 2^40) without any float operation.
+// A "cut" C is the combined key of one element; the set it selects is every
+// element with combined >= C: a prefix of the probability order.
+//
+// Both backends find cuts the same way: a radix select over the combined key,
+// 11 bits per level from the top, with per-bucket counts and masses, stopping
+// early when the chosen bucket holds a single element. The cut itself is
+// defined by the contract (it does not depend on how it is found), so the
+// backends agree bit for bit whatever their parallel schedule.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "fastspec/common.h"
+#include "fastspec/mass.h"
+#include "fastspec/philox.h"
+
+namespace fastspec {
+
+enum ProbDtype : int32_t { kProbF32 = 0, kProbF16 = 1, kProbBF16 = 2 };
+
+constexpr int32_t kMaxCandidateLen = 1024;
+constexpr int kRadixBits = 11;
+constexpr int kRadixBuckets = 1 << kRadixBits;
+
+// ---- exact fp16 / bf16 -> f32 bit patterns (host and device alike) --------
+
+FS_HD uint32_t f32_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+#endif
+}
+
+FS_HD float f32_from_bits(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+#endif
+}
+
+FS_HD uint32_t bf16_to_f32_bits(uint16_t h) { return static_cast<uint32_t>(h) << 16; }
+
+// IEEE binary16 -> binary32 bits, exact, integer operations only.
+FS_HD uint32_t f16_to_f32_bits(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1fu) return sign | 0x7f800000u | (mant << 13);  // inf / NaN
+  if (exp != 0) return sign | ((exp + 112u) << 23) | (mant << 13);
+  if (mant == 0) return sign;                                   // +-0
+  // subnormal: mant * 2^-24; normalise so the leading one sits at bit 10
+  int e = 113;  // exponent field of 2^-14
+  while ((mant & 0x400u) == 0) {
+    mant <<= 1;
+    --e;
+  }
+  return sign | (static_cast<uint32_t>(e) << 23) | ((mant & 0x3ffu) << 13);
+}
+
+// The order key of a probability: its f32 bits when valid, 0 otherwise.
+FS_HD uint32_t prob_key(uint32_t f32bits) {
+  return (f32bits - 1u) < 0x7f7fffffu ? f32bits : 0u;  // [1, 0x7f7fffff]: finite, > 0
+}
+
+struct F32Tag { using T = float; };
+struct F16Tag { using T = uint16_t; };
+struct BF16Tag { using T = uint16_t; };
+
+FS_HD uint32_t key_of(F32Tag, const float* row, int64_t i) { return prob_key(f32_bits(row[i])); }
+FS_HD uint32_t key_of(F16Tag, const uint16_t* row, int64_t i) { return prob_key(f16_to_f32_bits(row[i])); }
+FS_HD uint32_t key_of(BF16Tag, const uint16_t* row, int64_t i) { return prob_key(bf16_to_f32_bits(row[i])); }
+
+// floor(min(p, 1) * 2^40) from a valid key (0 for key 0), integers only.
+FS_HD int64_t mass_of_bits(uint32_t key) {
+  if (key >= 0x3f800000u) return int64_t{1} << 40;  // p >= 1
+  const int e = static_cast<int>(key >> 23);
+  if (e == 0) return 0;                             // subnormal (or 0): < 2^-126
+  const uint64_t mant = (key & 0x7fffffu) | 0x800000u;
+  const int s = e - 110;                            // p * 2^40 = mant * 2^(e - 127 - 23 + 40)
+  if (s >= 0) return static_cast<int64_t>(mant << s);
+  if (s <= -24) return 0;
+  return static_cast<int64_t>(mant >> -s);
+}
+
+// Number of bits that hold V - 1 - id (at least 1).
+FS_HD int id_bits_for(int64_t vocab) {
+  int b = 1;
+  while ((int64_t{1} << b) < vocab) ++b;
+  return b;
+}
+
+FS_HD uint64_t combined_key(uint32_t key, int64_t id, int64_t vocab, int id_bits) {
+  return (static_cast<uint64_t>(key) << id_bits) | static_cast<uint64_t>(vocab - 1 - id);
+}
+FS_HD uint32_t cut_bits(uint64_t cut, int id_bits) { return static_cast<uint32_t>(cut >> id_bits); }
+FS_HD int64_t cut_id(uint64_t cut, int64_t vocab, int id_bits) {
+  return vocab - 1 - static_cast<int64_t>(cut & ((uint64_t{1} << id_bits) - 1));
+}
+
+// Width of the combined key (31 value bits + id bits) and the radix levels.
+FS_HD int combined_width(int id_bits) { return 31 + id_bits; }
+
+// The row-level decisions that follow a select, shared by every backend.
+
+// top_k active for a row with n_valid valid entries?
+FS_HD bool topk_limits(int32_t top_k, int64_t vocab, int64_t n_valid) {
+  return top_k > 0 && top_k < vocab && static_cast<int64_t>(top_k) < n_valid;
+}
+
+// Row -> request, and the position of its draw (wrapping 64-bit arithmetic).
+FS_HD bool row_request(const int32_t* batch_id_per_token_output, int64_t t, int64_t batch, int64_t* b) {
+  const int64_t v = batch_id_per_token_output[t];
+  *b = v;
+  return v >= 0 && v < batch;
+}
+FS_HD int64_t row_position(const int64_t* step_idx, const int32_t* cu_seqlens_q_output, int64_t b,
+                           int64_t t) {
+  return static_cast<int64_t>(static_cast<uint64_t>(step_idx[b]) + static_cast<uint64_t>(t) -
+                              static_cast<uint64_t>(static_cast<int64_t>(cu_seqlens_q_output[b])));
+}
+
+struct TopPCandidatesParams {
+  const void* probs;                        // [T, V], f32 / f16 / bf16 (ProbDtype)
+  int32_t probs_dtype;
+  const float* top_p;                       // [B]
+  const int32_t* batch_id_per_token_output; // [T]
+  int64_t* candidate_ids;                   // [T, K'] (written)
+  float* candidate_scores;                  // [T, K'] (written)
+  int32_t* candidate_lens;                  // [T] (written)
+  int64_t rows;                             // T
+  int64_t vocab;                            // V
+  int64_t batch;                            // B
+  int32_t max_candidate_len;                // K' in [1, min(V, 1024)]
+  int32_t num_threads;                      // CPU only: <= 0 means OpenMP's default
+};
+
+struct SampleTokensParams {
+  const void* probs;                        // [T, V], f32 / f16 / bf16 (ProbDtype)
+  int32_t probs_dtype;
+  const float* top_p;                       // [B]
+  const int32_t* top_k;                     // [B]
+  const int64_t* seed;                      // [B]
+  const int64_t* step_idx;                  // [B]
+  const int32_t* batch_id_per_token_output; // [T]
+  const int32_t* cu_seqlens_q_output;       // [B + 1]
+  int64_t* tokens;                          // [T] (written)
+  int64_t rows, vocab, batch;
+  int32_t num_threads;                      // CPU only
+};
+
+// Host-side validation shared by every entry point: kOk or kInvalidArgument.
+inline int check_sampling_sizes(int64_t rows, int64_t vocab, int64_t batch, int32_t dtype) {
+  if (rows < 0 || vocab < 1 || vocab >= (int64_t{1} << 31) || batch < 0) return kInvalidArgument;
+  if (dtype != kProbF32 && dtype != kProbF16 && dtype != kProbBF16) return kInvalidArgument;
+  return kOk;
+}
+
+// CPU: threads across rows; every output written. Returns kOk or kInvalidArgument.
+int top_p_candidates_cpu(const TopPCandidatesParams& params);
+int sample_tokens_cpu(const SampleTokensParams& params);
+
+#if defined(FASTSPEC_WITH_CUDA)
+// CUDA: one block per row, one launch, no allocation, no host synchronisation
+// (CUDA Graph safe); outputs go to the caller's buffers.
+cudaError_t top_p_candidates_cuda(const TopPCandidatesParams& params, cudaStream_t stream);
+cudaError_t sample_tokens_cuda(const SampleTokensParams& params, cudaStream_t stream);
+#endif
+
+}  // namespace fastspec

@@ -1,0 +1,169 @@
+// verify_draft_tokens: parameters, the per-slot rule shared by every backend,
+// and the launcher declarations. Semantics: SPEC.md "verify_draft_tokens".
+//
+// Every slot is independent (no cross-slot pass), so both backends run
+// verify_slot once per slot: CPU threads across slots, one CUDA thread per slot.
+#pragma once
+
+#include <cstdint>
+
+#include "fastspec/common.h"
+#include "fastspec/mass.h"
+#include "fastspec/philox.h"
+
+namespace fastspec {
+
+// How a draft is judged and how the correction / bonus token is chosen.
+enum VerifyStrategy : int32_t {
+  kVerifyTopp = 0,         // draft accepted iff among the row's top-p candidates; correction drawn
+  kVerifyGreedy = 1,       // draft accepted iff equal to the target token; correction = target
+  kVerifyTargetMatch = 2,  // as GREEDY, with targets from sample_tokens (lossless for one-hot drafts)
+  kVerifyRejection = 3,    // reserved (a later issue): launchers answer kInvalidArgument for now
+};
+
+struct VerifyDraftTokensParams {
+  int64_t* accept_tokens;              // [B, K + 1], in place
+  int32_t* accept_num;                 // [B], in place
+  const int64_t* draft_tokens;         // [B, K + 1]
+  const int64_t* target_tokens;        // [T]: GREEDY, TARGET_MATCH (else unused)
+  const int64_t* candidate_ids;        // [T, K']: TOPP (else unused)
+  const float* candidate_scores;       // [T, K']: TOPP
+  const int32_t* candidate_lens;       // [T]: TOPP
+  const int64_t* seed;                 // [B]
+  const int64_t* step_idx;             // [B]
+  const bool* stop_flags;              // [B]
+  const bool* is_block_step;           // [B]
+  const int32_t* seq_lens_encoder;     // [B]
+  const int32_t* seq_lens_this_time;   // [B]
+  const int32_t* cu_seqlens_q_output;  // [B + 1]
+  const int32_t* reasoning_status;     // [B] or nullptr (no slot is reasoning)
+  const int64_t* max_dec_len;          // [B]
+  const int64_t* end_tokens;           // [E], E >= 1
+  // REJECTION will add its probability rows here (target_probs, draft_probs,
+  // their dtype and V); the per-slot walk below already has the hook (judge /
+  // correction by strategy).
+  int64_t batch;                       // B
+  int64_t draft_cols;                  // K + 1
+  int64_t rows;                        // T
+  int64_t candidate_cols;              // K' (TOPP)
+  int64_t num_end_tokens;              // E
+  int32_t strategy;                    // VerifyStrategy
+  bool accept_all;
+  bool reject_all;                     // wins over accept_all
+};
+
+FS_HD bool is_end_token(int64_t token, const int64_t* end_tokens, int64_t count) {
+  for (int64_t e = 0; e < count; ++e) {
+    if (token == end_tokens[e]) return true;
+  }
+  return false;
+}
+
+// Number of usable candidates of row t: clamp(candidate_lens[t], 0, K').
+FS_HD int64_t verify_candidate_len(const VerifyDraftTokensParams& a, int64_t t) {
+  return min64(max64(a.candidate_lens[t], 0), a.candidate_cols);
+}
+
+// Is draft d accepted by output row t? A negative draft never is (the op
+// never emits -1), not even under accept_all.
+FS_HD bool verify_accepts(const VerifyDraftTokensParams& a, int64_t t, int64_t d) {
+  if (d < 0) return false;
+  if (a.accept_all) return true;
+  if (a.strategy == kVerifyTopp) {
+    const int64_t* ids = a.candidate_ids + t * a.candidate_cols;
+    const int64_t len = verify_candidate_len(a, t);
+    for (int64_t j = 0; j < len; ++j) {
+      if (ids[j] == d) return true;
+    }
+    return false;
+  }
+  return d == a.target_tokens[t];
+}
+
+// The correction / bonus token of output row t, deciding position `position`
+// of request b. Anything that is not a real token becomes end_tokens[0].
+FS_HD int64_t verify_correction(const VerifyDraftTokensParams& a, int64_t b, int64_t t,
+                                int64_t position) {
+  int64_t token = -1;
+  if (a.strategy == kVerifyTopp) {
+    const int64_t len = verify_candidate_len(a, t);
+    if (len > 0) {
+      const int64_t* ids = a.candidate_ids + t * a.candidate_cols;
+      const float* scores = a.candidate_scores + t * a.candidate_cols;
+      int64_t total = 0;
+      for (int64_t j = 0; j < len; ++j) total += prob_mass(scores[j]);
+      int64_t pick = 0;  // total == 0: the first candidate
+      if (total > 0) {
+        const uint64_t point = draw_point(rand64(a.seed[b], position, kStreamTopp), total);
+        uint64_t cumulative = 0;
+        for (pick = 0; pick + 1 < len; ++pick) {
+          cumulative += static_cast<uint64_t>(prob_mass(scores[pick]));
+          if (cumulative > point) break;
+        }
+      }
+      token = ids[pick];
+    }
+  } else {
+    token = a.target_tokens[t];
+  }
+  return token < 0 ? a.end_tokens[0] : token;
+}
+
+// SPEC.md's per-slot rule. Writes accept_tokens[b, :] and accept_num[b].
+FS_HD void verify_slot(const VerifyDraftTokensParams& a, int64_t b) {
+  int64_t* out = a.accept_tokens + b * a.draft_cols;
+  for (int64_t k = 0; k < a.draft_cols; ++k) out[k] = -1;
+  a.accept_num[b] = 0;
+
+  if (a.stop_flags[b] || a.is_block_step[b]) return;
+  const bool prefill = is_prefill(a.seq_lens_encoder[b]);
+  const int32_t this_time = a.seq_lens_this_time[b];
+  if (!prefill && !(a.seq_lens_encoder[b] == 0 && this_time >= 1)) return;
+  const int64_t need = prefill ? 1 : this_time;
+  const int64_t first_row = a.cu_seqlens_q_output[b];
+  const int64_t end_row = a.cu_seqlens_q_output[b + 1];
+  if (first_row < 0 || end_row > a.rows || end_row - first_row < need) return;
+
+  // Drafts beyond column K cannot be read: a decode slot judges at most K.
+  const int64_t drafts =
+      (prefill || a.reject_all || (a.reasoning_status && a.reasoning_status[b] == 1))
+          ? 0
+          : min64(need - 1, a.draft_cols - 1);
+  const int64_t max_dec = a.max_dec_len[b];
+  int64_t cur = a.step_idx[b];
+  int64_t emitted = 0;
+  bool ended = false;
+  // emit(i, tok) of SPEC.md; returns whether the request ended.
+  auto emit = [&](int64_t token) {
+    cur += 1;
+    const bool is_end = is_end_token(token, a.end_tokens, a.num_end_tokens);
+    if (cur >= max_dec && !is_end) token = a.end_tokens[0];
+    out[emitted++] = token;
+    return is_end || cur >= max_dec;
+  };
+
+  int64_t i = 0;
+  for (; i < drafts; ++i) {
+    const int64_t d = a.draft_tokens[b * a.draft_cols + i + 1];
+    if (!verify_accepts(a, first_row + i, d)) break;
+    if (emit(d)) {
+      ended = true;
+      break;
+    }
+  }
+  if (!ended) emit(verify_correction(a, b, first_row + i, a.step_idx[b] + i));
+  a.accept_num[b] = static_cast<int32_t>(emitted);
+}
+
+// CPU: threads across slots. Returns kOk, or kInvalidArgument for an
+// unsupported strategy.
+int verify_draft_tokens_cpu(const VerifyDraftTokensParams& params);
+
+#if defined(FASTSPEC_WITH_CUDA)
+// CUDA: one launch, one thread per slot. No allocation, no host
+// synchronisation: safe inside CUDA Graph capture. Batches above
+// kMaxCudaBatch (and REJECTION, for now) get cudaErrorInvalidValue.
+cudaError_t verify_draft_tokens_cuda(const VerifyDraftTokensParams& params, cudaStream_t stream);
+#endif
+
+}  // namespace fastspec

@@ -1,0 +1,162 @@
+"""``SpeculativeConfig``: the speculative-decoding settings, loaded from YAML and validated.
+
+Every field has a default, so an empty YAML file is a valid (non-speculative) config.
+Validation names the key, the expected value and the value it got.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+METHODS = ("none", "naive", "ngram", "mtp")
+STRATEGIES = ("topp", "greedy", "target_match")
+ACCEPT_POLICIES = ("normal", "accept_all", "reject_all")
+MAX_CANDIDATE_LEN = 1024  # SPEC.md: top_p_candidates takes at most 1024 candidates
+
+
+class ConfigError(ValueError):
+    """A config value or key is invalid; the message names the key."""
+
+
+@dataclass
+class SamplingConfig:
+    """Per-request sampling defaults (a request may override them when it is inserted)."""
+
+    temperature: float = 1.0  # 0 means greedy (argmax, smallest id on ties)
+    top_p: float = 1.0  # in (0, 1]
+    top_k: int = 0  # <= 0 means all tokens
+    seed: int = 0  # request i gets seed + i unless it brings its own
+    max_dec_len: int = 64  # generated tokens per request, end token included
+
+    def validate(self) -> None:
+        _check_number("sampling.temperature", self.temperature, low=0.0)
+        _check_number("sampling.top_p", self.top_p, low=0.0, high=1.0, low_open=True)
+        _check_int("sampling.top_k", self.top_k)
+        _check_int("sampling.seed", self.seed)
+        _check_int("sampling.max_dec_len", self.max_dec_len, low=1)
+
+
+@dataclass
+class SpeculativeConfig:
+    """What the runner does each step. See docs/python_api.md for every key."""
+
+    method: str = "none"  # none | naive | ngram | mtp
+    num_speculative_tokens: int = 0  # K: drafts per request per step
+    verify_strategy: str = "topp"  # topp | greedy | target_match (case-insensitive)
+    max_candidate_len: int = 5  # TOPP: candidates kept per row
+    max_ngram_size: int = 3
+    min_ngram_size: int = 1
+    token_budget: int = 0  # tokens per step over all requests; <= 0 means unlimited
+    accept_policy: str = "normal"  # normal | accept_all | reject_all (debugging / benchmarks)
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+
+    @property
+    def speculative(self) -> bool:
+        """True when a proposer drafts tokens and the verify path runs."""
+        return self.method in ("ngram", "mtp")
+
+    def validate(self) -> SpeculativeConfig:
+        """Checks every field; normalises the string fields to lower case. Returns self."""
+        self.method = _check_choice("method", self.method, METHODS)
+        self.verify_strategy = _check_choice("verify_strategy", self.verify_strategy, STRATEGIES)
+        self.accept_policy = _check_choice("accept_policy", self.accept_policy, ACCEPT_POLICIES)
+        _check_int("num_speculative_tokens", self.num_speculative_tokens, low=0, high=64)
+        _check_int("max_candidate_len", self.max_candidate_len, low=1, high=MAX_CANDIDATE_LEN)
+        _check_int("max_ngram_size", self.max_ngram_size, low=1)
+        _check_int("min_ngram_size", self.min_ngram_size, low=1)
+        _check_int("token_budget", self.token_budget)
+        if self.min_ngram_size > self.max_ngram_size:
+            raise ConfigError(
+                f"min_ngram_size ({self.min_ngram_size}) must not exceed max_ngram_size ({self.max_ngram_size})"
+            )
+        k = self.num_speculative_tokens
+        if self.method in ("none", "naive") and k > 0:
+            raise ConfigError(
+                f"method '{self.method}' proposes no drafts: num_speculative_tokens must be 0, got {k}"
+            )
+        if self.speculative and k < 1:
+            raise ConfigError(f"method '{self.method}' needs num_speculative_tokens >= 1, got {k}")
+        if not isinstance(self.sampling, SamplingConfig):
+            raise ConfigError(f"sampling must be a mapping, got {type(self.sampling).__name__}")
+        self.sampling.validate()
+        return self
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> SpeculativeConfig:
+        """Builds and validates a config; unknown keys are errors (a typo must not pass silently)."""
+        if data is not None and not isinstance(data, dict):
+            raise ConfigError(f"config must be a mapping, got {type(data).__name__}")
+        data = dict(data or {})
+        _check_keys("", data, cls)
+        sampling = data.pop("sampling", None) or {}
+        if not isinstance(sampling, dict):
+            raise ConfigError(f"sampling must be a mapping, got {type(sampling).__name__}")
+        _check_keys("sampling.", sampling, SamplingConfig)
+        return cls(**data, sampling=SamplingConfig(**sampling)).validate()
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> SpeculativeConfig:
+        """Loads a YAML file (see configs/); errors name the file and the key."""
+        import yaml
+
+        path = Path(path)
+        with path.open() as f:
+            data = yaml.safe_load(f)
+        if data is not None and not isinstance(data, dict):
+            raise ConfigError(f"{path}: config must be a mapping, got {type(data).__name__}")
+        try:
+            return cls.from_dict(data)
+        except ConfigError as e:
+            raise ConfigError(f"{path}: {e}") from None
+
+    def replace(self, **changes: Any) -> SpeculativeConfig:
+        """A validated copy with some top-level fields changed (``sampling`` may be a dict)."""
+        data = self.to_dict()
+        for key, value in changes.items():
+            if key == "sampling" and isinstance(value, dict):
+                data["sampling"].update(value)
+            else:
+                data[key] = value
+        return SpeculativeConfig.from_dict(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def load_config(path: str | Path) -> SpeculativeConfig:
+    """Shorthand for ``SpeculativeConfig.from_yaml``."""
+    return SpeculativeConfig.from_yaml(path)
+
+
+def _check_keys(prefix: str, data: dict[str, Any], kind: type) -> None:
+    known = [f.name for f in dataclasses.fields(kind)]
+    for key in data:
+        if key not in known:
+            raise ConfigError(f"unknown key '{prefix}{key}' (known keys: {', '.join(known)})")
+
+
+def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{name} must be a string, one of {list(choices)}; got {type(value).__name__} {value!r}")
+    if value.lower() not in choices:
+        raise ConfigError(f"{name} must be one of {list(choices)} (case-insensitive), got {value!r}")
+    return value.lower()
+
+
+def _check_int(name: str, value: Any, low: int | None = None, high: int | None = None) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ConfigError(f"{name} must be in [{low if low is not None else '-inf'}, {high if high is not None else 'inf'}], got {value}")
+
+
+def _check_number(name: str, value: Any, low: float, high: float | None = None, low_open: bool = False) -> None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise ConfigError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    too_low = value <= low if low_open else value < low
+    if too_low or (high is not None and value > high) or value != value:
+        lo = "(" if low_open else "["
+        raise ConfigError(f"{name} must be in {lo}{low}, {high if high is not None else 'inf'}], got {value}")

@@ -1,0 +1,242 @@
+"""Speculative decoding demo: n-gram drafts on a copy-heavy workload from the project's own files.
+
+    python -m fastspec.demo            # CPU, method ngram, K=5, TARGET_MATCH, batch 4
+    python -m fastspec.demo --short    # the CI smoke run (seconds)
+
+Runs the same requests with speculation off and on, prints a summary table (mean accepted
+length, per-position acceptance, steps saved, wall time per token, lossless check), sweeps the
+n-gram size, and writes ``summary.json`` and ``acceptance.png`` to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from fastspec.workload import ROOT, copy_edit_workload
+
+DEFAULT_CONFIG = ROOT / "configs" / "ngram.yaml"
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m fastspec.demo", description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="YAML config (default: configs/ngram.yaml)")
+    p.add_argument("--method", choices=["ngram", "none", "naive"], default=None, help="override the config's method")
+    p.add_argument("--k", type=int, default=None, help="num_speculative_tokens (default 5)")
+    p.add_argument("--strategy", default="target_match", help="verify strategy: topp | greedy | target_match")
+    p.add_argument("--batch-size", type=int, default=4, help="slots decoded together")
+    p.add_argument("--requests", type=int, default=None, help="requests (default 8, --short 2)")
+    p.add_argument("--chunk-tokens", type=int, default=None, help="file tokens per prompt (default 240, --short 60)")
+    p.add_argument("--ngram-sizes", default=None, help="n-gram sizes swept for the plot (default 1,2,3,4; --short 1,3)")
+    p.add_argument("--model", choices=["replay", "transformer"], default="replay",
+                   help="replay: favours the reference rewrite (a stand-in for a trained model); transformer: random tiny model")
+    p.add_argument("--peak", type=float, default=0.92, help="replay model's probability on the reference token")
+    p.add_argument("--temperature", type=float, default=None, help="override sampling.temperature")
+    p.add_argument("--top-p", type=float, default=None, help="override sampling.top_p")
+    p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+    p.add_argument("--seed", type=int, default=0, help="workload and sampling seed")
+    p.add_argument("--short", action="store_true", help="a small workload for CI")
+    p.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    p.add_argument("--out", default="demo_out", help="folder for summary.json and acceptance.png")
+    return p.parse_args(argv)
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr (no dependency); one line per finished request off a terminal."""
+
+    def __init__(self, label: str, width: int = 30) -> None:
+        self.label, self.width, self.start = label, width, time.perf_counter()
+        self.tty = sys.stderr.isatty()
+        self.last_done, self.last_draw = -1, 0.0
+
+    def __call__(self, done: int, total: int, tokens: int) -> None:
+        now = time.perf_counter()
+        if done == self.last_done and (not self.tty or now - self.last_draw < 0.1):
+            return
+        self.last_done, self.last_draw = done, now
+        filled = int(self.width * done / max(total, 1))
+        bar = "#" * filled + "." * (self.width - filled)
+        elapsed = time.perf_counter() - self.start
+        line = f"  {self.label:<22} [{bar}] {done}/{total} requests {tokens:6d} tokens {elapsed:6.1f}s"
+        sys.stderr.write("\r" + line if self.tty else line + "\n")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            sys.stderr.write("\n")
+
+
+def make_config(args):
+    from fastspec.config import SpeculativeConfig
+
+    config = SpeculativeConfig.from_yaml(args.config)
+    changes = {"verify_strategy": args.strategy}
+    if args.method is not None:
+        changes["method"] = args.method
+    if changes.get("method", config.method) in ("none", "naive"):
+        changes["num_speculative_tokens"] = 0
+    elif args.k is not None:
+        changes["num_speculative_tokens"] = args.k
+    elif not config.speculative:
+        changes["num_speculative_tokens"] = 5
+    sampling = {"seed": args.seed}
+    if args.temperature is not None:
+        sampling["temperature"] = args.temperature
+    if args.top_p is not None:
+        sampling["top_p"] = args.top_p
+    changes["sampling"] = sampling
+    return config.replace(**changes)
+
+
+def run_one(label, model, workload, config, args, max_model_len, warmup=False):
+    from fastspec.runner import RequestParams, generate
+
+    s = config.sampling
+    count = 1 if warmup else len(workload.prompts)
+    params = [RequestParams(s.seed + i, 4 if warmup else len(workload.references[i]) + 8, s.temperature, s.top_p, s.top_k)
+              for i in range(count)]
+    bar = None if warmup else ProgressBar(label)
+    result = generate(model, workload.prompts[:count], config, max_num_seqs=args.batch_size, max_model_len=max_model_len,
+                      end_tokens=[workload.tokenizer.END], place=args.device, params=params, progress=bar)
+    if bar is not None:
+        bar.close()
+    return result
+
+
+def lossless_check(off, on, strategy):
+    equal = sum(int(np.array_equal(a, b)) for a, b in zip(off.outputs, on.outputs))
+    tokens = sum(len(a) for a in off.outputs)
+    same = sum(int(np.sum(a[: min(len(a), len(b))] == b[: min(len(a), len(b))])) for a, b in zip(off.outputs, on.outputs))
+    if strategy in ("greedy", "target_match"):
+        verdict = "PASS" if equal == len(off.outputs) else "FAIL"
+        return verdict, f"{verdict}: {equal}/{len(off.outputs)} outputs identical to spec off"
+    return "n/a", (f"n/a for topp (lossless in distribution, not token for token): "
+                   f"{same}/{tokens} tokens equal to spec off")
+
+
+def table(off, on, check_text) -> str:
+    so, sn = off.stats, on.stats
+    ms = lambda s: 1000.0 * s.wall_time / max(s.generated_tokens, 1)  # noqa: E731
+    per_pos = " ".join(f"{a:.2f}" for a in sn.acceptance_per_position) or "-"
+    saved = so.steps - sn.steps
+    rows = [
+        ("generated tokens", f"{so.generated_tokens}", f"{sn.generated_tokens}"),
+        ("steps (model forwards)", f"{so.steps}", f"{sn.steps}"),
+        ("steps saved", "-", f"{saved} ({100.0 * saved / max(so.steps, 1):.0f}%)"),
+        ("request-steps saved", "-", f"{sn.steps_saved}"),
+        ("mean accepted length", f"{so.mean_accepted_length:.2f}", f"{sn.mean_accepted_length:.2f}"),
+        ("draft acceptance rate", "-", f"{sn.draft_acceptance_rate:.2f}"),
+        ("acceptance by position", "-", per_pos),
+        ("wall time", f"{so.wall_time:.2f} s", f"{sn.wall_time:.2f} s"),
+        ("wall time per token", f"{ms(so):.2f} ms", f"{ms(sn):.2f} ms"),
+        ("speed-up (wall time)", "-", f"{so.wall_time / max(sn.wall_time, 1e-9):.2f}x"),
+    ]
+    for stage in so.stage_time:
+        rows.append((f"  time in {stage}", f"{so.stage_time[stage]:.2f} s", f"{sn.stage_time[stage]:.2f} s"))
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows + [("", "spec off", "")])
+    lines = [f"{'':<{w0}}  {'spec off':>{w1}}  spec on", "-" * (w0 + w1 + 30)]
+    lines += [f"{a:<{w0}}  {b:>{w1}}  {c}" for a, b, c in rows]
+    lines.append(f"{'lossless check':<{w0}}  {check_text}")
+    return "\n".join(lines)
+
+
+def plot(path: Path, main, sweep, k) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    positions = np.arange(1, k + 1)
+    left.bar(positions, main.stats.acceptance_per_position, color="tab:blue")
+    left.set(xlabel="draft position", ylabel="acceptance rate", ylim=(0, 1),
+             title=f"acceptance by position (mean accepted length {main.stats.mean_accepted_length:.2f})")
+    left.set_xticks(positions)
+    for n, result in sweep.items():
+        right.plot(positions, result.stats.acceptance_per_position, marker="o",
+                   label=f"n = {n}: accepted length {result.stats.mean_accepted_length:.2f}")
+    right.set(xlabel="draft position", ylabel="acceptance rate", ylim=(0, 1), title="by n-gram size (min = max = n)")
+    right.set_xticks(positions)
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    t0 = time.perf_counter()
+    import paddle
+
+    try:
+        paddle.set_device(args.device)
+    except (ValueError, RuntimeError) as e:
+        print(f"demo: device '{args.device}' is not available in this Paddle build: {e}", file=sys.stderr)
+        return 2
+    from fastspec.models import ReplayModel, TinyTransformer
+
+    config = make_config(args)
+    requests = args.requests or (2 if args.short else 8)
+    chunk = args.chunk_tokens or (60 if args.short else 240)
+    sizes = [int(n) for n in (args.ngram_sizes or ("1,3" if args.short else "1,2,3,4")).split(",") if n]
+    workload = copy_edit_workload(requests, chunk, seed=args.seed)
+    max_model_len = max(len(p) for p in workload.prompts) + max(len(r) for r in workload.references.values()) + 8
+    vocab = workload.tokenizer.vocab_size
+    if args.model == "replay":
+        model = ReplayModel(workload.references, vocab, end_token=workload.tokenizer.END, peak=args.peak, seed=args.seed)
+    else:
+        model = TinyTransformer(vocab, max_model_len, seed=args.seed)
+    print(f"fastspec demo: {requests} requests of ~{chunk} file tokens (vocab {vocab}), batch {args.batch_size}, "
+          f"device {args.device}, model {args.model}")
+    print(f"  config: method {config.method}, K {config.num_speculative_tokens}, strategy {config.verify_strategy}, "
+          f"n-gram {config.min_ngram_size}..{config.max_ngram_size}, temperature {config.sampling.temperature}, "
+          f"top_p {config.sampling.top_p}")
+
+    spec_off = config.replace(method="none", num_speculative_tokens=0)
+    for warm in (spec_off, config):  # first calls pay one-time costs; keep them out of the timings
+        run_one("warm-up", model, workload, warm, args, max_model_len, warmup=True)
+    off = run_one("spec off", model, workload, spec_off, args, max_model_len)
+    on = run_one(f"spec on ({config.method})", model, workload, config, args, max_model_len)
+    verdict, check_text = lossless_check(off, on, config.verify_strategy)
+    sweep = {}
+    if config.speculative:
+        for n in sizes:
+            sweep[n] = run_one(f"n-gram size {n}", model, workload,
+                               config.replace(max_ngram_size=n, min_ngram_size=n), args, max_model_len)
+
+    print()
+    print(table(off, on, check_text))
+    if sweep:
+        print("mean accepted length by n-gram size: "
+              + ", ".join(f"n={n}: {r.stats.mean_accepted_length:.2f}" for n, r in sweep.items()))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {
+        "args": vars(args),
+        "config": config.to_dict(),
+        "workload": {"requests": requests, "chunk_tokens": chunk, "vocab_size": vocab, "sources": workload.sources},
+        "spec_off": off.stats.summary(),
+        "spec_on": on.stats.summary(),
+        "steps_saved": off.stats.steps - on.stats.steps,
+        "lossless": verdict,
+        "by_ngram_size": {n: r.stats.summary() for n, r in sweep.items()},
+        "total_time_s": time.perf_counter() - t0,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    if config.speculative and not args.no_plot:
+        plot(out / "acceptance.png", on, sweep, config.num_speculative_tokens)
+        print(f"wrote {out / 'summary.json'} and {out / 'acceptance.png'}")
+    else:
+        print(f"wrote {out / 'summary.json'}")
+    print(f"total time {time.perf_counter() - t0:.1f} s")
+    return 0 if verdict != "FAIL" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""The two target models the runner ships with.
+
+A model is a callable ``model(inputs: ModelInputs) -> logits [T, V]`` returning the logits of
+the packed output rows (see ``fastspec.runner.ModelInputs``).
+
+- ``TinyTransformer``: a small causal Paddle transformer with random weights (runs on CPU).
+  It always runs on the full ``[B, L]`` grid so each row's logits are bit-identical whatever
+  follows it (the lossless tests rely on that).
+- ``ReplayModel``: given a reference continuation per request, puts ``peak`` of its probability
+  on the reference's next token (by position) and spreads the rest with seeded noise: a stand-in
+  for a trained model on copy-heavy tasks.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+import numpy as np
+import paddle
+from paddle import nn
+
+if TYPE_CHECKING:
+    from fastspec.runner import ModelInputs
+
+
+class _Block(nn.Layer):
+    def __init__(self, d_model: int, n_heads: int) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.ln1 = nn.LayerNorm(d_model)
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.proj = nn.Linear(d_model, d_model)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x: paddle.Tensor, mask: paddle.Tensor) -> paddle.Tensor:
+        b, length, d = x.shape
+        h = self.n_heads
+        q, k, v = paddle.split(self.qkv(self.ln1(x)), 3, axis=-1)
+
+        def heads(t):
+            return t.reshape([b, length, h, d // h]).transpose([0, 2, 1, 3])
+
+        q, k, v = heads(q), heads(k), heads(v)
+        att = paddle.matmul(q, k, transpose_y=True) / float(np.sqrt(d // h)) + mask
+        att = nn.functional.softmax(att, axis=-1)
+        y = paddle.matmul(att, v).transpose([0, 2, 1, 3]).reshape([b, length, d])
+        x = x + self.proj(y)
+        return x + self.mlp(self.ln2(x))
+
+
+class TinyTransformer(nn.Layer):
+    """Random-init causal transformer: ``vocab_size`` tokens, ``max_len`` positions."""
+
+    def __init__(self, vocab_size: int, max_len: int, d_model: int = 64, n_layers: int = 2, n_heads: int = 4, seed: int = 0):
+        super().__init__()
+        paddle.seed(seed)
+        self.vocab_size, self.max_len = vocab_size, max_len
+        self.tok = nn.Embedding(vocab_size, d_model)
+        self.pos = nn.Embedding(max_len, d_model)
+        self.blocks = nn.LayerList([_Block(d_model, n_heads) for _ in range(n_layers)])
+        self.ln = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size)
+        # Sharper logits than the default init so greedy text has structure (and repeats).
+        with paddle.no_grad():
+            self.head.weight.set_value(self.head.weight * 8.0)
+        causal = np.triu(np.full((max_len, max_len), -1e9, dtype=np.float32), k=1)
+        self._mask = paddle.to_tensor(causal)
+        self.eval()
+
+    @paddle.no_grad()
+    def forward(self, inputs: ModelInputs) -> paddle.Tensor:
+        tokens = inputs.tokens
+        if tokens.shape[1] != self.max_len:
+            raise ValueError(f"TinyTransformer: expected {self.max_len} positions, got {tokens.shape[1]}")
+        ids = paddle.clip(tokens, 0, self.vocab_size - 1)
+        pos = paddle.arange(self.max_len, dtype="int64").unsqueeze(0)
+        x = self.tok(ids) + self.pos(pos)
+        for block in self.blocks:
+            x = block(x, self._mask)
+        x = self.ln(x)
+        flat = x.reshape([-1, x.shape[-1]])
+        index = paddle.to_tensor(inputs.row_slot.astype(np.int64) * self.max_len + inputs.row_pos)
+        return self.head(paddle.gather(flat, index))
+
+
+class ReplayModel:
+    """Puts ``peak`` of the probability on ``references[request][k]`` for the k-th generated token.
+
+    Past the end of the reference the favoured token is ``end_token``. The rest of the mass is
+    seeded noise that depends only on (seed, request, position), so the model is a pure function
+    of its inputs.
+    """
+
+    def __init__(self, references: Mapping[int, Sequence[int]], vocab_size: int, end_token: int = 0, peak: float = 0.95, seed: int = 0):
+        if not 0.0 < peak < 1.0:
+            raise ValueError(f"ReplayModel: peak must be in (0, 1), got {peak}")
+        self.references = {int(k): np.asarray(v, dtype=np.int64) for k, v in references.items()}
+        self.vocab_size, self.end_token, self.peak, self.seed = vocab_size, end_token, peak, seed
+        self._boost = float(np.log(peak / (1.0 - peak)))
+
+    def __call__(self, inputs: ModelInputs) -> paddle.Tensor:
+        rows = len(inputs.row_slot)
+        logits = np.empty((rows, self.vocab_size), dtype=np.float32)
+        for t in range(rows):
+            slot, pos = int(inputs.row_slot[t]), int(inputs.row_pos[t])
+            request = inputs.request_ids[slot]
+            k = pos + 1 - int(inputs.prompt_lens[slot])  # index of the generated token predicted
+            ref = self.references.get(request)
+            target = int(ref[k]) if ref is not None and 0 <= k < len(ref) else self.end_token
+            noise = np.random.default_rng([self.seed, request, pos]).standard_normal(self.vocab_size).astype(np.float32)
+            noise[target] = -np.inf
+            # target gets peak: its logit = log(peak / (1 - peak)) + logsumexp(others)
+            top = noise.max()
+            lse = top + np.log(np.exp(noise - top).sum())
+            noise[target] = lse + self._boost
+            logits[t] = noise
+        return paddle.to_tensor(logits, place=inputs.tokens.place)

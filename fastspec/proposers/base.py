@@ -1,0 +1,82 @@
+"""The proposer contract: drafts ``[num_reqs, K]`` int64 plus lengths ``[num_reqs]`` int32."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import paddle
+
+from fastspec.state import SpecState
+
+
+class ProposalError(ValueError):
+    """A proposer returned drafts of the wrong shape or dtype."""
+
+
+@dataclass
+class Proposal:
+    """``tokens[b, :lens[b]]`` are request b's drafts; entries past ``lens[b]`` are ignored."""
+
+    tokens: paddle.Tensor  # int64 [num_reqs, num_speculative_tokens]
+    lens: paddle.Tensor  # int32 [num_reqs], each in [0, num_speculative_tokens]
+
+
+class Proposer(ABC):
+    """Drafts up to ``num_speculative_tokens`` tokens for every decode slot.
+
+    Subclasses implement ``propose(state)``; calling the proposer checks the proposal and writes it
+    into ``state.draft_tokens[:, 1:]`` and ``state.seq_lens_this_time`` (1 + drafts for a decode
+    slot; a prefill slot keeps its prompt length, an inactive slot gets 0).
+    """
+
+    def __init__(self, num_speculative_tokens: int) -> None:
+        if num_speculative_tokens < 1:
+            raise ValueError(f"{type(self).__name__}: num_speculative_tokens must be >= 1, got {num_speculative_tokens}")
+        self.num_speculative_tokens = num_speculative_tokens
+
+    @abstractmethod
+    def propose(self, state: SpecState) -> Proposal:
+        """Drafts for every slot of ``state`` (rows of non-decode slots are ignored)."""
+
+    def __call__(self, state: SpecState) -> Proposal:
+        proposal = self.propose(state)
+        self.check(proposal, state.max_num_seqs)
+        self.write(proposal, state)
+        return proposal
+
+    def check(self, proposal: Proposal, num_reqs: int) -> None:
+        """Raises ProposalError unless tokens is int64 [num_reqs, K] and lens int32 [num_reqs]."""
+        name, k = type(self).__name__, self.num_speculative_tokens
+        if not isinstance(proposal, Proposal):
+            raise ProposalError(f"{name}.propose must return a Proposal, got {type(proposal).__name__}")
+        shape = list(proposal.tokens.shape)
+        if shape != [num_reqs, k]:
+            raise ProposalError(
+                f"{name}: proposal tokens must have shape [num_reqs, num_speculative_tokens] = [{num_reqs}, {k}], got {shape}"
+            )
+        if proposal.tokens.dtype != paddle.int64:
+            raise ProposalError(f"{name}: proposal tokens must be int64, got {proposal.tokens.dtype}")
+        lens_shape = list(proposal.lens.shape)
+        if lens_shape not in ([num_reqs], [num_reqs, 1]):
+            raise ProposalError(f"{name}: proposal lens must have shape [num_reqs] = [{num_reqs}], got {lens_shape}")
+        if proposal.lens.dtype != paddle.int32:
+            raise ProposalError(f"{name}: proposal lens must be int32, got {proposal.lens.dtype}")
+
+    def write(self, proposal: Proposal, state: SpecState) -> None:
+        """Drafts of decode slots into draft_tokens[:, 1:] (-1 past the length), lengths into seq_lens_this_time."""
+        k = self.num_speculative_tokens
+        running = paddle.logical_not(paddle.logical_or(state.stop_flags, state.is_block_step))
+        prefill = paddle.logical_and(running, state.seq_lens_encoder > 0)
+        decode = paddle.logical_and(
+            running, paddle.logical_and(state.seq_lens_encoder == 0, state.seq_lens_decoder > 0)
+        )
+        lens = paddle.clip(proposal.lens.reshape([-1]), 0, k)
+        lens = paddle.where(decode, lens, paddle.zeros_like(lens))
+        cols = paddle.arange(k, dtype="int32").unsqueeze(0)
+        keep = cols < lens.unsqueeze(-1)
+        drafts = paddle.where(keep, proposal.tokens, paddle.full_like(proposal.tokens, -1))
+        merged = paddle.concat([state.draft_tokens[:, :1], drafts], axis=1)
+        paddle.assign(merged, state.draft_tokens)
+        now = paddle.where(decode, lens + 1, paddle.where(prefill, state.seq_lens_this_time, paddle.zeros_like(lens)))
+        paddle.assign(now, state.seq_lens_this_time)

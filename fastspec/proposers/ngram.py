@@ -1,0 +1,48 @@
+"""``NgramProposer``: prompt-lookup drafts through the ``ngram_match`` op."""
+
+from __future__ import annotations
+
+import paddle
+
+from fastspec import ops
+from fastspec.proposers.base import Proposal, Proposer
+from fastspec.state import SpecState
+
+
+class NgramProposer(Proposer):
+    """Copies what followed the newest n-gram's earlier occurrence (prompt first, then output)."""
+
+    def __init__(self, num_speculative_tokens: int, max_ngram_size: int = 3, min_ngram_size: int = 1, token_budget: int = 0):
+        super().__init__(num_speculative_tokens)
+        self.max_ngram_size = max_ngram_size
+        self.min_ngram_size = min_ngram_size
+        self.token_budget = token_budget
+
+    @classmethod
+    def from_config(cls, config) -> NgramProposer:
+        return cls(config.num_speculative_tokens, config.max_ngram_size, config.min_ngram_size, config.token_budget)
+
+    def propose(self, state: SpecState) -> Proposal:
+        if state.num_speculative_tokens != self.num_speculative_tokens:
+            raise ValueError(
+                f"NgramProposer: the state holds {state.num_speculative_tokens} draft columns, "
+                f"the proposer drafts {self.num_speculative_tokens}"
+            )
+        ops.ngram_match(
+            state.token_ids_all,
+            state.prompt_lens,
+            state.step_idx,
+            state.draft_token_num,
+            state.draft_tokens,
+            state.seq_lens_this_time,
+            state.seq_lens_encoder,
+            state.seq_lens_decoder,
+            state.max_dec_len,
+            max_ngram_size=self.max_ngram_size,
+            min_ngram_size=self.min_ngram_size,
+            token_budget=self.token_budget,
+        )
+        # ngram_match wrote in place; hand the same drafts back through the checked contract
+        decode = paddle.logical_and(state.seq_lens_encoder == 0, state.seq_lens_decoder > 0)
+        lens = paddle.where(decode, paddle.clip(state.seq_lens_this_time - 1, min=0), paddle.zeros_like(state.seq_lens_this_time))
+        return Proposal(state.draft_tokens[:, 1:].clone(), lens)

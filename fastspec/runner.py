@@ -1,0 +1,279 @@
+"""``generate``: the speculative-decoding loop over a model callable.
+
+Each step: insert waiting requests into free slots -> propose drafts -> pack the output rows
+-> model logits at those rows -> sampler (verify / sample + update_model_status) -> collect
+finished requests. Returns the outputs and ``GenerationStats``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import paddle
+
+from fastspec.config import SpeculativeConfig
+from fastspec.proposers import Proposer, make_proposer
+from fastspec.sampler import Sampler
+from fastspec.state import RequestParams, SpecState
+
+STAGES = ("insert", "propose", "pack", "model", "sample", "collect")
+
+
+@dataclass
+class ModelInputs:
+    """What a model sees in one step (``B`` slots, ``L`` positions, ``T`` output rows).
+
+    tokens: int64 paddle ``[B, L]``: each slot's committed tokens, then this step's drafts
+        (``draft_tokens[b, 1..n-1]``), then -1.
+    lengths: int ``[B]``: valid entries of ``tokens`` per slot (0 for a slot with no rows).
+    row_slot: int32 ``[T]``: the slot of each output row (``batch_id_per_token_output``).
+    row_pos: int64 ``[T]``: the position whose next token the row predicts.
+    prompt_lens: int ``[B]``; request_ids: the request in each slot (None when free).
+    """
+
+    tokens: paddle.Tensor
+    lengths: np.ndarray
+    row_slot: np.ndarray
+    row_pos: np.ndarray
+    prompt_lens: np.ndarray
+    request_ids: list
+
+
+Model = Callable[[ModelInputs], paddle.Tensor]
+
+
+@dataclass
+class GenerationStats:
+    """Counters of one ``generate`` call.
+
+    ``generated_tokens = accepted_tokens + bonus_tokens``: accepted drafts plus tokens the target
+    chose itself (prefill token, correction or bonus). A request-step is one request taking part
+    in one step; ``steps_saved`` = generated tokens - request-steps, the request-steps a
+    one-token-per-step decoder would have needed beyond these.
+    """
+
+    steps: int = 0
+    request_steps: int = 0
+    decode_request_steps: int = 0
+    decode_tokens: int = 0
+    generated_tokens: int = 0
+    accepted_tokens: int = 0
+    bonus_tokens: int = 0
+    proposed_tokens: int = 0
+    proposed_per_position: list = field(default_factory=list)
+    accepted_per_position: list = field(default_factory=list)
+    wall_time: float = 0.0
+    stage_time: dict = field(default_factory=lambda: {s: 0.0 for s in STAGES})
+
+    @property
+    def mean_accepted_length(self) -> float:
+        """Tokens per decode request-step (accepted drafts + the bonus); 1.0 without drafts."""
+        return self.decode_tokens / self.decode_request_steps if self.decode_request_steps else 0.0
+
+    @property
+    def acceptance_per_position(self) -> list[float]:
+        """Fraction of drafts at position i (0-based) that were accepted."""
+        return [a / p if p else 0.0 for a, p in zip(self.accepted_per_position, self.proposed_per_position)]
+
+    @property
+    def draft_acceptance_rate(self) -> float:
+        return self.accepted_tokens / self.proposed_tokens if self.proposed_tokens else 0.0
+
+    @property
+    def steps_saved(self) -> int:
+        return self.generated_tokens - self.request_steps
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.generated_tokens / self.wall_time if self.wall_time > 0 else 0.0
+
+    def summary(self) -> dict:
+        return {
+            "steps": self.steps,
+            "request_steps": self.request_steps,
+            "generated_tokens": self.generated_tokens,
+            "accepted_tokens": self.accepted_tokens,
+            "bonus_tokens": self.bonus_tokens,
+            "proposed_tokens": self.proposed_tokens,
+            "mean_accepted_length": self.mean_accepted_length,
+            "draft_acceptance_rate": self.draft_acceptance_rate,
+            "acceptance_per_position": self.acceptance_per_position,
+            "steps_saved": self.steps_saved,
+            "wall_time_s": self.wall_time,
+            "tokens_per_second": self.tokens_per_second,
+            "stage_time_s": dict(self.stage_time),
+        }
+
+
+@dataclass
+class GenerationResult:
+    outputs: list  # int64 arrays, one per prompt, in prompt order (end token included if emitted)
+    stats: GenerationStats
+
+
+def default_params(config: SpeculativeConfig, count: int) -> list[RequestParams]:
+    """Request i gets the config's sampling defaults with seed ``sampling.seed + i``."""
+    s = config.sampling
+    return [RequestParams(s.seed + i, s.max_dec_len, s.temperature, s.top_p, s.top_k) for i in range(count)]
+
+
+def generate(
+    model: Model,
+    prompts: Sequence[Sequence[int]],
+    config: SpeculativeConfig,
+    *,
+    max_num_seqs: int | None = None,
+    max_model_len: int | None = None,
+    end_tokens: Sequence[int] = (0,),
+    place=None,
+    params: Sequence[RequestParams] | None = None,
+    proposer: Proposer | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
+) -> GenerationResult:
+    """Generates a continuation of every prompt with ``model``, speculating as ``config`` says.
+
+    Args:
+        model: ``model(ModelInputs) -> logits [T, V]``.
+        prompts: token-id sequences.
+        config: a validated ``SpeculativeConfig``.
+        max_num_seqs: batch slots (default: all prompts at once); more prompts wait for a slot.
+        max_model_len: positions per slot (default: longest prompt + longest max_dec_len).
+        end_tokens: token ids that end a request.
+        place: where the state lives ('cpu', 'gpu', a paddle place; default: Paddle's current).
+        params: per-request sampling parameters (default: ``default_params``).
+        proposer: overrides the proposer the config names.
+        progress: called after each step with (finished requests, total requests, generated tokens).
+    """
+    config.validate()
+    params = list(params) if params is not None else default_params(config, len(prompts))
+    if len(params) != len(prompts):
+        raise ValueError(f"generate: {len(prompts)} prompts but {len(params)} request params")
+    if proposer is None and config.speculative:
+        proposer = make_proposer(config)
+    batch = max_num_seqs or max(1, len(prompts))
+    length = max_model_len or (max((len(p) for p in prompts), default=1) + max((q.max_dec_len for q in params), default=1))
+    state = SpecState(batch, length, config.num_speculative_tokens, end_tokens, place)
+    sampler = Sampler(config)
+    stats = GenerationStats(
+        proposed_per_position=[0] * config.num_speculative_tokens,
+        accepted_per_position=[0] * config.num_speculative_tokens,
+    )
+    outputs: list = [None] * len(prompts)
+    waiting = deque(range(len(prompts)))
+    finished = 0
+    clock = _Clock(stats, state.place)
+
+    start = time.perf_counter()
+    while waiting or len(state.free_slots) < batch:
+        with clock("insert"):
+            while waiting and state.free_slots:
+                i = waiting.popleft()
+                state.insert(prompts[i], params[i], request_id=i)
+        with clock("propose"):
+            if proposer is not None:
+                proposer(state)
+        with clock("pack"):
+            state.pack_rows()
+            inputs, drafted = _model_inputs(state)
+        with clock("model"):
+            logits = model(inputs)
+        with clock("sample"):
+            sampler(logits, state)
+        with clock("collect"):
+            _count(stats, state, drafted, reject_all=sampler.reject_all)
+            for slot in state.finished_slots():
+                outputs[state.request_of_slot[slot]] = state.output(slot)
+                state.free(slot)
+                finished += 1
+        stats.steps += 1
+        if progress is not None:
+            progress(finished, len(prompts), stats.generated_tokens)
+    stats.wall_time = time.perf_counter() - start
+    return GenerationResult(outputs, stats)
+
+
+def _model_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple[bool, np.ndarray]]]:
+    """The token grid and row positions of this step; also the drafts each slot carries."""
+    tokens = state.token_ids_all.numpy().copy()
+    prompt_lens = state.prompt_lens.numpy()
+    step_idx = state.step_idx.numpy()
+    enc = state.seq_lens_encoder.numpy()
+    draft_tokens = state.draft_tokens.numpy()
+    rows = np.diff(state.cu_seqlens_q_output.numpy())
+    lengths = np.zeros(state.max_num_seqs, dtype=np.int64)
+    row_slot, row_pos, drafted = [], [], {}
+    for b in np.flatnonzero(rows > 0):
+        p, s, n = int(prompt_lens[b]), int(step_idx[b]), int(rows[b])
+        if enc[b] > 0:  # prefill: one row, after the whole prompt
+            lengths[b] = p
+            row_slot.append(b)
+            row_pos.append(p - 1)
+            drafted[b] = (False, draft_tokens[b, 1:1])
+            continue
+        drafts = draft_tokens[b, 1:n]
+        tokens[b, p + s : p + s + n - 1] = drafts
+        lengths[b] = p + s + n - 1
+        row_slot.extend([b] * n)
+        row_pos.extend(range(p + s - 1, p + s - 1 + n))
+        drafted[b] = (True, drafts.copy())
+    inputs = ModelInputs(
+        tokens=paddle.to_tensor(tokens, place=state.place),
+        lengths=lengths,
+        row_slot=np.asarray(row_slot, dtype=np.int32),
+        row_pos=np.asarray(row_pos, dtype=np.int64),
+        prompt_lens=prompt_lens.copy(),
+        request_ids=list(state.request_of_slot),
+    )
+    return inputs, drafted
+
+
+def _count(stats: GenerationStats, state: SpecState, drafted: dict[int, tuple[bool, np.ndarray]], reject_all: bool) -> None:
+    """Adds one step's kept tokens to the counters, split into accepted drafts and bonus tokens.
+
+    The kept tokens are the accepted drafts, then one token of the target's own. Under every
+    strategy a rejected draft differs from the token that replaces it, so the accepted drafts are
+    the longest common prefix of drafts and kept tokens; only reject_all (which rejects even a
+    draft equal to the target) needs saying.
+    """
+    accept_num = state.accept_num.numpy()
+    accept_tokens = state.accept_tokens.numpy()
+    for b, (decode, drafts) in drafted.items():
+        kept = int(accept_num[b])
+        accepted = 0
+        while not reject_all and accepted < min(kept, len(drafts)) and accept_tokens[b, accepted] == drafts[accepted]:
+            accepted += 1
+        stats.request_steps += 1
+        stats.generated_tokens += kept
+        stats.accepted_tokens += accepted
+        stats.bonus_tokens += kept - accepted
+        stats.proposed_tokens += len(drafts)
+        for i in range(len(drafts)):
+            stats.proposed_per_position[i] += 1
+            stats.accepted_per_position[i] += int(i < accepted)
+        if decode:
+            stats.decode_request_steps += 1
+            stats.decode_tokens += kept
+
+
+class _Clock:
+    """Adds the time of each stage to ``stats.stage_time`` (synchronising first off the CPU)."""
+
+    def __init__(self, stats: GenerationStats, place) -> None:
+        self.stats, self.sync = stats, not isinstance(place, paddle.CPUPlace)
+        self.stage = ""
+
+    def __call__(self, stage: str) -> _Clock:
+        self.stage = stage
+        return self
+
+    def __enter__(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def __exit__(self, *exc) -> None:
+        if self.sync:
+            paddle.device.synchronize()
+        self.stats.stage_time[self.stage] += time.perf_counter() - self.t0

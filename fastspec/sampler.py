@@ -1,0 +1,133 @@
+"""``Sampler``: one forward for every backend: logits -> probs -> tokens -> state update.
+
+The ops run wherever the state's tensors live (CPU, GPU, XPU); nothing here picks a place.
+Two paths share one ending:
+
+    probs = softmax(logits / temperature)
+    naive  (method none / naive): sample_tokens, one token per request
+    verify (method ngram / mtp):  targets (GREEDY argmax | TARGET_MATCH sample_tokens |
+                                  TOPP top_p_candidates), then verify_draft_tokens
+    both:  update_model_status
+
+A request with temperature 0 is greedy on every path: its top_k becomes 1 and its top_p 0,
+so sample_tokens and top_p_candidates keep only the argmax (smallest id on ties).
+"""
+
+from __future__ import annotations
+
+import paddle
+
+from fastspec import ops
+from fastspec.config import SpeculativeConfig
+from fastspec.state import SpecState
+
+
+class Sampler:
+    """Turns the target's logits at the packed output rows into committed tokens."""
+
+    def __init__(self, config: SpeculativeConfig) -> None:
+        self.config = config
+        self.strategy = config.verify_strategy
+        self.accept_all = config.accept_policy == "accept_all"
+        self.reject_all = config.accept_policy == "reject_all"
+
+    def forward(self, logits: paddle.Tensor, state: SpecState) -> paddle.Tensor:
+        """Samples / verifies, then advances ``state`` in place; returns ``has_running`` bool [1].
+
+        Args:
+            logits: ``[T, V]`` float, row ``t`` belongs to request ``state.batch_id_per_token_output[t]``
+                (``state.pack_rows()`` wrote the packing for this step).
+            state: the batch; updated in place.
+        """
+        rows = state.row_batch_ids(logits.shape[0])
+        probs = self._probs(logits, state, rows)
+        top_p, top_k = self._greedy_aware_params(state)
+        if self.config.speculative:
+            self._verify_and_sample(probs, state, rows, top_p, top_k)
+        else:
+            self._normal_sample(probs, state, rows, top_p, top_k)
+        return self._update(state)
+
+    __call__ = forward
+
+    # -- steps ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _probs(logits: paddle.Tensor, state: SpecState, rows: paddle.Tensor) -> paddle.Tensor:
+        """float32 softmax of logits / temperature of each row's request (0 reads as 1: greedy)."""
+        slot = paddle.clip(rows, 0, state.max_num_seqs - 1)  # padding rows: any valid slot
+        temp = paddle.gather(state.temperature, slot)
+        temp = paddle.where(temp > 0, temp, paddle.ones_like(temp))
+        return paddle.nn.functional.softmax(logits.astype("float32") / temp.unsqueeze(-1), axis=-1)
+
+    @staticmethod
+    def _greedy_aware_params(state: SpecState) -> tuple[paddle.Tensor, paddle.Tensor]:
+        greedy = state.temperature <= 0
+        top_p = paddle.where(greedy, paddle.zeros_like(state.top_p), state.top_p)
+        top_k = paddle.where(greedy, paddle.ones_like(state.top_k), state.top_k)
+        return top_p, top_k
+
+    def _normal_sample(self, probs, state: SpecState, rows, top_p, top_k) -> None:
+        """One seeded draw per request from its single output row into accept_tokens[:, 0]."""
+        tokens = ops.sample_tokens(probs, top_p, top_k, state.seed, state.step_idx, rows, state.cu_seqlens_q_output)
+        cu = state.cu_seqlens_q_output
+        has_row = cu[1:] > cu[:-1]
+        first = paddle.gather(tokens, paddle.clip(cu[:-1], 0, max(probs.shape[0] - 1, 0)).astype("int64"))
+        # a row without a valid probability ends the request cleanly (as verify does)
+        first = paddle.where(first < 0, paddle.full_like(first, 0) + state.end_tokens[0], first)
+        accept = paddle.full_like(state.accept_tokens, -1)
+        accept[:, 0] = paddle.where(has_row, first, paddle.full_like(first, -1))
+        paddle.assign(accept, state.accept_tokens)
+        paddle.assign(has_row.astype("int32"), state.accept_num)
+
+    def _verify_and_sample(self, probs, state: SpecState, rows, top_p, top_k) -> None:
+        """Targets for every row by the configured strategy, then verify the drafts against them."""
+        target = ids = scores = lens = None
+        if self.strategy == "greedy":
+            target = paddle.argmax(probs, axis=-1)  # first maximum: smallest id on ties
+        elif self.strategy == "target_match":
+            target = ops.sample_tokens(probs, top_p, top_k, state.seed, state.step_idx, rows, state.cu_seqlens_q_output)
+        else:
+            max_len = min(self.config.max_candidate_len, probs.shape[-1])
+            ids, scores, lens = ops.top_p_candidates(probs, top_p, rows, max_candidate_len=max_len)
+        ops.verify_draft_tokens(
+            state.accept_tokens,
+            state.accept_num,
+            state.draft_tokens,
+            target,
+            ids,
+            scores,
+            lens,
+            state.seed,
+            state.step_idx,
+            state.stop_flags,
+            state.is_block_step,
+            state.seq_lens_encoder,
+            state.seq_lens_this_time,
+            state.cu_seqlens_q_output,
+            state.reasoning_status,
+            state.max_dec_len,
+            state.end_tokens,
+            strategy=self.strategy,
+            accept_all=self.accept_all,
+            reject_all=self.reject_all,
+        )
+
+    @staticmethod
+    def _update(state: SpecState) -> paddle.Tensor:
+        outs = ops.update_model_status(
+            state.seq_lens_encoder,
+            state.seq_lens_decoder,
+            state.seq_lens_this_time,
+            state.step_idx,
+            state.stop_flags,
+            state.accept_tokens,
+            state.accept_num,
+            state.draft_tokens,
+            state.token_ids_all,
+            state.prompt_lens,
+            state.is_block_step,
+            state.max_dec_len,
+            state.end_tokens,
+        )
+        return outs[-1]

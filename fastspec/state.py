@@ -1,0 +1,198 @@
+"""``SpecState``: the per-request device tensors of SPEC.md, allocated once.
+
+Every tensor is sized for ``max_num_seqs`` slots and ``max_model_len`` positions when the
+state is built and is only ever updated in place afterwards, so the addresses a CUDA Graph
+captured stay valid across steps. Inserting, reading and freeing requests happen between
+steps, on the host side of the loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import paddle
+
+
+@dataclass
+class RequestParams:
+    """Sampling parameters of one request (defaults come from ``SamplingConfig``)."""
+
+    seed: int
+    max_dec_len: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+
+
+class SpecState:
+    """The batch of request slots: SPEC.md's tensors plus the sampling parameters.
+
+    Attributes (``B`` = max_num_seqs, ``L`` = max_model_len, ``K`` = num_speculative_tokens):
+        token_ids_all int64 [B, L]; prompt_lens, step_idx, max_dec_len, seed int64 [B];
+        seq_lens_encoder, seq_lens_decoder, seq_lens_this_time, accept_num, draft_token_num,
+        top_k, reasoning_status int32 [B]; stop_flags, is_block_step bool [B];
+        temperature, top_p float32 [B]; draft_tokens, accept_tokens int64 [B, K + 1];
+        end_tokens int64 [E]; cu_seqlens_q_output int32 [B + 1];
+        batch_id_per_token_output int32 [B * (K + 1)] (rows past the packed ones are -1).
+    """
+
+    def __init__(
+        self,
+        max_num_seqs: int,
+        max_model_len: int,
+        num_speculative_tokens: int,
+        end_tokens: Sequence[int],
+        place: paddle.Place | str | None = None,
+    ) -> None:
+        if max_num_seqs < 1 or max_model_len < 2 or num_speculative_tokens < 0:
+            raise ValueError(
+                f"SpecState: need max_num_seqs >= 1, max_model_len >= 2, num_speculative_tokens >= 0; got "
+                f"{max_num_seqs}, {max_model_len}, {num_speculative_tokens}"
+            )
+        if len(end_tokens) == 0:
+            raise ValueError("SpecState: end_tokens must hold at least one token id")
+        self.max_num_seqs = b = int(max_num_seqs)
+        self.max_model_len = length = int(max_model_len)
+        self.num_speculative_tokens = k = int(num_speculative_tokens)
+        self.place = _place(place)
+
+        def full(shape, value, dtype):
+            return paddle.to_tensor(np.full(shape, value, dtype=dtype), place=self.place)
+
+        self.token_ids_all = full([b, length], -1, "int64")
+        self.prompt_lens = full([b], 0, "int64")
+        self.step_idx = full([b], 0, "int64")
+        self.max_dec_len = full([b], 0, "int64")
+        self.seed = full([b], 0, "int64")
+        self.seq_lens_encoder = full([b], 0, "int32")
+        self.seq_lens_decoder = full([b], 0, "int32")
+        self.seq_lens_this_time = full([b], 0, "int32")
+        self.accept_num = full([b], 0, "int32")
+        self.draft_token_num = full([b], k, "int32")
+        self.top_k = full([b], 0, "int32")
+        self.reasoning_status = full([b], 0, "int32")
+        self.stop_flags = full([b], True, "bool")  # a free slot counts as stopped
+        self.is_block_step = full([b], False, "bool")
+        self.temperature = full([b], 1.0, "float32")
+        self.top_p = full([b], 1.0, "float32")
+        self.draft_tokens = full([b, k + 1], -1, "int64")
+        self.accept_tokens = full([b, k + 1], -1, "int64")
+        self.end_tokens = paddle.to_tensor(np.asarray(end_tokens, dtype=np.int64), place=self.place)
+        self.cu_seqlens_q_output = full([b + 1], 0, "int32")
+        self.batch_id_per_token_output = full([b * (k + 1)], -1, "int32")
+        self.num_rows = 0  # packed output rows of the current step (host int)
+        self._free = list(range(b))
+        self.request_of_slot: list[int | None] = [None] * b
+
+    # -- requests ---------------------------------------------------------------------------
+
+    @property
+    def free_slots(self) -> list[int]:
+        return list(self._free)
+
+    def insert(self, prompt: Sequence[int], params: RequestParams, request_id: int | None = None) -> int:
+        """Puts a request into a free slot as a prefill; returns the slot.
+
+        Raises:
+            RuntimeError: no free slot.
+            ValueError: empty prompt, or prompt + max_dec_len longer than max_model_len.
+        """
+        if not self._free:
+            raise RuntimeError("SpecState.insert: no free slot (max_num_seqs reached)")
+        prompt = np.asarray(prompt, dtype=np.int64).reshape(-1)
+        p = len(prompt)
+        if p == 0:
+            raise ValueError("SpecState.insert: the prompt is empty")
+        if p + params.max_dec_len > self.max_model_len:
+            raise ValueError(
+                f"SpecState.insert: prompt length {p} + max_dec_len {params.max_dec_len} exceeds "
+                f"max_model_len {self.max_model_len}"
+            )
+        slot = self._free.pop(0)
+        self.token_ids_all[slot] = paddle.full([self.max_model_len], -1, dtype="int64")
+        self.token_ids_all[slot, :p] = paddle.to_tensor(prompt)
+        self.prompt_lens[slot] = p
+        self.step_idx[slot] = 0
+        self.max_dec_len[slot] = params.max_dec_len
+        self.seed[slot] = params.seed
+        self.temperature[slot] = params.temperature
+        self.top_p[slot] = params.top_p
+        self.top_k[slot] = params.top_k
+        self.seq_lens_encoder[slot] = p
+        self.seq_lens_decoder[slot] = 0
+        self.seq_lens_this_time[slot] = p
+        self.accept_num[slot] = 0
+        self.stop_flags[slot] = False
+        self.is_block_step[slot] = False
+        self.draft_tokens[slot] = paddle.full([self.num_speculative_tokens + 1], -1, dtype="int64")
+        self.accept_tokens[slot] = paddle.full([self.num_speculative_tokens + 1], -1, dtype="int64")
+        self.request_of_slot[slot] = request_id
+        return slot
+
+    def finished_slots(self) -> list[int]:
+        """Occupied slots whose request has stopped."""
+        stopped = self.stop_flags.numpy()
+        return [s for s in range(self.max_num_seqs) if s not in self._free and stopped[s]]
+
+    def output(self, slot: int) -> np.ndarray:
+        """The tokens slot ``slot`` generated so far (int64; the end token included if emitted)."""
+        p = int(self.prompt_lens[slot])
+        s = int(self.step_idx[slot])
+        return self.token_ids_all[slot, p : p + s].numpy().copy() if s > 0 else np.zeros(0, np.int64)
+
+    def free(self, slot: int) -> None:
+        """Makes ``slot`` inactive and available to ``insert``."""
+        if slot in self._free:
+            return
+        self.seq_lens_encoder[slot] = 0
+        self.seq_lens_decoder[slot] = 0
+        self.seq_lens_this_time[slot] = 0
+        self.accept_num[slot] = 0
+        self.stop_flags[slot] = True
+        self.draft_tokens[slot] = paddle.full([self.num_speculative_tokens + 1], -1, dtype="int64")
+        self.request_of_slot[slot] = None
+        self._free.append(slot)
+        self._free.sort()
+
+    # -- output rows ----------------------------------------------------------------------
+
+    def rows_per_slot(self) -> np.ndarray:
+        """Output rows each slot needs this step: 1 for a prefill, seq_lens_this_time for a decode."""
+        enc = self.seq_lens_encoder.numpy()
+        dec = self.seq_lens_decoder.numpy()
+        now = self.seq_lens_this_time.numpy()
+        running = ~self.stop_flags.numpy() & ~self.is_block_step.numpy()
+        prefill = running & (enc > 0)
+        decode = running & (enc == 0) & (dec > 0)
+        return np.where(prefill, 1, np.where(decode, np.maximum(now, 0), 0)).astype(np.int32)
+
+    def pack_rows(self) -> int:
+        """Writes cu_seqlens_q_output and batch_id_per_token_output for this step; returns T."""
+        rows = self.rows_per_slot()
+        cu = np.zeros(self.max_num_seqs + 1, dtype=np.int32)
+        np.cumsum(rows, out=cu[1:])
+        ids = np.full(self.batch_id_per_token_output.shape[0], -1, dtype=np.int32)
+        ids[: cu[-1]] = np.repeat(np.arange(self.max_num_seqs, dtype=np.int32), rows)
+        paddle.assign(paddle.to_tensor(cu), self.cu_seqlens_q_output)
+        paddle.assign(paddle.to_tensor(ids), self.batch_id_per_token_output)
+        self.num_rows = int(cu[-1])
+        return self.num_rows
+
+    def row_batch_ids(self, num_rows: int | None = None) -> paddle.Tensor:
+        """The first ``num_rows`` (default: the packed ones) entries of batch_id_per_token_output."""
+        n = self.num_rows if num_rows is None else num_rows
+        return self.batch_id_per_token_output[:n]
+
+
+def _place(place: paddle.Place | str | None):
+    if place is None:
+        return paddle.framework._current_expected_place()
+    if isinstance(place, str):
+        if place == "cpu":
+            return paddle.CPUPlace()
+        if place.startswith("gpu"):
+            return paddle.CUDAPlace(int(place.split(":")[1]) if ":" in place else 0)
+        raise ValueError(f"unknown place {place!r} (use 'cpu' or 'gpu[:N]')")
+    return place

@@ -1,0 +1,99 @@
+"""The demo's copy-heavy workload: "rewrite this file with small edits", from the project's own files.
+
+``WordTokenizer`` splits text into words, single punctuation marks and whitespace runs (joined
+back, the tokens give the text exactly) and numbers them from a vocabulary built from the files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXT_SUFFIXES = (".py", ".md", ".h", ".cc", ".cu", ".yaml")
+SKIP_DIRS = {".venv", "build", "demo_out", "__pycache__", ".git", "bench"}
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+INSTRUCTION = "Rewrite this file with small edits:\n"
+ANSWER = "\n### rewritten:\n"
+
+
+class WordTokenizer:
+    """Word-level tokenizer; id 0 is the end token, id 1 stands for unknown words."""
+
+    END, UNK = 0, 1
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        words = sorted({w for text in texts for w in _TOKEN.findall(text)})
+        self.words = ["<end>", "<unk>", *words]
+        self.ids = {w: i for i, w in enumerate(self.words)}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.words)
+
+    def encode(self, text: str) -> list[int]:
+        return [self.ids.get(w, self.UNK) for w in _TOKEN.findall(text)]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return "".join(self.words[i] for i in ids if 1 < i < len(self.words))
+
+
+def project_files(root: Path = ROOT) -> list[Path]:
+    """The project's text files (sources, docs, configs), sorted for a reproducible workload."""
+    files = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")]
+        files += [Path(folder) / n for n in names if n.endswith(TEXT_SUFFIXES)]
+    return sorted(files)
+
+
+@dataclass
+class Workload:
+    tokenizer: WordTokenizer
+    prompts: list  # token ids: instruction + file chunk + answer marker
+    references: dict  # request index -> the rewritten chunk's token ids (what the replay model favours)
+    sources: list  # "path:first_line" of each chunk
+
+
+def copy_edit_workload(num_requests: int, chunk_tokens: int, edit_rate: float = 0.03, seed: int = 0,
+                       root: Path = ROOT) -> Workload:
+    """``num_requests`` chunks of about ``chunk_tokens`` tokens from the project's files.
+
+    The reference rewrite renames one identifier throughout the chunk and swaps about
+    ``edit_rate`` of the remaining words for other words of the chunk: small edits, mostly copy.
+    """
+    rng = np.random.default_rng(seed)
+    files = [p for p in project_files(root) if p.stat().st_size > 400]
+    if not files:
+        raise RuntimeError(f"no text files found under {root}")
+    picked = [files[i] for i in rng.choice(len(files), size=num_requests, replace=num_requests > len(files))]
+    texts = {p: p.read_text(errors="replace") for p in picked}
+    tokenizer = WordTokenizer([*texts.values(), INSTRUCTION, ANSWER])
+    prompts, references, sources = [], {}, []
+    for i, path in enumerate(picked):
+        words = _TOKEN.findall(texts[path])
+        start = int(rng.integers(0, max(1, len(words) - chunk_tokens)))
+        chunk = words[start : start + chunk_tokens]
+        rewritten = _edit(chunk, edit_rate, rng)
+        prompts.append(tokenizer.encode(INSTRUCTION) + [tokenizer.ids[w] for w in chunk] + tokenizer.encode(ANSWER))
+        references[i] = [tokenizer.ids[w] for w in rewritten]
+        line = texts[path].count("\n", 0, len("".join(words[:start]))) + 1
+        sources.append(f"{path.relative_to(root)}:{line}")
+    return Workload(tokenizer, prompts, references, sources)
+
+
+def _edit(chunk: list[str], rate: float, rng: np.random.Generator) -> list[str]:
+    names = sorted({w for w in chunk if w.isidentifier() and len(w) > 3})
+    out = list(chunk)
+    if len(names) >= 2:
+        old, new = rng.choice(len(names), size=2, replace=False)
+        out = [names[new] if w == names[old] else w for w in out]
+    word_slots = [j for j, w in enumerate(out) if w.isidentifier()]
+    for j in rng.choice(word_slots, size=int(rate * len(word_slots)), replace=False) if word_slots else []:
+        out[j] = out[int(rng.choice(word_slots))]
+    return out

@@ -1,0 +1,82 @@
+"""ngram_match on CUDA: bit-exact against the reference, eagerly and replayed from a CUDA Graph."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from fastspec import kernels
+from fastspec import reference as ref
+from tests.gpu.helpers import capture, copy_into, to_device, to_host
+from tests.ngram_cases import ARRAY_NAMES, random_case, spec_example
+
+
+def run_cuda(arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
+    tensors = to_device(arrays)
+    kernels.ngram_match(*(tensors[name] for name in ARRAY_NAMES), **attrs)
+    torch.cuda.synchronize()
+    out = to_host(tensors)
+    return out["draft_tokens"], out["seq_lens_this_time"]
+
+
+def reference(arrays: dict, attrs: dict):
+    return ref.ngram_match(*(arrays[name] for name in ARRAY_NAMES), **attrs)
+
+
+def assert_same(actual, expected, context=""):
+    np.testing.assert_array_equal(actual[0], expected[0], err_msg=f"draft_tokens {context}")
+    np.testing.assert_array_equal(actual[1], expected[1], err_msg=f"seq_lens_this_time {context}")
+
+
+def test_spec_example():
+    arrays, attrs = spec_example()
+    drafts, lens = run_cuda(arrays, attrs)
+    assert drafts.tolist() == [[40, 50, 60, -1]] and lens.tolist() == [3]
+
+
+@pytest.mark.parametrize("chunk", range(6))
+def test_random_batches_match_the_reference(chunk):
+    rng = np.random.default_rng(1000 + chunk)  # the same cases as the CPU tests
+    for case in range(300):
+        arrays, attrs = random_case(rng)
+        assert_same(run_cuda(arrays, attrs), reference(arrays, attrs), f"chunk {chunk} case {case} {attrs}")
+
+
+@pytest.mark.parametrize("batch, max_model_len", [(1, 131072), (64, 8192), (300, 512), (4096, 64)])
+def test_large_shapes_match_the_reference(batch, max_model_len):
+    rng = np.random.default_rng(batch)
+    arrays, attrs = random_case(rng, batch=batch, max_model_len=max_model_len)
+    assert_same(run_cuda(arrays, attrs), reference(arrays, attrs))
+
+
+def test_batch_above_the_cuda_limit_is_an_error():
+    arrays, attrs = random_case(np.random.default_rng(0), batch=4097, max_model_len=8)
+    with pytest.raises(ValueError, match="batch"):
+        run_cuda(arrays, attrs)
+
+
+def test_graph_replay_with_changed_inputs():
+    rng = np.random.default_rng(42)
+    first, attrs = random_case(rng, batch=16, max_model_len=256)
+    attrs["token_budget"] = 40
+    tensors = to_device(first)
+    graph = capture(lambda: kernels.ngram_match(*(tensors[name] for name in ARRAY_NAMES), **attrs))
+    for step in range(5):
+        # same shapes, new contents: the replay must read them from the captured buffers
+        arrays, _ = random_case(rng, batch=16, max_model_len=256)
+        copy_into(tensors, arrays)
+        graph.replay()
+        torch.cuda.synchronize()
+        out = to_host(tensors)
+        assert_same((out["draft_tokens"], out["seq_lens_this_time"]), reference(arrays, attrs), f"replay {step}")
+
+
+def test_rand64_known_answers_on_the_device():
+    seeds = torch.tensor([0, 0, 2**32, -1], dtype=torch.int64, device="cuda")
+    positions = torch.tensor([0, 2**32, 0, -1], dtype=torch.int64, device="cuda")
+    out = torch.zeros(4, dtype=torch.int64, device="cuda")
+    kernels.module().rand64_cuda(seeds.data_ptr(), positions.data_ptr(), ref.STREAM_TARGET, out.data_ptr(), 4,
+                                 torch.cuda.current_stream().cuda_stream)
+    got = [int(v) & (2**64 - 1) for v in out.cpu().tolist()]
+    assert got == [0xF08D6EAA844515E1, 0x5BBD079A79D48E11, 0x114B24477F6C13FF, 0x340725878BCD8398]
