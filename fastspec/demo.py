@@ -30,14 +30,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--k", type=int, default=None, help="num_speculative_tokens (default 5)")
     p.add_argument("--strategy", default="target_match", help="verify strategy: topp | greedy | target_match")
     p.add_argument("--batch-size", type=int, default=4, help="slots decoded together")
-    p.add_argument("--requests", type=int, default=None, help="requests (default 8, --short 2)")
-    p.add_argument("--chunk-tokens", type=int, default=None, help="file tokens per prompt (default 240, --short 60)")
+    p.add_argument("--requests", type=int, default=None, help="requests (default 16, --short 2)")
+    p.add_argument("--chunk-tokens", type=int, default=None, help="file tokens per prompt (default 320, --short 60)")
     p.add_argument("--ngram-sizes", default=None, help="n-gram sizes swept for the plot (default 1,2,3,4; --short 1,3)")
     p.add_argument("--model", choices=["replay", "transformer"], default="replay",
                    help="replay: favours the reference rewrite (a stand-in for a trained model); transformer: random tiny model")
     p.add_argument("--peak", type=float, default=0.92, help="replay model's probability on the reference token")
     p.add_argument("--temperature", type=float, default=None, help="override sampling.temperature")
-    p.add_argument("--top-p", type=float, default=None, help="override sampling.top_p")
+    p.add_argument("--top-p", type=float, default=1.0,
+                   help="sampling.top_p (default 1.0: the replay model really samples, ~8%% of tokens leave the reference)")
     p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     p.add_argument("--seed", type=int, default=0, help="workload and sampling seed")
     p.add_argument("--short", action="store_true", help="a small workload for CI")
@@ -146,6 +147,12 @@ def table(off, on, check_text) -> str:
     return "\n".join(lines)
 
 
+def draft_coverage(stats) -> float:
+    """Fraction of decode request-steps that carried at least one draft."""
+    proposed = stats.proposed_per_position[0] if stats.proposed_per_position else 0
+    return proposed / stats.decode_request_steps if stats.decode_request_steps else 0.0
+
+
 def plot(path: Path, main, sweep, k) -> None:
     import matplotlib
 
@@ -160,7 +167,8 @@ def plot(path: Path, main, sweep, k) -> None:
     left.set_xticks(positions)
     for n, result in sweep.items():
         right.plot(positions, result.stats.acceptance_per_position, marker="o",
-                   label=f"n = {n}: accepted length {result.stats.mean_accepted_length:.2f}")
+                   label=f"n = {n}: accepted length {result.stats.mean_accepted_length:.2f}, "
+                   f"drafts in {100 * draft_coverage(result.stats):.0f}% of steps")
     right.set(xlabel="draft position", ylabel="acceptance rate", ylim=(0, 1), title="by n-gram size (min = max = n)")
     right.set_xticks(positions)
     right.legend(fontsize=8)
@@ -182,8 +190,8 @@ def main(argv=None) -> int:
     from fastspec.models import ReplayModel, TinyTransformer
 
     config = make_config(args)
-    requests = args.requests or (2 if args.short else 8)
-    chunk = args.chunk_tokens or (60 if args.short else 240)
+    requests = args.requests or (2 if args.short else 16)
+    chunk = args.chunk_tokens or (60 if args.short else 320)
     sizes = [int(n) for n in (args.ngram_sizes or ("1,3" if args.short else "1,2,3,4")).split(",") if n]
     workload = copy_edit_workload(requests, chunk, seed=args.seed)
     max_model_len = max(len(p) for p in workload.prompts) + max(len(r) for r in workload.references.values()) + 8
@@ -213,8 +221,9 @@ def main(argv=None) -> int:
     print()
     print(table(off, on, check_text))
     if sweep:
-        print("mean accepted length by n-gram size: "
-              + ", ".join(f"n={n}: {r.stats.mean_accepted_length:.2f}" for n, r in sweep.items()))
+        print("by n-gram size (min = max = n): "
+              + ", ".join(f"n={n}: accepted length {r.stats.mean_accepted_length:.2f}, drafts in "
+                          f"{100 * draft_coverage(r.stats):.0f}% of steps" for n, r in sweep.items()))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     summary = {
