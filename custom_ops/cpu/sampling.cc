@@ -1,6 +1,6 @@
-// top_p_candidates and sample_tokens on the CPU: threads across rows (OpenMP,
-// dynamic schedule), one row per task, so the results do not depend on the
-// thread count. Within a row (see fastspec/sampling.h):
+// top_p_candidates and sample_tokens on the CPU: threads across rows (the
+// project's pool, fastspec/parallel.h), one row per task, so the results do
+// not depend on the thread count. Within a row (see fastspec/sampling.h):
 //   1. one pass: number of valid entries and their total mass;
 //   2. radix selects over the combined key find the top-K' / top-k / top-p
 //      cuts exactly, without sorting the row: level 0 reads the row, level 1
@@ -8,12 +8,11 @@
 //      work on that compacted list only;
 //   3. top_p_candidates gathers the <= K' survivors and sorts only them;
 //      sample_tokens draws in one pass over the row in id order.
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "fastspec/parallel.h"
 #include "fastspec/sampling.h"
 
 namespace fastspec {
@@ -112,6 +111,22 @@ SelectResult radix_select(const Row<Tag>& row, uint64_t lower, int64_t target, b
   }
 }
 
+Scratch& thread_scratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+// Rows [0, rows) through fn(begin, end): on the pool, or inline when
+// num_threads == 1 (the results are the same either way).
+template <typename Fn>
+void for_rows(int64_t rows, int32_t num_threads, const Fn& fn) {
+  if (num_threads == 1 || rows <= 1) {
+    if (rows > 0) fn(0, rows);
+    return;
+  }
+  parallel_for(rows, 1, fn);
+}
+
 struct RowTotals {
   int64_t n_valid;
   int64_t mass;
@@ -134,12 +149,10 @@ void top_p_candidates_rows(const TopPCandidatesParams& a) {
   const int64_t kk = a.max_candidate_len;
   const int id_bits = id_bits_for(a.vocab);
   const uint64_t all_valid = uint64_t{1} << id_bits;
-#pragma omp parallel num_threads(a.num_threads > 0 ? a.num_threads : omp_get_max_threads()) if (a.rows > 1)
-  {
-    Scratch scratch;
-    std::vector<uint64_t> cand(kk);
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < a.rows; ++t) {
+  for_rows(a.rows, a.num_threads, [&](int64_t begin, int64_t end) {
+    Scratch& scratch = thread_scratch();
+    uint64_t cand[kMaxCandidateLen];
+    for (int64_t t = begin; t < end; ++t) {
       int64_t* ids = a.candidate_ids + t * kk;
       float* scores = a.candidate_scores + t * kk;
       int64_t len = 0;
@@ -155,7 +168,7 @@ void top_p_candidates_rows(const TopPCandidatesParams& a) {
             const uint64_t c = row.combined(i);
             if (c >= cut) cand[n++] = c;
           }
-          std::sort(cand.begin(), cand.begin() + n, [](uint64_t x, uint64_t y) { return x > y; });
+          std::sort(cand, cand + n, [](uint64_t x, uint64_t y) { return x > y; });
           const int64_t thr = topp_threshold(totals.mass, a.top_p[b]);
           int64_t cum = 0;
           len = n;
@@ -178,7 +191,7 @@ void top_p_candidates_rows(const TopPCandidatesParams& a) {
       }
       a.candidate_lens[t] = static_cast<int32_t>(len);
     }
-  }
+  });
 }
 
 template <typename Tag>
@@ -186,11 +199,9 @@ void sample_tokens_rows(const SampleTokensParams& a) {
   const typename Tag::T* probs = static_cast<const typename Tag::T*>(a.probs);
   const int id_bits = id_bits_for(a.vocab);
   const uint64_t all_valid = uint64_t{1} << id_bits;
-#pragma omp parallel num_threads(a.num_threads > 0 ? a.num_threads : omp_get_max_threads()) if (a.rows > 1)
-  {
-    Scratch scratch;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < a.rows; ++t) {
+  for_rows(a.rows, a.num_threads, [&](int64_t begin, int64_t end) {
+    Scratch& scratch = thread_scratch();
+    for (int64_t t = begin; t < end; ++t) {
       int64_t token = -1;
       int64_t b;
       if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
@@ -234,7 +245,7 @@ void sample_tokens_rows(const SampleTokensParams& a) {
       }
       a.tokens[t] = token;
     }
-  }
+  });
 }
 
 }  // namespace

@@ -12,4 +12,4 @@ from fastspec.ops.verify import VerifyStrategy, verify_draft_tokens
 
 load()
 
-__all__ = ["FastspecArgumentError", "FastspecBuildError", "ngram_match", "update_model_status", "VerifyStrategy", "verify_draft_tokens"]
+__all__ = ["FastspecArgumentError", "FastspecBuildError", "ngram_match", "sample_tokens", "top_p_candidates", "update_model_status", "VerifyStrategy", "verify_draft_tokens"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fastspec.ops._library import run_op
+from fastspec.ops._library import FastspecArgumentError, run_op
 
 if TYPE_CHECKING:
     import paddle
@@ -24,7 +24,7 @@ def _dtype(t) -> str:
 def _check_dtype(op: str, name: str, t, allowed: tuple[str, ...]) -> None:
     got = _dtype(t)
     if got not in allowed:
-        raise TypeError(f"{op}: argument '{name}' must be {' or '.join(allowed)}, got {got}")
+        raise FastspecArgumentError(f"{op}: argument '{name}' must be {' or '.join(allowed)}, got {got}")
 
 
 def _shape(t) -> list[int]:
@@ -35,7 +35,7 @@ def _check_probs(op: str, probs) -> tuple[int, int]:
     _check_dtype(op, "probs", probs, _PROB_DTYPES)
     shape = _shape(probs)
     if len(shape) != 2:
-        raise ValueError(f"{op}: argument 'probs' must have rank 2 [T, V], got shape {shape}")
+        raise FastspecArgumentError(f"{op}: argument 'probs' must have rank 2 [T, V], got shape {shape}")
     return shape[0], shape[1]
 
 
@@ -43,9 +43,9 @@ def _check_per_request(op: str, name: str, t, dtype: str, batch: int | None) -> 
     _check_dtype(op, name, t, (dtype,))
     shape = _shape(t)
     if not (len(shape) == 1 or (len(shape) == 2 and shape[1] == 1)):
-        raise ValueError(f"{op}: argument '{name}' must have shape [B] or [B, 1], got {shape}")
+        raise FastspecArgumentError(f"{op}: argument '{name}' must have shape [B] or [B, 1], got {shape}")
     if batch is not None and batch >= 0 and shape[0] >= 0 and shape[0] != batch:
-        raise ValueError(f"{op}: argument '{name}' has {shape[0]} rows, expected B = {batch}")
+        raise FastspecArgumentError(f"{op}: argument '{name}' has {shape[0]} rows, expected B = {batch}")
     return shape[0]
 
 
@@ -53,9 +53,9 @@ def _check_vector(op: str, name: str, t, dtype: str, length: int, what: str) -> 
     _check_dtype(op, name, t, (dtype,))
     shape = _shape(t)
     if len(shape) != 1:
-        raise ValueError(f"{op}: argument '{name}' must have rank 1, got shape {shape}")
+        raise FastspecArgumentError(f"{op}: argument '{name}' must have rank 1, got shape {shape}")
     if length >= 0 and shape[0] >= 0 and shape[0] != length:
-        raise ValueError(f"{op}: argument '{name}' has {shape[0]} entries, expected {what} = {length}")
+        raise FastspecArgumentError(f"{op}: argument '{name}' has {shape[0]} entries, expected {what} = {length}")
 
 
 def top_p_candidates(
@@ -81,7 +81,8 @@ def top_p_candidates(
         rows without a valid entry have length 0.
 
     Raises:
-        TypeError / ValueError naming the argument, for a wrong dtype, rank, shape or attribute.
+        FastspecArgumentError (a ValueError) naming the argument, for a wrong dtype, rank, shape,
+        place or attribute value; TypeError for a non-int attribute.
     """
     op = "top_p_candidates"
     rows, vocab = _check_probs(op, probs)
@@ -91,7 +92,7 @@ def top_p_candidates(
         raise TypeError(f"{op}: attribute 'max_candidate_len' must be an int, got {type(max_candidate_len).__name__}")
     kmax = min(vocab, MAX_CANDIDATE_LEN) if vocab >= 0 else MAX_CANDIDATE_LEN
     if not 1 <= max_candidate_len <= kmax:
-        raise ValueError(f"{op}: attribute 'max_candidate_len' must be in [1, min(V, 1024) = {kmax}], got {max_candidate_len}")
+        raise FastspecArgumentError(f"{op}: attribute 'max_candidate_len' must be in [1, min(V, 1024) = {kmax}], got {max_candidate_len}")
     outs = run_op(
         "fastspec_top_p_candidates",
         {"probs": probs, "top_p": top_p, "batch_id_per_token_output": batch_id_per_token_output},
@@ -125,7 +126,8 @@ def sample_tokens(
         rows and rows without a valid entry. Batch-invariant and reproducible.
 
     Raises:
-        TypeError / ValueError naming the argument, for a wrong dtype, rank or shape.
+        FastspecArgumentError (a ValueError) naming the argument, for a wrong dtype, rank,
+        shape or place.
     """
     op = "sample_tokens"
     rows, _ = _check_probs(op, probs)

@@ -152,7 +152,7 @@ struct TopPCandidatesParams {
   int64_t vocab;                            // V
   int64_t batch;                            // B
   int32_t max_candidate_len;                // K' in [1, min(V, 1024)]
-  int32_t num_threads;                      // CPU only: <= 0 means OpenMP's default
+  int32_t num_threads;                      // CPU only: 1 runs inline, else the thread pool
 };
 
 struct SampleTokensParams {
