@@ -1,15 +1,20 @@
 // top_p_candidates and sample_tokens on the CPU: threads across rows (the
-// project's pool, fastspec/parallel.h), one row per task, so the results do
-// not depend on the thread count. Within a row (see fastspec/sampling.h):
-//   1. one pass: number of valid entries and their total mass;
-//   2. radix selects over the combined key find the top-K' / top-k / top-p
-//      cuts exactly, without sorting the row: level 0 reads the row, level 1
-//      reads it again and compacts the chosen bucket's keys, deeper levels
-//      work on that compacted list only;
-//   3. top_p_candidates gathers the <= K' survivors and sorts only them;
-//      sample_tokens draws in one pass over the row in id order.
+// project's pool, fastspec/parallel.h); a row is computed by one thread, so
+// the results do not depend on the thread count. Within a row (the keys and
+// cuts of fastspec/sampling.h):
+//   1. one pass over the row: number of valid entries, their total mass, and
+//      count/mass histograms of the top 11 bits of the f32 key (key >> 20);
+//   2. from the histograms, the lowest bucket the answer can reach (top-K',
+//      top-k by count, top-p by mass); one pass gathers the combined keys of
+//      every valid entry at or above it, in id order: usually a few hundred
+//      entries, the whole row only for near-flat rows;
+//   3. exact radix selects over that gathered list find the cuts, then
+//      top_p_candidates sorts only its <= K' survivors and sample_tokens
+//      draws in one pass over the gathered list (ids ascending).
+// Nothing is sorted beyond the survivors; every decision is on integers.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "fastspec/parallel.h"
@@ -18,17 +23,22 @@
 namespace fastspec {
 namespace {
 
+constexpr int kTopShift = 20;  // key >> 20: the top 11 of the key's 31 bits
+
 struct SelectResult {
   uint64_t cut;        // combined key of the element where the weight reaches the target
   int64_t mass_upto;   // mass of every set element with combined >= cut
 };
 
-// Per-thread scratch: histograms and the compacted keys of the chosen bucket.
+// Scratch of one chunk of rows (heap, reused across its rows).
 struct Scratch {
-  int64_t count[kRadixBuckets];
-  int64_t mass[kRadixBuckets];
-  int64_t last[kRadixBuckets];
-  std::vector<uint64_t> keys;
+  int64_t count[2][kRadixBuckets];  // two copies: consecutive entries rarely share a chain
+  int64_t mass[2][kRadixBuckets];
+  int64_t hcount[2][kRadixBuckets];  // two copies again, merged after the pass
+  int64_t hmass[2][kRadixBuckets];
+  int64_t hlast[kRadixBuckets];
+  std::vector<uint64_t> gathered;   // combined keys at or above the bound, ids ascending
+  std::vector<uint64_t> work;       // radix compaction
 };
 
 template <typename Tag>
@@ -36,215 +46,259 @@ struct Row {
   const typename Tag::T* p;
   int64_t vocab;
   int id_bits;
-  FS_HD uint32_t key(int64_t i) const { return key_of(Tag{}, p, i); }
-  uint64_t combined(int64_t i) const { return combined_key(key(i), i, vocab, id_bits); }
+  uint32_t key(int64_t i) const { return key_of(Tag{}, p, i); }
 };
-
-// The cut of the set {combined >= lower} where, in probability order, the
-// cumulative weight (count when by_mass is false, else mass) first reaches
-// `target`. Preconditions: 1 <= target <= total weight of the set.
-template <typename Tag>
-SelectResult radix_select(const Row<Tag>& row, uint64_t lower, int64_t target, bool by_mass,
-                          Scratch& s) {
-  const int width = combined_width(row.id_bits);
-  uint64_t prefix = 0;  // the chosen high bits, in place
-  int done = 0;         // bits chosen so far
-  int64_t above_w = 0, above_mass = 0;
-  int64_t n_keys = 0;
-  for (int level = 0;; ++level) {
-    const int shift = width - done > kRadixBits ? width - done - kRadixBits : 0;
-    const int digits = width - done - shift;
-    const int high = shift + digits;  // bits above `high` must equal prefix's
-    std::fill(s.count, s.count + (1 << digits), 0);
-    std::fill(s.mass, s.mass + (1 << digits), 0);
-    const uint64_t mask = (uint64_t{1} << digits) - 1;
-    auto visit = [&](uint64_t c, int64_t where) {
-      const uint32_t d = static_cast<uint32_t>((c >> shift) & mask);
-      s.count[d] += 1;
-      s.mass[d] += mass_of_bits(cut_bits(c, row.id_bits));
-      s.last[d] = where;
-    };
-    if (level == 0) {
-      for (int64_t i = 0; i < row.vocab; ++i) {
-        const uint64_t c = row.combined(i);
-        if (c >= lower) visit(c, i);
-      }
-    } else if (level == 1) {
-      if (static_cast<int64_t>(s.keys.size()) < row.vocab) s.keys.resize(row.vocab);
-      n_keys = 0;
-      for (int64_t i = 0; i < row.vocab; ++i) {
-        const uint64_t c = row.combined(i);
-        if (c >= lower && (c >> high) == (prefix >> high)) {
-          s.keys[n_keys] = c;
-          visit(c, n_keys);
-          ++n_keys;
-        }
-      }
-    } else {
-      int64_t n = 0;
-      for (int64_t j = 0; j < n_keys; ++j) {
-        const uint64_t c = s.keys[j];
-        if ((c >> high) == (prefix >> high)) {
-          s.keys[n] = c;
-          visit(c, n);
-          ++n;
-        }
-      }
-      n_keys = n;
-    }
-    // Walk the buckets from the top until the weight reaches the target.
-    int d = (1 << digits) - 1;
-    for (;; --d) {
-      const int64_t w = by_mass ? s.mass[d] : s.count[d];
-      if (above_w + w >= target || d == 0) break;
-      above_w += w;
-      above_mass += s.mass[d];
-    }
-    prefix |= static_cast<uint64_t>(d) << shift;
-    done += digits;
-    if (s.count[d] == 1 || shift == 0) {
-      const uint64_t cut = s.count[d] == 1
-                               ? (level == 0 ? row.combined(s.last[d]) : s.keys[s.last[d]])
-                               : prefix;
-      return {cut, above_mass + mass_of_bits(cut_bits(cut, row.id_bits))};
-    }
-  }
-}
-
-Scratch& thread_scratch() {
-  thread_local Scratch scratch;
-  return scratch;
-}
-
-// Rows [0, rows) through fn(begin, end): on the pool, or inline when
-// num_threads == 1 (the results are the same either way).
-template <typename Fn>
-void for_rows(int64_t rows, int32_t num_threads, const Fn& fn) {
-  if (num_threads == 1 || rows <= 1) {
-    if (rows > 0) fn(0, rows);
-    return;
-  }
-  parallel_for(rows, 1, fn);
-}
 
 struct RowTotals {
   int64_t n_valid;
   int64_t mass;
 };
 
+// Pass 1: totals and the level-0 histograms (count and mass per key >> 20).
 template <typename Tag>
-RowTotals row_totals(const Row<Tag>& row) {
-  int64_t n = 0, m = 0;
-  for (int64_t i = 0; i < row.vocab; ++i) {
+RowTotals row_pass(const Row<Tag>& row, Scratch& s) {
+  std::fill(&s.count[0][0], &s.count[0][0] + 2 * kRadixBuckets, 0);
+  std::fill(&s.mass[0][0], &s.mass[0][0] + 2 * kRadixBuckets, 0);
+  int64_t n = 0;
+  int64_t i = 0;
+  for (; i + 2 <= row.vocab; i += 2) {
+    const uint32_t k0 = row.key(i), k1 = row.key(i + 1);
+    n += (k0 != 0) + (k1 != 0);
+    s.count[0][k0 >> kTopShift] += 1;
+    s.mass[0][k0 >> kTopShift] += mass_of_bits(k0);
+    s.count[1][k1 >> kTopShift] += 1;
+    s.mass[1][k1 >> kTopShift] += mass_of_bits(k1);
+  }
+  for (; i < row.vocab; ++i) {
     const uint32_t k = row.key(i);
     n += k != 0;
-    m += mass_of_bits(k);
+    s.count[0][k >> kTopShift] += 1;
+    s.mass[0][k >> kTopShift] += mass_of_bits(k);
   }
+  int64_t m = 0;
+  for (int d = 0; d < kRadixBuckets; ++d) {
+    s.count[0][d] += s.count[1][d];
+    s.mass[0][d] += s.mass[1][d];
+    m += s.mass[0][d];
+  }
+  s.count[0][0] -= row.vocab - n;  // invalid entries (key 0) are not elements
   return {n, m};
 }
 
+// Level 0 of a select, read off the row histograms: the highest bucket at
+// which the cumulative weight from the top reaches target (0 if none), and
+// the count and mass of the buckets above it.
+struct Level0 {
+  int bucket;
+  int64_t above_w, above_mass;
+};
+
+Level0 walk_level0(const int64_t* weight, const int64_t* mass, int64_t target) {
+  int64_t above_w = 0, above_mass = 0;
+  for (int d = kRadixBuckets - 1; d > 0; --d) {
+    if (above_w + weight[d] >= target) return {d, above_w, above_mass};
+    above_w += weight[d];
+    above_mass += mass[d];
+  }
+  return {0, above_w, above_mass};
+}
+
+// Pass 2: combined keys of the valid entries with key >> 20 >= bucket, ids ascending.
+template <typename Tag>
+int64_t gather(const Row<Tag>& row, int bucket, Scratch& s) {
+  if (static_cast<int64_t>(s.gathered.size()) < row.vocab) s.gathered.resize(row.vocab);
+  uint64_t* out = s.gathered.data();
+  int64_t n = 0;
+  const uint32_t lo = std::max<uint32_t>(1u, static_cast<uint32_t>(bucket) << kTopShift);
+  for (int64_t i = 0; i < row.vocab; ++i) {
+    const uint32_t k = row.key(i);
+    if (k >= lo) out[n++] = combined_key(k, i, row.vocab, row.id_bits);
+  }
+  return n;
+}
+
+// The cut of the set {combined >= lower} within keys[0, n) where, in
+// probability order, the cumulative weight (count, or mass when by_mass)
+// first reaches target. Preconditions: 1 <= target <= the set's weight, and
+// keys holds every element of the set down to the cut. keys is not modified.
+// `start`, when given, is level 0 already done on the row histograms (same
+// set, same target), so the select begins at level 1.
+SelectResult radix_select(const uint64_t* keys, int64_t n, int id_bits, uint64_t lower, int64_t target,
+                          bool by_mass, Scratch& s, const Level0* start = nullptr) {
+  const int width = combined_width(id_bits);
+  uint64_t prefix = 0;  // the chosen high bits, in place
+  int done = 0;         // bits chosen so far
+  int64_t above_w = 0, above_mass = 0;
+  int level = 0;
+  if (start != nullptr) {
+    done = kRadixBits;
+    prefix = static_cast<uint64_t>(start->bucket) << (width - kRadixBits);
+    above_w = start->above_w;
+    above_mass = start->above_mass;
+    level = 1;
+  }
+  const uint64_t* src = keys;
+  int64_t n_src = n;
+  if (static_cast<int64_t>(s.work.size()) < n) s.work.resize(n);
+  for (;; ++level) {
+    const int shift = width - done > kRadixBits ? width - done - kRadixBits : 0;
+    const int digits = width - done - shift;
+    const int high = shift + digits;  // bits above `high` must equal prefix's
+    const int buckets = 1 << digits;
+    std::fill(&s.hcount[0][0], &s.hcount[0][0] + 2 * kRadixBuckets, 0);
+    std::fill(&s.hmass[0][0], &s.hmass[0][0] + 2 * kRadixBuckets, 0);
+    const uint64_t mask = (uint64_t{1} << digits) - 1;
+    const uint64_t want_high = level > 0 ? prefix >> high : 0;
+    uint64_t* dst = s.work.data();
+    int64_t n_dst = 0;
+    for (int64_t j = 0; j < n_src; ++j) {
+      const uint64_t c = src[j];
+      if (c < lower || (c >> high) != want_high) continue;  // level 0: c >> width == 0
+      const uint32_t d = static_cast<uint32_t>((c >> shift) & mask);
+      const int copy = static_cast<int>(n_dst & 1);
+      s.hcount[copy][d] += 1;
+      s.hmass[copy][d] += mass_of_bits(cut_bits(c, id_bits));
+      s.hlast[d] = n_dst;
+      dst[n_dst++] = c;  // compaction: the next level reads only these
+    }
+    src = dst;
+    n_src = n_dst;
+    for (int e = 0; e < buckets; ++e) {
+      s.hcount[0][e] += s.hcount[1][e];
+      s.hmass[0][e] += s.hmass[1][e];
+    }
+    // Walk the buckets from the top until the weight reaches the target.
+    int d = buckets - 1;
+    for (;; --d) {
+      const int64_t w = by_mass ? s.hmass[0][d] : s.hcount[0][d];
+      if (above_w + w >= target || d == 0) break;
+      above_w += w;
+      above_mass += s.hmass[0][d];
+    }
+    prefix |= static_cast<uint64_t>(d) << shift;
+    done += digits;
+    if (s.hcount[0][d] == 1 || shift == 0) {
+      const uint64_t cut = s.hcount[0][d] == 1 ? src[s.hlast[d]] : prefix;
+      return {cut, above_mass + mass_of_bits(cut_bits(cut, id_bits))};
+    }
+  }
+}
+
+// Rows [0, rows) in chunks, each with its own scratch; inline when
+// num_threads == 1 (the results are the same either way).
+template <typename Fn>
+void for_rows(int64_t rows, int32_t num_threads, const Fn& fn) {
+  const auto chunk = [&fn](int64_t begin, int64_t end) {
+    auto scratch = std::make_unique<Scratch>();
+    for (int64_t t = begin; t < end; ++t) fn(t, *scratch);
+  };
+  if (num_threads == 1 || rows <= 1) {
+    if (rows > 0) chunk(0, rows);
+    return;
+  }
+  parallel_for(rows, std::max<int64_t>(1, rows / (4 * fastspec::num_threads())), chunk);
+}
+
+constexpr int64_t kSortDirectly = 4096;  // gathered lists up to this size are just sorted
+
 template <typename Tag>
 void top_p_candidates_rows(const TopPCandidatesParams& a) {
-  const typename Tag::T* probs = static_cast<const typename Tag::T*>(a.probs);
+  const auto* probs = static_cast<const typename Tag::T*>(a.probs);
   const int64_t kk = a.max_candidate_len;
   const int id_bits = id_bits_for(a.vocab);
-  const uint64_t all_valid = uint64_t{1} << id_bits;
-  for_rows(a.rows, a.num_threads, [&](int64_t begin, int64_t end) {
-    Scratch& scratch = thread_scratch();
-    uint64_t cand[kMaxCandidateLen];
-    for (int64_t t = begin; t < end; ++t) {
-      int64_t* ids = a.candidate_ids + t * kk;
-      float* scores = a.candidate_scores + t * kk;
-      int64_t len = 0;
-      int64_t b;
-      if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
-        const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
-        const RowTotals totals = row_totals(row);
-        if (totals.n_valid > 0) {
-          uint64_t cut = all_valid;
-          if (totals.n_valid > kk) cut = radix_select(row, all_valid, kk, false, scratch).cut;
-          int64_t n = 0;
-          for (int64_t i = 0; i < a.vocab; ++i) {
-            const uint64_t c = row.combined(i);
-            if (c >= cut) cand[n++] = c;
-          }
-          std::sort(cand, cand + n, [](uint64_t x, uint64_t y) { return x > y; });
-          const int64_t thr = topp_threshold(totals.mass, a.top_p[b]);
-          int64_t cum = 0;
-          len = n;
+  for_rows(a.rows, a.num_threads, [&](int64_t t, Scratch& s) {
+    int64_t* ids = a.candidate_ids + t * kk;
+    float* scores = a.candidate_scores + t * kk;
+    int64_t len = 0;
+    int64_t b;
+    if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
+      const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
+      const RowTotals totals = row_pass(row, s);
+      if (totals.n_valid > 0) {
+        const int64_t want = std::min(kk, totals.n_valid);
+        const Level0 level0 = walk_level0(s.count[0], s.mass[0], want);
+        const int64_t n = gather(row, level0.bucket, s);
+        uint64_t* keys = s.gathered.data();
+        if (n > kSortDirectly) {  // select the K'-th, keep what is at or above it
+          const uint64_t cut = radix_select(keys, n, id_bits, 0, want, false, s, &level0).cut;
+          int64_t m = 0;
           for (int64_t j = 0; j < n; ++j) {
-            cum += mass_of_bits(cut_bits(cand[j], id_bits));
-            if (cum >= thr) {
-              len = j + 1;
-              break;
-            }
-          }
-          for (int64_t j = 0; j < len; ++j) {
-            ids[j] = cut_id(cand[j], a.vocab, id_bits);
-            scores[j] = f32_from_bits(cut_bits(cand[j], id_bits));
+            if (keys[j] >= cut) keys[m++] = keys[j];
           }
         }
+        std::partial_sort(keys, keys + want, keys + std::min(n, n > kSortDirectly ? want : n),
+                          [](uint64_t x, uint64_t y) { return x > y; });
+        const int64_t thr = topp_threshold(totals.mass, a.top_p[b]);
+        int64_t cum = 0;
+        len = want;
+        for (int64_t j = 0; j < want; ++j) {
+          cum += mass_of_bits(cut_bits(keys[j], id_bits));
+          if (cum >= thr) {
+            len = j + 1;
+            break;
+          }
+        }
+        for (int64_t j = 0; j < len; ++j) {
+          ids[j] = cut_id(keys[j], a.vocab, id_bits);
+          scores[j] = f32_from_bits(cut_bits(keys[j], id_bits));
+        }
       }
-      for (int64_t j = len; j < kk; ++j) {
-        ids[j] = -1;
-        scores[j] = 0.0f;
-      }
-      a.candidate_lens[t] = static_cast<int32_t>(len);
     }
+    for (int64_t j = len; j < kk; ++j) {
+      ids[j] = -1;
+      scores[j] = 0.0f;
+    }
+    a.candidate_lens[t] = static_cast<int32_t>(len);
   });
 }
 
 template <typename Tag>
 void sample_tokens_rows(const SampleTokensParams& a) {
-  const typename Tag::T* probs = static_cast<const typename Tag::T*>(a.probs);
+  const auto* probs = static_cast<const typename Tag::T*>(a.probs);
   const int id_bits = id_bits_for(a.vocab);
-  const uint64_t all_valid = uint64_t{1} << id_bits;
-  for_rows(a.rows, a.num_threads, [&](int64_t begin, int64_t end) {
-    Scratch& scratch = thread_scratch();
-    for (int64_t t = begin; t < end; ++t) {
-      int64_t token = -1;
-      int64_t b;
-      if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
-        const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
-        const RowTotals totals = row_totals(row);
-        if (totals.n_valid > 0) {
-          // S_k: the first top_k valid tokens, and its mass M.
-          uint64_t kcut = all_valid;
-          int64_t mass_k = totals.mass;
-          if (topk_limits(a.top_k[b], a.vocab, totals.n_valid)) {
-            const SelectResult r = radix_select(row, all_valid, a.top_k[b], false, scratch);
-            kcut = r.cut;
-            mass_k = r.mass_upto;
-          }
+  for_rows(a.rows, a.num_threads, [&](int64_t t, Scratch& s) {
+    int64_t token = -1;
+    int64_t b;
+    if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
+      const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
+      const RowTotals totals = row_pass(row, s);
+      if (totals.n_valid > 0) {
+        const bool limited = topk_limits(a.top_k[b], a.vocab, totals.n_valid);
+        // Level 0 of the first select, from the row histograms: S_k's bucket (by
+        // count), or S's (by mass over every valid entry); gather down to it.
+        const int64_t thr_all = topp_threshold(totals.mass, a.top_p[b]);
+        const bool by_mass = !limited && thr_all > 0;
+        const int64_t target0 = limited ? a.top_k[b] : (by_mass ? thr_all : 1);
+        const Level0 level0 = walk_level0(by_mass ? s.mass[0] : s.count[0], s.mass[0], target0);
+        const int64_t n = gather(row, level0.bucket, s);
+        const uint64_t* keys = s.gathered.data();
+        SelectResult r = radix_select(keys, n, id_bits, 0, target0, by_mass, s, &level0);
+        if (limited) {
           // S: the top-p prefix of S_k (M == 0: threshold 0, the first element).
-          const int64_t thr = topp_threshold(mass_k, a.top_p[b]);
-          const SelectResult r = radix_select(row, kcut, thr > 0 ? thr : 1, thr > 0, scratch);
-          const uint64_t cut = r.cut;
-          const int64_t mass_s = r.mass_upto;
-          if (mass_s == 0) {
-            // Only happens with a single-element S; its smallest id is the element.
-            token = cut_id(cut, a.vocab, id_bits);
-          } else {
-            const uint64_t point =
-                draw_point(rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t),
-                                  kStreamTarget),
-                           mass_s);
-            uint64_t cum = 0;
-            for (int64_t i = 0; i < a.vocab; ++i) {
-              const uint64_t c = row.combined(i);
-              if (c >= cut) {
-                cum += static_cast<uint64_t>(mass_of_bits(cut_bits(c, id_bits)));
-                if (cum > point) {
-                  token = i;
-                  break;
-                }
+          const int64_t thr = topp_threshold(r.mass_upto, a.top_p[b]);
+          r = radix_select(keys, n, id_bits, r.cut, thr > 0 ? thr : 1, thr > 0, s);
+        }
+        if (r.mass_upto == 0) {
+          token = cut_id(r.cut, a.vocab, id_bits);  // S is that single element
+        } else {
+          const uint64_t point = draw_point(
+              rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), kStreamTarget),
+              r.mass_upto);
+          uint64_t cum = 0;
+          for (int64_t j = 0; j < n; ++j) {  // ids ascending
+            const uint64_t c = keys[j];
+            if (c >= r.cut) {
+              cum += static_cast<uint64_t>(mass_of_bits(cut_bits(c, id_bits)));
+              if (cum > point) {
+                token = cut_id(c, a.vocab, id_bits);
+                break;
               }
             }
           }
         }
       }
-      a.tokens[t] = token;
     }
+    a.tokens[t] = token;
   });
 }
 

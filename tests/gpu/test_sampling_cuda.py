@@ -1,0 +1,194 @@
+"""CUDA top_p_candidates / sample_tokens against the numpy reference, bit for bit, and CUDA Graph replay.
+
+Runs the kernels through the pybind11 bindings on PyTorch tensors (no Paddle on the GPU host).
+Small cases are named `spec_example` / `graph_replay` so tests/gpu/run_gpu_checks.sh and
+tests/gpu/run_sanitizer.sh run them under compute-sanitizer.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")  # the whole module needs PyTorch
+
+import numpy as np
+
+from fastspec import kernels
+from fastspec import reference as ref
+from tests.gpu.helpers import capture, copy_into
+from tests.ops.sampling_cases import (
+    KINDS,
+    TOP_P_ODD,
+    TOP_PS,
+    make_batch,
+    make_probs,
+    request_params,
+    to_bf16_bits,
+)
+
+
+def device_probs(probs: np.ndarray, dtype: str) -> tuple[torch.Tensor, np.ndarray]:
+    """The probabilities on the device in `dtype`, and the host array the reference reads."""
+    if dtype == "float32":
+        host = np.ascontiguousarray(probs, np.float32)
+        return torch.from_numpy(host).cuda(), host
+    if dtype == "float16":
+        host = probs.astype(np.float16)
+        return torch.from_numpy(host).cuda(), host
+    host = to_bf16_bits(probs)
+    return torch.from_numpy(host.view(np.int16)).cuda().view(torch.bfloat16), host
+
+
+def dev(x: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(x)).cuda()
+
+
+def cuda_candidates(probs_dev, top_p, batch_id, k):
+    rows = probs_dev.shape[0]
+    ids = torch.full((rows, k), 777, dtype=torch.int64, device="cuda")  # garbage: all must be written
+    scores = torch.full((rows, k), 5.0, dtype=torch.float32, device="cuda")
+    lens = torch.full((rows,), 999, dtype=torch.int32, device="cuda")
+    kernels.top_p_candidates(probs_dev, dev(top_p), dev(batch_id), ids, scores, lens, max_candidate_len=k)
+    torch.cuda.synchronize()
+    return ids.cpu().numpy(), scores.cpu().numpy(), lens.cpu().numpy()
+
+
+def cuda_sample(probs_dev, top_p, top_k, seed, step, batch_id, cu):
+    tokens = torch.full((probs_dev.shape[0],), 777, dtype=torch.int64, device="cuda")
+    kernels.sample_tokens(probs_dev, *(dev(x) for x in (top_p, top_k, seed, step, batch_id, cu)), tokens)
+    torch.cuda.synchronize()
+    return tokens.cpu().numpy()
+
+
+def assert_candidates_equal(got, expected):
+    for name, g, e in zip(("candidate_ids", "candidate_scores", "candidate_lens"), got, expected):
+        assert np.array_equal(np.ascontiguousarray(g).view(np.uint8), np.ascontiguousarray(e).view(np.uint8)), (
+            f"{name} differs at {np.argwhere(g != e)[:5].tolist()}"
+        )
+
+
+def test_spec_example_candidates_and_sample():
+    probs = np.array([[0.1, 0.5, 0.2, 0.2, 0.0], [np.nan, 0, 0, 0, 0], [0.25, 0.25, 0.25, 0.25, 0.0]], np.float32)
+    top_p = np.array([0.6, 0.5], np.float32)
+    batch_id = np.array([0, 1, 1], np.int32)
+    got = cuda_candidates(dev(probs), top_p, batch_id, 3)
+    assert_candidates_equal(got, ref.top_p_candidates(probs, top_p, batch_id, max_candidate_len=3))
+    assert got[0][0].tolist() == [1, 2, -1] and got[2].tolist() == [2, 0, 2]
+    top_k = np.array([0, 2], np.int32)
+    seed = np.array([1, 2], np.int64)
+    step = np.array([0, 5], np.int64)
+    cu = np.array([0, 1, 3], np.int32)
+    assert np.array_equal(cuda_sample(dev(probs), top_p, top_k, seed, step, batch_id, cu),
+                          ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("vocab", [1, 7, 300, 32000])
+@pytest.mark.parametrize("k", [1, 5, 64, 1024])
+def test_candidates_match_reference(dtype, vocab, k):
+    k = min(k, vocab)
+    rng = np.random.default_rng(vocab * 31 + k)
+    rows = 2 * len(KINDS) if vocab < 32000 else len(KINDS)
+    probs = make_probs(rng, vocab, rows)
+    top_p = np.array(TOP_PS + TOP_P_ODD, np.float32)
+    batch_id = rng.integers(-1, len(top_p) + 1, rows).astype(np.int32)
+    probs_dev, host = device_probs(probs, dtype)
+    expected = ref.top_p_candidates(host, top_p, batch_id, max_candidate_len=k)
+    assert_candidates_equal(cuda_candidates(probs_dev, top_p, batch_id, k), expected)
+
+
+@pytest.mark.parametrize("k", [1, 64, 1024])
+def test_candidates_large_vocab(k):
+    rng = np.random.default_rng(k)
+    probs = make_probs(rng, 151936, 4, kinds=("peaked", "uniform", "ties", "special"))
+    top_p = np.array([0.95, 0.5, 1.0, 1e-6], np.float32)
+    batch_id = np.arange(4, dtype=np.int32)
+    expected = ref.top_p_candidates(probs, top_p, batch_id, max_candidate_len=k)
+    assert_candidates_equal(cuda_candidates(dev(probs), top_p, batch_id, k), expected)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("vocab", [1, 7, 300, 32000])
+def test_sample_matches_reference(dtype, vocab):
+    rng = np.random.default_rng(vocab + 3)
+    rows_per_request = [1, 3, 2, 1, 4, 1, 2, 5] if vocab < 32000 else [1, 2, 1, 3]
+    cu, batch_id = make_batch(rng, rows_per_request, padding_rows=3)
+    probs = make_probs(rng, vocab, len(batch_id))
+    top_p, top_k, seed, step = request_params(rng, len(rows_per_request), vocab)
+    probs_dev, host = device_probs(probs, dtype)
+    expected = ref.sample_tokens(host, top_p, top_k, seed, step, batch_id, cu)
+    assert np.array_equal(cuda_sample(probs_dev, top_p, top_k, seed, step, batch_id, cu), expected)
+
+
+def test_sample_large_vocab():
+    rng = np.random.default_rng(5)
+    cu, batch_id = make_batch(rng, [2, 1, 2], padding_rows=1)
+    probs = make_probs(rng, 151936, len(batch_id), kinds=("peaked", "uniform", "ties", "special", "zeros"))
+    top_p = np.array([0.9, 0.5, 1.0], np.float32)
+    top_k = np.array([0, 50, 1000], np.int32)
+    seed = np.array([1, 2, 3], np.int64)
+    step = np.array([10, 0, 99], np.int64)
+    expected = ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu)
+    assert np.array_equal(cuda_sample(dev(probs), top_p, top_k, seed, step, batch_id, cu), expected)
+
+
+def test_cuda_matches_cpu_kernel_on_many_rows():
+    """Many rows at a mid vocabulary: the CUDA kernel against the CPU kernel (itself tested against the reference)."""
+    rng = np.random.default_rng(99)
+    vocab = 4096
+    cu, batch_id = make_batch(rng, [int(x) for x in rng.integers(1, 5, 100)], padding_rows=5)
+    probs = make_probs(rng, vocab, len(batch_id))
+    top_p, top_k, seed, step = request_params(rng, 100, vocab)
+    tokens = np.zeros(len(batch_id), np.int64)
+    kernels.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu, tokens)
+    assert np.array_equal(cuda_sample(dev(probs), top_p, top_k, seed, step, batch_id, cu), tokens)
+    rows = len(batch_id)
+    ids, scores, lens = np.zeros((rows, 100), np.int64), np.zeros((rows, 100), np.float32), np.zeros(rows, np.int32)
+    kernels.top_p_candidates(probs, top_p, batch_id, ids, scores, lens, max_candidate_len=100)
+    assert_candidates_equal(cuda_candidates(dev(probs), top_p, batch_id, 100), (ids, scores, lens))
+
+
+def test_bad_sizes_are_errors():
+    probs = dev(np.ones((2, 10), np.float32))
+    ids = torch.zeros((2, 11), dtype=torch.int64, device="cuda")
+    scores = torch.zeros((2, 11), dtype=torch.float32, device="cuda")
+    lens = torch.zeros(2, dtype=torch.int32, device="cuda")
+    with pytest.raises(ValueError, match="max_candidate_len"):
+        kernels.top_p_candidates(probs, dev(np.ones(1, np.float32)), dev(np.zeros(2, np.int32)), ids, scores, lens,
+                                 max_candidate_len=11)
+
+
+def test_graph_replay_with_new_probabilities_and_seeds():
+    rng = np.random.default_rng(8)
+    vocab, k = 1000, 32
+    cu, batch_id = make_batch(rng, [2, 1, 3, 2], padding_rows=1)
+    rows = len(batch_id)
+    arrays = {"probs": make_probs(rng, vocab, rows)}
+    arrays["top_p"], arrays["top_k"], arrays["seed"], arrays["step_idx"] = request_params(rng, 4, vocab)
+    arrays["batch_id"], arrays["cu"] = batch_id, cu
+    t = {name: dev(value) for name, value in arrays.items()}
+    out = {
+        "tokens": torch.zeros(rows, dtype=torch.int64, device="cuda"),
+        "ids": torch.zeros((rows, k), dtype=torch.int64, device="cuda"),
+        "scores": torch.zeros((rows, k), dtype=torch.float32, device="cuda"),
+        "lens": torch.zeros(rows, dtype=torch.int32, device="cuda"),
+    }
+
+    def step():
+        kernels.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"], t["batch_id"], t["cu"],
+                              out["tokens"])
+        kernels.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], out["ids"], out["scores"], out["lens"],
+                                 max_candidate_len=k)
+
+    graph = capture(step)
+    for replay in range(3):
+        new = {"probs": make_probs(rng, vocab, rows)}
+        new["top_p"], new["top_k"], new["seed"], new["step_idx"] = request_params(rng, 4, vocab)
+        copy_into(t, new)
+        graph.replay()
+        torch.cuda.synchronize()
+        expected = ref.sample_tokens(new["probs"], new["top_p"], new["top_k"], new["seed"], new["step_idx"],
+                                     batch_id, cu)
+        assert np.array_equal(out["tokens"].cpu().numpy(), expected), replay
+        got = tuple(out[n].cpu().numpy() for n in ("ids", "scores", "lens"))
+        assert_candidates_equal(got, ref.top_p_candidates(new["probs"], new["top_p"], batch_id, max_candidate_len=k))
