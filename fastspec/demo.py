@@ -95,7 +95,8 @@ def make_config(args):
 
 
 def run_one(label, model, workload, config, args, max_model_len, warmup=False):
-    from fastspec.runner import RequestParams, generate
+    from fastspec.runner import generate
+    from fastspec.state import RequestParams
 
     s = config.sampling
     count = 1 if warmup else len(workload.prompts)

@@ -258,3 +258,33 @@ def update_model_status(
         m.update_model_status_cuda(args, current_stream(token_ids_all) if stream is None else stream)
     else:
         m.update_model_status_cpu(args)
+
+
+def ngram_append(
+    token_ids_all: Any,
+    prompt_lens: Any,
+    step_idx: Any,
+    draft_token_num: Any,
+    draft_tokens: Any,
+    seq_lens_this_time: Any,
+    seq_lens_encoder: Any,
+    seq_lens_decoder: Any,
+    max_dec_len: Any,
+    *,
+    max_ngram_size: int,
+    min_ngram_size: int = 1,
+    token_budget: int = 0,
+    stream: int | None = None,
+) -> None:
+    """``ngram_append`` (hybrid drafting) in place on raw arrays (CPU for numpy, CUDA otherwise)."""
+    m = module()
+    batch, max_model_len = token_ids_all.shape
+    args = m.NgramArgs(
+        *(address(x) for x in (token_ids_all, prompt_lens, step_idx, draft_token_num, draft_tokens,
+                               seq_lens_this_time, seq_lens_encoder, seq_lens_decoder, max_dec_len)),
+        batch, max_model_len, draft_tokens.shape[1], max_ngram_size, min_ngram_size, token_budget,
+    )
+    if on_gpu(token_ids_all):
+        m.ngram_append_cuda(args, current_stream(token_ids_all) if stream is None else stream)
+    else:
+        m.ngram_append_cpu(args)

@@ -7,7 +7,7 @@ the packed output rows (see ``fastspec.runner.ModelInputs``).
   It always runs on the full ``[B, L]`` grid so each row's logits are bit-identical whatever
   follows it (the lossless tests rely on that).
 - ``ReplayModel``: given a reference continuation per request, puts ``peak`` of its probability
-  on the reference's next token (by position) and spreads the rest with seeded noise: a stand-in
+  on the reference's next token (by position) and spreads the rest with hashed noise: a stand-in
   for a trained model on copy-heavy tasks.
 """
 
@@ -87,9 +87,9 @@ class TinyTransformer(nn.Layer):
 class ReplayModel:
     """Puts ``peak`` of the probability on ``references[request][k]`` for the k-th generated token.
 
-    Past the end of the reference the favoured token is ``end_token``. The rest of the mass is
-    seeded noise that depends only on (seed, request, position), so the model is a pure function
-    of its inputs.
+    Past the end of the reference the favoured token is ``end_token``. The rest of the mass follows
+    Gumbel noise hashed from (seed, request, position, token), so the model is a pure function of
+    its inputs and costs one vectorised pass per step.
     """
 
     def __init__(self, references: Mapping[int, Sequence[int]], vocab_size: int, end_token: int = 0, peak: float = 0.95, seed: int = 0):
@@ -100,19 +100,33 @@ class ReplayModel:
         self._boost = float(np.log(peak / (1.0 - peak)))
 
     def __call__(self, inputs: ModelInputs) -> paddle.Tensor:
-        rows = len(inputs.row_slot)
-        logits = np.empty((rows, self.vocab_size), dtype=np.float32)
-        for t in range(rows):
-            slot, pos = int(inputs.row_slot[t]), int(inputs.row_pos[t])
-            request = inputs.request_ids[slot]
-            k = pos + 1 - int(inputs.prompt_lens[slot])  # index of the generated token predicted
+        slots = inputs.row_slot.astype(np.int64)
+        positions = inputs.row_pos.astype(np.int64)
+        requests = np.array([-1 if r is None else r for r in inputs.request_ids], dtype=np.int64)[slots]
+        k = positions + 1 - np.asarray(inputs.prompt_lens, dtype=np.int64)[slots]  # generated index predicted
+        target = np.full(len(slots), self.end_token, dtype=np.int64)
+        for t, (request, index) in enumerate(zip(requests.tolist(), k.tolist())):
             ref = self.references.get(request)
-            target = int(ref[k]) if ref is not None and 0 <= k < len(ref) else self.end_token
-            noise = np.random.default_rng([self.seed, request, pos]).standard_normal(self.vocab_size).astype(np.float32)
-            noise[target] = -np.inf
-            # target gets peak: its logit = log(peak / (1 - peak)) + logsumexp(others)
-            top = noise.max()
-            lse = top + np.log(np.exp(noise - top).sum())
-            noise[target] = lse + self._boost
-            logits[t] = noise
-        return paddle.to_tensor(logits, place=inputs.tokens.place)
+            if ref is not None and 0 <= index < len(ref):
+                target[t] = ref[index]
+        logits = self._noise(requests, positions)
+        rows = np.arange(len(slots))
+        logits[rows, target] = -np.inf
+        # the target gets probability peak: its logit = log(peak / (1 - peak)) + logsumexp(others)
+        top = logits.max(axis=1, keepdims=True)
+        lse = top[:, 0] + np.log(np.exp(logits - top).sum(axis=1))
+        logits[rows, target] = lse + self._boost
+        return paddle.to_tensor(logits.astype(np.float32), place=inputs.tokens.place)
+
+    def _noise(self, requests: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """Gumbel noise [T, V] from a hash of (seed, request, position, token): one vectorised pass."""
+        with np.errstate(over="ignore"):
+            key = (np.uint64(self.seed) * np.uint64(0x9E3779B97F4A7C15)
+                   + requests.astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9)
+                   + positions.astype(np.uint64) * np.uint64(0x94D049BB133111EB))
+            x = key[:, None] + np.arange(self.vocab_size, dtype=np.uint64)[None, :] * np.uint64(0xD6E8FEB86659FD93)
+            for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):  # splitmix64 finaliser
+                x = (x ^ (x >> np.uint64(shift))) * np.uint64(mult)
+            x ^= x >> np.uint64(31)
+        u = ((x >> np.uint64(11)).astype(np.float64) + 0.5) / float(1 << 53)  # in (0, 1)
+        return -np.log(-np.log(u))

@@ -72,12 +72,13 @@ class Sampler:
         tokens = ops.sample_tokens(probs, top_p, top_k, state.seed, state.step_idx, rows, state.cu_seqlens_q_output)
         cu = state.cu_seqlens_q_output
         has_row = cu[1:] > cu[:-1]
-        first = paddle.gather(tokens, paddle.clip(cu[:-1], 0, max(probs.shape[0] - 1, 0)).astype("int64"))
-        # a row without a valid probability ends the request cleanly (as verify does)
-        first = paddle.where(first < 0, paddle.full_like(first, 0) + state.end_tokens[0], first)
-        accept = paddle.full_like(state.accept_tokens, -1)
-        accept[:, 0] = paddle.where(has_row, first, paddle.full_like(first, -1))
-        paddle.assign(accept, state.accept_tokens)
+        first_row = paddle.clip(cu[:-1], 0, max(probs.shape[0] - 1, 0)).astype("int64")
+        token = paddle.gather(tokens, first_row)
+        # a row without a valid probability ends the request cleanly, as verify does
+        token = paddle.where(token < 0, state.end_tokens[0], token)
+        # in place (setitem / assign keep the buffers): one token for each slot with a row
+        state.accept_tokens[:, 0] = paddle.where(has_row, token, paddle.full_like(token, -1))
+        state.accept_tokens[:, 1:] = -1
         paddle.assign(has_row.astype("int32"), state.accept_num)
 
     def _verify_and_sample(self, probs, state: SpecState, rows, top_p, top_k) -> None:

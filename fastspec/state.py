@@ -111,8 +111,9 @@ class SpecState:
                 f"max_model_len {self.max_model_len}"
             )
         slot = self._free.pop(0)
-        self.token_ids_all[slot] = paddle.full([self.max_model_len], -1, dtype="int64")
-        self.token_ids_all[slot, :p] = paddle.to_tensor(prompt)
+        row = np.full(self.max_model_len, -1, dtype=np.int64)
+        row[:p] = prompt
+        self.token_ids_all[slot] = self._tensor(row)
         self.prompt_lens[slot] = p
         self.step_idx[slot] = 0
         self.max_dec_len[slot] = params.max_dec_len
@@ -126,8 +127,8 @@ class SpecState:
         self.accept_num[slot] = 0
         self.stop_flags[slot] = False
         self.is_block_step[slot] = False
-        self.draft_tokens[slot] = paddle.full([self.num_speculative_tokens + 1], -1, dtype="int64")
-        self.accept_tokens[slot] = paddle.full([self.num_speculative_tokens + 1], -1, dtype="int64")
+        self.draft_tokens[slot] = -1
+        self.accept_tokens[slot] = -1
         self.request_of_slot[slot] = request_id
         return slot
 
@@ -151,10 +152,13 @@ class SpecState:
         self.seq_lens_this_time[slot] = 0
         self.accept_num[slot] = 0
         self.stop_flags[slot] = True
-        self.draft_tokens[slot] = paddle.full([self.num_speculative_tokens + 1], -1, dtype="int64")
+        self.draft_tokens[slot] = -1
         self.request_of_slot[slot] = None
         self._free.append(slot)
         self._free.sort()
+
+    def _tensor(self, array: np.ndarray) -> paddle.Tensor:
+        return paddle.to_tensor(array, place=self.place)
 
     # -- output rows ----------------------------------------------------------------------
 
@@ -175,8 +179,8 @@ class SpecState:
         np.cumsum(rows, out=cu[1:])
         ids = np.full(self.batch_id_per_token_output.shape[0], -1, dtype=np.int32)
         ids[: cu[-1]] = np.repeat(np.arange(self.max_num_seqs, dtype=np.int32), rows)
-        paddle.assign(paddle.to_tensor(cu), self.cu_seqlens_q_output)
-        paddle.assign(paddle.to_tensor(ids), self.batch_id_per_token_output)
+        paddle.assign(self._tensor(cu), self.cu_seqlens_q_output)
+        paddle.assign(self._tensor(ids), self.batch_id_per_token_output)
         self.num_rows = int(cu[-1])
         return self.num_rows
 

@@ -1,6 +1,7 @@
 """Runner: consistent statistics, and the replay model reaches a long mean accepted length."""
 
 import numpy as np
+import paddle
 import pytest
 
 from fastspec.config import SpeculativeConfig
@@ -99,3 +100,14 @@ def test_more_prompts_than_slots_and_transformer_runs():
 def test_mtp_is_not_shipped():
     with pytest.raises(NotImplementedError, match="mtp"):
         generate(ReplayModel({}, V), [[3, 4]], cfg(method="mtp", num_speculative_tokens=1))
+
+
+def test_replay_model_puts_peak_on_the_reference_token():
+    model = ReplayModel({0: [5, 6, 7]}, V, end_token=0, peak=0.9, seed=3)
+    inputs = ModelInputs(tokens=paddle.zeros([1, 8], "int64"), lengths=np.array([6]), row_slot=np.array([0, 0, 0, 0], np.int32),
+                         row_pos=np.array([2, 3, 4, 5], np.int64), prompt_lens=np.array([3]), request_ids=[0])
+    probs = paddle.nn.functional.softmax(model(inputs), axis=-1).numpy()
+    np.testing.assert_allclose(probs[[0, 1, 2, 3], [5, 6, 7, 0]], 0.9, rtol=1e-5)  # past the end: the end token
+    again = paddle.nn.functional.softmax(model(inputs), axis=-1).numpy()
+    np.testing.assert_array_equal(probs, again)  # a pure function of its inputs
+    assert len(np.unique(probs[0].round(8))) > V // 2  # the rest is spread, not uniform

@@ -69,7 +69,7 @@ def random_verify_case(
     b = batch or int(rng.integers(1, 13))
     k = int(rng.choice([0, 1, 2, 5, 7])) if k is None else k
     cols = k + 1
-    vocab = int(rng.choice([3, 8, 50, 1000]))
+    vocab = int(rng.choice([3, 8, 50, 1000], p=[0.1, 0.3, 0.3, 0.3]))
     k_cand = int(rng.integers(1, min(vocab, 12) + 1))
     end_tokens = _end_tokens(rng, vocab)
 
@@ -89,7 +89,7 @@ def random_verify_case(
             this_time[i] = 1 + n
             draft_tokens[i, 1 : 1 + n] = rng.integers(0, vocab, size=n)
             rows_of[i] = 1 + n
-            plant[i] = int(rng.integers(0, n + 1))
+            plant[i] = n if rng.random() < 0.4 else int(rng.integers(0, n + 1))
         elif kind == "prefill":
             enc[i] = int(rng.integers(1, 40))
             this_time[i] = enc[i]
@@ -159,7 +159,7 @@ def random_verify_case(
                     targets[t] = draft
             draft_tokens[i, j + 1] = draft
 
-    max_dec_len = step_idx + rng.integers(1, 2 * cols + 2, size=b)
+    max_dec_len = step_idx + rng.integers(1, 3 * cols + 4, size=b)
     max_dec_len[rng.random(b) < 0.05] = 0
     arrays = {
         "accept_tokens": rng.integers(-1, vocab, size=(b, cols)).astype(np.int64),

@@ -1,5 +1,6 @@
 // Bindings of ngram_match: CPU and CUDA launchers over raw pointers.
 #include "bindings.h"
+#include "fastspec/ngram_append.h"
 #include "fastspec/ngram_match.h"
 
 namespace fastspec_bindings {
@@ -44,12 +45,25 @@ void bind_ngram_match(py::module_& m) {
     py::gil_scoped_release release;
     fastspec::ngram_match_cpu(params);
   });
+  // ngram_append takes the same arguments (NgramArgs).
+  m.def("ngram_append_cpu", [](const NgramArgs& args) {
+    const auto params = args.params();
+    py::gil_scoped_release release;
+    fastspec::ngram_append_cpu(params);
+  });
 #if defined(FASTSPEC_WITH_CUDA)
   m.def("ngram_match_cuda",
         [](const NgramArgs& args, uintptr_t stream) {
           const auto params = args.params();
           if (params.batch > fastspec::kMaxCudaBatch) throw std::invalid_argument("ngram_match: batch exceeds the CUDA limit");
           check_cuda(fastspec::ngram_match_cuda(params, as_stream(stream)), "ngram_match_cuda");
+        },
+        py::arg("args"), py::arg("stream") = 0);
+  m.def("ngram_append_cuda",
+        [](const NgramArgs& args, uintptr_t stream) {
+          const auto params = args.params();
+          if (params.batch > fastspec::kMaxCudaBatch) throw std::invalid_argument("ngram_append: batch exceeds the CUDA limit");
+          check_cuda(fastspec::ngram_append_cuda(params, as_stream(stream)), "ngram_append_cuda");
         },
         py::arg("args"), py::arg("stream") = 0);
 #endif

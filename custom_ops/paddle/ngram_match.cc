@@ -1,19 +1,22 @@
 // Paddle registration of ngram_match: checks, shapes, in-place map, dispatch.
 #include "checks.h"
+#include "fastspec/ngram_append.h"
 #include "fastspec/ngram_match.h"
 
 namespace {
 
-constexpr const char* kOp = "ngram_match";
 using paddle::DataType;
 using namespace fastspec_paddle;
 
-void NgramMatch(const paddle::Tensor& token_ids_all, const paddle::Tensor& prompt_lens,
-                const paddle::Tensor& step_idx, const paddle::Tensor& draft_token_num,
-                paddle::Tensor& draft_tokens, paddle::Tensor& seq_lens_this_time,
-                const paddle::Tensor& seq_lens_encoder, const paddle::Tensor& seq_lens_decoder,
-                const paddle::Tensor& max_dec_len, int max_ngram_size, int min_ngram_size,
-                int token_budget) {
+// ngram_match and ngram_append share inputs, checks and parameters; `append`
+// picks the launchers (and the op name in error messages).
+void RunNgram(bool append, const paddle::Tensor& token_ids_all, const paddle::Tensor& prompt_lens,
+              const paddle::Tensor& step_idx, const paddle::Tensor& draft_token_num,
+              paddle::Tensor& draft_tokens, paddle::Tensor& seq_lens_this_time,
+              const paddle::Tensor& seq_lens_encoder, const paddle::Tensor& seq_lens_decoder,
+              const paddle::Tensor& max_dec_len, int max_ngram_size, int min_ngram_size,
+              int token_budget) {
+  const char* kOp = append ? "ngram_append" : "ngram_match";
   const auto tokens_shape = matrix(kOp, "token_ids_all", token_ids_all, DataType::INT64);
   const int64_t batch = tokens_shape[0];
   const auto drafts_shape = matrix(kOp, "draft_tokens", draft_tokens, DataType::INT64);
@@ -55,7 +58,7 @@ void NgramMatch(const paddle::Tensor& token_ids_all, const paddle::Tensor& promp
   params.token_budget = token_budget;
 
   if (token_ids_all.is_cpu()) {
-    fastspec::ngram_match_cpu(params);
+    append ? fastspec::ngram_append_cpu(params) : fastspec::ngram_match_cpu(params);
     return;
   }
 #ifdef FASTSPEC_WITH_CUDA
@@ -64,11 +67,34 @@ void NgramMatch(const paddle::Tensor& token_ids_all, const paddle::Tensor& promp
       fail(kOp, "batch of " + std::to_string(batch) + " slots exceeds the CUDA limit of " +
                     std::to_string(fastspec::kMaxCudaBatch));
     }
-    expect_cuda_ok(kOp, fastspec::ngram_match_cuda(params, token_ids_all.stream()));
+    expect_cuda_ok(kOp, append ? fastspec::ngram_append_cuda(params, token_ids_all.stream())
+                               : fastspec::ngram_match_cuda(params, token_ids_all.stream()));
     return;
   }
 #endif
   unsupported_place(kOp, token_ids_all);
+}
+
+void NgramMatch(const paddle::Tensor& token_ids_all, const paddle::Tensor& prompt_lens,
+                const paddle::Tensor& step_idx, const paddle::Tensor& draft_token_num,
+                paddle::Tensor& draft_tokens, paddle::Tensor& seq_lens_this_time,
+                const paddle::Tensor& seq_lens_encoder, const paddle::Tensor& seq_lens_decoder,
+                const paddle::Tensor& max_dec_len, int max_ngram_size, int min_ngram_size,
+                int token_budget) {
+  RunNgram(false, token_ids_all, prompt_lens, step_idx, draft_token_num, draft_tokens,
+           seq_lens_this_time, seq_lens_encoder, seq_lens_decoder, max_dec_len, max_ngram_size,
+           min_ngram_size, token_budget);
+}
+
+void NgramAppend(const paddle::Tensor& token_ids_all, const paddle::Tensor& prompt_lens,
+                 const paddle::Tensor& step_idx, const paddle::Tensor& draft_token_num,
+                 paddle::Tensor& draft_tokens, paddle::Tensor& seq_lens_this_time,
+                 const paddle::Tensor& seq_lens_encoder, const paddle::Tensor& seq_lens_decoder,
+                 const paddle::Tensor& max_dec_len, int max_ngram_size, int min_ngram_size,
+                 int token_budget) {
+  RunNgram(true, token_ids_all, prompt_lens, step_idx, draft_token_num, draft_tokens,
+           seq_lens_this_time, seq_lens_encoder, seq_lens_decoder, max_dec_len, max_ngram_size,
+           min_ngram_size, token_budget);
 }
 
 std::vector<std::vector<int64_t>> NgramMatchShape(
@@ -96,5 +122,16 @@ PD_BUILD_OP(fastspec_ngram_match)
     .SetInplaceMap({{"draft_tokens", "draft_tokens_out"},
                     {"seq_lens_this_time", "seq_lens_this_time_out"}})
     .SetKernelFn(PD_KERNEL(NgramMatch))
+    .SetInferShapeFn(PD_INFER_SHAPE(NgramMatchShape))
+    .SetInferDtypeFn(PD_INFER_DTYPE(NgramMatchDtype));
+
+PD_BUILD_OP(fastspec_ngram_append)
+    .Inputs({"token_ids_all", "prompt_lens", "step_idx", "draft_token_num", "draft_tokens",
+             "seq_lens_this_time", "seq_lens_encoder", "seq_lens_decoder", "max_dec_len"})
+    .Outputs({"draft_tokens_out", "seq_lens_this_time_out"})
+    .Attrs({"max_ngram_size: int", "min_ngram_size: int", "token_budget: int"})
+    .SetInplaceMap({{"draft_tokens", "draft_tokens_out"},
+                    {"seq_lens_this_time", "seq_lens_this_time_out"}})
+    .SetKernelFn(PD_KERNEL(NgramAppend))
     .SetInferShapeFn(PD_INFER_SHAPE(NgramMatchShape))
     .SetInferDtypeFn(PD_INFER_DTYPE(NgramMatchDtype));

@@ -5,11 +5,11 @@ tensors are updated in place and returned. See ``docs/ops.md``.
 """
 
 from fastspec.ops._library import FastspecArgumentError, FastspecBuildError, load
-from fastspec.ops.ngram import ngram_match
+from fastspec.ops.ngram import ngram_append, ngram_match
 from fastspec.ops.sampling import sample_tokens, top_p_candidates
 from fastspec.ops.model_status import update_model_status
 from fastspec.ops.verify import VerifyStrategy, verify_draft_tokens
 
 load()
 
-__all__ = ["FastspecArgumentError", "FastspecBuildError", "ngram_match", "sample_tokens", "top_p_candidates", "update_model_status", "VerifyStrategy", "verify_draft_tokens"]
+__all__ = ["FastspecArgumentError", "FastspecBuildError", "ngram_append", "ngram_match", "sample_tokens", "top_p_candidates", "update_model_status", "VerifyStrategy", "verify_draft_tokens"]

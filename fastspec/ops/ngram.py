@@ -79,3 +79,66 @@ def ngram_match(
         inplace={"draft_tokens_out": "draft_tokens", "seq_lens_this_time_out": "seq_lens_this_time"},
     )
     return draft_tokens, seq_lens_this_time
+
+
+def ngram_append(
+    token_ids_all: paddle.Tensor,
+    prompt_lens: paddle.Tensor,
+    step_idx: paddle.Tensor,
+    draft_token_num: paddle.Tensor,
+    draft_tokens: paddle.Tensor,
+    seq_lens_this_time: paddle.Tensor,
+    seq_lens_encoder: paddle.Tensor,
+    seq_lens_decoder: paddle.Tensor,
+    max_dec_len: paddle.Tensor,
+    *,
+    max_ngram_size: int,
+    min_ngram_size: int = 1,
+    token_budget: int = 0,
+) -> tuple[paddle.Tensor, paddle.Tensor]:
+    """Hybrid drafting: keeps a draft model's drafts and fills the remaining columns from an n-gram match.
+
+    Same arguments as :func:`ngram_match`. For a decode slot the model's drafts are
+    ``draft_tokens[b, 1..m]`` with ``m = seq_lens_this_time[b] - 1`` (clamped to ``[0, K]``, then
+    cut to ``md = min(draft_token_num, K, max_dec_len - step_idx - 1)``); they are kept and read as
+    continuing the generated tokens, and up to ``md - m`` more drafts are appended from the n-gram
+    match (ngram_match's rules) of that extended sequence. ``seq_lens_this_time = 1 + drafts``;
+    the token budget then trims from the end, exactly as in ngram_match. Prefill slots are
+    untouched, inactive slots cleared. See ``docs/ops/ngram_append.md``.
+
+    Returns:
+        ``(draft_tokens, seq_lens_this_time)``, the in-place tensors.
+
+    Raises:
+        ValueError / TypeError: as :func:`ngram_match`.
+    """
+    _check_attrs("ngram_append", max_ngram_size, min_ngram_size, token_budget)
+    inputs = {
+        "token_ids_all": token_ids_all,
+        "prompt_lens": prompt_lens,
+        "step_idx": step_idx,
+        "draft_token_num": draft_token_num,
+        "draft_tokens": draft_tokens,
+        "seq_lens_this_time": seq_lens_this_time,
+        "seq_lens_encoder": seq_lens_encoder,
+        "seq_lens_decoder": seq_lens_decoder,
+        "max_dec_len": max_dec_len,
+    }
+    run_op(
+        "fastspec_ngram_append",
+        inputs,
+        {"max_ngram_size": max_ngram_size, "min_ngram_size": min_ngram_size, "token_budget": token_budget},
+        ["draft_tokens_out", "seq_lens_this_time_out"],
+        inplace={"draft_tokens_out": "draft_tokens", "seq_lens_this_time_out": "seq_lens_this_time"},
+    )
+    return draft_tokens, seq_lens_this_time
+
+
+def _check_attrs(op: str, max_ngram_size: int, min_ngram_size: int, token_budget: int) -> None:
+    for name, value in (("max_ngram_size", max_ngram_size), ("min_ngram_size", min_ngram_size), ("token_budget", token_budget)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{op}: attribute '{name}' must be an int, got {type(value).__name__}")
+    if max_ngram_size < 1:
+        raise ValueError(f"{op}: attribute 'max_ngram_size' must be >= 1, got {max_ngram_size}")
+    if not 1 <= min_ngram_size <= max_ngram_size:
+        raise ValueError(f"{op}: attribute 'min_ngram_size' must be in [1, max_ngram_size = {max_ngram_size}], got {min_ngram_size}")

@@ -5,7 +5,7 @@ step by step. Every backend is tested against these functions. They import
 numpy only, so they run where Paddle is absent (the GPU test host).
 """
 
-from fastspec.reference.ngram import ngram_match
+from fastspec.reference.ngram import ngram_append, ngram_match
 from fastspec.reference.model_status import update_model_status
 from fastspec.reference.sampling import (
     bf16_bits_to_f32,
@@ -23,6 +23,7 @@ from fastspec.reference.rng import (
     rand64,
 )
 from fastspec.reference.verify import verify_draft_tokens
+from fastspec.reference.rejection import verify_rejection
 
 __all__ = [
     "STREAM_ACCEPT",
@@ -31,6 +32,7 @@ __all__ = [
     "STREAM_TARGET",
     "STREAM_TOPP",
     "bf16_bits_to_f32",
+    "ngram_append",
     "ngram_match",
     "philox4x32_10",
     "rand64",
@@ -39,4 +41,5 @@ __all__ = [
     "top_p_candidates",
     "update_model_status",
     "verify_draft_tokens",
+    "verify_rejection",
 ]

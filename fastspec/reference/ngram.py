@@ -86,3 +86,68 @@ def ngram_match(
                 lens_out[b] = 1 + keep
             used += int(lens_out[b])
     return draft_tokens, seq_lens_this_time
+
+
+def ngram_append(
+    token_ids_all: np.ndarray,
+    prompt_lens: np.ndarray,
+    step_idx: np.ndarray,
+    draft_token_num: np.ndarray,
+    draft_tokens: np.ndarray,
+    seq_lens_this_time: np.ndarray,
+    seq_lens_encoder: np.ndarray,
+    seq_lens_decoder: np.ndarray,
+    max_dec_len: np.ndarray,
+    *,
+    max_ngram_size: int,
+    min_ngram_size: int = 1,
+    token_budget: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Hybrid drafting (docs/ops/ngram_append.md): keeps a decode slot's model drafts
+    ``draft_tokens[b, 1..m]`` (``m = seq_lens_this_time[b] - 1``, cut to ``md``) and appends the
+    n-gram continuation of the generated tokens extended by them. Returns updated copies."""
+    draft_tokens = np.array(draft_tokens, dtype=np.int64, copy=True)
+    seq_lens_this_time = np.array(seq_lens_this_time, dtype=np.int32, copy=True)
+    drafts_out, lens_out = draft_tokens.reshape(draft_tokens.shape[0], -1), seq_lens_this_time.reshape(-1)
+    flat = [np.asarray(x).reshape(-1) for x in (prompt_lens, step_idx, draft_token_num, seq_lens_encoder, seq_lens_decoder, max_dec_len)]
+    prompt_lens, step_idx, draft_token_num, enc, dec, max_dec_len = flat
+    batch, max_len = token_ids_all.shape
+    k = drafts_out.shape[1] - 1
+
+    decode = (enc == 0) & (dec > 0)
+    running = (enc > 0) | decode
+    for b in range(batch):
+        if enc[b] > 0:
+            continue
+        if not decode[b]:
+            lens_out[b] = 0
+            drafts_out[b, 1:] = -1
+            continue
+        m = min(max(int(lens_out[b]) - 1, 0), k)
+        model = drafts_out[b, 1 : 1 + m].copy()
+        appended = np.zeros(0, dtype=np.int64)
+        p, s = int(prompt_lens[b]), int(step_idx[b])
+        if p >= 0 and s >= 0 and p + s <= max_len:
+            md = max(0, min(int(draft_token_num[b]), k, int(max_dec_len[b]) - s - 1))
+            model = model[:md]
+            room = md - len(model)
+            if room > 0:
+                row = token_ids_all[b]
+                extended = np.concatenate([row[p : p + s], model])
+                appended = _find_drafts(row[:p], extended, room, max_ngram_size, min_ngram_size)
+        drafts = np.concatenate([model, appended])
+        drafts_out[b, 1:] = -1
+        drafts_out[b, 1 : 1 + len(drafts)] = drafts
+        lens_out[b] = 1 + len(drafts)
+
+    if token_budget > 0:
+        order = np.flatnonzero(running)
+        used = 0
+        for rank, b in enumerate(order):
+            if decode[b]:
+                reserve = len(order) - rank - 1
+                keep = min(int(lens_out[b]) - 1, max(0, token_budget - used - reserve - 1))
+                drafts_out[b, 1 + keep :] = -1
+                lens_out[b] = 1 + keep
+            used += int(lens_out[b])
+    return draft_tokens, seq_lens_this_time

@@ -10,6 +10,11 @@ from fastspec.reference.rng import STREAM_TOPP, rand64
 STRATEGIES = ("topp", "greedy", "target_match")
 
 
+def _wrap64(x: int) -> int:
+    """x as a signed 64-bit integer (two's complement wrap)."""
+    return ((x + (1 << 63)) % (1 << 64)) - (1 << 63)
+
+
 def _flat(x: np.ndarray | None) -> np.ndarray | None:
     return None if x is None else np.asarray(x).reshape(-1)
 
@@ -98,7 +103,7 @@ def verify_draft_tokens(
 
         def emit(token: int) -> bool:
             nonlocal cur
-            cur += 1
+            cur = _wrap64(cur + 1)  # 64-bit arithmetic, like the kernels
             is_end = token in ends
             if cur >= max_dec_len[b] and not is_end:
                 token = ends[0]
@@ -115,7 +120,7 @@ def verify_draft_tokens(
                 break
             i += 1
         if not ended:
-            emit(correction(b, first + i, int(step_idx[b]) + i))
+            emit(correction(b, first + i, _wrap64(int(step_idx[b]) + i)))
         out[b, : len(emitted)] = emitted
         num[b] = len(emitted)
     return accept_tokens, accept_num

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-import torch
+
+torch = pytest.importorskip("torch")  # the whole module needs PyTorch
+
+import numpy as np
 
 from fastspec import kernels
 from fastspec import reference as ref

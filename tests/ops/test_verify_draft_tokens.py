@@ -105,7 +105,7 @@ def test_random_batches_match_the_reference(strategy, chunk):
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_large_batch_uses_threads_and_matches_the_reference(strategy):
-    arrays, attrs = random_verify_case(np.random.default_rng(5), strategy=strategy, batch=1500, k=5)
+    arrays, attrs = random_verify_case(np.random.default_rng(5), strategy=strategy, batch=5000, k=5)
     attrs.update(accept_all=False, reject_all=False)
     assert_same(run_op(arrays, attrs), run_reference(arrays, attrs))
 
@@ -515,3 +515,16 @@ def test_static_graph_build_and_run():
     finally:
         paddle.disable_static()
     assert_same(got, run_reference(arrays, attrs))
+
+
+def test_position_arithmetic_wraps_like_64_bit_integers():
+    big = 2**63 - 1
+    arrays, attrs = case("greedy", [5, 6], [5, 6, 8], step=big - 2, max_dec=big)
+    check(arrays, attrs, [5, END])  # the second token reaches max_dec_len
+    arrays, attrs = case("topp", [5], candidates=[([5], [1.0]), ([9, 4], [0.5, 0.5])], step=big, max_dec=big)
+    arrays["max_dec_len"][0] = -(2**63)  # cur wraps to -2^63 >= -2^63: the first token ends the request
+    check(arrays, attrs, [END])
+    arrays["max_dec_len"][0] = big  # wrapped cur < max_dec_len: the walk goes on, the draw uses the wrapped position
+    expected = run_reference(arrays, attrs)
+    assert_same(run_op(arrays, attrs), expected)
+    assert int(expected[1][0]) == 2

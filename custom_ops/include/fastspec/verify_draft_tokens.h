@@ -135,7 +135,7 @@ FS_HD void verify_slot(const VerifyDraftTokensParams& a, int64_t b) {
   bool ended = false;
   // emit(i, tok) of SPEC.md; returns whether the request ended.
   auto emit = [&](int64_t token) {
-    cur += 1;
+    cur = static_cast<int64_t>(static_cast<uint64_t>(cur) + 1);  // wraps, like the reference
     const bool is_end = is_end_token(token, a.end_tokens, a.num_end_tokens);
     if (cur >= max_dec && !is_end) token = a.end_tokens[0];
     out[emitted++] = token;
@@ -151,7 +151,10 @@ FS_HD void verify_slot(const VerifyDraftTokensParams& a, int64_t b) {
       break;
     }
   }
-  if (!ended) emit(verify_correction(a, b, first_row + i, a.step_idx[b] + i));
+  if (!ended) {
+    const int64_t position = static_cast<int64_t>(static_cast<uint64_t>(a.step_idx[b]) + i);
+    emit(verify_correction(a, b, first_row + i, position));
+  }
   a.accept_num[b] = static_cast<int32_t>(emitted);
 }
 

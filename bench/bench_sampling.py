@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Benchmark top_p_candidates and sample_tokens: time, floor (reading probs once) and peers.
+
+    python bench/bench_sampling.py                  # CPU: the Paddle ops vs a numpy argpartition baseline
+    python bench/bench_sampling.py --device cuda    # CUDA through the bindings (PyTorch), eager and graph
+                                                    # replay, vs FlashInfer (if installed) and a sort-based
+                                                    # PyTorch top-p
+
+Grid: T in {1, 32, 256} rows x V = 151936, float32, peaked (softmax of N(0, 5^2) logits) and
+near-uniform rows; top_p_candidates with K' = 64 (--k) and top_p 0.9; sample_tokens with top_p
+0.9, top_k 0. Floor = probs bytes / read bandwidth (CUDA), or the time to read probs once with
+the kernels' own threads (CPU). Writes bench/results/sampling_<device>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
+from tests.ops.sampling_cases import make_probs  # noqa: E402
+
+VOCAB = 151936
+TOP_P = 0.9
+
+
+def inputs(kind: str, rows: int, vocab: int, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    probs = make_probs(rng, vocab, rows, kinds=(kind,))
+    return {
+        "probs": probs,
+        "top_p": np.full(rows, TOP_P, np.float32),
+        "top_k": np.zeros(rows, np.int32),
+        "seed": np.arange(rows, dtype=np.int64) + 1,
+        "step_idx": np.zeros(rows, np.int64),
+        "batch_id": np.arange(rows, dtype=np.int32),
+        "cu": np.arange(rows + 1, dtype=np.int32),
+    }
+
+
+# ---- CPU ------------------------------------------------------------------------------------
+
+def cpu_runners(a: dict, k: int):
+    import paddle
+
+    import fastspec.ops as ops
+
+    t = {name: paddle.to_tensor(value) for name, value in a.items()}
+    cand = lambda: ops.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], max_candidate_len=k)  # noqa: E731
+    sample = lambda: ops.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"],  # noqa: E731
+                                       t["batch_id"], t["cu"])
+    probs = a["probs"]
+
+    def baseline():  # numpy: top K' by argpartition, then order them
+        part = np.argpartition(-probs, k - 1, axis=1)[:, :k]
+        vals = np.take_along_axis(probs, part, axis=1)
+        return np.take_along_axis(part, np.argsort(-vals, axis=1, kind="stable"), axis=1)
+
+    return cand, sample, baseline
+
+
+# ---- CUDA -----------------------------------------------------------------------------------
+
+def cuda_seconds(fn, repeat: int = 50) -> float:
+    import torch
+
+    for _ in range(5):
+        fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(repeat):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def cuda_read_bandwidth() -> float:
+    import torch
+
+    data = torch.ones(1 << 28, dtype=torch.int64, device="cuda")  # 2 GiB
+    return data.numel() * 8 / cuda_seconds(lambda: data.max(), repeat=10)
+
+
+def cuda_runners(a: dict, k: int):
+    import torch
+
+    from fastspec import kernels
+    from tests.gpu.helpers import capture
+
+    t = {name: torch.from_numpy(np.ascontiguousarray(v)).cuda() for name, v in a.items()}
+    rows = a["probs"].shape[0]
+    ids = torch.empty((rows, k), dtype=torch.int64, device="cuda")
+    scores = torch.empty((rows, k), dtype=torch.float32, device="cuda")
+    lens = torch.empty(rows, dtype=torch.int32, device="cuda")
+    tokens = torch.empty(rows, dtype=torch.int64, device="cuda")
+    cand = lambda: kernels.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], ids, scores, lens,  # noqa: E731
+                                            max_candidate_len=k)
+    sample = lambda: kernels.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"],  # noqa: E731
+                                           t["batch_id"], t["cu"], tokens)
+    peers = {}
+
+    def torch_sort_top_p():  # the usual PyTorch top-p: sort, cumsum, mask, renormalise, multinomial
+        sorted_p, order = torch.sort(t["probs"], dim=-1, descending=True)
+        cum = torch.cumsum(sorted_p, dim=-1)
+        sorted_p = sorted_p.masked_fill(cum - sorted_p > TOP_P, 0.0)
+        pick = torch.multinomial(sorted_p, 1)
+        return torch.gather(order, 1, pick)
+
+    peers["torch_sort_top_p"] = torch_sort_top_p
+    try:
+        import flashinfer  # noqa: PLC0415
+
+        top_p_t = t["top_p"]
+        peers["flashinfer_top_p_sampling_from_probs"] = lambda: flashinfer.sampling.top_p_sampling_from_probs(
+            t["probs"], top_p_t)
+    except Exception as error:  # noqa: BLE001
+        print(f"FlashInfer not available: {error}")
+    return cand, sample, capture(cand).replay, capture(sample).replay, peers
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--rows", default="1,32,256")
+    parser.add_argument("--kinds", default="peaked,uniform")
+    parser.add_argument("--vocab", type=int, default=VOCAB)
+    parser.add_argument("--k", type=int, default=64, help="max_candidate_len of top_p_candidates")
+    parser.add_argument("--tag", default="", help="suffix of the JSON file name")
+    args = parser.parse_args()
+
+    results = []
+    if args.device == "cpu":
+        from fastspec import kernels
+
+        threads = kernels.module().num_threads()
+        bandwidth = None
+        print(f"CPU, {threads} thread(s) (FASTSPEC_NUM_THREADS); floor = reading probs once with the same threads; "
+              f"baseline = numpy argpartition top-{args.k} + argsort of those")
+        print(f"{'kind':8} {'T':>4} {'op':18} {'time':>12} {'floor':>12} {'ratio':>6} {'baseline':>12} {'speed-up':>8}")
+    else:
+        threads = None
+        bandwidth = cuda_read_bandwidth()
+        print(f"CUDA; read bandwidth {bandwidth / 1e9:.0f} GB/s (floor = probs bytes / this)")
+        print(f"{'kind':8} {'T':>4} {'op':38} {'eager':>12} {'ratio':>6} {'graph':>12} {'ratio':>6}")
+
+    for kind in args.kinds.split(","):
+        for rows in map(int, args.rows.split(",")):
+            a = inputs(kind, rows, args.vocab)
+            probs = a["probs"]
+            if args.device == "cpu":
+                floor = cpu_read_seconds(probs)
+                cand, sample, baseline = cpu_runners(a, args.k)
+                base = median_seconds(baseline, repeat=10)
+                for op, fn in (("top_p_candidates", cand), ("sample_tokens", sample)):
+                    sec = median_seconds(fn)
+                    print(f"{kind:8} {rows:4d} {op:18} {fmt_time(sec)} {fmt_time(floor)} {sec / floor:6.1f} "
+                          f"{fmt_time(base)} {base / sec:7.1f}x", flush=True)
+                    results.append({"kind": kind, "rows": rows, "vocab": args.vocab, "op": op, "time_s": sec,
+                                    "floor_s": floor, "argpartition_s": base})
+            else:
+                floor = probs.nbytes / bandwidth
+                cand, sample, cand_graph, sample_graph, peers = cuda_runners(a, args.k)
+                timings = [("top_p_candidates", cand, cand_graph), ("sample_tokens", sample, sample_graph)]
+                timings += [(name, fn, None) for name, fn in peers.items()]
+                for op, fn, graph in timings:
+                    sec = cuda_seconds(fn)
+                    gsec = cuda_seconds(graph) if graph is not None else None
+                    extra = f" {fmt_time(gsec)} {gsec / floor:6.2f}" if gsec is not None else ""
+                    print(f"{kind:8} {rows:4d} {op:38} {fmt_time(sec)} {sec / floor:6.2f}{extra}", flush=True)
+                    results.append({"kind": kind, "rows": rows, "vocab": args.vocab, "op": op, "time_s": sec,
+                                    "graph_s": gsec, "floor_s": floor})
+
+    name = f"sampling_{args.device}" + (f"_{threads}t" if args.device == "cpu" else "") + args.tag
+    path = write_json(name, {"ops": ["top_p_candidates", "sample_tokens"], "device": args.device, "threads": threads,
+                             "read_bandwidth_Bps": bandwidth, "top_p": TOP_P, "max_candidate_len": args.k,
+                             "machine": machine(), "rows": results})
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

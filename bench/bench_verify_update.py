@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Benchmark verify_draft_tokens and update_model_status: time per call, floor and their ratio.
+
+    python bench/bench_verify_update.py                 # CPU: the Paddle op and the bindings' CPU kernel
+    python bench/bench_verify_update.py --device cuda   # CUDA through the bindings (PyTorch): eager and graph replay
+
+Workload: every slot decoding with K = 5 drafts, about half of them accepted, TOPP rows of
+K' = 8 candidates; update keeps every request running (huge max_dec_len, no end token drawn).
+Both ops move a few hundred bytes per slot, so the floor is one call: on the CPU the cost of
+crossing into C++ once (a no-op bindings call), on CUDA one empty kernel launch (eager) / one
+graph kernel node. Writes bench/results/verify_update_<device>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import fmt_time, machine, median_seconds, write_json  # noqa: E402
+from tests.verify_update_cases import UPDATE_NAMES, VERIFY_NAMES  # noqa: E402
+
+K, K_CAND, END = 5, 8, 0
+
+
+def verify_inputs(batch: int, strategy: str, seed: int = 0) -> tuple[dict, dict]:
+    rng = np.random.default_rng(seed)
+    rows = batch * (K + 1)
+    targets = rng.integers(1, 1000, size=rows).astype(np.int64)
+    draft_tokens = rng.integers(1, 1000, size=(batch, K + 1)).astype(np.int64)
+    cand_ids = rng.integers(1, 1000, size=(rows, K_CAND)).astype(np.int64)
+    for b in range(batch):
+        for i in range(int(rng.integers(0, K + 1))):  # accepted prefix
+            draft_tokens[b, i + 1] = targets[b * (K + 1) + i]
+            cand_ids[b * (K + 1) + i, i % K_CAND] = targets[b * (K + 1) + i]
+    topp = strategy == "topp"
+    arrays = {
+        "accept_tokens": np.full((batch, K + 1), -1, np.int64),
+        "accept_num": np.zeros(batch, np.int32),
+        "draft_tokens": draft_tokens,
+        "target_tokens": None if topp else targets,
+        "candidate_ids": cand_ids if topp else None,
+        "candidate_scores": np.sort(rng.random((rows, K_CAND)).astype(np.float32), axis=1)[:, ::-1].copy() if topp else None,
+        "candidate_lens": np.full(rows, K_CAND, np.int32) if topp else None,
+        "seed": rng.integers(0, 2**62, size=batch, dtype=np.int64),
+        "step_idx": np.full(batch, 10, np.int64),
+        "stop_flags": np.zeros(batch, np.bool_),
+        "is_block_step": np.zeros(batch, np.bool_),
+        "seq_lens_encoder": np.zeros(batch, np.int32),
+        "seq_lens_this_time": np.full(batch, K + 1, np.int32),
+        "cu_seqlens_q_output": (np.arange(batch + 1) * (K + 1)).astype(np.int32),
+        "reasoning_status": None,
+        "max_dec_len": np.full(batch, 10**9, np.int64),
+        "end_tokens": np.array([END], np.int64),
+    }
+    return arrays, {"strategy": strategy}
+
+
+def update_inputs(batch: int, max_model_len: int, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    return {
+        "seq_lens_encoder": np.zeros(batch, np.int32),
+        "seq_lens_decoder": np.full(batch, 100, np.int32),
+        "seq_lens_this_time": np.full(batch, K + 1, np.int32),
+        "step_idx": np.full(batch, 10, np.int64),
+        "stop_flags": np.zeros(batch, np.bool_),
+        "accept_tokens": rng.integers(1, 1000, size=(batch, K + 1)).astype(np.int64),
+        "accept_num": rng.integers(1, K + 2, size=batch).astype(np.int32),
+        "draft_tokens": np.full((batch, K + 1), -1, np.int64),
+        "token_ids_all": np.zeros((batch, max_model_len), np.int64),
+        "prompt_lens": np.full(batch, 16, np.int64),
+        "is_block_step": np.zeros(batch, np.bool_),
+        "max_dec_len": np.full(batch, 10**9, np.int64),
+        "end_tokens": np.array([END], np.int64),
+    }
+
+
+# --- CPU ---------------------------------------------------------------------
+
+
+def cpu_rows(batches: list[int]) -> list[dict]:
+    import paddle
+
+    import fastspec.ops as ops
+    from fastspec import kernels
+
+    floor = median_seconds(lambda: kernels.module().rand64(0, 0, 1), repeat=5000, budget_s=0.5)
+    print(f"CPU; floor = one no-op call into C++ through the bindings: {fmt_time(floor)}")
+    print("paddle op: fastspec.ops from Python; bindings: fastspec.kernels from Python (argument marshalling "
+          "included); kernel: the C++ call with prebuilt arguments; ratio = kernel / floor")
+    print(f"{'op':22} {'B':>4} {'paddle op':>12} {'bindings':>12} {'kernel':>12} {'floor':>12} {'ratio':>6}")
+    rows = []
+    for batch in batches:
+        for strategy in ("greedy", "topp"):
+            arrays, attrs = verify_inputs(batch, strategy)
+            tensors = {n: None if v is None else paddle.to_tensor(v) for n, v in arrays.items()}
+            op = median_seconds(lambda: ops.verify_draft_tokens(*(tensors[n] for n in VERIFY_NAMES), **attrs),
+                                repeat=2000, budget_s=1.0)
+            bind = median_seconds(lambda: kernels.verify_draft_tokens(*(arrays[n] for n in VERIFY_NAMES), **attrs),
+                                  repeat=2000, budget_s=1.0)
+            args = _prebuilt_verify_args(kernels, arrays, strategy)
+            kernel = median_seconds(lambda: kernels.module().verify_draft_tokens_cpu(args), repeat=5000, budget_s=1.0)
+            rows.append(_report(f"verify ({strategy})", batch, op, bind, kernel, floor))
+        arrays = update_inputs(batch, 1 << 15)
+        tensors = {n: paddle.to_tensor(v) for n, v in arrays.items()}
+        op = median_seconds(lambda: ops.update_model_status(*(tensors[n] for n in UPDATE_NAMES)), repeat=1000, budget_s=1.0)
+        arrays = update_inputs(batch, 1 << 15)
+        has_running = np.zeros(1, np.bool_)
+        bind = median_seconds(lambda: kernels.update_model_status(*(arrays[n] for n in UPDATE_NAMES), has_running),
+                              repeat=1000, budget_s=1.0)
+        assert has_running[0], "the benchmark's requests must keep running"
+        arrays = update_inputs(batch, 1 << 15)
+        args = kernels.module().UpdateArgs(
+            *(kernels.address(arrays[n]) for n in UPDATE_NAMES), kernels.address(has_running),
+            batch, K + 1, 1 << 15, 1)
+        kernel = median_seconds(lambda: kernels.module().update_model_status_cpu(args), repeat=5000, budget_s=1.0)
+        rows.append(_report("update_model_status", batch, op, bind, kernel, floor))
+    return rows
+
+
+def _prebuilt_verify_args(kernels, arrays: dict, strategy: str):
+    """The bindings' argument object built once: timing it measures the C++ call alone."""
+    topp = strategy == "topp"
+    batch = arrays["accept_tokens"].shape[0]
+    rows = (arrays["candidate_ids"] if topp else arrays["target_tokens"]).shape[0]
+    return kernels.module().VerifyArgs(
+        *(0 if arrays[n] is None else kernels.address(arrays[n]) for n in VERIFY_NAMES),
+        batch, K + 1, rows, K_CAND if topp else 0, 1, {"topp": 0, "greedy": 1}[strategy], False, False)
+
+
+def _report(name: str, batch: int, op: float, bind: float, kernel: float, floor: float) -> dict:
+    print(f"{name:22} {batch:4d} {fmt_time(op)} {fmt_time(bind)} {fmt_time(kernel)} {fmt_time(floor)} "
+          f"{kernel / floor:6.2f}", flush=True)
+    return {"op": name, "batch": batch, "paddle_op_s": op, "bindings_s": bind, "kernel_call_s": kernel,
+            "floor_s": floor}
+
+
+# --- CUDA --------------------------------------------------------------------
+
+
+def cuda_seconds(fn, repeat: int = 50) -> float:
+    import torch
+
+    for _ in range(5):
+        fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(repeat):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def cuda_rows(batches: list[int], calls: int) -> list[dict]:
+    import torch
+
+    from fastspec import kernels
+    from tests.gpu.helpers import capture, to_device
+
+    empty = torch.empty(1, device="cuda")
+    empty_graph = capture(lambda: [empty.zero_() for _ in range(calls)])
+    floor = cuda_seconds(empty_graph.replay) / calls
+    print(f"CUDA; floor = one tiny kernel node in a graph: {fmt_time(floor)}; per-call times are "
+          f"medians of {calls} back-to-back calls (eager) or graph nodes (replay)")
+    print(f"{'op':22} {'B':>4} {'eager/call':>12} {'1 eager':>12} {'graph/call':>12} {'floor':>12} {'ratio':>6}")
+    rows = []
+    for batch in batches:
+        steps = []
+        for strategy in ("greedy", "topp"):
+            arrays, attrs = verify_inputs(batch, strategy)
+            t = to_device({n: v for n, v in arrays.items() if v is not None})
+            steps.append((f"verify ({strategy})",
+                          lambda t=t, attrs=attrs: kernels.verify_draft_tokens(*(t.get(n) for n in VERIFY_NAMES), **attrs)))
+        t = to_device(update_inputs(batch, 1 << 16))  # room for every timed call (no request ends)
+        has_running = torch.zeros(1, dtype=torch.bool, device="cuda")
+        steps.append(("update_model_status",
+                      lambda t=t: kernels.update_model_status(*(t[n] for n in UPDATE_NAMES), has_running)))
+        for name, step in steps:
+            one = cuda_seconds(step)
+            eager = cuda_seconds(lambda: [step() for _ in range(calls)], repeat=20) / calls
+            graph = capture(lambda: [step() for _ in range(calls)])
+            replay = cuda_seconds(graph.replay, repeat=20) / calls
+            print(f"{name:22} {batch:4d} {fmt_time(eager)} {fmt_time(one)} {fmt_time(replay)} {fmt_time(floor)} "
+                  f"{replay / floor:6.2f}", flush=True)
+            rows.append({"op": name, "batch": batch, "eager_per_call_s": eager, "eager_single_s": one,
+                         "graph_per_call_s": replay, "floor_s": floor})
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--batches", default="1,64,256")
+    parser.add_argument("--calls", type=int, default=100, help="CUDA: calls per timed sequence / graph")
+    parser.add_argument("--tag", default="", help="suffix of the JSON file name")
+    args = parser.parse_args()
+    batches = [int(b) for b in args.batches.split(",")]
+    rows = cpu_rows(batches) if args.device == "cpu" else cuda_rows(batches, args.calls)
+    path = write_json(f"verify_update_{args.device}{args.tag}",
+                      {"ops": ["verify_draft_tokens", "update_model_status"], "device": args.device, "K": K,
+                       "candidates": K_CAND, "machine": machine(), "rows": rows})
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+// ngram_append on the CPU: threads across slots; within a slot one left to
+// right pass per region keeps the best (longest, prompt first, leftmost) match.
+#include "fastspec/ngram_append.h"
+#include "fastspec/parallel.h"
+
+#include <cstdint>
+
+namespace fastspec {
+namespace {
+
+// Best key among candidates ending in [0, last_end] of one region, improving
+// on `best` only with a strictly better one (left to right keeps the leftmost).
+uint64_t scan(const NgramAppendSlot& slot, int generated, int64_t last_end, uint64_t best) {
+  for (int64_t e = 0; e <= last_end; ++e) {
+    const uint64_t key = ngram_append_key(slot, generated, e);
+    if (key < best) {
+      best = key;
+      if (ngram_key_length(key) == slot.max_len) break;  // nothing later is longer
+    }
+  }
+  return best;
+}
+
+void search_slot(const NgramMatchParams& a, int64_t b) {
+  const int32_t enc = a.seq_lens_encoder[b];
+  if (is_prefill(enc)) return;
+  int64_t* drafts = a.draft_tokens + b * a.draft_cols;
+  if (!is_decode(enc, a.seq_lens_decoder[b])) {
+    for (int64_t k = 1; k < a.draft_cols; ++k) drafts[k] = -1;
+    a.seq_lens_this_time[b] = 0;
+    return;
+  }
+  const NgramAppendSlot slot = ngram_append_slot(a, b);
+  uint64_t best = kNoMatch;
+  if (slot.searchable) {
+    best = scan(slot, 0, slot.p - 2, best);
+    if (best == kNoMatch || ngram_key_length(best) < slot.max_len) {
+      best = scan(slot, 1, slot.s + slot.kept - 2, best);
+    }
+  }
+  a.seq_lens_this_time[b] = static_cast<int32_t>(1 + ngram_append_write(slot, best, drafts, a.draft_cols));
+}
+
+constexpr int64_t kParallelTokens = 1 << 14;
+
+}  // namespace
+
+int ngram_append_cpu(const NgramMatchParams& a) {
+  int64_t tokens = 0;
+  for (int64_t b = 0; b < a.batch; ++b) {
+    tokens += min64(max64(a.prompt_lens[b], 0) + max64(a.step_idx[b], 0), a.max_model_len);
+  }
+  const auto search = [&a](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) search_slot(a, b);
+  };
+  if (tokens >= kParallelTokens) {
+    parallel_for(a.batch, max64(1, a.batch / (8 * num_threads())), search);
+  } else {
+    search(0, a.batch);
+  }
+  if (a.token_budget > 0) {
+    ngram_apply_budget(a, a.seq_lens_this_time, a.seq_lens_encoder, a.seq_lens_decoder);
+    for (int64_t b = 0; b < a.batch; ++b) {
+      if (!is_decode(a.seq_lens_encoder[b], a.seq_lens_decoder[b])) continue;
+      int64_t* drafts = a.draft_tokens + b * a.draft_cols;
+      for (int64_t k = a.seq_lens_this_time[b]; k < a.draft_cols; ++k) drafts[k] = -1;
+    }
+  }
+  return kOk;
+}
+
+}  // namespace fastspec

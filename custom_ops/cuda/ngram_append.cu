@@ -1,0 +1,87 @@
+// ngram_append on CUDA: one block per slot; threads stride over candidate end
+// positions and fold each candidate's key into one shared 64-bit minimum
+// (longest, prompt first, leftmost). A single-block launch applies the budget.
+#include <cuda_runtime.h>
+
+#include "fastspec/ngram_append.h"
+
+namespace fastspec {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kBudgetThreads = 1024;
+
+__device__ void scan(const NgramAppendSlot& slot, int generated, int64_t last_end,
+                     unsigned long long* best) {
+  unsigned long long mine = kNoMatch;
+  for (int64_t e = threadIdx.x; e <= last_end; e += kThreads) {
+    const uint64_t key = ngram_append_key(slot, generated, e);
+    if (key < mine) mine = key;  // a thread's later e cannot beat an equal-length earlier one
+  }
+  if (mine != kNoMatch) atomicMin(best, mine);
+}
+
+__global__ void __launch_bounds__(kThreads) ngram_append_kernel(NgramMatchParams a) {
+  const int64_t b = blockIdx.x;
+  const int32_t enc = a.seq_lens_encoder[b];
+  if (is_prefill(enc)) return;
+  int64_t* drafts = a.draft_tokens + b * a.draft_cols;
+  if (!is_decode(enc, a.seq_lens_decoder[b])) {
+    for (int64_t k = 1 + threadIdx.x; k < a.draft_cols; k += kThreads) drafts[k] = -1;
+    if (threadIdx.x == 0) a.seq_lens_this_time[b] = 0;
+    return;
+  }
+  // Every thread reads seq_lens_this_time (the model's draft count) here;
+  // thread 0 overwrites it only after the barriers below.
+  const NgramAppendSlot slot = ngram_append_slot(a, b);
+  __shared__ unsigned long long best;
+  if (threadIdx.x == 0) best = kNoMatch;
+  __syncthreads();
+  if (slot.searchable) {
+    scan(slot, 0, slot.p - 2, &best);
+    __syncthreads();
+    const bool full = best != kNoMatch && ngram_key_length(best) == slot.max_len;
+    __syncthreads();  // every thread has read `best` before the next scan updates it
+    if (!full) scan(slot, 1, slot.s + slot.kept - 2, &best);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    a.seq_lens_this_time[b] = static_cast<int32_t>(1 + ngram_append_write(slot, best, drafts, a.draft_cols));
+  }
+}
+
+__global__ void __launch_bounds__(kBudgetThreads) ngram_append_budget_kernel(NgramMatchParams a) {
+  extern __shared__ int32_t shared[];
+  int32_t* this_time = shared;
+  int32_t* encoder = shared + a.batch;
+  int32_t* decoder = shared + 2 * a.batch;
+  for (int64_t b = threadIdx.x; b < a.batch; b += kBudgetThreads) {
+    this_time[b] = a.seq_lens_this_time[b];
+    encoder[b] = a.seq_lens_encoder[b];
+    decoder[b] = a.seq_lens_decoder[b];
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) ngram_apply_budget(a, this_time, encoder, decoder);
+  __syncthreads();
+  for (int64_t b = threadIdx.x; b < a.batch; b += kBudgetThreads) {
+    if (!is_decode(encoder[b], decoder[b])) continue;
+    a.seq_lens_this_time[b] = this_time[b];
+    int64_t* drafts = a.draft_tokens + b * a.draft_cols;
+    for (int64_t k = this_time[b]; k < a.draft_cols; ++k) drafts[k] = -1;
+  }
+}
+
+}  // namespace
+
+cudaError_t ngram_append_cuda(const NgramMatchParams& params, cudaStream_t stream) {
+  if (params.batch < 0 || params.batch > kMaxCudaBatch) return cudaErrorInvalidValue;
+  if (params.batch == 0) return cudaSuccess;
+  ngram_append_kernel<<<static_cast<unsigned>(params.batch), kThreads, 0, stream>>>(params);
+  if (params.token_budget > 0) {
+    const size_t shared_bytes = 3 * sizeof(int32_t) * static_cast<size_t>(params.batch);
+    ngram_append_budget_kernel<<<1, kBudgetThreads, shared_bytes, stream>>>(params);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace fastspec

@@ -1,0 +1,112 @@
+"""Draft heads and target hidden-state taps for MTP / EAGLE-style speculation.
+
+A draft layer is ``draft(input_ids int64 [B], hidden float32 [B, H]) -> (logits [B, V],
+hidden_out [B, H])`` (see ``fastspec.proposers.DraftModelProposer``). A target that feeds one
+returns ``(logits [T, V], hidden [T, H])`` instead of logits alone: ``hidden[t]`` is the target's
+last hidden state at output row ``t``.
+
+- ``TinyDraftHead``: a random-init MTP-style head (embedding of the token, concatenated with
+  the hidden state, one mixing layer, an LM head); the shape of a real MTP module.
+- ``GridHiddenStates``: wraps a target that runs on the full ``[B, L]`` grid (``TinyTransformer``)
+  and taps the output of one of its layers to return the hidden states of the output rows.
+- ``ReplayHiddenStates`` + ``ReplayDraftHead``: the draft-side companion of ``ReplayModel``
+  (a stand-in for a trained model on copy-heavy work). The target's hidden state at a row is
+  ``[request, k]`` (k = the index of the generated token the row predicts); the head predicts
+  reference token ``k + 1`` (with probability ``peak``, else a fixed wrong token) and outputs
+  ``[request, k + 1]``, so chained hidden states keep it on track and unchained ones do not.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import paddle
+from paddle import nn
+
+
+class TinyDraftHead(nn.Layer):
+    """Random-init MTP-style draft head: ``h' = tanh(W [norm(embed(token)); norm(hidden)])``, logits = head(h')."""
+
+    def __init__(self, vocab_size: int, hidden_size: int, seed: int = 0) -> None:
+        super().__init__()
+        paddle.seed(seed)
+        self.embed = nn.Embedding(vocab_size, hidden_size)
+        self.norm_token = nn.LayerNorm(hidden_size)
+        self.norm_hidden = nn.LayerNorm(hidden_size)
+        self.mix = nn.Linear(2 * hidden_size, hidden_size)
+        self.head = nn.Linear(hidden_size, vocab_size)
+        self.vocab_size = vocab_size
+        self.eval()
+
+    def forward(self, input_ids: paddle.Tensor, hidden: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
+        ids = paddle.clip(input_ids, 0, self.vocab_size - 1)
+        x = paddle.concat([self.norm_token(self.embed(ids)), self.norm_hidden(hidden)], axis=-1)
+        h = paddle.tanh(self.mix(x))
+        return self.head(h), h
+
+
+class GridHiddenStates:
+    """Calls ``model`` and also returns the output of ``layer`` (``[B, L, H]``) at the output rows.
+
+    For targets that evaluate the whole ``[B, L]`` token grid (``TinyTransformer``): row ``t`` is
+    grid position ``(row_slot[t], row_pos[t])``. Default layer: the model's ``ln`` (final norm).
+    """
+
+    def __init__(self, model: Any, layer: nn.Layer | None = None) -> None:
+        self.model = model
+        self._seen: list[paddle.Tensor] = []
+        layer = layer if layer is not None else model.ln
+        layer.register_forward_post_hook(lambda _layer, _inputs, output: self._seen.append(output))
+
+    def __call__(self, inputs: Any) -> tuple[paddle.Tensor, paddle.Tensor]:
+        self._seen.clear()
+        logits = self.model(inputs)
+        grid = self._seen[-1]
+        b, length, h = grid.shape
+        index = paddle.to_tensor(inputs.row_slot.astype(np.int64) * length + inputs.row_pos, place=grid.place)
+        return logits, paddle.gather(grid.reshape([b * length, h]), index)
+
+
+class ReplayHiddenStates:
+    """Wraps a ``ReplayModel``: hidden state ``[request, k]`` (float32) per output row."""
+
+    def __init__(self, model: Callable) -> None:
+        self.model = model
+
+    def __call__(self, inputs: Any) -> tuple[paddle.Tensor, paddle.Tensor]:
+        logits = self.model(inputs)
+        slots = inputs.row_slot.astype(np.int64)
+        request = np.array([-1 if inputs.request_ids[s] is None else inputs.request_ids[s] for s in slots], np.float32)
+        k = (inputs.row_pos + 1 - inputs.prompt_lens[slots]).astype(np.float32)
+        hidden = np.stack([request, k], axis=1) if len(slots) else np.zeros((0, 2), np.float32)
+        return logits, paddle.to_tensor(hidden, place=logits.place)
+
+
+class ReplayDraftHead(nn.Layer):
+    """Predicts ``references[request][k + 1]`` from hidden ``[request, k]``; outputs ``[request, k + 1]``.
+
+    With probability ``1 - peak`` (a fixed hash of request and position) it predicts a wrong token
+    instead, so acceptance is realistic rather than perfect. Pure Paddle ops: it compiles with
+    ``paddle.jit.to_static``.
+    """
+
+    def __init__(self, references: Mapping[int, Sequence[int]], vocab_size: int, end_token: int = 0, peak: float = 0.9) -> None:
+        super().__init__()
+        n = max(references) + 1 if references else 1
+        width = max((len(v) for v in references.values()), default=0) + 2
+        table = np.full((n, width), end_token, np.int64)
+        for r, ref in references.items():
+            table[r, : len(ref)] = ref
+        self.table = paddle.to_tensor(table.reshape(-1))
+        self.width, self.rows, self.vocab_size, self.peak = width, n, vocab_size, float(peak)
+
+    def forward(self, input_ids: paddle.Tensor, hidden: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
+        request = paddle.clip(hidden[:, 0], 0, self.rows - 1).astype("int64")
+        k = paddle.clip(hidden[:, 1] + 1, 0, self.width - 1).astype("int64")
+        token = paddle.gather(self.table, request * self.width + k)
+        roll = paddle.remainder(request * 7919 + k * 104729, paddle.full_like(k, 1000)).astype("float32") / 1000.0
+        wrong = paddle.remainder(token + 1 + k % 7, paddle.full_like(token, self.vocab_size))
+        token = paddle.where(roll < self.peak, token, wrong)
+        logits = nn.functional.one_hot(token, self.vocab_size).astype("float32") * 20.0
+        return logits, hidden + paddle.to_tensor([0.0, 1.0], dtype="float32")

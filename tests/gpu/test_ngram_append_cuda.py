@@ -1,0 +1,70 @@
+"""ngram_append on CUDA: bit-exact against the reference, eagerly and replayed from a CUDA Graph."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fastspec import kernels  # noqa: E402
+from fastspec import reference as ref  # noqa: E402
+from tests.gpu.helpers import capture, copy_into, to_device, to_host  # noqa: E402
+from tests.ngram_append_cases import ARRAY_NAMES, hybrid_example, random_append_case  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+def run_cuda(arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
+    tensors = to_device(arrays)
+    kernels.ngram_append(*(tensors[name] for name in ARRAY_NAMES), **attrs)
+    torch.cuda.synchronize()
+    out = to_host(tensors)
+    return out["draft_tokens"], out["seq_lens_this_time"]
+
+
+def reference(arrays: dict, attrs: dict):
+    return ref.ngram_append(*(arrays[name] for name in ARRAY_NAMES), **attrs)
+
+
+def assert_same(actual, expected, context=""):
+    np.testing.assert_array_equal(actual[0], expected[0], err_msg=f"draft_tokens {context}")
+    np.testing.assert_array_equal(actual[1], expected[1], err_msg=f"seq_lens_this_time {context}")
+
+
+def test_spec_example():
+    arrays, attrs = hybrid_example()
+    drafts, lens = run_cuda(arrays, attrs)
+    assert drafts.tolist() == [[20, 30, 40, 50, -1]] and lens.tolist() == [4]
+
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_random_batches_match_the_reference(chunk):
+    rng = np.random.default_rng(2000 + chunk)  # the same cases as the CPU tests
+    for case in range(300):
+        arrays, attrs = random_append_case(rng)
+        assert_same(run_cuda(arrays, attrs), reference(arrays, attrs), f"chunk {chunk} case {case} {attrs}")
+
+
+@pytest.mark.parametrize("batch, max_model_len", [(1, 65536), (64, 4096), (4096, 64)])
+def test_large_shapes_match_the_reference(batch, max_model_len):
+    rng = np.random.default_rng(batch)
+    arrays, attrs = random_append_case(rng, batch=batch, max_model_len=max_model_len)
+    assert_same(run_cuda(arrays, attrs), reference(arrays, attrs))
+
+
+def test_graph_replay_with_changed_inputs():
+    rng = np.random.default_rng(43)
+    first, attrs = random_append_case(rng, batch=16, max_model_len=256)
+    attrs["token_budget"] = 40
+    tensors = to_device(first)
+    graph = capture(lambda: kernels.ngram_append(*(tensors[name] for name in ARRAY_NAMES), **attrs))
+    for step in range(5):
+        arrays, _ = random_append_case(rng, batch=16, max_model_len=256)
+        # random_case draws K per case: keep the captured shapes, new contents
+        arrays = {name: np.resize(arrays[name], first[name].shape).astype(first[name].dtype) for name in ARRAY_NAMES}
+        copy_into(tensors, arrays)
+        graph.replay()
+        torch.cuda.synchronize()
+        out = to_host(tensors)
+        assert_same((out["draft_tokens"], out["seq_lens_this_time"]), reference(arrays, attrs), f"replay {step}")

@@ -1,0 +1,62 @@
+"""SpecState: requests in and out of slots; the tensors keep their buffers across steps."""
+
+import numpy as np
+import paddle
+import pytest
+
+from fastspec.config import SpeculativeConfig
+from fastspec.proposers import NgramProposer
+from fastspec.sampler import Sampler
+from fastspec.state import RequestParams, SpecState
+
+TENSORS = ("token_ids_all", "prompt_lens", "step_idx", "max_dec_len", "seed", "seq_lens_encoder", "seq_lens_decoder",
+           "seq_lens_this_time", "accept_num", "draft_token_num", "top_k", "reasoning_status", "stop_flags",
+           "is_block_step", "temperature", "top_p", "draft_tokens", "accept_tokens", "end_tokens",
+           "cu_seqlens_q_output", "batch_id_per_token_output")
+
+
+def test_insert_pack_output_free():
+    state = SpecState(3, 16, 2, end_tokens=[0], place="cpu")
+    a = state.insert([4, 5, 6], RequestParams(seed=1, max_dec_len=5, temperature=0.5, top_p=0.8, top_k=3), request_id=7)
+    b = state.insert([9], RequestParams(seed=2, max_dec_len=4), request_id=8)
+    assert (a, b, state.free_slots) == (0, 1, [2])
+    assert state.token_ids_all.numpy()[0, :4].tolist() == [4, 5, 6, -1]
+    assert state.seq_lens_encoder.numpy().tolist() == [3, 1, 0]
+    assert state.stop_flags.numpy().tolist() == [False, False, True]
+    assert state.pack_rows() == 2  # a prefill slot has one output row
+    assert state.cu_seqlens_q_output.numpy().tolist() == [0, 1, 2, 2]
+    assert state.batch_id_per_token_output.numpy().tolist() == [0, 1, -1, -1, -1, -1, -1, -1, -1]
+    assert state.output(0).tolist() == []
+    state.free(0)
+    assert state.free_slots == [0, 2] and state.request_of_slot[0] is None
+    assert state.rows_per_slot().tolist() == [0, 1, 0]
+
+
+def test_insert_errors():
+    state = SpecState(1, 8, 1, end_tokens=[0], place="cpu")
+    with pytest.raises(ValueError, match="prompt is empty"):
+        state.insert([], RequestParams(seed=0, max_dec_len=2))
+    with pytest.raises(ValueError, match="prompt length 5 \\+ max_dec_len 4 exceeds max_model_len 8"):
+        state.insert([1] * 5, RequestParams(seed=0, max_dec_len=4))
+    state.insert([1], RequestParams(seed=0, max_dec_len=2))
+    with pytest.raises(RuntimeError, match="no free slot"):
+        state.insert([1], RequestParams(seed=0, max_dec_len=2))
+    with pytest.raises(ValueError, match="end_tokens"):
+        SpecState(1, 8, 1, end_tokens=[])
+
+
+def test_steps_update_tensors_in_place():
+    """Allocated once: proposer + sampler steps leave every buffer where it was (CUDA Graph friendly)."""
+    state = SpecState(2, 24, 3, end_tokens=[0], place="cpu")
+    addresses = {name: getattr(state, name).data_ptr() for name in TENSORS}
+    state.insert([3, 4, 5, 3, 4, 5, 3], RequestParams(seed=1, max_dec_len=8, temperature=0.0), request_id=0)
+    proposer = NgramProposer(3)
+    sampler = Sampler(SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": 3, "verify_strategy": "greedy"}))
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        proposer(state)
+        rows = state.pack_rows()
+        sampler(paddle.to_tensor(rng.normal(size=(rows, 10)).astype(np.float32)), state)
+    assert state.step_idx.numpy()[0] >= 3
+    for name in TENSORS:
+        assert getattr(state, name).data_ptr() == addresses[name], name
