@@ -93,16 +93,35 @@ __device__ SelectResult radix_select(const typename Tag::T* row, int64_t vocab, 
     for (int d = threadIdx.x; d < kRadixBuckets; d += kThreads) {
       s.count[d] = 0;
       s.mass[d] = 0;
+      s.last[d] = -1;
     }
     __syncthreads();
-    for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
-      const uint64_t c = combined_at<Tag>(row, i, vocab, id_bits);
-      if (c >= lower && (high >= 64 || (c >> high) == (prefix >> high))) {
-        const int d = static_cast<int>((c >> shift) & mask);
-        atomicAdd(&s.count[d], 1u);
-        const int64_t m = mass_of_bits(cut_bits(c, id_bits));
-        if (m != 0) atomicAdd(&s.mass[d], static_cast<unsigned long long>(m));
-        s.last[d] = static_cast<int>(i);  // meaningful only when the bucket holds one element
+    // Warp-aggregated histogram: lanes that hit the same bucket combine their count,
+    // mass (summed exactly in two 20-bit halves) and largest index, and one lane
+    // updates shared memory. Every lane runs the same number of iterations (kThreads
+    // is a multiple of 32), so the full-mask warp intrinsics are well defined.
+    const uint64_t want_high = (high >= 64) ? 0 : (prefix >> high);
+    const unsigned lane = threadIdx.x & 31u;
+    for (int64_t base = 0; base < vocab; base += kThreads) {
+      const int64_t i = base + threadIdx.x;
+      int d = -1;
+      uint64_t m = 0;
+      if (i < vocab) {
+        const uint64_t c = combined_at<Tag>(row, i, vocab, id_bits);
+        if (c >= lower && (c >> high) == want_high) {
+          d = static_cast<int>((c >> shift) & mask);
+          m = static_cast<uint64_t>(mass_of_bits(cut_bits(c, id_bits)));
+        }
+      }
+      const unsigned peers = __match_any_sync(0xffffffffu, d);
+      const unsigned lo = __reduce_add_sync(peers, static_cast<unsigned>(m & 0xfffffu));
+      const unsigned hi = __reduce_add_sync(peers, static_cast<unsigned>(m >> 20));
+      const unsigned imax = __reduce_max_sync(peers, static_cast<unsigned>(i < vocab ? i : 0));
+      if (d >= 0 && lane == static_cast<unsigned>(__ffs(peers) - 1)) {
+        atomicAdd(&s.count[d], static_cast<unsigned>(__popc(peers)));
+        const unsigned long long group_mass = (static_cast<unsigned long long>(hi) << 20) + lo;
+        if (group_mass != 0) atomicAdd(&s.mass[d], group_mass);
+        atomicMax(&s.last[d], static_cast<int>(imax));  // the element itself when the bucket holds one
       }
     }
     __syncthreads();
