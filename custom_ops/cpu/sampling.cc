@@ -12,6 +12,8 @@
 //      top_p_candidates sorts only its <= K' survivors and sample_tokens
 //      draws in one pass over the gathered list (ids ascending).
 // Nothing is sorted beyond the survivors; every decision is on integers.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -184,6 +186,141 @@ SelectResult radix_select(const uint64_t* keys, int64_t n, int id_bits, uint64_t
   }
 }
 
+// ---- fast path: a bound from chunk maxima ------------------------------------
+//
+// Split the row into C chunks; tau = the smallest chunk maximum. Each chunk's
+// maximum is a distinct element >= tau, so at least C elements have key >= tau:
+// every top-k / top-K' set with k <= C lies at or above tau. For a mass target
+// the gathered mass is checked (and the histogram path taken when it falls
+// short). Both passes are plain loops the compiler vectorises (except the
+// gather's stores, which only the few survivors take).
+
+// floor(min(p, 1) * 2^40) for a key (0 for key 0): exact in double.
+inline int64_t mass_fast(uint32_t key) {
+  return static_cast<int64_t>(static_cast<double>(f32_from_bits(std::min(key, 0x3f800000u))) *
+                              1099511627776.0);
+}
+
+template <typename Tag>
+RowTotals totals_and_bound(const Row<Tag>& row, int64_t chunks, uint32_t* tau) {
+  int64_t n = 0, m = 0;
+  uint32_t bound = 0xffffffffu;
+  const int64_t size = row.vocab / chunks;  // the last chunk takes the remainder
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * size, end = c + 1 == chunks ? row.vocab : begin + size;
+    uint32_t mx = 0;
+    int64_t cn = 0, cm = 0;
+    for (int64_t i = begin; i < end; ++i) {
+      const uint32_t k = row.key(i);
+      cn += k != 0;
+      cm += mass_fast(k);
+      mx = std::max(mx, k);
+    }
+    n += cn;
+    m += cm;
+    bound = std::min(bound, mx);
+  }
+  *tau = bound;
+  return {n, m};
+}
+
+// Combined keys of the entries with key >= tau (tau >= 1), ids ascending; their mass.
+template <typename Tag>
+int64_t gather_above(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
+  if (static_cast<int64_t>(s.gathered.size()) < row.vocab) s.gathered.resize(row.vocab);
+  uint64_t* out = s.gathered.data();
+  int64_t n = 0, m = 0;
+  for (int64_t i = 0; i < row.vocab; ++i) {
+    const uint32_t k = row.key(i);
+    if (k >= tau) {
+      out[n++] = combined_key(k, i, row.vocab, row.id_bits);
+      m += mass_of_bits(k);
+    }
+  }
+  *mass = m;
+  return n;
+}
+
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+// float32 rows with AVX-512: 16 keys at a time, the same integers as above.
+inline __m512i keys16(const float* p) {
+  const __m512i bits = _mm512_loadu_si512(p);
+  const __mmask16 valid = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(bits, _mm512_set1_epi32(1)),
+                                                  _mm512_set1_epi32(0x7f7fffff));
+  return _mm512_maskz_mov_epi32(valid, bits);
+}
+
+template <>
+RowTotals totals_and_bound<F32Tag>(const Row<F32Tag>& row, int64_t chunks, uint32_t* tau) {
+  const __m512d scale = _mm512_set1_pd(1099511627776.0);
+  const __m512i one_bits = _mm512_set1_epi32(0x3f800000);
+  int64_t n = 0;
+  __m512i msum = _mm512_setzero_si512();
+  uint32_t bound = 0xffffffffu;
+  const int64_t size = row.vocab / chunks;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * size, end = c + 1 == chunks ? row.vocab : begin + size;
+    __m512i vmax = _mm512_setzero_si512();
+    uint32_t mx = 0;
+    int64_t i = begin;
+    for (; i + 16 <= end; i += 16) {
+      const __m512i key = keys16(row.p + i);
+      vmax = _mm512_max_epu32(vmax, key);
+      n += __builtin_popcount(_mm512_test_epi32_mask(key, key));
+      const __m512 clamped = _mm512_castsi512_ps(_mm512_min_epu32(key, one_bits));
+      const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(clamped));
+      const __m512d hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(clamped, 1));
+      msum = _mm512_add_epi64(msum, _mm512_cvttpd_epi64(_mm512_mul_pd(lo, scale)));
+      msum = _mm512_add_epi64(msum, _mm512_cvttpd_epi64(_mm512_mul_pd(hi, scale)));
+    }
+    mx = _mm512_reduce_max_epu32(vmax);
+    int64_t tail_mass = 0;
+    for (; i < end; ++i) {
+      const uint32_t k = row.key(i);
+      n += k != 0;
+      tail_mass += mass_fast(k);
+      mx = std::max(mx, k);
+    }
+    msum = _mm512_add_epi64(msum, _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, tail_mass));
+    bound = std::min(bound, mx);
+  }
+  *tau = bound;
+  return {n, _mm512_reduce_add_epi64(msum)};
+}
+
+template <>
+int64_t gather_above<F32Tag>(const Row<F32Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
+  if (static_cast<int64_t>(s.gathered.size()) < row.vocab) s.gathered.resize(row.vocab);
+  uint64_t* out = s.gathered.data();
+  int64_t n = 0, m = 0;
+  const __m512i vtau = _mm512_set1_epi32(static_cast<int>(tau));
+  int64_t i = 0;
+  for (; i + 16 <= row.vocab; i += 16) {
+    const __m512i key = keys16(row.p + i);
+    uint32_t hits = _mm512_cmpge_epu32_mask(key, vtau);
+    while (hits) {
+      const int lane = __builtin_ctz(hits);
+      hits &= hits - 1;
+      const uint32_t k = row.key(i + lane);
+      out[n++] = combined_key(k, i + lane, row.vocab, row.id_bits);
+      m += mass_of_bits(k);
+    }
+  }
+  for (; i < row.vocab; ++i) {
+    const uint32_t k = row.key(i);
+    if (k >= tau) {
+      out[n++] = combined_key(k, i, row.vocab, row.id_bits);
+      m += mass_of_bits(k);
+    }
+  }
+  *mass = m;
+  return n;
+}
+#endif
+
+constexpr int64_t kMinChunks = 256;   // chunks for a mass target
+constexpr int64_t kMaxChunks = 8192;  // count targets above this take the histogram path
+
 // Rows [0, rows) in chunks, each with its own scratch; inline when
 // num_threads == 1 (the results are the same either way).
 template <typename Fn>
@@ -213,14 +350,26 @@ void top_p_candidates_rows(const TopPCandidatesParams& a) {
     int64_t b;
     if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
       const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
-      const RowTotals totals = row_pass(row, s);
+      uint32_t tau;
+      const int64_t chunks = std::min<int64_t>(a.vocab, std::max<int64_t>(kk, kMinChunks));
+      const RowTotals totals = totals_and_bound(row, chunks, &tau);
       if (totals.n_valid > 0) {
         const int64_t want = std::min(kk, totals.n_valid);
-        const Level0 level0 = walk_level0(s.count[0], s.mass[0], want);
-        const int64_t n = gather(row, level0.bucket, s);
+        int64_t n;
+        Level0 level0;
+        const Level0* start = nullptr;
+        if (tau > 0) {  // at least `chunks` >= want entries are >= tau
+          int64_t unused;
+          n = gather_above(row, tau, s, &unused);
+        } else {        // some chunk has no valid entry: histogram path
+          row_pass(row, s);
+          level0 = walk_level0(s.count[0], s.mass[0], want);
+          start = &level0;
+          n = gather(row, level0.bucket, s);
+        }
         uint64_t* keys = s.gathered.data();
         if (n > kSortDirectly) {  // select the K'-th, keep what is at or above it
-          const uint64_t cut = radix_select(keys, n, id_bits, 0, want, false, s, &level0).cut;
+          const uint64_t cut = radix_select(keys, n, id_bits, 0, want, false, s, start).cut;
           int64_t m = 0;
           for (int64_t j = 0; j < n; ++j) {
             if (keys[j] >= cut) keys[m++] = keys[j];
@@ -261,18 +410,35 @@ void sample_tokens_rows(const SampleTokensParams& a) {
     int64_t b;
     if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
       const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
-      const RowTotals totals = row_pass(row, s);
+      const int32_t top_k = a.top_k[b];
+      const bool may_limit = top_k > 0 && top_k < a.vocab;
+      const int64_t chunks = std::min<int64_t>(a.vocab, std::max<int64_t>(may_limit ? top_k : 0, kMinChunks));
+      uint32_t tau = 0;
+      const RowTotals totals = totals_and_bound(row, chunks, &tau);
       if (totals.n_valid > 0) {
-        const bool limited = topk_limits(a.top_k[b], a.vocab, totals.n_valid);
-        // Level 0 of the first select, from the row histograms: S_k's bucket (by
-        // count), or S's (by mass over every valid entry); gather down to it.
+        const bool limited = topk_limits(top_k, a.vocab, totals.n_valid);
         const int64_t thr_all = topp_threshold(totals.mass, a.top_p[b]);
         const bool by_mass = !limited && thr_all > 0;
-        const int64_t target0 = limited ? a.top_k[b] : (by_mass ? thr_all : 1);
-        const Level0 level0 = walk_level0(by_mass ? s.mass[0] : s.count[0], s.mass[0], target0);
-        const int64_t n = gather(row, level0.bucket, s);
+        const int64_t target0 = limited ? top_k : (by_mass ? thr_all : 1);
+        // Fast path: gather down to tau when that provably holds S_k (count) or,
+        // checked, S (mass). Otherwise the histogram path: level 0 from the row
+        // histograms, gather down to its bucket.
+        int64_t n = -1;
+        if (tau > 0 && chunks <= kMaxChunks) {
+          int64_t gmass;
+          n = gather_above(row, tau, s, &gmass);
+          if (by_mass && gmass < thr_all) n = -1;  // S reaches below tau
+        }
+        Level0 level0;
+        const Level0* start = nullptr;
+        if (n < 0) {
+          row_pass(row, s);
+          level0 = walk_level0(by_mass ? s.mass[0] : s.count[0], s.mass[0], target0);
+          start = &level0;
+          n = gather(row, level0.bucket, s);
+        }
         const uint64_t* keys = s.gathered.data();
-        SelectResult r = radix_select(keys, n, id_bits, 0, target0, by_mass, s, &level0);
+        SelectResult r = radix_select(keys, n, id_bits, 0, target0, by_mass, s, start);
         if (limited) {
           // S: the top-p prefix of S_k (M == 0: threshold 0, the first element).
           const int64_t thr = topp_threshold(r.mass_upto, a.top_p[b]);
