@@ -32,7 +32,7 @@ struct SelectResult {
   int64_t mass_upto;   // mass of every set element with combined >= cut
 };
 
-// Scratch of one chunk of rows (heap, reused across its rows).
+// Scratch of one thread (heap, reused across rows and calls).
 struct Scratch {
   int64_t count[2][kRadixBuckets];  // two copies: consecutive entries rarely share a chain
   int64_t mass[2][kRadixBuckets];
@@ -242,16 +242,23 @@ int64_t gather_above(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mas
 }
 
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
-// float32 rows with AVX-512: 16 keys at a time, the same integers as above.
-inline __m512i keys16(const float* p) {
-  const __m512i bits = _mm512_loadu_si512(p);
+// float32 and bfloat16 rows with AVX-512: 16 keys at a time, the same integers
+// as above (bf16 bits << 16 are its f32 bits).
+inline __m512i f32_bits16(F32Tag, const float* p) { return _mm512_loadu_si512(p); }
+inline __m512i f32_bits16(BF16Tag, const uint16_t* p) {
+  return _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16);
+}
+
+template <typename Tag>
+inline __m512i keys16(const typename Tag::T* p) {
+  const __m512i bits = f32_bits16(Tag{}, p);
   const __mmask16 valid = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(bits, _mm512_set1_epi32(1)),
                                                   _mm512_set1_epi32(0x7f7fffff));
   return _mm512_maskz_mov_epi32(valid, bits);
 }
 
-template <>
-RowTotals totals_and_bound<F32Tag>(const Row<F32Tag>& row, int64_t chunks, uint32_t* tau) {
+template <typename Tag>
+RowTotals totals_and_bound_simd(const Row<Tag>& row, int64_t chunks, uint32_t* tau) {
   const __m512d scale = _mm512_set1_pd(1099511627776.0);
   const __m512i one_bits = _mm512_set1_epi32(0x3f800000);
   int64_t n = 0;
@@ -264,7 +271,7 @@ RowTotals totals_and_bound<F32Tag>(const Row<F32Tag>& row, int64_t chunks, uint3
     uint32_t mx = 0;
     int64_t i = begin;
     for (; i + 16 <= end; i += 16) {
-      const __m512i key = keys16(row.p + i);
+      const __m512i key = keys16<Tag>(row.p + i);
       vmax = _mm512_max_epu32(vmax, key);
       n += __builtin_popcount(_mm512_test_epi32_mask(key, key));
       const __m512 clamped = _mm512_castsi512_ps(_mm512_min_epu32(key, one_bits));
@@ -288,15 +295,15 @@ RowTotals totals_and_bound<F32Tag>(const Row<F32Tag>& row, int64_t chunks, uint3
   return {n, _mm512_reduce_add_epi64(msum)};
 }
 
-template <>
-int64_t gather_above<F32Tag>(const Row<F32Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
+template <typename Tag>
+int64_t gather_above_simd(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
   if (static_cast<int64_t>(s.gathered.size()) < row.vocab) s.gathered.resize(row.vocab);
   uint64_t* out = s.gathered.data();
   int64_t n = 0, m = 0;
   const __m512i vtau = _mm512_set1_epi32(static_cast<int>(tau));
   int64_t i = 0;
   for (; i + 16 <= row.vocab; i += 16) {
-    const __m512i key = keys16(row.p + i);
+    const __m512i key = keys16<Tag>(row.p + i);
     uint32_t hits = _mm512_cmpge_epu32_mask(key, vtau);
     while (hits) {
       const int lane = __builtin_ctz(hits);
@@ -316,6 +323,23 @@ int64_t gather_above<F32Tag>(const Row<F32Tag>& row, uint32_t tau, Scratch& s, i
   *mass = m;
   return n;
 }
+
+template <>
+RowTotals totals_and_bound<F32Tag>(const Row<F32Tag>& row, int64_t chunks, uint32_t* tau) {
+  return totals_and_bound_simd(row, chunks, tau);
+}
+template <>
+RowTotals totals_and_bound<BF16Tag>(const Row<BF16Tag>& row, int64_t chunks, uint32_t* tau) {
+  return totals_and_bound_simd(row, chunks, tau);
+}
+template <>
+int64_t gather_above<F32Tag>(const Row<F32Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
+  return gather_above_simd(row, tau, s, mass);
+}
+template <>
+int64_t gather_above<BF16Tag>(const Row<BF16Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
+  return gather_above_simd(row, tau, s, mass);
+}
 #endif
 
 constexpr int64_t kMinChunks = 256;   // chunks for a mass target
@@ -326,8 +350,12 @@ constexpr int64_t kMaxChunks = 8192;  // count targets above this take the histo
 template <typename Fn>
 void for_rows(int64_t rows, int32_t num_threads, const Fn& fn) {
   const auto chunk = [&fn](int64_t begin, int64_t end) {
-    auto scratch = std::make_unique<Scratch>();
-    for (int64_t t = begin; t < end; ++t) fn(t, *scratch);
+    // One scratch per thread, kept across calls: its buffers stay mapped
+    // (a fresh 2 x V x 8-byte buffer per call costs page faults).
+    static thread_local std::unique_ptr<Scratch> cache;
+    if (!cache) cache = std::make_unique<Scratch>();
+    Scratch& scratch = *cache;
+    for (int64_t t = begin; t < end; ++t) fn(t, scratch);
   };
   if (num_threads == 1 || rows <= 1) {
     if (rows > 0) chunk(0, rows);
