@@ -119,43 +119,63 @@ int64_t gather(const Row<Tag>& row, int bucket, Scratch& s) {
   return n;
 }
 
+// Where a select stands after its first levels: the chosen high bits (in
+// place), how many bits they are, and the count and mass above them.
+struct RadixStart {
+  uint64_t prefix;
+  int done;
+  int64_t above_w, above_mass;
+};
+
+RadixStart after_level0(const Level0& l0, int id_bits) {
+  return {static_cast<uint64_t>(l0.bucket) << (combined_width(id_bits) - kRadixBits), kRadixBits, l0.above_w,
+          l0.above_mass};
+}
+
+// Merges the two histogram copies and walks the buckets from the top until
+// the weight reaches target; returns the bucket, updating the weights above.
+int walk_buckets(Scratch& s, int buckets, bool by_mass, int64_t target, int64_t* above_w, int64_t* above_mass) {
+  for (int e = 0; e < buckets; ++e) {
+    s.hcount[0][e] += s.hcount[1][e];
+    s.hmass[0][e] += s.hmass[1][e];
+  }
+  int d = buckets - 1;
+  for (;; --d) {
+    const int64_t w = by_mass ? s.hmass[0][d] : s.hcount[0][d];
+    if (*above_w + w >= target || d == 0) break;
+    *above_w += w;
+    *above_mass += s.hmass[0][d];
+  }
+  return d;
+}
+
 // The cut of the set {combined >= lower} within keys[0, n) where, in
 // probability order, the cumulative weight (count, or mass when by_mass)
 // first reaches target. Preconditions: 1 <= target <= the set's weight, and
 // keys holds every element of the set down to the cut. keys is not modified.
-// `start`, when given, is level 0 already done on the row histograms (same
-// set, same target), so the select begins at level 1.
+// `start`, when given, holds the first levels already done elsewhere (same
+// set, same target), so the select continues from there.
 SelectResult radix_select(const uint64_t* keys, int64_t n, int id_bits, uint64_t lower, int64_t target,
-                          bool by_mass, Scratch& s, const Level0* start = nullptr) {
+                          bool by_mass, Scratch& s, const RadixStart* start = nullptr) {
   const int width = combined_width(id_bits);
-  uint64_t prefix = 0;  // the chosen high bits, in place
-  int done = 0;         // bits chosen so far
-  int64_t above_w = 0, above_mass = 0;
-  int level = 0;
-  if (start != nullptr) {
-    done = kRadixBits;
-    prefix = static_cast<uint64_t>(start->bucket) << (width - kRadixBits);
-    above_w = start->above_w;
-    above_mass = start->above_mass;
-    level = 1;
-  }
+  RadixStart st = start != nullptr ? *start : RadixStart{0, 0, 0, 0};
   const uint64_t* src = keys;
   int64_t n_src = n;
   if (static_cast<int64_t>(s.work.size()) < n) s.work.resize(n);
-  for (;; ++level) {
-    const int shift = width - done > kRadixBits ? width - done - kRadixBits : 0;
-    const int digits = width - done - shift;
-    const int high = shift + digits;  // bits above `high` must equal prefix's
+  for (;;) {
+    const int shift = width - st.done > kRadixBits ? width - st.done - kRadixBits : 0;
+    const int digits = width - st.done - shift;
+    const int high = shift + digits;  // bits above `high` must equal prefix's (none at level 0)
     const int buckets = 1 << digits;
     std::fill(&s.hcount[0][0], &s.hcount[0][0] + 2 * kRadixBuckets, 0);
     std::fill(&s.hmass[0][0], &s.hmass[0][0] + 2 * kRadixBuckets, 0);
     const uint64_t mask = (uint64_t{1} << digits) - 1;
-    const uint64_t want_high = level > 0 ? prefix >> high : 0;
+    const uint64_t want_high = st.prefix >> high;
     uint64_t* dst = s.work.data();
     int64_t n_dst = 0;
     for (int64_t j = 0; j < n_src; ++j) {
       const uint64_t c = src[j];
-      if (c < lower || (c >> high) != want_high) continue;  // level 0: c >> width == 0
+      if (c < lower || (c >> high) != want_high) continue;
       const uint32_t d = static_cast<uint32_t>((c >> shift) & mask);
       const int copy = static_cast<int>(n_dst & 1);
       s.hcount[copy][d] += 1;
@@ -165,25 +185,55 @@ SelectResult radix_select(const uint64_t* keys, int64_t n, int id_bits, uint64_t
     }
     src = dst;
     n_src = n_dst;
-    for (int e = 0; e < buckets; ++e) {
-      s.hcount[0][e] += s.hcount[1][e];
-      s.hmass[0][e] += s.hmass[1][e];
-    }
-    // Walk the buckets from the top until the weight reaches the target.
-    int d = buckets - 1;
-    for (;; --d) {
-      const int64_t w = by_mass ? s.hmass[0][d] : s.hcount[0][d];
-      if (above_w + w >= target || d == 0) break;
-      above_w += w;
-      above_mass += s.hmass[0][d];
-    }
-    prefix |= static_cast<uint64_t>(d) << shift;
-    done += digits;
+    const int d = walk_buckets(s, buckets, by_mass, target, &st.above_w, &st.above_mass);
+    st.prefix |= static_cast<uint64_t>(d) << shift;
+    st.done += digits;
     if (s.hcount[0][d] == 1 || shift == 0) {
-      const uint64_t cut = s.hcount[0][d] == 1 ? src[s.hlast[d]] : prefix;
-      return {cut, above_mass + mass_of_bits(cut_bits(cut, id_bits))};
+      const uint64_t cut = s.hcount[0][d] == 1 ? src[s.hlast[d]] : st.prefix;
+      return {cut, st.above_mass + mass_of_bits(cut_bits(cut, id_bits))};
     }
   }
+}
+
+// The histogram path's gather with level 1 of the select built in the same
+// pass (for the entries of level 0's bucket); then the rest of the select.
+template <typename Tag>
+SelectResult gather_and_select(const Row<Tag>& row, const Level0& l0, int64_t target, bool by_mass, Scratch& s,
+                               int64_t* n_out) {
+  const int width = combined_width(row.id_bits);
+  RadixStart st = after_level0(l0, row.id_bits);
+  const int shift = width - st.done > kRadixBits ? width - st.done - kRadixBits : 0;
+  const int digits = width - st.done - shift;
+  const uint64_t mask = (uint64_t{1} << digits) - 1;
+  std::fill(&s.hcount[0][0], &s.hcount[0][0] + 2 * kRadixBuckets, 0);
+  std::fill(&s.hmass[0][0], &s.hmass[0][0] + 2 * kRadixBuckets, 0);
+  if (static_cast<int64_t>(s.gathered.size()) < row.vocab) s.gathered.resize(row.vocab);
+  uint64_t* out = s.gathered.data();
+  int64_t n = 0;
+  const uint32_t bucket = static_cast<uint32_t>(l0.bucket);
+  const uint32_t lo = std::max<uint32_t>(1u, bucket << kTopShift);
+  for (int64_t i = 0; i < row.vocab; ++i) {
+    const uint32_t k = row.key(i);
+    if (k < lo) continue;
+    const uint64_t c = combined_key(k, i, row.vocab, row.id_bits);
+    if ((k >> kTopShift) == bucket) {
+      const uint32_t d = static_cast<uint32_t>((c >> shift) & mask);
+      const int copy = static_cast<int>(n & 1);
+      s.hcount[copy][d] += 1;
+      s.hmass[copy][d] += mass_of_bits(k);
+      s.hlast[d] = n;
+    }
+    out[n++] = c;
+  }
+  *n_out = n;
+  const int d = walk_buckets(s, 1 << digits, by_mass, target, &st.above_w, &st.above_mass);
+  st.prefix |= static_cast<uint64_t>(d) << shift;
+  st.done += digits;
+  if (s.hcount[0][d] == 1 || shift == 0) {
+    const uint64_t cut = s.hcount[0][d] == 1 ? out[s.hlast[d]] : st.prefix;
+    return {cut, st.above_mass + mass_of_bits(cut_bits(cut, row.id_bits))};
+  }
+  return radix_select(out, n, row.id_bits, 0, target, by_mass, s, &st);
 }
 
 // ---- fast path: a bound from chunk maxima ------------------------------------
@@ -384,16 +434,17 @@ void top_p_candidates_rows(const TopPCandidatesParams& a) {
       if (totals.n_valid > 0) {
         const int64_t want = std::min(kk, totals.n_valid);
         int64_t n;
-        Level0 level0;
-        const Level0* start = nullptr;
+        RadixStart level0;
+        const RadixStart* start = nullptr;
         if (tau > 0) {  // at least `chunks` >= want entries are >= tau
           int64_t unused;
           n = gather_above(row, tau, s, &unused);
         } else {        // some chunk has no valid entry: histogram path
           row_pass(row, s);
-          level0 = walk_level0(s.count[0], s.mass[0], want);
+          const Level0 l0 = walk_level0(s.count[0], s.mass[0], want);
+          level0 = after_level0(l0, id_bits);
           start = &level0;
-          n = gather(row, level0.bucket, s);
+          n = gather(row, l0.bucket, s);
         }
         uint64_t* keys = s.gathered.data();
         if (n > kSortDirectly) {  // select the K'-th, keep what is at or above it
@@ -457,16 +508,15 @@ void sample_tokens_rows(const SampleTokensParams& a) {
           n = gather_above(row, tau, s, &gmass);
           if (by_mass && gmass < thr_all) n = -1;  // S reaches below tau
         }
-        Level0 level0;
-        const Level0* start = nullptr;
+        SelectResult r;
         if (n < 0) {
           row_pass(row, s);
-          level0 = walk_level0(by_mass ? s.mass[0] : s.count[0], s.mass[0], target0);
-          start = &level0;
-          n = gather(row, level0.bucket, s);
+          const Level0 l0 = walk_level0(by_mass ? s.mass[0] : s.count[0], s.mass[0], target0);
+          r = gather_and_select(row, l0, target0, by_mass, s, &n);
+        } else {
+          r = radix_select(s.gathered.data(), n, id_bits, 0, target0, by_mass, s);
         }
         const uint64_t* keys = s.gathered.data();
-        SelectResult r = radix_select(keys, n, id_bits, 0, target0, by_mass, s, start);
         if (limited) {
           // S: the top-p prefix of S_k (M == 0: threshold 0, the first element).
           const int64_t thr = topp_threshold(r.mass_upto, a.top_p[b]);

@@ -331,3 +331,18 @@ def test_any_pool_size_gives_the_same_bits(threads):
     result = subprocess.run([sys.executable, "-c", _THREADS_SCRIPT, root], env=env, cwd=root,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("top_k", [300, 9000, 20000])
+def test_sample_large_top_k(top_k):
+    """top_k above the chunk-bound limit (8192) takes the histogram path; below it the fast path."""
+    rng = np.random.default_rng(top_k)
+    vocab = 32000
+    cu, batch_id = make_batch(rng, [2, 2, 2, 2], padding_rows=0)
+    probs = make_probs(rng, vocab, len(batch_id), kinds=("peaked", "uniform", "ties", "zeros"))
+    top_p = np.array([1.0, 0.9, 0.5, 1e-6], np.float32)
+    top_k = np.full(4, top_k, np.int32)
+    seed = np.arange(4, dtype=np.int64) + 11
+    step = np.arange(4, dtype=np.int64) * 1000
+    expected = ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu)
+    assert np.array_equal(run_sample(probs, top_p, top_k, seed, step, batch_id, cu), expected)
