@@ -171,7 +171,11 @@ def main() -> int:
                 timings = [("top_p_candidates", cand, cand_graph), ("sample_tokens", sample, sample_graph)]
                 timings += [(name, fn, None) for name, fn in peers.items()]
                 for op, fn, graph in timings:
-                    sec = cuda_seconds(fn)
+                    try:
+                        sec = cuda_seconds(fn)
+                    except Exception as error:  # noqa: BLE001  (a peer that does not run here)
+                        print(f"{kind:8} {rows:4d} {op:38} failed: {error}")
+                        continue
                     gsec = cuda_seconds(graph) if graph is not None else None
                     extra = f" {fmt_time(gsec)} {gsec / floor:6.2f}" if gsec is not None else ""
                     print(f"{kind:8} {rows:4d} {op:38} {fmt_time(sec)} {sec / floor:6.2f}{extra}", flush=True)
