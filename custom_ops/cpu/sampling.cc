@@ -15,6 +15,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -41,6 +42,7 @@ struct Scratch {
   int64_t hlast[kRadixBuckets];
   std::vector<uint64_t> gathered;   // combined keys at or above the bound, ids ascending
   std::vector<uint64_t> work;       // radix compaction
+  uint32_t chunk_max[8192];         // kMaxChunks
 };
 
 template <typename Tag>
@@ -238,12 +240,14 @@ SelectResult gather_and_select(const Row<Tag>& row, const Level0& l0, int64_t ta
 
 // ---- fast path: a bound from chunk maxima ------------------------------------
 //
-// Split the row into C chunks; tau = the smallest chunk maximum. Each chunk's
-// maximum is a distinct element >= tau, so at least C elements have key >= tau:
-// every top-k / top-K' set with k <= C lies at or above tau. For a mass target
-// the gathered mass is checked (and the histogram path taken when it falls
-// short). Both passes are plain loops the compiler vectorises (except the
-// gather's stores, which only the few survivors take).
+// Split the row into C chunks and keep each chunk's maximum key. The chunk
+// maxima are C distinct entries, so for the k-th largest of them, tau, at
+// least k entries have key >= tau: a top-k / top-K' set (k <= C) lies at or
+// above it. For a mass target, the masses of the chunk maxima >= tau are a
+// lower bound of the mass at or above tau; when no tau is proven that way the
+// gathered mass is checked (and the histogram path taken when it falls
+// short). The passes are loops the compiler (or AVX-512 code below)
+// vectorises, except the gather's stores, which only the survivors take.
 
 // floor(min(p, 1) * 2^40) for a key (0 for key 0): exact in double.
 inline int64_t mass_fast(uint32_t key) {
@@ -252,9 +256,8 @@ inline int64_t mass_fast(uint32_t key) {
 }
 
 template <typename Tag>
-RowTotals totals_and_bound(const Row<Tag>& row, int64_t chunks, uint32_t* tau) {
+RowTotals totals_and_bound(const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
   int64_t n = 0, m = 0;
-  uint32_t bound = 0xffffffffu;
   const int64_t size = row.vocab / chunks;  // the last chunk takes the remainder
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = c * size, end = c + 1 == chunks ? row.vocab : begin + size;
@@ -268,9 +271,8 @@ RowTotals totals_and_bound(const Row<Tag>& row, int64_t chunks, uint32_t* tau) {
     }
     n += cn;
     m += cm;
-    bound = std::min(bound, mx);
+    maxima[c] = mx;
   }
-  *tau = bound;
   return {n, m};
 }
 
@@ -291,12 +293,51 @@ int64_t gather_above(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mas
   return n;
 }
 
+// Count target 1 <= k <= chunks: the k-th largest chunk maximum (0: no bound).
+uint32_t bound_for_count(uint32_t* maxima, int64_t chunks, int64_t k) {
+  std::nth_element(maxima, maxima + (k - 1), maxima + chunks, std::greater<uint32_t>());
+  return maxima[k - 1];
+}
+
+// Mass target thr >= 1: the largest chunk maximum whose predecessors in
+// descending order and itself carry mass >= thr (*proven); otherwise the
+// smallest nonzero maximum (not proven: the caller checks the gathered mass).
+uint32_t bound_for_mass(uint32_t* maxima, int64_t chunks, int64_t thr, bool* proven) {
+  std::sort(maxima, maxima + chunks, std::greater<uint32_t>());
+  int64_t cum = 0;
+  uint32_t last = 0;
+  for (int64_t j = 0; j < chunks && maxima[j] != 0; ++j) {
+    last = maxima[j];
+    cum += mass_of_bits(last);
+    if (cum >= thr) {
+      *proven = true;
+      return last;
+    }
+  }
+  *proven = false;
+  return last;
+}
+
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
-// float32 and bfloat16 rows with AVX-512: 16 keys at a time, the same integers
-// as above (bf16 bits << 16 are its f32 bits).
+// float32, float16 and bfloat16 rows with AVX-512: 16 keys at a time, the same
+// integers as above (bf16 bits << 16 are its f32 bits; fp16 as f16_to_f32_bits).
 inline __m512i f32_bits16(F32Tag, const float* p) { return _mm512_loadu_si512(p); }
 inline __m512i f32_bits16(BF16Tag, const uint16_t* p) {
   return _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16);
+}
+
+inline __m512i f32_bits16(F16Tag, const uint16_t* p) {  // f16_to_f32_bits, 16 lanes
+  const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(0x8000)), 16);
+  const __m512i exp = _mm512_and_si512(_mm512_srli_epi32(h, 10), _mm512_set1_epi32(0x1f));
+  const __m512i mant = _mm512_and_si512(h, _mm512_set1_epi32(0x3ff));
+  const __m512i mant13 = _mm512_slli_epi32(mant, 13);
+  const __m512i normal = _mm512_or_si512(_mm512_slli_epi32(_mm512_add_epi32(exp, _mm512_set1_epi32(112)), 23), mant13);
+  const __m512i infnan = _mm512_or_si512(_mm512_set1_epi32(0x7f800000), mant13);
+  const __m512i sub = _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(mant), _mm512_set1_ps(5.9604644775390625e-08f)));
+  __m512i r = _mm512_mask_mov_epi32(normal, _mm512_cmpeq_epi32_mask(exp, _mm512_setzero_si512()), sub);
+  r = _mm512_mask_mov_epi32(r, _mm512_cmpeq_epi32_mask(exp, _mm512_set1_epi32(0x1f)), infnan);
+  return _mm512_or_si512(r, sign);
 }
 
 template <typename Tag>
@@ -308,12 +349,11 @@ inline __m512i keys16(const typename Tag::T* p) {
 }
 
 template <typename Tag>
-RowTotals totals_and_bound_simd(const Row<Tag>& row, int64_t chunks, uint32_t* tau) {
+RowTotals totals_and_bound_simd(const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
   const __m512d scale = _mm512_set1_pd(1099511627776.0);
   const __m512i one_bits = _mm512_set1_epi32(0x3f800000);
   int64_t n = 0;
   __m512i msum = _mm512_setzero_si512();
-  uint32_t bound = 0xffffffffu;
   const int64_t size = row.vocab / chunks;
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = c * size, end = c + 1 == chunks ? row.vocab : begin + size;
@@ -339,9 +379,8 @@ RowTotals totals_and_bound_simd(const Row<Tag>& row, int64_t chunks, uint32_t* t
       mx = std::max(mx, k);
     }
     msum = _mm512_add_epi64(msum, _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, tail_mass));
-    bound = std::min(bound, mx);
+    maxima[c] = mx;
   }
-  *tau = bound;
   return {n, _mm512_reduce_add_epi64(msum)};
 }
 
@@ -375,12 +414,20 @@ int64_t gather_above_simd(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t
 }
 
 template <>
-RowTotals totals_and_bound<F32Tag>(const Row<F32Tag>& row, int64_t chunks, uint32_t* tau) {
-  return totals_and_bound_simd(row, chunks, tau);
+RowTotals totals_and_bound<F32Tag>(const Row<F32Tag>& row, int64_t chunks, uint32_t* maxima) {
+  return totals_and_bound_simd(row, chunks, maxima);
 }
 template <>
-RowTotals totals_and_bound<BF16Tag>(const Row<BF16Tag>& row, int64_t chunks, uint32_t* tau) {
-  return totals_and_bound_simd(row, chunks, tau);
+RowTotals totals_and_bound<BF16Tag>(const Row<BF16Tag>& row, int64_t chunks, uint32_t* maxima) {
+  return totals_and_bound_simd(row, chunks, maxima);
+}
+template <>
+RowTotals totals_and_bound<F16Tag>(const Row<F16Tag>& row, int64_t chunks, uint32_t* maxima) {
+  return totals_and_bound_simd(row, chunks, maxima);
+}
+template <>
+int64_t gather_above<F16Tag>(const Row<F16Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
+  return gather_above_simd(row, tau, s, mass);
 }
 template <>
 int64_t gather_above<F32Tag>(const Row<F32Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
@@ -428,15 +475,15 @@ void top_p_candidates_rows(const TopPCandidatesParams& a) {
     int64_t b;
     if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
       const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
-      uint32_t tau;
       const int64_t chunks = std::min<int64_t>(a.vocab, std::max<int64_t>(kk, kMinChunks));
-      const RowTotals totals = totals_and_bound(row, chunks, &tau);
+      const RowTotals totals = totals_and_bound(row, chunks, s.chunk_max);
       if (totals.n_valid > 0) {
         const int64_t want = std::min(kk, totals.n_valid);
+        const uint32_t tau = bound_for_count(s.chunk_max, chunks, want);
         int64_t n;
         RadixStart level0;
         const RadixStart* start = nullptr;
-        if (tau > 0) {  // at least `chunks` >= want entries are >= tau
+        if (tau > 0) {  // at least `want` entries are >= tau
           int64_t unused;
           n = gather_above(row, tau, s, &unused);
         } else {        // some chunk has no valid entry: histogram path
@@ -491,22 +538,28 @@ void sample_tokens_rows(const SampleTokensParams& a) {
       const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
       const int32_t top_k = a.top_k[b];
       const bool may_limit = top_k > 0 && top_k < a.vocab;
-      const int64_t chunks = std::min<int64_t>(a.vocab, std::max<int64_t>(may_limit ? top_k : 0, kMinChunks));
-      uint32_t tau = 0;
-      const RowTotals totals = totals_and_bound(row, chunks, &tau);
+      int64_t chunks = std::min<int64_t>(a.vocab, std::max<int64_t>(may_limit ? top_k : 0, kMinChunks));
+      const bool fast = chunks <= kMaxChunks;
+      if (!fast) chunks = std::min<int64_t>(a.vocab, kMinChunks);  // totals only
+      const RowTotals totals = totals_and_bound(row, chunks, s.chunk_max);
       if (totals.n_valid > 0) {
         const bool limited = topk_limits(top_k, a.vocab, totals.n_valid);
         const int64_t thr_all = topp_threshold(totals.mass, a.top_p[b]);
         const bool by_mass = !limited && thr_all > 0;
         const int64_t target0 = limited ? top_k : (by_mass ? thr_all : 1);
-        // Fast path: gather down to tau when that provably holds S_k (count) or,
-        // checked, S (mass). Otherwise the histogram path: level 0 from the row
-        // histograms, gather down to its bucket.
+        // Fast path: gather down to a chunk-maxima bound that provably holds S_k
+        // (count) or, proven or checked, S (mass). Otherwise the histogram path:
+        // level 0 from the row histograms, gather down to its bucket.
         int64_t n = -1;
-        if (tau > 0 && chunks <= kMaxChunks) {
-          int64_t gmass;
-          n = gather_above(row, tau, s, &gmass);
-          if (by_mass && gmass < thr_all) n = -1;  // S reaches below tau
+        if (fast) {
+          bool proven = true;
+          const uint32_t tau = by_mass ? bound_for_mass(s.chunk_max, chunks, thr_all, &proven)
+                                       : bound_for_count(s.chunk_max, chunks, target0);
+          if (tau > 0) {
+            int64_t gmass;
+            n = gather_above(row, tau, s, &gmass);
+            if (by_mass && gmass < thr_all) n = -1;  // S reaches below tau
+          }
         }
         SelectResult r;
         if (n < 0) {

@@ -346,3 +346,24 @@ def test_sample_large_top_k(top_k):
     step = np.arange(4, dtype=np.int64) * 1000
     expected = ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu)
     assert np.array_equal(run_sample(probs, top_p, top_k, seed, step, batch_id, cu), expected)
+
+
+def test_every_fp16_pattern_in_one_row():
+    """Every binary16 bit pattern (subnormals, inf, NaN, negatives) in one row, in shuffled orders:
+    the vectorised fp16 widening must order and validate exactly like the reference."""
+    rng = np.random.default_rng(16)
+    patterns = np.arange(1 << 16, dtype=np.uint16)
+    rows = np.stack([rng.permutation(patterns) for _ in range(3)] + [patterns]).view(np.float16)
+    top_p = np.array([1.0, 0.5, 1e-6, 0.99], np.float32)
+    batch_id = np.arange(4, dtype=np.int32)
+    expected = ref.top_p_candidates(rows, top_p, batch_id, max_candidate_len=1024)
+    assert_candidates_equal(run_candidates(rows, top_p, batch_id, 1024), expected)
+    # a row of subnormals only, with ties
+    sub = rng.integers(1, 1024, 3000).astype(np.uint16).view(np.float16)[None]
+    got = run_candidates(sub, top_p[:1], np.zeros(1, np.int32), 100)
+    assert_candidates_equal(got, ref.top_p_candidates(sub, top_p[:1], np.zeros(1, np.int32), max_candidate_len=100))
+    cu = np.array([0, 4], np.int32)
+    tokens = run_sample(rows, top_p[:1], np.array([0], np.int32), np.array([5], np.int64), np.array([0], np.int64),
+                        np.zeros(4, np.int32), cu)
+    assert np.array_equal(tokens, ref.sample_tokens(rows, top_p[:1], np.array([0], np.int32), np.array([5], np.int64),
+                                                    np.array([0], np.int64), np.zeros(4, np.int32), cu))

@@ -61,21 +61,16 @@ FS_HD float f32_from_bits(uint32_t u) {
 
 FS_HD uint32_t bf16_to_f32_bits(uint16_t h) { return static_cast<uint32_t>(h) << 16; }
 
-// IEEE binary16 -> binary32 bits, exact, integer operations only.
+// IEEE binary16 -> binary32 bits, exact. A subnormal half is mant * 2^-24:
+// the int -> float conversion and the power-of-two scaling are both exact and
+// the result is a normal float (no flush-to-zero mode can touch it).
 FS_HD uint32_t f16_to_f32_bits(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
+  const uint32_t mant = h & 0x3ffu;
   if (exp == 0x1fu) return sign | 0x7f800000u | (mant << 13);  // inf / NaN
   if (exp != 0) return sign | ((exp + 112u) << 23) | (mant << 13);
-  if (mant == 0) return sign;                                   // +-0
-  // subnormal: mant * 2^-24; normalise so the leading one sits at bit 10
-  int e = 113;  // exponent field of 2^-14
-  while ((mant & 0x400u) == 0) {
-    mant <<= 1;
-    --e;
-  }
-  return sign | (static_cast<uint32_t>(e) << 23) | ((mant & 0x3ffu) << 13);
+  return sign | f32_bits(static_cast<float>(mant) * 5.9604644775390625e-08f);  // 2^-24; 0 stays 0
 }
 
 // The order key of a probability: its f32 bits when valid, 0 otherwise.
