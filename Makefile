@@ -33,6 +33,7 @@ test: build
 
 bench: build
 	$(PY) bench/bench_ngram_match.py
+	$(PY) bench/bench_sampling.py
 
 clean:
 	rm -rf build fastspec/_lib/*.so
