@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 METHODS = ("none", "naive", "ngram", "mtp")
-STRATEGIES = ("topp", "greedy", "target_match")
+STRATEGIES = ("topp", "greedy", "target_match", "rejection")
 ACCEPT_POLICIES = ("normal", "accept_all", "reject_all")
 MAX_CANDIDATE_LEN = 1024  # SPEC.md: top_p_candidates takes at most 1024 candidates
 
@@ -51,6 +51,8 @@ class SpeculativeConfig:
     min_ngram_size: int = 1
     token_budget: int = 0  # tokens per step over all requests; <= 0 means unlimited
     accept_policy: str = "normal"  # normal | accept_all | reject_all (debugging / benchmarks)
+    num_model_steps: int = 0  # mtp: draft-model steps (0 = K); the other K - steps drafts come from ngram_append
+    chain_hidden_states: bool = True  # mtp: each draft step's output hidden state feeds the next step
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
 
     @property
@@ -79,6 +81,11 @@ class SpeculativeConfig:
             )
         if self.speculative and k < 1:
             raise ConfigError(f"method '{self.method}' needs num_speculative_tokens >= 1, got {k}")
+        _check_int("num_model_steps", self.num_model_steps, low=0, high=k if self.method == "mtp" else None)
+        if not isinstance(self.chain_hidden_states, bool):
+            raise ConfigError(f"chain_hidden_states must be a boolean, got {type(self.chain_hidden_states).__name__} {self.chain_hidden_states!r}")
+        if self.verify_strategy == "rejection" and self.method == "ngram":
+            raise ConfigError("verify_strategy 'rejection' needs draft probabilities: use method 'mtp' (ngram drafts have none)")
         if not isinstance(self.sampling, SamplingConfig):
             raise ConfigError(f"sampling must be a mapping, got {type(self.sampling).__name__}")
         self.sampling.validate()

@@ -2,6 +2,7 @@
 
     python -m fastspec.demo            # CPU, method ngram, K=5, TARGET_MATCH, batch 4
     python -m fastspec.demo --short    # the CI smoke run (seconds)
+    python -m fastspec.demo --method mtp   # draft-model speculation (configs/mtp.yaml)
 
 Runs the same requests with speculation off and on, prints a summary table (mean accepted
 length, per-position acceptance, steps saved, wall time per token, lossless check), sweeps the
@@ -21,14 +22,16 @@ import numpy as np
 from fastspec.workload import ROOT, copy_edit_workload
 
 DEFAULT_CONFIG = ROOT / "configs" / "ngram.yaml"
+MTP_CONFIG = ROOT / "configs" / "mtp.yaml"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m fastspec.demo", description=__doc__.split("\n\n")[0])
-    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="YAML config (default: configs/ngram.yaml)")
-    p.add_argument("--method", choices=["ngram", "none", "naive"], default=None, help="override the config's method")
+    p.add_argument("--config", default=None, help="YAML config (default: configs/ngram.yaml; configs/mtp.yaml for --method mtp)")
+    p.add_argument("--method", choices=["ngram", "mtp", "none", "naive"], default=None,
+                   help="override the config's method (mtp: a draft head fed with the target's hidden states)")
     p.add_argument("--k", type=int, default=None, help="num_speculative_tokens (default 5)")
-    p.add_argument("--strategy", default="target_match", help="verify strategy: topp | greedy | target_match")
+    p.add_argument("--strategy", default="target_match", help="verify strategy: topp | greedy | target_match | rejection (mtp)")
     p.add_argument("--batch-size", type=int, default=4, help="slots decoded together")
     p.add_argument("--requests", type=int, default=None, help="requests (default 16, --short 2)")
     p.add_argument("--chunk-tokens", type=int, default=None, help="file tokens per prompt (default 320, --short 60)")
@@ -75,6 +78,8 @@ class ProgressBar:
 def make_config(args):
     from fastspec.config import SpeculativeConfig
 
+    if args.config is None:
+        args.config = str(MTP_CONFIG if args.method == "mtp" else DEFAULT_CONFIG)
     config = SpeculativeConfig.from_yaml(args.config)
     changes = {"verify_strategy": args.strategy}
     if args.method is not None:
@@ -94,7 +99,7 @@ def make_config(args):
     return config.replace(**changes)
 
 
-def run_one(label, model, workload, config, args, max_model_len, warmup=False):
+def run_one(label, model, workload, config, args, max_model_len, warmup=False, draft_model=None):
     from fastspec.runner import generate
     from fastspec.state import RequestParams
 
@@ -104,7 +109,8 @@ def run_one(label, model, workload, config, args, max_model_len, warmup=False):
               for i in range(count)]
     bar = None if warmup else ProgressBar(label)
     result = generate(model, workload.prompts[:count], config, max_num_seqs=args.batch_size, max_model_len=max_model_len,
-                      end_tokens=[workload.tokenizer.END], place=args.device, params=params, progress=bar)
+                      end_tokens=[workload.tokenizer.END], place=args.device, params=params, progress=bar,
+                      draft_model=draft_model)
     if bar is not None:
         bar.close()
     return result
@@ -117,7 +123,7 @@ def lossless_check(off, on, strategy):
     if strategy in ("greedy", "target_match"):
         verdict = "PASS" if equal == len(off.outputs) else "FAIL"
         return verdict, f"{verdict}: {equal}/{len(off.outputs)} outputs identical to spec off"
-    return "n/a", (f"n/a for topp (lossless in distribution, not token for token): "
+    return "n/a", (f"n/a for {strategy} (lossless in distribution, not token for token): "
                    f"{same}/{tokens} tokens equal to spec off")
 
 
@@ -172,7 +178,8 @@ def plot(path: Path, main, sweep, k) -> None:
                    f"drafts in {100 * draft_coverage(result.stats):.0f}% of steps")
     right.set(xlabel="draft position", ylabel="acceptance rate", ylim=(0, 1), title="by n-gram size (min = max = n)")
     right.set_xticks(positions)
-    right.legend(fontsize=8)
+    if sweep:
+        right.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -201,20 +208,32 @@ def main(argv=None) -> int:
         model = ReplayModel(workload.references, vocab, end_token=workload.tokenizer.END, peak=args.peak, seed=args.seed)
     else:
         model = TinyTransformer(vocab, max_model_len, seed=args.seed)
+    draft_model = None
+    if config.method == "mtp":  # the target also returns its hidden states; a draft head reads them
+        from fastspec.draft_models import GridHiddenStates, ReplayDraftHead, ReplayHiddenStates, TinyDraftHead
+
+        if args.model == "replay":
+            model = ReplayHiddenStates(model)
+            draft_model = ReplayDraftHead(workload.references, vocab, end_token=workload.tokenizer.END, peak=0.9)
+        else:
+            model = GridHiddenStates(model)
+            draft_model = TinyDraftHead(vocab, 64, seed=args.seed + 1)
     print(f"fastspec demo: {requests} requests of ~{chunk} file tokens (vocab {vocab}), batch {args.batch_size}, "
           f"device {args.device}, model {args.model}")
     print(f"  config: method {config.method}, K {config.num_speculative_tokens}, strategy {config.verify_strategy}, "
           f"n-gram {config.min_ngram_size}..{config.max_ngram_size}, temperature {config.sampling.temperature}, "
-          f"top_p {config.sampling.top_p}")
+          f"top_p {config.sampling.top_p}"
+          + (f", model steps {config.num_model_steps or config.num_speculative_tokens}, chained {config.chain_hidden_states}"
+             if config.method == "mtp" else ""))
 
     spec_off = config.replace(method="none", num_speculative_tokens=0)
     for warm in (spec_off, config):  # first calls pay one-time costs; keep them out of the timings
-        run_one("warm-up", model, workload, warm, args, max_model_len, warmup=True)
+        run_one("warm-up", model, workload, warm, args, max_model_len, warmup=True, draft_model=draft_model)
     off = run_one("spec off", model, workload, spec_off, args, max_model_len)
-    on = run_one(f"spec on ({config.method})", model, workload, config, args, max_model_len)
+    on = run_one(f"spec on ({config.method})", model, workload, config, args, max_model_len, draft_model=draft_model)
     verdict, check_text = lossless_check(off, on, config.verify_strategy)
     sweep = {}
-    if config.speculative:
+    if config.method == "ngram":  # the sweep is about n-gram drafts
         for n in sizes:
             sweep[n] = run_one(f"n-gram size {n}", model, workload,
                                config.replace(max_ngram_size=n, min_ngram_size=n), args, max_model_len)

@@ -165,7 +165,7 @@ def sample_tokens(
         m.sample_tokens_cpu(*args, num_threads)
 
 
-_VERIFY_STRATEGIES = {"topp": 0, "greedy": 1, "target_match": 2}
+_VERIFY_STRATEGIES = {"topp": 0, "greedy": 1, "target_match": 2, "rejection": 3}
 
 
 def verify_draft_tokens(
@@ -191,15 +191,16 @@ def verify_draft_tokens(
     accept_all: bool = False,
     reject_all: bool = False,
     stream: int | None = None,
+    target_probs: Any | None = None,
+    draft_probs: Any | None = None,
 ) -> None:
     """``verify_draft_tokens`` in place on raw arrays (CPU for numpy, CUDA otherwise).
 
-    Absent optional tensors are None. ``strategy``: "topp", "greedy" or "target_match".
+    Absent optional tensors are None. ``strategy``: "topp", "greedy", "target_match" or
+    "rejection" (with ``target_probs`` and ``draft_probs`` ``[T, V]``, the same dtype).
     """
     m = module()
     name = str(getattr(strategy, "value", strategy)).lower()
-    if name == "rejection":
-        raise ValueError("verify_draft_tokens: strategy 'rejection' is not implemented yet")
     if name not in _VERIFY_STRATEGIES:
         raise ValueError(f"verify_draft_tokens: unknown strategy {strategy!r}")
     batch, cols = accept_tokens.shape
@@ -207,6 +208,14 @@ def verify_draft_tokens(
         if candidate_ids is None or candidate_scores is None or candidate_lens is None:
             raise ValueError("verify_draft_tokens: strategy 'topp' needs candidate_ids, candidate_scores, candidate_lens")
         rows, candidate_cols = candidate_ids.shape
+    elif name == "rejection":
+        if target_probs is None or draft_probs is None:
+            raise ValueError("verify_draft_tokens: strategy 'rejection' needs target_probs and draft_probs")
+        if tuple(draft_probs.shape) != tuple(target_probs.shape) or len(target_probs.shape) != 2:
+            raise ValueError("verify_draft_tokens: 'target_probs' and 'draft_probs' must both have shape [T, V]")
+        if prob_dtype_code(target_probs) != prob_dtype_code(draft_probs):
+            raise ValueError("verify_draft_tokens: 'draft_probs' must have the dtype of 'target_probs'")
+        rows, candidate_cols = int(target_probs.shape[0]), 0
     else:
         if target_tokens is None:
             raise ValueError(f"verify_draft_tokens: strategy {name!r} needs target_tokens")
@@ -221,6 +230,9 @@ def verify_draft_tokens(
         batch, cols, rows, candidate_cols, int(end_tokens.shape[0]), _VERIFY_STRATEGIES[name],
         bool(accept_all), bool(reject_all),
     )
+    if name == "rejection":
+        args.target_probs, args.draft_probs = address(target_probs), address(draft_probs)
+        args.probs_dtype, args.vocab = prob_dtype_code(target_probs), int(target_probs.shape[1])
     if on_gpu(accept_tokens):
         m.verify_draft_tokens_cuda(args, current_stream(accept_tokens) if stream is None else stream)
     else:

@@ -133,11 +133,13 @@ def generate(
     params: Sequence[RequestParams] | None = None,
     proposer: Proposer | None = None,
     progress: Callable[[int, int, int], None] | None = None,
+    draft_model: Callable | None = None,
 ) -> GenerationResult:
     """Generates a continuation of every prompt with ``model``, speculating as ``config`` says.
 
     Args:
-        model: ``model(ModelInputs) -> logits [T, V]``.
+        model: ``model(ModelInputs) -> logits [T, V]``, or ``(logits, hidden [T, H])`` for proposers
+            that read the target's hidden states (method mtp; see docs/draft_model.md).
         prompts: token-id sequences.
         config: a validated ``SpeculativeConfig``.
         max_num_seqs: batch slots (default: all prompts at once); more prompts wait for a slot.
@@ -147,13 +149,15 @@ def generate(
         params: per-request sampling parameters (default: ``default_params``).
         proposer: overrides the proposer the config names.
         progress: called after each step with (finished requests, total requests, generated tokens).
+        draft_model: method mtp: the Paddle draft layer the proposer runs (see DraftModelProposer).
     """
     config.validate()
     params = list(params) if params is not None else default_params(config, len(prompts))
     if len(params) != len(prompts):
         raise ValueError(f"generate: {len(prompts)} prompts but {len(params)} request params")
     if proposer is None and config.speculative:
-        proposer = make_proposer(config)
+        proposer = make_proposer(config, draft_model)
+    wants_hidden = hasattr(proposer, "observe_target")
     batch = max_num_seqs or max(1, len(prompts))
     length = max_model_len or (max((len(p) for p in prompts), default=1) + max((q.max_dec_len for q in params), default=1))
     state = SpecState(batch, length, config.num_speculative_tokens, end_tokens, place)
@@ -181,8 +185,21 @@ def generate(
             inputs, drafted = _model_inputs(state)
         with clock("model"):
             logits = model(inputs)
+            hidden = None
+            if isinstance(logits, tuple):  # (logits, hidden states of the rows)
+                logits, hidden = logits
+            if wants_hidden and hidden is None:
+                raise ValueError(f"generate: {type(proposer).__name__} needs the target's hidden states: "
+                                 "the model must return (logits [T, V], hidden [T, H])")
         with clock("sample"):
-            sampler(logits, state)
+            draft_probs = None
+            if config.speculative and sampler.strategy == "rejection":
+                if not hasattr(proposer, "draft_probs_rows"):
+                    raise ValueError(f"generate: strategy 'rejection' needs a proposer with draft probabilities, got {type(proposer).__name__}")
+                draft_probs = proposer.draft_probs_rows(state, logits.shape[0], logits.shape[-1])
+            sampler(logits, state, draft_probs=draft_probs)
+            if wants_hidden:
+                proposer.observe_target(state, hidden)
         with clock("collect"):
             _count(stats, state, drafted, reject_all=sampler.reject_all)
             for slot in state.finished_slots():

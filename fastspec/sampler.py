@@ -31,19 +31,21 @@ class Sampler:
         self.accept_all = config.accept_policy == "accept_all"
         self.reject_all = config.accept_policy == "reject_all"
 
-    def forward(self, logits: paddle.Tensor, state: SpecState) -> paddle.Tensor:
+    def forward(self, logits: paddle.Tensor, state: SpecState, draft_probs: paddle.Tensor | None = None) -> paddle.Tensor:
         """Samples / verifies, then advances ``state`` in place; returns ``has_running`` bool [1].
 
         Args:
             logits: ``[T, V]`` float, row ``t`` belongs to request ``state.batch_id_per_token_output[t]``
                 (``state.pack_rows()`` wrote the packing for this step).
             state: the batch; updated in place.
+            draft_probs: strategy REJECTION only: ``[T, V]`` float32, row ``t`` the draft model's
+                distribution of the draft that row judges (``DraftModelProposer.draft_probs_rows``).
         """
         rows = state.row_batch_ids(logits.shape[0])
         probs = self._probs(logits, state, rows)
         top_p, top_k = self._greedy_aware_params(state)
         if self.config.speculative:
-            self._verify_and_sample(probs, state, rows, top_p, top_k)
+            self._verify_and_sample(probs, state, rows, top_p, top_k, draft_probs)
         else:
             self._normal_sample(probs, state, rows, top_p, top_k)
         return self._update(state)
@@ -81,10 +83,14 @@ class Sampler:
         state.accept_tokens[:, 1:] = -1
         paddle.assign(has_row.astype("int32"), state.accept_num)
 
-    def _verify_and_sample(self, probs, state: SpecState, rows, top_p, top_k) -> None:
+    def _verify_and_sample(self, probs, state: SpecState, rows, top_p, top_k, draft_probs=None) -> None:
         """Targets for every row by the configured strategy, then verify the drafts against them."""
-        target = ids = scores = lens = None
-        if self.strategy == "greedy":
+        target = ids = scores = lens = target_probs = None
+        if self.strategy == "rejection":
+            if draft_probs is None:
+                raise ValueError("Sampler: strategy 'rejection' needs draft_probs [T, V] from the proposer")
+            target_probs = _sampling_distribution(probs, state, rows, top_p, top_k)
+        elif self.strategy == "greedy":
             target = paddle.argmax(probs, axis=-1)  # first maximum: smallest id on ties
         elif self.strategy == "target_match":
             target = ops.sample_tokens(probs, top_p, top_k, state.seed, state.step_idx, rows, state.cu_seqlens_q_output)
@@ -112,6 +118,8 @@ class Sampler:
             strategy=self.strategy,
             accept_all=self.accept_all,
             reject_all=self.reject_all,
+            target_probs=target_probs,
+            draft_probs=draft_probs,
         )
 
     @staticmethod
@@ -132,3 +140,44 @@ class Sampler:
             state.end_tokens,
         )
         return outs[-1]
+
+
+def _sampling_distribution(probs: paddle.Tensor, state: SpecState, rows: paddle.Tensor, top_p, top_k) -> paddle.Tensor:
+    """REJECTION's target p: each row's distribution exactly as sample_tokens chooses its set (the
+    first top_k valid tokens in probability order, ties by id, then the shortest prefix whose int64
+    mass reaches ceil(M * qi / 2^24)), renormalised over the set's masses. Greedy rows (top_k 1)
+    become one-hot argmax."""
+    vocab = probs.shape[-1]
+    slot = paddle.clip(rows, 0, state.max_num_seqs - 1)
+    k = paddle.gather(top_k, slot).astype("int64").unsqueeze(-1)
+    k = paddle.where((k <= 0) | (k >= vocab), paddle.full_like(k, vocab), k)
+    valid = paddle.isfinite(probs) & (probs > 0)
+    clean = paddle.where(valid, probs, paddle.zeros_like(probs))
+    order = paddle.argsort(clean, axis=-1, descending=True, stable=True)  # ties: smallest id first
+    ranked = paddle.take_along_axis(clean, order, axis=-1)
+    rank = paddle.arange(vocab, dtype="int64").unsqueeze(0)
+    # SPEC.md masses: floor(min(p, 1) * 2^40), exact (a power-of-two scaling of an f32)
+    mass = (paddle.minimum(ranked, paddle.ones_like(ranked)) * float(1 << 40)).astype("int64")
+    mass = paddle.where(rank < k, mass, paddle.zeros_like(mass))
+    total = mass.sum(axis=-1, keepdim=True)
+    threshold = _topp_threshold(total, paddle.gather(top_p, slot).unsqueeze(-1))
+    before = paddle.cumsum(mass, axis=-1) - mass
+    keep = (rank < k) & ((before < threshold) | (rank == 0))
+    kept = paddle.where(keep, mass, paddle.zeros_like(mass)).astype("float64")
+    out = paddle.put_along_axis(paddle.zeros_like(clean, dtype="float64"), order, kept, axis=-1)
+    norm = out.sum(axis=-1, keepdim=True)
+    return (out / paddle.where(norm > 0, norm, paddle.ones_like(norm))).astype("float32")
+
+
+def _topp_threshold(total: paddle.Tensor, top_p: paddle.Tensor) -> paddle.Tensor:
+    """ceil(total * qi / 2^24) in int64 without overflow; qi = max(1, round_half_even(q * 2^24)),
+    NaN or q > 1 read as 1 (SPEC.md "top-p threshold")."""
+    x = top_p.astype("float64") * float(1 << 24)
+    x = paddle.where(paddle.isnan(x) | (x > float(1 << 24)), paddle.full_like(x, float(1 << 24)), x)
+    r = paddle.floor(x + 0.5)
+    half_odd = ((r - x) == 0.5) & (paddle.remainder(r, paddle.full_like(r, 2.0)) == 1.0)
+    qi = paddle.maximum(paddle.where(half_odd, r - 1.0, r), paddle.ones_like(r)).astype("int64")
+    low = (1 << 24) - 1
+    high_part = (total // (1 << 24)) * qi
+    low_part = (paddle.bitwise_and(total, paddle.full_like(total, low)) * qi + low) // (1 << 24)
+    return high_part + low_part

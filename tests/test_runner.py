@@ -97,8 +97,8 @@ def test_more_prompts_than_slots_and_transformer_runs():
     assert res.stats.generated_tokens == sum(len(o) for o in res.outputs)
 
 
-def test_mtp_is_not_shipped():
-    with pytest.raises(NotImplementedError, match="mtp"):
+def test_mtp_needs_a_draft_model():  # the mtp path itself: tests/test_mtp_runner.py
+    with pytest.raises(ValueError, match="mtp"):
         generate(ReplayModel({}, V), [[3, 4]], cfg(method="mtp", num_speculative_tokens=1))
 
 

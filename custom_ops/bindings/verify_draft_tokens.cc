@@ -14,13 +14,14 @@ struct VerifyArgs {
   int64_t batch, draft_cols, rows, candidate_cols, num_end_tokens;
   int strategy;
   bool accept_all, reject_all;
+  // REJECTION: [T, V] probability rows (dtype tag as in sampling: PROB_F32/F16/BF16)
+  uintptr_t target_probs = 0, draft_probs = 0;
+  int probs_dtype = 0;
+  int64_t vocab = 0;
 
   fastspec::VerifyDraftTokensParams params() const {
-    if (strategy == fastspec::kVerifyRejection) {
-      throw std::invalid_argument("verify_draft_tokens: strategy REJECTION is not implemented yet");
-    }
     if (strategy != fastspec::kVerifyTopp && strategy != fastspec::kVerifyGreedy &&
-        strategy != fastspec::kVerifyTargetMatch) {
+        strategy != fastspec::kVerifyTargetMatch && strategy != fastspec::kVerifyRejection) {
       throw std::invalid_argument("verify_draft_tokens: unknown strategy " + std::to_string(strategy));
     }
     if (batch < 0 || draft_cols < 1 || rows < 0 || num_end_tokens < 1 || end_tokens == 0) {
@@ -31,7 +32,12 @@ struct VerifyArgs {
         (candidate_ids == 0 || candidate_scores == 0 || candidate_lens == 0 || candidate_cols < 1)) {
       throw std::invalid_argument("verify_draft_tokens: TOPP needs candidate_ids, candidate_scores, candidate_lens");
     }
-    if (strategy != fastspec::kVerifyTopp && rows > 0 && target_tokens == 0) {
+    if (strategy == fastspec::kVerifyRejection && rows > 0 &&
+        (target_probs == 0 || draft_probs == 0 || vocab < 1 ||
+         (probs_dtype != fastspec::kProbF32 && probs_dtype != fastspec::kProbF16 && probs_dtype != fastspec::kProbBF16))) {
+      throw std::invalid_argument("verify_draft_tokens: REJECTION needs target_probs and draft_probs [T, V], V >= 1, f32/f16/bf16");
+    }
+    if ((strategy == fastspec::kVerifyGreedy || strategy == fastspec::kVerifyTargetMatch) && rows > 0 && target_tokens == 0) {
       throw std::invalid_argument("verify_draft_tokens: GREEDY / TARGET_MATCH need target_tokens");
     }
     fastspec::VerifyDraftTokensParams p{};
@@ -60,6 +66,7 @@ struct VerifyArgs {
     p.strategy = strategy;
     p.accept_all = accept_all;
     p.reject_all = reject_all;
+    p.rejection = {ptr<const void>(target_probs), ptr<const void>(draft_probs), probs_dtype, vocab};
     return p;
   }
 };
@@ -79,7 +86,11 @@ void bind_verify_draft_tokens(py::module_& m) {
            py::arg("cu_seqlens_q_output"), py::arg("reasoning_status"), py::arg("max_dec_len"),
            py::arg("end_tokens"), py::arg("batch"), py::arg("draft_cols"), py::arg("rows"),
            py::arg("candidate_cols"), py::arg("num_end_tokens"), py::arg("strategy"),
-           py::arg("accept_all"), py::arg("reject_all"));
+           py::arg("accept_all"), py::arg("reject_all"))
+      .def_readwrite("target_probs", &VerifyArgs::target_probs)
+      .def_readwrite("draft_probs", &VerifyArgs::draft_probs)
+      .def_readwrite("probs_dtype", &VerifyArgs::probs_dtype)
+      .def_readwrite("vocab", &VerifyArgs::vocab);
   m.attr("VERIFY_TOPP") = static_cast<int>(fastspec::kVerifyTopp);
   m.attr("VERIFY_GREEDY") = static_cast<int>(fastspec::kVerifyGreedy);
   m.attr("VERIFY_TARGET_MATCH") = static_cast<int>(fastspec::kVerifyTargetMatch);

@@ -8,15 +8,38 @@
 namespace fastspec {
 namespace {
 
+// First e in [from, to) with region[e] == value, or `to` (a tight scalar loop
+// the compiler unrolls; candidates are rare, so this is the whole cost).
+inline int64_t find_next(const int64_t* region, int64_t from, int64_t to, int64_t value) {
+  int64_t e = from;
+  for (; e + 4 <= to; e += 4) {
+    if (region[e] == value || region[e + 1] == value || region[e + 2] == value || region[e + 3] == value) break;
+  }
+  for (; e < to; ++e) {
+    if (region[e] == value) return e;
+  }
+  return to;
+}
+
 // Best key among candidates ending in [0, last_end] of one region, improving
 // on `best` only with a strictly better one (left to right keeps the leftmost).
+// Only positions holding the newest token can start a match; they are found in
+// the contiguous part (the prompt, or G of G' = G ++ D), then D is walked.
 uint64_t scan(const NgramAppendSlot& slot, int generated, int64_t last_end, uint64_t best) {
-  for (int64_t e = 0; e <= last_end; ++e) {
+  const int64_t newest = ngram_append_ext(slot, slot.s + slot.kept - 1);
+  const int64_t* region = generated ? slot.generated : slot.prompt;
+  const int64_t contiguous_end = generated ? min64(last_end + 1, slot.s) : last_end + 1;
+  const auto consider = [&](int64_t e) {
     const uint64_t key = ngram_append_key(slot, generated, e);
-    if (key < best) {
-      best = key;
-      if (ngram_key_length(key) == slot.max_len) break;  // nothing later is longer
-    }
+    if (key < best) best = key;
+    return key != kNoMatch && ngram_key_length(key) == slot.max_len;  // nothing later is longer
+  };
+  for (int64_t e = find_next(region, 0, contiguous_end, newest); e < contiguous_end;
+       e = find_next(region, e + 1, contiguous_end, newest)) {
+    if (consider(e)) return best;
+  }
+  for (int64_t e = max64(contiguous_end, 0); e <= last_end; ++e) {
+    if (ngram_append_ext(slot, e) == newest && consider(e)) return best;
   }
   return best;
 }

@@ -19,16 +19,47 @@ int32_t parse_strategy(const std::string& name) {
   if (lower == "topp") return fastspec::kVerifyTopp;
   if (lower == "greedy") return fastspec::kVerifyGreedy;
   if (lower == "target_match") return fastspec::kVerifyTargetMatch;
-  if (lower == "rejection") {
-    fail(kOp, "attribute 'strategy' = \"rejection\" is not implemented yet");
-  }
-  fail(kOp, "attribute 'strategy' must be one of \"topp\", \"greedy\", \"target_match\", got \"" +
+  if (lower == "rejection") return fastspec::kVerifyRejection;
+  fail(kOp, "attribute 'strategy' must be one of \"topp\", \"greedy\", \"target_match\", \"rejection\", got \"" +
                 name + "\"");
 }
 
 // Paddle hands an empty tensor (T == 0) to the kernel as an absent optional,
 // so absence here means "no rows"; the Python wrapper rejects a real None.
 bool present(const paddle::optional<paddle::Tensor>& t) { return static_cast<bool>(t); }
+
+// REJECTION's probability rows: [T, V], f32 / f16 / bf16, both the same.
+int32_t prob_dtype(const char* name, const paddle::Tensor& t) {
+  switch (t.dtype()) {
+    case DataType::FLOAT32: return fastspec::kProbF32;
+    case DataType::FLOAT16: return fastspec::kProbF16;
+    case DataType::BFLOAT16: return fastspec::kProbBF16;
+    default:
+      fail(kOp, std::string("argument '") + name + "' must be float32, float16 or bfloat16, got " + dtype_name(t.dtype()));
+  }
+}
+
+void set_rejection_rows(fastspec::VerifyDraftTokensParams& params, const paddle::Tensor& accept_tokens,
+                        const paddle::Tensor& target_probs, const paddle::Tensor& draft_probs) {
+  const auto p_shape = target_probs.shape();
+  const auto q_shape = draft_probs.shape();
+  if (p_shape.size() != 2) fail(kOp, "argument 'target_probs' must have shape [T, V], got " + shape_str(p_shape));
+  if (q_shape.size() != 2) fail(kOp, "argument 'draft_probs' must have shape [T, V], got " + shape_str(q_shape));
+  const int32_t dtype = prob_dtype("target_probs", target_probs);
+  if (draft_probs.dtype() != target_probs.dtype()) {
+    fail(kOp, "argument 'draft_probs' must have the dtype of target_probs (" + dtype_name(target_probs.dtype()) +
+                  "), got " + dtype_name(draft_probs.dtype()));
+  }
+  expect_size(kOp, "draft_probs", q_shape[0], "rows (target_probs has T)", p_shape[0]);
+  expect_size(kOp, "draft_probs", q_shape[1], "columns (target_probs has V)", p_shape[1]);
+  if (p_shape[1] < 1) fail(kOp, "argument 'target_probs' must have at least one column (V)");
+  expect_same_place(kOp, accept_tokens, {{"target_probs", &target_probs}, {"draft_probs", &draft_probs}});
+  params.rejection.target_probs = target_probs.data();
+  params.rejection.draft_probs = draft_probs.data();
+  params.rejection.dtype = dtype;
+  params.rejection.vocab = p_shape[1];
+  params.rows = p_shape[0];
+}
 
 void VerifyDraftTokens(paddle::Tensor& accept_tokens, paddle::Tensor& accept_num,
                        const paddle::Tensor& draft_tokens,
@@ -43,6 +74,8 @@ void VerifyDraftTokens(paddle::Tensor& accept_tokens, paddle::Tensor& accept_num
                        const paddle::Tensor& cu_seqlens_q_output,
                        const paddle::optional<paddle::Tensor>& reasoning_status,
                        const paddle::Tensor& max_dec_len, const paddle::Tensor& end_tokens,
+                       const paddle::optional<paddle::Tensor>& target_probs,
+                       const paddle::optional<paddle::Tensor>& draft_probs,
                        const std::string& strategy, bool accept_all, bool reject_all) {
   const int32_t kind = parse_strategy(strategy);
   const auto accept_shape = matrix(kOp, "accept_tokens", accept_tokens, DataType::INT64);
@@ -103,6 +136,17 @@ void VerifyDraftTokens(paddle::Tensor& accept_tokens, paddle::Tensor& accept_num
     params.candidate_lens = lens.data<int32_t>();
     params.rows = ids_shape[0];
     params.candidate_cols = ids_shape[1];
+  } else if (kind == fastspec::kVerifyRejection) {
+    if (present(target_probs) && present(draft_probs)) {
+      set_rejection_rows(params, accept_tokens, *target_probs, *draft_probs);
+    } else if (present(target_probs) != present(draft_probs)) {
+      // one absent (a real None is rejected in Python; an empty one means T == 0)
+      const auto& given = present(target_probs) ? *target_probs : *draft_probs;
+      if (given.numel() > 0) {
+        fail(kOp, std::string("argument '") + (present(target_probs) ? "draft_probs" : "target_probs") +
+                      "' is required by strategy 'rejection' (its partner has " + shape_str(given.shape()) + ")");
+      }
+    }
   } else if (kind != fastspec::kVerifyTopp && present(target_tokens)) {
     const auto& targets = *target_tokens;
     expect_dtype(kOp, "target_tokens", targets, DataType::INT64);
@@ -158,7 +202,7 @@ std::vector<Shape> VerifyShape(const Shape& accept_tokens, const Shape& accept_n
                                const OptShape&, const OptShape&, const OptShape&, const OptShape&,
                                const Shape&, const Shape&, const Shape&, const Shape&, const Shape&,
                                const Shape&, const Shape&, const OptShape&, const Shape&,
-                               const Shape&) {
+                               const Shape&, const OptShape&, const OptShape&) {
   return {accept_tokens, accept_num};
 }
 
@@ -167,7 +211,8 @@ using OptDtype = paddle::optional<paddle::DataType>;
 
 std::vector<Dtype> VerifyDtype(Dtype accept_tokens, Dtype accept_num, Dtype, const OptDtype&,
                                const OptDtype&, const OptDtype&, const OptDtype&, Dtype, Dtype,
-                               Dtype, Dtype, Dtype, Dtype, Dtype, const OptDtype&, Dtype, Dtype) {
+                               Dtype, Dtype, Dtype, Dtype, Dtype, const OptDtype&, Dtype, Dtype,
+                               const OptDtype&, const OptDtype&) {
   return {accept_tokens, accept_num};
 }
 
@@ -178,7 +223,8 @@ PD_BUILD_OP(fastspec_verify_draft_tokens)
              paddle::Optional("candidate_ids"), paddle::Optional("candidate_scores"),
              paddle::Optional("candidate_lens"), "seed", "step_idx", "stop_flags", "is_block_step",
              "seq_lens_encoder", "seq_lens_this_time", "cu_seqlens_q_output",
-             paddle::Optional("reasoning_status"), "max_dec_len", "end_tokens"})
+             paddle::Optional("reasoning_status"), "max_dec_len", "end_tokens",
+             paddle::Optional("target_probs"), paddle::Optional("draft_probs")})
     .Outputs({"accept_tokens_out", "accept_num_out"})
     .Attrs({"strategy: std::string", "accept_all: bool", "reject_all: bool"})
     .SetInplaceMap({{"accept_tokens", "accept_tokens_out"}, {"accept_num", "accept_num_out"}})

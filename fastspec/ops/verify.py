@@ -17,7 +17,7 @@ class VerifyStrategy(str, enum.Enum):
     TOPP = "topp"  # draft accepted iff among its row's top-p candidates; correction drawn from them
     GREEDY = "greedy"  # draft accepted iff equal to the target token; correction = target
     TARGET_MATCH = "target_match"  # GREEDY's rule on sampled targets (lossless for one-hot drafts)
-    REJECTION = "rejection"  # draft-model probabilities: not implemented yet
+    REJECTION = "rejection"  # draft-model probabilities: accept iff u * q(d) < p(d), residual on rejection
 
 
 def strategy_name(strategy: str | VerifyStrategy) -> str:
@@ -28,10 +28,10 @@ def strategy_name(strategy: str | VerifyStrategy) -> str:
         name = strategy.lower()
     else:
         raise TypeError(f"verify_draft_tokens: attribute 'strategy' must be a str or VerifyStrategy, got {type(strategy).__name__}")
-    if name == VerifyStrategy.REJECTION.value:
-        raise ValueError("verify_draft_tokens: attribute 'strategy' = 'rejection' is not implemented yet")
-    if name not in ("topp", "greedy", "target_match"):
-        raise ValueError(f"verify_draft_tokens: attribute 'strategy' must be one of 'topp', 'greedy', 'target_match', got {strategy!r}")
+    if name not in ("topp", "greedy", "target_match", "rejection"):
+        raise ValueError(
+            f"verify_draft_tokens: attribute 'strategy' must be one of 'topp', 'greedy', 'target_match', 'rejection', got {strategy!r}"
+        )
     return name
 
 
@@ -57,6 +57,8 @@ def verify_draft_tokens(
     strategy: str | VerifyStrategy,
     accept_all: bool = False,
     reject_all: bool = False,
+    target_probs: paddle.Tensor | None = None,
+    draft_probs: paddle.Tensor | None = None,
 ) -> tuple[paddle.Tensor, paddle.Tensor]:
     """Judges each request's drafts against the target rows and writes the tokens it emits.
 
@@ -83,6 +85,12 @@ def verify_draft_tokens(
         strategy: "topp", "greedy" or "target_match" (any case) or a ``VerifyStrategy``.
         accept_all: accept every (non-negative) draft.
         reject_all: reject every draft (wins over ``accept_all``).
+        target_probs, draft_probs: REJECTION only, ``[T, V]`` float32 / float16 / bfloat16 (both
+            the same): the target's distribution ``p`` of each row and the draft model's ``q`` of the
+            draft that row judges. Draft ``d`` is accepted iff ``u * q(d) < p(d)`` in masses
+            (``u`` from ``rand64(seed, step_idx + i, ACCEPT)``); at the first rejection the token is
+            drawn from ``max(p - q, 0)`` (else ``p``), after full acceptance (or skipped drafts) the
+            bonus from ``p`` (stream RESAMPLE). See docs/ops/verify_draft_tokens.md.
 
     Returns:
         ``(accept_tokens, accept_num)``, the in-place tensors.
@@ -97,9 +105,11 @@ def verify_draft_tokens(
     for attr, value in (("accept_all", accept_all), ("reject_all", reject_all)):
         if not isinstance(value, bool):
             raise TypeError(f"verify_draft_tokens: attribute '{attr}' must be a bool, got {type(value).__name__}")
-    needed = ("candidate_ids", "candidate_scores", "candidate_lens") if name == "topp" else ("target_tokens",)
+    needed = {"topp": ("candidate_ids", "candidate_scores", "candidate_lens"),
+              "rejection": ("target_probs", "draft_probs")}.get(name, ("target_tokens",))
     given = {"target_tokens": target_tokens, "candidate_ids": candidate_ids,
-             "candidate_scores": candidate_scores, "candidate_lens": candidate_lens}
+             "candidate_scores": candidate_scores, "candidate_lens": candidate_lens,
+             "target_probs": target_probs, "draft_probs": draft_probs}
     for arg in needed:
         if given[arg] is None:
             raise ValueError(f"verify_draft_tokens: argument '{arg}' is required by strategy '{name}', got None")
@@ -121,6 +131,8 @@ def verify_draft_tokens(
         "reasoning_status": reasoning_status,
         "max_dec_len": max_dec_len,
         "end_tokens": end_tokens,
+        "target_probs": target_probs if name == "rejection" else None,
+        "draft_probs": draft_probs if name == "rejection" else None,
     }
     run_op(
         "fastspec_verify_draft_tokens",

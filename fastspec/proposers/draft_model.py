@@ -64,7 +64,8 @@ class _DraftStep:
         self._writes = writes  # per output: the buffer it is written into, or None
 
     def replay(self) -> tuple:
-        outs = self._fn(*self._inputs)
+        with paddle.no_grad():  # inference: no backward program (the custom ops have none)
+            outs = self._fn(*self._inputs)
         for out, buffer in zip(outs, self._writes):
             if buffer is not None:
                 paddle.assign(out, output=buffer)
@@ -209,6 +210,7 @@ class DraftModelProposer(Proposer):
         running = paddle.logical_not(paddle.logical_or(state.stop_flags, state.is_block_step))
         decode = paddle.logical_and(running, paddle.logical_and(state.seq_lens_encoder == 0, state.seq_lens_decoder > 0))
         if self.target_hidden is None:  # no target forward yet: nothing to draft from
+            self.draft_probs = None
             empty = paddle.full([b, k], -1, dtype="int64")
             return Proposal(empty, paddle.zeros([b], dtype="int32"))
         self._ensure_buffers(state)
@@ -265,11 +267,12 @@ class DraftModelProposer(Proposer):
         one_hot = one_hot * ((drafts >= 0) & (drafts < vocab)).astype("float32").unsqueeze(-1)
         self.draft_probs = paddle.where(from_model, q_model, one_hot)
 
-    def draft_probs_rows(self, state: SpecState, num_rows: int) -> paddle.Tensor | None:
+    def draft_probs_rows(self, state: SpecState, num_rows: int, vocab_size: int | None = None) -> paddle.Tensor | None:
         """The draft probabilities in packed row order ``[T, V]`` for REJECTION verification:
-        row ``cu[b] + i`` holds q of draft ``i`` of slot ``b`` (zeros for other rows)."""
+        row ``cu[b] + i`` holds q of draft ``i`` of slot ``b`` (zeros for other rows). Before the
+        first drafts: zeros ``[T, vocab_size]`` (None without ``vocab_size``)."""
         if self.draft_probs is None:
-            return None
+            return None if vocab_size is None else _zeros([num_rows, vocab_size], "float32", state.place)
         b, k = state.max_num_seqs, self.num_speculative_tokens
         vocab = int(self.draft_probs.shape[-1])
         slot = state.row_batch_ids(num_rows).astype("int64")

@@ -22,6 +22,7 @@ import numpy as np
 
 from fastspec.reference.mass import draw, prob_mass
 from fastspec.reference.rng import STREAM_ACCEPT, STREAM_RESAMPLE, rand64
+from fastspec.reference.sampling import as_f32_probs
 
 
 def _masses(row: np.ndarray) -> np.ndarray:
@@ -58,6 +59,11 @@ def rejection_residual(p_row: np.ndarray, q_row: np.ndarray, seed: int, position
     return draw(residual, rand64(seed, position, STREAM_RESAMPLE))
 
 
+def _wrap64(x: int) -> int:
+    """x as a signed 64-bit integer (the kernels' arithmetic)."""
+    return ((x + (1 << 63)) % (1 << 64)) - (1 << 63)
+
+
 def _flat(x):
     return None if x is None else np.asarray(x).reshape(-1)
 
@@ -84,7 +90,7 @@ def verify_rejection(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``verify_draft_tokens`` with strategy REJECTION; returns updated copies of
     ``(accept_tokens, accept_num)``. ``target_probs`` and ``draft_probs`` are ``[T, V]``
-    (f32, f16, or bf16 given as f32 values); row ``r(i)`` of both scores draft ``i``."""
+    (f32, f16, or bf16 as uint16 bits); row ``r(i)`` of both scores draft ``i``."""
     accept_tokens = np.array(accept_tokens, dtype=np.int64, copy=True)
     accept_num = np.array(accept_num, dtype=np.int32, copy=True)
     out, num = accept_tokens, accept_num.reshape(-1)
@@ -94,8 +100,8 @@ def verify_rejection(
     reasoning = _flat(reasoning_status)
     cu = np.asarray(cu_seqlens_q_output).reshape(-1)
     ends = [int(e) for e in np.asarray(end_tokens).reshape(-1)]
-    target_probs = np.asarray(target_probs, dtype=np.float32)
-    draft_probs = np.asarray(draft_probs, dtype=np.float32)
+    target_probs = as_f32_probs(target_probs)  # f16, or bf16 given as uint16 bits: widened exactly
+    draft_probs = as_f32_probs(draft_probs)
     rows = target_probs.shape[0]
     batch, cols = out.shape
 
@@ -118,7 +124,7 @@ def verify_rejection(
 
         def emit(token: int) -> bool:
             nonlocal cur
-            cur += 1
+            cur = _wrap64(cur + 1)
             is_end = token in ends
             if cur >= max_dec_len[b] and not is_end:
                 token = ends[0]
@@ -128,7 +134,7 @@ def verify_rejection(
         ended, rejected, i = False, False, 0
         while i < drafts:
             t, d = first + i, int(draft_tokens[b, i + 1])
-            ok = d >= 0 and (accept_all or rejection_accepts(target_probs[t], draft_probs[t], d, sd, s + i))
+            ok = d >= 0 and (accept_all or rejection_accepts(target_probs[t], draft_probs[t], d, sd, _wrap64(s + i)))
             if not ok:
                 rejected = True
                 break
@@ -138,10 +144,11 @@ def verify_rejection(
             i += 1
         if not ended:
             t = first + i
+            position = _wrap64(s + i)
             if rejected:
-                token = rejection_residual(target_probs[t], draft_probs[t], sd, s + i)
+                token = rejection_residual(target_probs[t], draft_probs[t], sd, position)
             else:
-                token = rejection_bonus(target_probs[t], sd, s + i)
+                token = rejection_bonus(target_probs[t], sd, position)
             emit(ends[0] if token is None else token)
         out[b, : len(emitted)] = emitted
         num[b] = len(emitted)

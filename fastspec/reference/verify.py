@@ -7,7 +7,7 @@ import numpy as np
 from fastspec.reference.mass import draw, prob_mass
 from fastspec.reference.rng import STREAM_TOPP, rand64
 
-STRATEGIES = ("topp", "greedy", "target_match")
+STRATEGIES = ("topp", "greedy", "target_match", "rejection")
 
 
 def _wrap64(x: int) -> int:
@@ -41,11 +41,24 @@ def verify_draft_tokens(
     strategy: str,
     accept_all: bool = False,
     reject_all: bool = False,
+    target_probs: np.ndarray | None = None,
+    draft_probs: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Returns updated copies of ``(accept_tokens, accept_num)`` (inputs are not modified)."""
+    """Returns updated copies of ``(accept_tokens, accept_num)`` (inputs are not modified).
+
+    Strategy "rejection" takes ``target_probs`` and ``draft_probs`` ``[T, V]`` (see
+    ``fastspec.reference.rejection``)."""
     strategy = strategy.lower()
     if strategy not in STRATEGIES:
         raise ValueError(f"verify_draft_tokens: unknown strategy {strategy!r}")
+    if strategy == "rejection":
+        from fastspec.reference.rejection import verify_rejection
+
+        return verify_rejection(
+            accept_tokens, accept_num, draft_tokens, target_probs, draft_probs, seed, step_idx, stop_flags,
+            is_block_step, seq_lens_encoder, seq_lens_this_time, cu_seqlens_q_output, reasoning_status,
+            max_dec_len, end_tokens, accept_all=accept_all, reject_all=reject_all,
+        )
     accept_tokens = np.array(accept_tokens, dtype=np.int64, copy=True)
     accept_num = np.array(accept_num, dtype=np.int32, copy=True)
     out, num = accept_tokens, accept_num.reshape(-1)

@@ -474,8 +474,8 @@ def test_bad_inputs_name_the_argument(strategy, mutate, argument):
     "attrs, pattern, error",
     [
         ({"strategy": "nucleus"}, "strategy", ValueError),
-        ({"strategy": "rejection"}, "not implemented yet", ValueError),
-        ({"strategy": ops.VerifyStrategy.REJECTION}, "not implemented yet", ValueError),
+        ({"strategy": "rejection"}, "'target_probs' is required", ValueError),  # REJECTION: tests/ops/test_verify_rejection.py
+        ({"strategy": ops.VerifyStrategy.REJECTION}, "'target_probs' is required", ValueError),
         ({"strategy": 1}, "strategy", TypeError),
         ({"strategy": "greedy", "accept_all": 1}, "accept_all", TypeError),
         ({"strategy": "greedy", "reject_all": "yes"}, "reject_all", TypeError),

@@ -10,6 +10,7 @@
 #include "fastspec/common.h"
 #include "fastspec/mass.h"
 #include "fastspec/philox.h"
+#include "fastspec/rejection.h"
 
 namespace fastspec {
 
@@ -18,7 +19,7 @@ enum VerifyStrategy : int32_t {
   kVerifyTopp = 0,         // draft accepted iff among the row's top-p candidates; correction drawn
   kVerifyGreedy = 1,       // draft accepted iff equal to the target token; correction = target
   kVerifyTargetMatch = 2,  // as GREEDY, with targets from sample_tokens (lossless for one-hot drafts)
-  kVerifyRejection = 3,    // reserved (a later issue): launchers answer kInvalidArgument for now
+  kVerifyRejection = 3,    // drafts with probabilities: accept iff u * q(d) < p(d) (rejection.h)
 };
 
 struct VerifyDraftTokensParams {
@@ -39,9 +40,7 @@ struct VerifyDraftTokensParams {
   const int32_t* reasoning_status;     // [B] or nullptr (no slot is reasoning)
   const int64_t* max_dec_len;          // [B]
   const int64_t* end_tokens;           // [E], E >= 1
-  // REJECTION will add its probability rows here (target_probs, draft_probs,
-  // their dtype and V); the per-slot walk below already has the hook (judge /
-  // correction by strategy).
+  RejectionRows rejection;             // REJECTION: target_probs / draft_probs [T, V] (else unused)
   int64_t batch;                       // B
   int64_t draft_cols;                  // K + 1
   int64_t rows;                        // T
@@ -64,11 +63,13 @@ FS_HD int64_t verify_candidate_len(const VerifyDraftTokensParams& a, int64_t t) 
   return min64(max64(a.candidate_lens[t], 0), a.candidate_cols);
 }
 
-// Is draft d accepted by output row t? A negative draft never is (the op
-// never emits -1), not even under accept_all.
-FS_HD bool verify_accepts(const VerifyDraftTokensParams& a, int64_t t, int64_t d) {
+// Is draft d accepted by output row t (deciding `position` of request b)? A
+// negative draft never is (the op never emits -1), not even under accept_all.
+FS_HD bool verify_accepts(const VerifyDraftTokensParams& a, int64_t b, int64_t t, int64_t d,
+                          int64_t position) {
   if (d < 0) return false;
   if (a.accept_all) return true;
+  if (a.strategy == kVerifyRejection) return rejection_accepts(a.rejection, t, d, a.seed[b], position);
   if (a.strategy == kVerifyTopp) {
     const int64_t* ids = a.candidate_ids + t * a.candidate_cols;
     const int64_t len = verify_candidate_len(a, t);
@@ -81,11 +82,15 @@ FS_HD bool verify_accepts(const VerifyDraftTokensParams& a, int64_t t, int64_t d
 }
 
 // The correction / bonus token of output row t, deciding position `position`
-// of request b. Anything that is not a real token becomes end_tokens[0].
+// of request b; `rejected`: a draft was judged and rejected at this row (only
+// REJECTION tells the two apart: residual vs target draw). Anything that is
+// not a real token becomes end_tokens[0].
 FS_HD int64_t verify_correction(const VerifyDraftTokensParams& a, int64_t b, int64_t t,
-                                int64_t position) {
+                                int64_t position, bool rejected) {
   int64_t token = -1;
-  if (a.strategy == kVerifyTopp) {
+  if (a.strategy == kVerifyRejection) {
+    token = rejection_correction(a.rejection, t, rejected, a.seed[b], position);
+  } else if (a.strategy == kVerifyTopp) {
     const int64_t len = verify_candidate_len(a, t);
     if (len > 0) {
       const int64_t* ids = a.candidate_ids + t * a.candidate_cols;
@@ -143,9 +148,14 @@ FS_HD void verify_slot(const VerifyDraftTokensParams& a, int64_t b) {
   };
 
   int64_t i = 0;
+  bool rejected = false;
   for (; i < drafts; ++i) {
     const int64_t d = a.draft_tokens[b * a.draft_cols + i + 1];
-    if (!verify_accepts(a, first_row + i, d)) break;
+    const int64_t position = static_cast<int64_t>(static_cast<uint64_t>(a.step_idx[b]) + i);
+    if (!verify_accepts(a, b, first_row + i, d, position)) {
+      rejected = true;
+      break;
+    }
     if (emit(d)) {
       ended = true;
       break;
@@ -153,19 +163,20 @@ FS_HD void verify_slot(const VerifyDraftTokensParams& a, int64_t b) {
   }
   if (!ended) {
     const int64_t position = static_cast<int64_t>(static_cast<uint64_t>(a.step_idx[b]) + i);
-    emit(verify_correction(a, b, first_row + i, position));
+    emit(verify_correction(a, b, first_row + i, position, rejected));
   }
   a.accept_num[b] = static_cast<int32_t>(emitted);
 }
 
 // CPU: threads across slots. Returns kOk, or kInvalidArgument for an
-// unsupported strategy.
+// unsupported strategy. REJECTION scans V entries per correction / bonus.
 int verify_draft_tokens_cpu(const VerifyDraftTokensParams& params);
 
 #if defined(FASTSPEC_WITH_CUDA)
 // CUDA: one launch, one thread per slot. No allocation, no host
 // synchronisation: safe inside CUDA Graph capture. Batches above
-// kMaxCudaBatch (and REJECTION, for now) get cudaErrorInvalidValue.
+// kMaxCudaBatch get cudaErrorInvalidValue. REJECTION's thread scans V entries
+// per correction / bonus draw.
 cudaError_t verify_draft_tokens_cuda(const VerifyDraftTokensParams& params, cudaStream_t stream);
 #endif
 

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Benchmark ngram_append (hybrid drafting): time, floor (reading every slot's tokens once), ratio,
+and ngram_match on the same inputs as the peer.
+
+    python bench/bench_ngram_append.py                 # CPU, through the Paddle op
+    python bench/bench_ngram_append.py --device cuda   # CUDA through the bindings (PyTorch), eager and graph replay
+
+Each decode slot carries 2 model drafts (seq_lens_this_time = 3) and K = 5. Writes
+bench/results/ngram_append_<device>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.bench_ngram_match import cuda_read_bandwidth, cuda_seconds  # noqa: E402
+from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
+from bench.workloads import ngram_inputs  # noqa: E402
+from tests.ngram_cases import ARRAY_NAMES  # noqa: E402
+
+ATTRS = {"max_ngram_size": 5, "min_ngram_size": 1, "token_budget": 0}
+MODEL_DRAFTS = 2
+
+
+def inputs(workload: str, batch: int, max_len: int) -> dict:
+    arrays = ngram_inputs(workload, batch, max_len)
+    arrays["seq_lens_this_time"][:] = 1 + MODEL_DRAFTS
+    arrays["draft_tokens"][:, 1 : 1 + MODEL_DRAFTS] = arrays["token_ids_all"][:, :MODEL_DRAFTS]
+    return arrays
+
+
+def cpu_runner(arrays, name: str):
+    import paddle
+
+    import fastspec.ops as ops
+
+    op = getattr(ops, name)
+    fresh = {n: paddle.to_tensor(arrays[n]) for n in ARRAY_NAMES}
+    lens0 = fresh["seq_lens_this_time"].clone()
+
+    def run():  # ngram_append reads seq_lens_this_time: restore it each call
+        paddle.assign(lens0, output=fresh["seq_lens_this_time"])
+        op(*(fresh[n] for n in ARRAY_NAMES), **ATTRS)
+
+    return run
+
+
+def cuda_runners(arrays, name: str):
+    from fastspec import kernels
+    from tests.gpu.helpers import capture, to_device
+
+    tensors = to_device(arrays)
+    lens0 = tensors["seq_lens_this_time"].clone()
+    fn = getattr(kernels, name)
+
+    def step():
+        tensors["seq_lens_this_time"].copy_(lens0)
+        fn(*(tensors[n] for n in ARRAY_NAMES), **ATTRS)
+
+    return step, capture(step).replay
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--batches", default="1,32,256")
+    parser.add_argument("--lens", default="4096,32768")
+    parser.add_argument("--workloads", default="nomatch,text")
+    args = parser.parse_args()
+
+    bandwidth = None if args.device == "cpu" else cuda_read_bandwidth()
+    rows = []
+    print(f"{'workload':8} {'B':>4} {'L':>7} {'append':>12} {'floor':>12} {'ratio':>6} {'ngram_match':>12}")
+    for workload in args.workloads.split(","):
+        for batch in map(int, args.batches.split(",")):
+            for max_len in map(int, args.lens.split(",")):
+                arrays = inputs(workload, batch, max_len)
+                tokens = arrays["token_ids_all"]
+                floor = cpu_read_seconds(tokens) if bandwidth is None else tokens.nbytes / bandwidth
+                row = {"workload": workload, "batch": batch, "max_model_len": max_len, "floor_s": floor}
+                if args.device == "cpu":
+                    row["time_s"] = median_seconds(cpu_runner(arrays, "ngram_append"))
+                    row["peer_s"] = median_seconds(cpu_runner(arrays, "ngram_match"))
+                else:
+                    eager, replay = cuda_runners(arrays, "ngram_append")
+                    row["time_s"], row["graph_s"] = cuda_seconds(eager), cuda_seconds(replay)
+                    row["peer_s"] = cuda_seconds(cuda_runners(arrays, "ngram_match")[0])
+                print(f"{workload:8} {batch:4d} {max_len:7d} {fmt_time(row['time_s'])} {fmt_time(floor)} "
+                      f"{row['time_s'] / floor:6.2f} {fmt_time(row['peer_s'])}", flush=True)
+                rows.append(row)
+    path = write_json(f"ngram_append_{args.device}", {"op": "ngram_append", "device": args.device, "attrs": ATTRS,
+                                                       "read_bandwidth_Bps": bandwidth, "machine": machine(), "rows": rows})
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

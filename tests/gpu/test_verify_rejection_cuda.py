@@ -1,0 +1,100 @@
+"""verify_draft_tokens REJECTION on CUDA: bit-exact against the reference (f32, f16, bf16), and
+replayed from a CUDA Graph with changed inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fastspec import kernels  # noqa: E402
+from fastspec import reference as ref  # noqa: E402
+from tests.gpu.helpers import capture  # noqa: E402
+from tests.rejection_cases import ARRAY_NAMES, chi2_matches, distribution_case, random_case, random_rows  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+POSITIONAL = ["accept_tokens", "accept_num", "draft_tokens", None, None, None, None, "seed", "step_idx", "stop_flags",
+              "is_block_step", "seq_lens_encoder", "seq_lens_this_time", "cu_seqlens_q_output", "reasoning_status",
+              "max_dec_len", "end_tokens"]
+
+
+def to_device(arrays: dict, dtype: torch.dtype) -> dict:
+    out = {}
+    for name, value in arrays.items():
+        if value is None:
+            out[name] = None
+        else:
+            t = torch.from_numpy(np.ascontiguousarray(value)).cuda()
+            out[name] = t.to(dtype) if name in ("target_probs", "draft_probs") else t
+    return out
+
+
+def launch(t: dict, **attrs) -> None:
+    kernels.verify_draft_tokens(*(None if n is None else t[n] for n in POSITIONAL), strategy="rejection",
+                                target_probs=t["target_probs"], draft_probs=t["draft_probs"], **attrs)
+
+
+def host_view(t: dict, arrays: dict) -> dict:
+    """The inputs as the kernel saw them (bf16 as uint16 bits) for the reference."""
+    seen = dict(arrays)
+    for name in ("target_probs", "draft_probs"):
+        x = t[name].cpu()
+        seen[name] = x.view(torch.uint16).numpy() if x.dtype == torch.bfloat16 else x.numpy()
+    return seen
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_random_batches_match_the_reference(dtype):
+    rng = np.random.default_rng(7)
+    for case in range(300):
+        arrays = random_case(rng)
+        attrs = {"accept_all": True} if case % 10 == 3 else {"reject_all": True} if case % 10 == 7 else {}
+        t = to_device(arrays, dtype)
+        launch(t, **attrs)
+        torch.cuda.synchronize()
+        expected = ref.verify_rejection(*(host_view(t, arrays)[n] for n in ARRAY_NAMES), **attrs)
+        np.testing.assert_array_equal(t["accept_tokens"].cpu().numpy(), expected[0], err_msg=f"case {case}")
+        np.testing.assert_array_equal(t["accept_num"].cpu().numpy(), expected[1], err_msg=f"case {case}")
+
+
+def test_large_vocab_and_batch():
+    rng = np.random.default_rng(3)
+    p, q = random_rows(rng, 4, 32000), random_rows(rng, 3, 32000, zero_fraction=0.5)
+    arrays = distribution_case(p, q, 512, seed=2)
+    t = to_device(arrays, torch.float32)
+    launch(t)
+    torch.cuda.synchronize()
+    expected = ref.verify_rejection(*(arrays[n] for n in ARRAY_NAMES))
+    np.testing.assert_array_equal(t["accept_tokens"].cpu().numpy(), expected[0])
+
+
+def test_lossless_on_the_device():
+    rng = np.random.default_rng(8)
+    p, q = random_rows(rng, 3, 5), random_rows(rng, 2, 5, zero_fraction=0.3)
+    t = to_device(distribution_case(p, q, 20000, seed=1), torch.float32)
+    launch(t)
+    tokens, num = t["accept_tokens"].cpu().numpy(), t["accept_num"].cpu().numpy()
+    for position in range(2):
+        fits, stat, crit = chi2_matches(np.bincount(tokens[num > position, position], minlength=5), p[position])
+        assert fits, f"position {position}: chi2 {stat:.1f} > {crit:.1f}"
+
+
+def test_graph_replay_with_changed_inputs():
+    rng = np.random.default_rng(11)
+    p, q = random_rows(rng, 4, 64), random_rows(rng, 3, 64)
+    first = distribution_case(p, q, 16, seed=0)
+    t = to_device(first, torch.float32)
+    graph = capture(lambda: launch(t))
+    for step in range(4):
+        p, q = random_rows(rng, 4, 64), random_rows(rng, 3, 64, zero_fraction=0.2)
+        arrays = distribution_case(p, q, 16, seed=step + 1)
+        for name, value in arrays.items():
+            if value is not None:
+                t[name].copy_(torch.from_numpy(np.ascontiguousarray(value)))
+        graph.replay()
+        torch.cuda.synchronize()
+        expected = ref.verify_rejection(*(arrays[n] for n in ARRAY_NAMES))
+        np.testing.assert_array_equal(t["accept_tokens"].cpu().numpy(), expected[0], err_msg=f"replay {step}")
+        np.testing.assert_array_equal(t["accept_num"].cpu().numpy(), expected[1], err_msg=f"replay {step}")
