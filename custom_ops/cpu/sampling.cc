@@ -486,7 +486,7 @@ void top_p_candidates_rows(const TopPCandidatesParams& a) {
         if (tau > 0) {  // at least `want` entries are >= tau
           int64_t unused;
           n = gather_above(row, tau, s, &unused);
-        } else {        // some chunk has no valid entry: histogram path
+        } else {        // no bound (too few chunks hold a valid entry): histogram path
           row_pass(row, s);
           const Level0 l0 = walk_level0(s.count[0], s.mass[0], want);
           level0 = after_level0(l0, id_bits);
