@@ -33,8 +33,6 @@ def cpu_runner(arrays):
 
 
 def cuda_runners(arrays):
-    import torch
-
     from fastspec import kernels
     from tests.gpu.helpers import capture, to_device
 

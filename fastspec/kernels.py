@@ -56,6 +56,15 @@ def current_stream(array: Any) -> int:
     return cupy.cuda.get_current_stream().ptr
 
 
+def launch(name: str, args: Any, anchor: Any, stream: int | None) -> None:
+    """Runs kernel ``name`` on the CPU for numpy arrays, else on CUDA on ``stream`` (default: current)."""
+    m = module()
+    if on_gpu(anchor):
+        getattr(m, f"{name}_cuda")(args, current_stream(anchor) if stream is None else stream)
+    else:
+        getattr(m, f"{name}_cpu")(args)
+
+
 def ngram_match(
     token_ids_all: Any,
     prompt_lens: Any,
@@ -73,17 +82,18 @@ def ngram_match(
     stream: int | None = None,
 ) -> None:
     """``ngram_match`` in place on raw arrays (CPU for numpy, CUDA otherwise)."""
-    m = module()
-    batch, max_model_len = token_ids_all.shape
-    args = m.NgramArgs(
-        *(address(x) for x in (token_ids_all, prompt_lens, step_idx, draft_token_num, draft_tokens,
-                               seq_lens_this_time, seq_lens_encoder, seq_lens_decoder, max_dec_len)),
-        batch, max_model_len, draft_tokens.shape[1], max_ngram_size, min_ngram_size, token_budget,
+    launch("ngram_match", _ngram_args(locals()), token_ids_all, stream)
+
+
+def _ngram_args(a: dict) -> Any:
+    """The bindings' argument pack of both n-gram kernels."""
+    names = ("token_ids_all", "prompt_lens", "step_idx", "draft_token_num", "draft_tokens",
+             "seq_lens_this_time", "seq_lens_encoder", "seq_lens_decoder", "max_dec_len")
+    batch, max_model_len = a["token_ids_all"].shape
+    return module().NgramArgs(
+        *(address(a[name]) for name in names), batch, max_model_len, a["draft_tokens"].shape[1],
+        a["max_ngram_size"], a["min_ngram_size"], a["token_budget"],
     )
-    if on_gpu(token_ids_all):
-        m.ngram_match_cuda(args, current_stream(token_ids_all) if stream is None else stream)
-    else:
-        m.ngram_match_cpu(args)
 
 
 def prob_dtype_code(probs: Any) -> int:
@@ -233,10 +243,7 @@ def verify_draft_tokens(
     if name == "rejection":
         args.target_probs, args.draft_probs = address(target_probs), address(draft_probs)
         args.probs_dtype, args.vocab = prob_dtype_code(target_probs), int(target_probs.shape[1])
-    if on_gpu(accept_tokens):
-        m.verify_draft_tokens_cuda(args, current_stream(accept_tokens) if stream is None else stream)
-    else:
-        m.verify_draft_tokens_cpu(args)
+    launch("verify_draft_tokens", args, accept_tokens, stream)
 
 
 def update_model_status(
@@ -266,10 +273,7 @@ def update_model_status(
                                is_block_step, max_dec_len, end_tokens, has_running)),
         batch, int(accept_tokens.shape[1]), max_model_len, int(end_tokens.shape[0]),
     )
-    if on_gpu(token_ids_all):
-        m.update_model_status_cuda(args, current_stream(token_ids_all) if stream is None else stream)
-    else:
-        m.update_model_status_cpu(args)
+    launch("update_model_status", args, token_ids_all, stream)
 
 
 def ngram_append(
@@ -289,14 +293,4 @@ def ngram_append(
     stream: int | None = None,
 ) -> None:
     """``ngram_append`` (hybrid drafting) in place on raw arrays (CPU for numpy, CUDA otherwise)."""
-    m = module()
-    batch, max_model_len = token_ids_all.shape
-    args = m.NgramArgs(
-        *(address(x) for x in (token_ids_all, prompt_lens, step_idx, draft_token_num, draft_tokens,
-                               seq_lens_this_time, seq_lens_encoder, seq_lens_decoder, max_dec_len)),
-        batch, max_model_len, draft_tokens.shape[1], max_ngram_size, min_ngram_size, token_budget,
-    )
-    if on_gpu(token_ids_all):
-        m.ngram_append_cuda(args, current_stream(token_ids_all) if stream is None else stream)
-    else:
-        m.ngram_append_cpu(args)
+    launch("ngram_append", _ngram_args(locals()), token_ids_all, stream)

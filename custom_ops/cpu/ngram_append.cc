@@ -1,25 +1,12 @@
 // ngram_append on the CPU: threads across slots; within a slot one left to
 // right pass per region keeps the best (longest, prompt first, leftmost) match.
 #include "fastspec/ngram_append.h"
-#include "fastspec/parallel.h"
+#include "find_token.h"
 
 #include <cstdint>
 
 namespace fastspec {
 namespace {
-
-// First e in [from, to) with region[e] == value, or `to` (a tight scalar loop
-// the compiler unrolls; candidates are rare, so this is the whole cost).
-inline int64_t find_next(const int64_t* region, int64_t from, int64_t to, int64_t value) {
-  int64_t e = from;
-  for (; e + 4 <= to; e += 4) {
-    if (region[e] == value || region[e + 1] == value || region[e + 2] == value || region[e + 3] == value) break;
-  }
-  for (; e < to; ++e) {
-    if (region[e] == value) return e;
-  }
-  return to;
-}
 
 // Best key among candidates ending in [0, last_end] of one region, improving
 // on `best` only with a strictly better one (left to right keeps the leftmost).
@@ -34,8 +21,8 @@ uint64_t scan(const NgramAppendSlot& slot, int generated, int64_t last_end, uint
     if (key < best) best = key;
     return key != kNoMatch && ngram_key_length(key) == slot.max_len;  // nothing later is longer
   };
-  for (int64_t e = find_next(region, 0, contiguous_end, newest); e < contiguous_end;
-       e = find_next(region, e + 1, contiguous_end, newest)) {
+  for (int64_t e = find_token(region, 0, contiguous_end, newest); e < contiguous_end;
+       e = find_token(region, e + 1, contiguous_end, newest)) {
     if (consider(e)) return best;
   }
   for (int64_t e = max64(contiguous_end, 0); e <= last_end; ++e) {
@@ -64,31 +51,10 @@ void search_slot(const NgramMatchParams& a, int64_t b) {
   a.seq_lens_this_time[b] = static_cast<int32_t>(1 + ngram_append_write(slot, best, drafts, a.draft_cols));
 }
 
-constexpr int64_t kParallelTokens = 1 << 14;
-
 }  // namespace
 
 int ngram_append_cpu(const NgramMatchParams& a) {
-  int64_t tokens = 0;
-  for (int64_t b = 0; b < a.batch; ++b) {
-    tokens += min64(max64(a.prompt_lens[b], 0) + max64(a.step_idx[b], 0), a.max_model_len);
-  }
-  const auto search = [&a](int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; ++b) search_slot(a, b);
-  };
-  if (tokens >= kParallelTokens) {
-    parallel_for(a.batch, max64(1, a.batch / (8 * num_threads())), search);
-  } else {
-    search(0, a.batch);
-  }
-  if (a.token_budget > 0) {
-    ngram_apply_budget(a, a.seq_lens_this_time, a.seq_lens_encoder, a.seq_lens_decoder);
-    for (int64_t b = 0; b < a.batch; ++b) {
-      if (!is_decode(a.seq_lens_encoder[b], a.seq_lens_decoder[b])) continue;
-      int64_t* drafts = a.draft_tokens + b * a.draft_cols;
-      for (int64_t k = a.seq_lens_this_time[b]; k < a.draft_cols; ++k) drafts[k] = -1;
-    }
-  }
+  ngram_run_cpu(a, search_slot);
   return kOk;
 }
 

@@ -4,42 +4,12 @@
 // served by the same pass.
 #include "fastspec/ngram_match.h"
 #include "fastspec/parallel.h"
-
-#include <immintrin.h>
+#include "find_token.h"
 
 #include <cstdint>
 
 namespace fastspec {
 namespace {
-
-// First e in [from, to) with region[e] == value, or `to`.
-inline int64_t find_next(const int64_t* region, int64_t from, int64_t to, int64_t value) {
-  int64_t e = from;
-#if defined(__AVX512F__)
-  const __m512i v = _mm512_set1_epi64(value);
-  for (; e + 16 <= to; e += 16) {
-    const __mmask8 m0 = _mm512_cmpeq_epi64_mask(_mm512_loadu_si512(region + e), v);
-    const __mmask8 m1 = _mm512_cmpeq_epi64_mask(_mm512_loadu_si512(region + e + 8), v);
-    const unsigned mask = static_cast<unsigned>(m0) | (static_cast<unsigned>(m1) << 8);
-    if (mask) return e + __builtin_ctz(mask);
-  }
-#elif defined(__AVX2__)
-  const __m256i v = _mm256_set1_epi64x(value);
-  for (; e + 8 <= to; e += 8) {
-    const __m256i c0 = _mm256_cmpeq_epi64(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(region + e)), v);
-    const __m256i c1 = _mm256_cmpeq_epi64(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(region + e + 4)), v);
-    const unsigned mask = static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(c0))) |
-                          (static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(c1))) << 4);
-    if (mask) return e + __builtin_ctz(mask);
-  }
-#endif
-  for (; e < to; ++e) {
-    if (region[e] == value) return e;
-  }
-  return to;
-}
 
 // Best match ending in region[0 .. last_end], improving on `best` only with a
 // strictly longer one (the scan goes left to right, so ties keep the leftmost).
@@ -47,8 +17,8 @@ inline uint64_t scan_region(const int64_t* region, int64_t last_end, const Ngram
                             int is_generated, uint64_t best) {
   const int64_t* newest = slot.generated + slot.s - 1;
   int32_t best_len = best == kNoMatch ? slot.min_len - 1 : ngram_key_length(best);
-  for (int64_t e = find_next(region, 0, last_end + 1, *newest); e <= last_end;
-       e = find_next(region, e + 1, last_end + 1, *newest)) {
+  for (int64_t e = find_token(region, 0, last_end + 1, *newest); e <= last_end;
+       e = find_token(region, e + 1, last_end + 1, *newest)) {
     const int32_t len = ngram_match_length(region, e, newest, slot.max_len);
     if (len > best_len) {
       best_len = len;
@@ -83,12 +53,12 @@ constexpr int64_t kParallelTokens = 1 << 16;
 
 }  // namespace
 
-int ngram_match_cpu(const NgramMatchParams& a) {
+void ngram_run_cpu(const NgramMatchParams& a, void (*search_slot)(const NgramMatchParams&, int64_t)) {
   int64_t tokens = 0;
   for (int64_t b = 0; b < a.batch; ++b) {
     tokens += min64(max64(a.prompt_lens[b], 0) + max64(a.step_idx[b], 0), a.max_model_len);
   }
-  const auto search = [&a](int64_t begin, int64_t end) {
+  const auto search = [&a, search_slot](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) search_slot(a, b);
   };
   if (tokens >= kParallelTokens) {
@@ -105,6 +75,10 @@ int ngram_match_cpu(const NgramMatchParams& a) {
       for (int64_t k = a.seq_lens_this_time[b]; k < a.draft_cols; ++k) drafts[k] = -1;
     }
   }
+}
+
+int ngram_match_cpu(const NgramMatchParams& a) {
+  ngram_run_cpu(a, search_slot);
   return kOk;
 }
 

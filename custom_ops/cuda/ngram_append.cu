@@ -9,7 +9,6 @@ namespace fastspec {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kBudgetThreads = 1024;
 
 __device__ void scan(const NgramAppendSlot& slot, int generated, int64_t last_end,
                      unsigned long long* best) {
@@ -50,37 +49,13 @@ __global__ void __launch_bounds__(kThreads) ngram_append_kernel(NgramMatchParams
   }
 }
 
-__global__ void __launch_bounds__(kBudgetThreads) ngram_append_budget_kernel(NgramMatchParams a) {
-  extern __shared__ int32_t shared[];
-  int32_t* this_time = shared;
-  int32_t* encoder = shared + a.batch;
-  int32_t* decoder = shared + 2 * a.batch;
-  for (int64_t b = threadIdx.x; b < a.batch; b += kBudgetThreads) {
-    this_time[b] = a.seq_lens_this_time[b];
-    encoder[b] = a.seq_lens_encoder[b];
-    decoder[b] = a.seq_lens_decoder[b];
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) ngram_apply_budget(a, this_time, encoder, decoder);
-  __syncthreads();
-  for (int64_t b = threadIdx.x; b < a.batch; b += kBudgetThreads) {
-    if (!is_decode(encoder[b], decoder[b])) continue;
-    a.seq_lens_this_time[b] = this_time[b];
-    int64_t* drafts = a.draft_tokens + b * a.draft_cols;
-    for (int64_t k = this_time[b]; k < a.draft_cols; ++k) drafts[k] = -1;
-  }
-}
-
 }  // namespace
 
 cudaError_t ngram_append_cuda(const NgramMatchParams& params, cudaStream_t stream) {
   if (params.batch < 0 || params.batch > kMaxCudaBatch) return cudaErrorInvalidValue;
   if (params.batch == 0) return cudaSuccess;
   ngram_append_kernel<<<static_cast<unsigned>(params.batch), kThreads, 0, stream>>>(params);
-  if (params.token_budget > 0) {
-    const size_t shared_bytes = 3 * sizeof(int32_t) * static_cast<size_t>(params.batch);
-    ngram_append_budget_kernel<<<1, kBudgetThreads, shared_bytes, stream>>>(params);
-  }
+  if (params.token_budget > 0) ngram_budget_cuda(params, stream);
   return cudaGetLastError();
 }
 

@@ -51,34 +51,7 @@ def ngram_match(
     Raises:
         ValueError: naming the argument, for a wrong dtype, rank, shape, place or attribute.
     """
-    for name, value in (("max_ngram_size", max_ngram_size), ("min_ngram_size", min_ngram_size), ("token_budget", token_budget)):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"ngram_match: attribute '{name}' must be an int, got {type(value).__name__}")
-    if max_ngram_size < 1:
-        raise ValueError(f"ngram_match: attribute 'max_ngram_size' must be >= 1, got {max_ngram_size}")
-    if not 1 <= min_ngram_size <= max_ngram_size:
-        raise ValueError(
-            f"ngram_match: attribute 'min_ngram_size' must be in [1, max_ngram_size = {max_ngram_size}], got {min_ngram_size}"
-        )
-    inputs = {
-        "token_ids_all": token_ids_all,
-        "prompt_lens": prompt_lens,
-        "step_idx": step_idx,
-        "draft_token_num": draft_token_num,
-        "draft_tokens": draft_tokens,
-        "seq_lens_this_time": seq_lens_this_time,
-        "seq_lens_encoder": seq_lens_encoder,
-        "seq_lens_decoder": seq_lens_decoder,
-        "max_dec_len": max_dec_len,
-    }
-    run_op(
-        "fastspec_ngram_match",
-        inputs,
-        {"max_ngram_size": max_ngram_size, "min_ngram_size": min_ngram_size, "token_budget": token_budget},
-        ["draft_tokens_out", "seq_lens_this_time_out"],
-        inplace={"draft_tokens_out": "draft_tokens", "seq_lens_this_time_out": "seq_lens_this_time"},
-    )
-    return draft_tokens, seq_lens_this_time
+    return _run("ngram_match", locals())
 
 
 def ngram_append(
@@ -112,26 +85,7 @@ def ngram_append(
     Raises:
         ValueError / TypeError: as :func:`ngram_match`.
     """
-    _check_attrs("ngram_append", max_ngram_size, min_ngram_size, token_budget)
-    inputs = {
-        "token_ids_all": token_ids_all,
-        "prompt_lens": prompt_lens,
-        "step_idx": step_idx,
-        "draft_token_num": draft_token_num,
-        "draft_tokens": draft_tokens,
-        "seq_lens_this_time": seq_lens_this_time,
-        "seq_lens_encoder": seq_lens_encoder,
-        "seq_lens_decoder": seq_lens_decoder,
-        "max_dec_len": max_dec_len,
-    }
-    run_op(
-        "fastspec_ngram_append",
-        inputs,
-        {"max_ngram_size": max_ngram_size, "min_ngram_size": min_ngram_size, "token_budget": token_budget},
-        ["draft_tokens_out", "seq_lens_this_time_out"],
-        inplace={"draft_tokens_out": "draft_tokens", "seq_lens_this_time_out": "seq_lens_this_time"},
-    )
-    return draft_tokens, seq_lens_this_time
+    return _run("ngram_append", locals())
 
 
 def _check_attrs(op: str, max_ngram_size: int, min_ngram_size: int, token_budget: int) -> None:
@@ -142,3 +96,21 @@ def _check_attrs(op: str, max_ngram_size: int, min_ngram_size: int, token_budget
         raise ValueError(f"{op}: attribute 'max_ngram_size' must be >= 1, got {max_ngram_size}")
     if not 1 <= min_ngram_size <= max_ngram_size:
         raise ValueError(f"{op}: attribute 'min_ngram_size' must be in [1, max_ngram_size = {max_ngram_size}], got {min_ngram_size}")
+
+
+INPUTS = ("token_ids_all", "prompt_lens", "step_idx", "draft_token_num", "draft_tokens",
+          "seq_lens_this_time", "seq_lens_encoder", "seq_lens_decoder", "max_dec_len")
+ATTRS = ("max_ngram_size", "min_ngram_size", "token_budget")
+
+
+def _run(op: str, args: dict) -> tuple[paddle.Tensor, paddle.Tensor]:
+    """Checks the attributes and runs ``fastspec_<op>`` on the call's arguments (both ops share them)."""
+    _check_attrs(op, *(args[name] for name in ATTRS))
+    run_op(
+        f"fastspec_{op}",
+        {name: args[name] for name in INPUTS},
+        {name: args[name] for name in ATTRS},
+        ["draft_tokens_out", "seq_lens_this_time_out"],
+        inplace={"draft_tokens_out": "draft_tokens", "seq_lens_this_time_out": "seq_lens_this_time"},
+    )
+    return args["draft_tokens"], args["seq_lens_this_time"]

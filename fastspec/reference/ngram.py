@@ -1,6 +1,8 @@
-"""Reference ``ngram_match``: SPEC.md's rules, literally, one slot at a time."""
+"""Reference ``ngram_match`` and ``ngram_append``: SPEC.md's rules, literally, one slot at a time."""
 
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
@@ -31,7 +33,7 @@ def _find_drafts(prompt: np.ndarray, generated: np.ndarray, md: int, max_n: int,
     return generated[:0]
 
 
-def ngram_match(
+def _run(
     token_ids_all: np.ndarray,
     prompt_lens: np.ndarray,
     step_idx: np.ndarray,
@@ -42,11 +44,16 @@ def ngram_match(
     seq_lens_decoder: np.ndarray,
     max_dec_len: np.ndarray,
     *,
-    max_ngram_size: int,
-    min_ngram_size: int = 1,
-    token_budget: int = 0,
+    token_budget: int,
+    decode_drafts: Callable[[np.ndarray, int, int, int | None, np.ndarray], np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Returns updated copies of ``(draft_tokens, seq_lens_this_time)`` (inputs are not modified)."""
+    """What both n-gram ops share: slot kinds, the write rule and the budget.
+
+    ``decode_drafts(row, p, s, md, model_drafts)`` gives a decode slot's drafts; ``md`` is
+    None when the slot's geometry is invalid (``p < 0``, ``s < 0`` or ``p + s > L``), and
+    ``model_drafts`` are the drafts already in ``draft_tokens[b, 1 .. seq_lens_this_time - 1]``.
+    Returns updated copies of ``(draft_tokens, seq_lens_this_time)``; inputs are not modified.
+    """
     draft_tokens = np.array(draft_tokens, dtype=np.int64, copy=True)
     seq_lens_this_time = np.array(seq_lens_this_time, dtype=np.int32, copy=True)
     drafts_out, lens_out = draft_tokens.reshape(draft_tokens.shape[0], -1), seq_lens_this_time.reshape(-1)
@@ -65,12 +72,9 @@ def ngram_match(
             drafts_out[b, 1:] = -1
             continue
         p, s = int(prompt_lens[b]), int(step_idx[b])
-        drafts = np.zeros(0, dtype=np.int64)
-        if p >= 0 and s >= 0 and p + s <= max_len:
-            md = min(int(draft_token_num[b]), k, int(max_dec_len[b]) - s - 1)
-            if md > 0:
-                row = token_ids_all[b]
-                drafts = _find_drafts(row[:p], row[p : p + s], md, max_ngram_size, min_ngram_size)
+        md = min(int(draft_token_num[b]), k, int(max_dec_len[b]) - s - 1) if p >= 0 and s >= 0 and p + s <= max_len else None
+        model_drafts = drafts_out[b, 1 : 1 + min(max(int(lens_out[b]) - 1, 0), k)].copy()
+        drafts = decode_drafts(token_ids_all[b], p, s, md, model_drafts)
         drafts_out[b, 1:] = -1
         drafts_out[b, 1 : 1 + len(drafts)] = drafts
         lens_out[b] = 1 + len(drafts)
@@ -88,66 +92,30 @@ def ngram_match(
     return draft_tokens, seq_lens_this_time
 
 
-def ngram_append(
-    token_ids_all: np.ndarray,
-    prompt_lens: np.ndarray,
-    step_idx: np.ndarray,
-    draft_token_num: np.ndarray,
-    draft_tokens: np.ndarray,
-    seq_lens_this_time: np.ndarray,
-    seq_lens_encoder: np.ndarray,
-    seq_lens_decoder: np.ndarray,
-    max_dec_len: np.ndarray,
-    *,
-    max_ngram_size: int,
-    min_ngram_size: int = 1,
-    token_budget: int = 0,
-) -> tuple[np.ndarray, np.ndarray]:
+def ngram_match(*arrays: np.ndarray, max_ngram_size: int, min_ngram_size: int = 1, token_budget: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """SPEC.md's ``ngram_match`` on numpy arrays given in SPEC order; returns updated copies."""
+
+    def decode_drafts(row, p, s, md, model_drafts):
+        if md is None or md <= 0:
+            return row[:0]
+        return _find_drafts(row[:p], row[p : p + s], md, max_ngram_size, min_ngram_size)
+
+    return _run(*arrays, token_budget=token_budget, decode_drafts=decode_drafts)
+
+
+def ngram_append(*arrays: np.ndarray, max_ngram_size: int, min_ngram_size: int = 1, token_budget: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Hybrid drafting (docs/ops/ngram_append.md): keeps a decode slot's model drafts
     ``draft_tokens[b, 1..m]`` (``m = seq_lens_this_time[b] - 1``, cut to ``md``) and appends the
     n-gram continuation of the generated tokens extended by them. Returns updated copies."""
-    draft_tokens = np.array(draft_tokens, dtype=np.int64, copy=True)
-    seq_lens_this_time = np.array(seq_lens_this_time, dtype=np.int32, copy=True)
-    drafts_out, lens_out = draft_tokens.reshape(draft_tokens.shape[0], -1), seq_lens_this_time.reshape(-1)
-    flat = [np.asarray(x).reshape(-1) for x in (prompt_lens, step_idx, draft_token_num, seq_lens_encoder, seq_lens_decoder, max_dec_len)]
-    prompt_lens, step_idx, draft_token_num, enc, dec, max_dec_len = flat
-    batch, max_len = token_ids_all.shape
-    k = drafts_out.shape[1] - 1
 
-    decode = (enc == 0) & (dec > 0)
-    running = (enc > 0) | decode
-    for b in range(batch):
-        if enc[b] > 0:
-            continue
-        if not decode[b]:
-            lens_out[b] = 0
-            drafts_out[b, 1:] = -1
-            continue
-        m = min(max(int(lens_out[b]) - 1, 0), k)
-        model = drafts_out[b, 1 : 1 + m].copy()
-        appended = np.zeros(0, dtype=np.int64)
-        p, s = int(prompt_lens[b]), int(step_idx[b])
-        if p >= 0 and s >= 0 and p + s <= max_len:
-            md = max(0, min(int(draft_token_num[b]), k, int(max_dec_len[b]) - s - 1))
-            model = model[:md]
-            room = md - len(model)
-            if room > 0:
-                row = token_ids_all[b]
-                extended = np.concatenate([row[p : p + s], model])
-                appended = _find_drafts(row[:p], extended, room, max_ngram_size, min_ngram_size)
-        drafts = np.concatenate([model, appended])
-        drafts_out[b, 1:] = -1
-        drafts_out[b, 1 : 1 + len(drafts)] = drafts
-        lens_out[b] = 1 + len(drafts)
+    def decode_drafts(row, p, s, md, model_drafts):
+        if md is None:  # invalid geometry: the model's drafts stay, nothing is appended
+            return model_drafts
+        model_drafts = model_drafts[: max(md, 0)]
+        room = md - len(model_drafts)
+        if room <= 0:
+            return model_drafts
+        extended = np.concatenate([row[p : p + s], model_drafts])
+        return np.concatenate([model_drafts, _find_drafts(row[:p], extended, room, max_ngram_size, min_ngram_size)])
 
-    if token_budget > 0:
-        order = np.flatnonzero(running)
-        used = 0
-        for rank, b in enumerate(order):
-            if decode[b]:
-                reserve = len(order) - rank - 1
-                keep = min(int(lens_out[b]) - 1, max(0, token_budget - used - reserve - 1))
-                drafts_out[b, 1 + keep :] = -1
-                lens_out[b] = 1 + keep
-            used += int(lens_out[b])
-    return draft_tokens, seq_lens_this_time
+    return _run(*arrays, token_budget=token_budget, decode_drafts=decode_drafts)

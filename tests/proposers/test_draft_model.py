@@ -120,6 +120,7 @@ def test_hybrid_respects_the_token_budget():
     proposer.observe_target(state, paddle.to_tensor(np.array([[3, 0], [3, 0]], np.float32)))
     proposal = proposer(state)
     assert state.seq_lens_this_time.numpy().tolist() == [4, 1]  # 5 - 1 reserved for slot 1's base token
+    assert proposal.lens.numpy().tolist() == [3, 0]
 
 
 def test_sampled_drafts_keep_their_probabilities_and_are_reproducible():

@@ -127,10 +127,18 @@ FS_HD void ngram_apply_budget(const NgramMatchParams& a, int32_t* seq_lens_this_
 // CPU: both passes, threads across slots. Returns kOk.
 int ngram_match_cpu(const NgramMatchParams& params);
 
+// The CPU driver both n-gram ops share: search_slot on every slot (threaded
+// when the call has enough tokens to scan), then the budget pass and its trim.
+void ngram_run_cpu(const NgramMatchParams& params,
+                   void (*search_slot)(const NgramMatchParams&, int64_t));
+
 #if defined(FASTSPEC_WITH_CUDA)
 // CUDA: one search launch, plus one budget launch when token_budget > 0.
 // No allocation, no host synchronisation: safe inside CUDA Graph capture.
 cudaError_t ngram_match_cuda(const NgramMatchParams& params, cudaStream_t stream);
+
+// The budget pass alone (one single-block launch), shared by both n-gram ops.
+void ngram_budget_cuda(const NgramMatchParams& params, cudaStream_t stream);
 #endif
 
 }  // namespace fastspec
