@@ -32,6 +32,7 @@ import shlex
 import subprocess
 import sys
 import sysconfig
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -114,7 +115,7 @@ class Builder:
 
     # --- compiler command lines -------------------------------------------
     def cxx_flags(self) -> list[str]:
-        return ["-std=c++17", "-O3", "-fPIC", "-fopenmp", f"-I{INCLUDE}", *native_flags()]
+        return ["-std=c++17", "-O3", "-fPIC", "-pthread", f"-I{INCLUDE}", *native_flags()]
 
     def nvcc(self) -> list[str]:
         return [str(self.cuda_home / "bin" / "nvcc")]
@@ -141,16 +142,18 @@ class Builder:
     def link(self, objects: list[Path], output: Path, extra: list[str]) -> None:
         LIB_DIR.mkdir(parents=True, exist_ok=True)
         tmp = output.with_suffix(f"{output.suffix}.{os.getpid()}.tmp")
-        self.run(["g++", "-shared", "-fopenmp", *map(str, objects), "-o", str(tmp), *extra])
+        self.run(["g++", "-shared", "-pthread", *map(str, objects), "-o", str(tmp), *extra])
         tmp.replace(output)  # atomic: a running process never sees half a library
         log(f"wrote {output.relative_to(ROOT)}")
 
     # --- the two products -------------------------------------------------
     def build_paddle_ops(self) -> None:
-        from paddle.utils.cpp_extension.extension_utils import (  # noqa: PLC0415
-            find_paddle_includes,
-            find_paddle_libraries,
-        )
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="No ccache found")  # we do not compile through Paddle
+            from paddle.utils.cpp_extension.extension_utils import (  # noqa: PLC0415
+                find_paddle_includes,
+                find_paddle_libraries,
+            )
 
         includes = [f"-I{p}" for p in find_paddle_includes(False)]
         includes.append(f"-I{sysconfig.get_paths()['include']}")
@@ -198,7 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     built = []
     if not args.bindings_only:
         try:
-            import paddle  # noqa: F401, PLC0415
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="No ccache found")
+                import paddle  # noqa: F401, PLC0415
         except ImportError as error:
             raise SystemExit(f"[setup_ops] Paddle is needed for the op library ({error}); "
                              "use --bindings-only to build the pybind11 bindings alone")

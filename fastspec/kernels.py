@@ -125,7 +125,7 @@ def top_p_candidates(
 
     ``candidate_ids`` int64 ``[T, K']``, ``candidate_scores`` float32 ``[T, K']`` and
     ``candidate_lens`` int32 ``[T]`` are fully overwritten. ``num_threads`` (CPU only):
-    OpenMP threads, 0 for the default.
+    1 keeps the work on the calling thread, anything else uses the kernels' thread pool.
     """
     m = module()
     rows, vocab = probs.shape
