@@ -23,6 +23,7 @@ import numpy as np
 from fastspec.reference.mass import draw, prob_mass
 from fastspec.reference.rng import STREAM_ACCEPT, STREAM_RESAMPLE, rand64
 from fastspec.reference.sampling import as_f32_probs
+from fastspec.reference.verify import verify_slots
 
 
 def _masses(row: np.ndarray) -> np.ndarray:
@@ -59,15 +60,6 @@ def rejection_residual(p_row: np.ndarray, q_row: np.ndarray, seed: int, position
     return draw(residual, rand64(seed, position, STREAM_RESAMPLE))
 
 
-def _wrap64(x: int) -> int:
-    """x as a signed 64-bit integer (the kernels' arithmetic)."""
-    return ((x + (1 << 63)) % (1 << 64)) - (1 << 63)
-
-
-def _flat(x):
-    return None if x is None else np.asarray(x).reshape(-1)
-
-
 def verify_rejection(
     accept_tokens: np.ndarray,
     accept_num: np.ndarray,
@@ -91,65 +83,21 @@ def verify_rejection(
     """``verify_draft_tokens`` with strategy REJECTION; returns updated copies of
     ``(accept_tokens, accept_num)``. ``target_probs`` and ``draft_probs`` are ``[T, V]``
     (f32, f16, or bf16 as uint16 bits); row ``r(i)`` of both scores draft ``i``."""
-    accept_tokens = np.array(accept_tokens, dtype=np.int64, copy=True)
-    accept_num = np.array(accept_num, dtype=np.int32, copy=True)
-    out, num = accept_tokens, accept_num.reshape(-1)
-    seed, step_idx, stop_flags, is_block_step, enc, this_time, max_dec_len = (
-        _flat(x) for x in (seed, step_idx, stop_flags, is_block_step, seq_lens_encoder, seq_lens_this_time, max_dec_len)
-    )
-    reasoning = _flat(reasoning_status)
-    cu = np.asarray(cu_seqlens_q_output).reshape(-1)
-    ends = [int(e) for e in np.asarray(end_tokens).reshape(-1)]
     target_probs = as_f32_probs(target_probs)  # f16, or bf16 given as uint16 bits: widened exactly
     draft_probs = as_f32_probs(draft_probs)
-    rows = target_probs.shape[0]
-    batch, cols = out.shape
+    seeds = np.asarray(seed).reshape(-1)
 
-    for b in range(batch):
-        out[b, :] = -1
-        num[b] = 0
-        if stop_flags[b] or is_block_step[b]:
-            continue
-        prefill = enc[b] > 0
-        if not prefill and not (enc[b] == 0 and this_time[b] >= 1):
-            continue
-        need = 1 if prefill else int(this_time[b])
-        first, end = int(cu[b]), int(cu[b + 1])
-        if first < 0 or end > rows or end - first < need:
-            continue
-        skip = prefill or reject_all or (reasoning is not None and reasoning[b] == 1)
-        drafts = 0 if skip else min(need - 1, cols - 1)
-        s, sd = int(step_idx[b]), int(seed[b])
-        cur, emitted = s, []
+    def accepts(b: int, t: int, position: int, d: int) -> bool:
+        return rejection_accepts(target_probs[t], draft_probs[t], d, int(seeds[b]), position)
 
-        def emit(token: int) -> bool:
-            nonlocal cur
-            cur = _wrap64(cur + 1)
-            is_end = token in ends
-            if cur >= max_dec_len[b] and not is_end:
-                token = ends[0]
-            emitted.append(token)
-            return is_end or cur >= max_dec_len[b]
+    def correction(b: int, t: int, position: int, rejected: bool) -> int | None:
+        if rejected:
+            return rejection_residual(target_probs[t], draft_probs[t], int(seeds[b]), position)
+        return rejection_bonus(target_probs[t], int(seeds[b]), position)
 
-        ended, rejected, i = False, False, 0
-        while i < drafts:
-            t, d = first + i, int(draft_tokens[b, i + 1])
-            ok = d >= 0 and (accept_all or rejection_accepts(target_probs[t], draft_probs[t], d, sd, _wrap64(s + i)))
-            if not ok:
-                rejected = True
-                break
-            if emit(d):
-                ended = True
-                break
-            i += 1
-        if not ended:
-            t = first + i
-            position = _wrap64(s + i)
-            if rejected:
-                token = rejection_residual(target_probs[t], draft_probs[t], sd, position)
-            else:
-                token = rejection_bonus(target_probs[t], sd, position)
-            emit(ends[0] if token is None else token)
-        out[b, : len(emitted)] = emitted
-        num[b] = len(emitted)
-    return accept_tokens, accept_num
+    return verify_slots(
+        accept_tokens, accept_num, draft_tokens, seed, step_idx, stop_flags, is_block_step, seq_lens_encoder,
+        seq_lens_this_time, cu_seqlens_q_output, reasoning_status, max_dec_len, end_tokens,
+        rows=target_probs.shape[0], accept_all=accept_all, reject_all=reject_all, accepts=accepts,
+        correction=correction,
+    )

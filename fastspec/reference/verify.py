@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from fastspec.reference.mass import draw, prob_mass
@@ -59,16 +61,7 @@ def verify_draft_tokens(
             is_block_step, seq_lens_encoder, seq_lens_this_time, cu_seqlens_q_output, reasoning_status,
             max_dec_len, end_tokens, accept_all=accept_all, reject_all=reject_all,
         )
-    accept_tokens = np.array(accept_tokens, dtype=np.int64, copy=True)
-    accept_num = np.array(accept_num, dtype=np.int32, copy=True)
-    out, num = accept_tokens, accept_num.reshape(-1)
-    seed, step_idx, stop_flags, is_block_step, enc, this_time, max_dec_len = (
-        _flat(x) for x in (seed, step_idx, stop_flags, is_block_step, seq_lens_encoder, seq_lens_this_time, max_dec_len)
-    )
-    targets, lens, reasoning = _flat(target_tokens), _flat(candidate_lens), _flat(reasoning_status)
-    cu = np.asarray(cu_seqlens_q_output).reshape(-1)
-    ends = [int(e) for e in np.asarray(end_tokens).reshape(-1)]
-    batch, cols = out.shape
+    targets, lens = _flat(target_tokens), _flat(candidate_lens)
     if strategy == "topp":
         rows, k_cand = np.asarray(candidate_ids).shape
     else:
@@ -77,25 +70,65 @@ def verify_draft_tokens(
     def candidate_len(t: int) -> int:
         return min(max(int(lens[t]), 0), k_cand)
 
-    def accepts(t: int, d: int) -> bool:
-        if d < 0:  # a draft of -1 is never emitted
-            return False
-        if accept_all:
-            return True
+    def accepts(b: int, t: int, position: int, d: int) -> bool:
         if strategy == "topp":
             return d in [int(c) for c in candidate_ids[t, : candidate_len(t)]]
         return d == int(targets[t])
 
-    def correction(b: int, t: int, position: int) -> int:
-        if strategy == "topp":
-            n = candidate_len(t)
-            if n == 0:
-                return ends[0]
-            masses = prob_mass(np.asarray(candidate_scores[t, :n], dtype=np.float32))
-            token = int(candidate_ids[t, draw(masses, rand64(int(seed[b]), position, STREAM_TOPP))])
-        else:
-            token = int(targets[t])
-        return ends[0] if token < 0 else token
+    def correction(b: int, t: int, position: int, rejected: bool) -> int | None:
+        if strategy != "topp":
+            return int(targets[t])
+        n = candidate_len(t)
+        if n == 0:
+            return None
+        masses = prob_mass(np.asarray(candidate_scores[t, :n], dtype=np.float32))
+        return int(candidate_ids[t, draw(masses, rand64(int(seed_flat[b]), position, STREAM_TOPP))])
+
+    seed_flat = _flat(seed)
+    return verify_slots(
+        accept_tokens, accept_num, draft_tokens, seed, step_idx, stop_flags, is_block_step, seq_lens_encoder,
+        seq_lens_this_time, cu_seqlens_q_output, reasoning_status, max_dec_len, end_tokens,
+        rows=rows, accept_all=accept_all, reject_all=reject_all, accepts=accepts, correction=correction,
+    )
+
+
+def verify_slots(
+    accept_tokens: np.ndarray,
+    accept_num: np.ndarray,
+    draft_tokens: np.ndarray,
+    seed: np.ndarray,
+    step_idx: np.ndarray,
+    stop_flags: np.ndarray,
+    is_block_step: np.ndarray,
+    seq_lens_encoder: np.ndarray,
+    seq_lens_this_time: np.ndarray,
+    cu_seqlens_q_output: np.ndarray,
+    reasoning_status: np.ndarray | None,
+    max_dec_len: np.ndarray,
+    end_tokens: np.ndarray,
+    *,
+    rows: int,
+    accept_all: bool,
+    reject_all: bool,
+    accepts: Callable[[int, int, int, int], bool],
+    correction: Callable[[int, int, int, bool], int | None],
+) -> tuple[np.ndarray, np.ndarray]:
+    """The slot walk every strategy shares (SPEC.md steps 1-3); returns updated copies.
+
+    A strategy supplies ``accepts(b, row, position, draft)`` (drafts < 0 and ``accept_all``
+    are handled here) and ``correction(b, row, position, rejected)``, the token at the first
+    non-accepted position; ``None`` or a token < 0 emits ``end_tokens[0]``.
+    """
+    accept_tokens = np.array(accept_tokens, dtype=np.int64, copy=True)
+    accept_num = np.array(accept_num, dtype=np.int32, copy=True)
+    out, num = accept_tokens, accept_num.reshape(-1)
+    step_idx, stop_flags, is_block_step, enc, this_time, max_dec_len = (
+        _flat(x) for x in (step_idx, stop_flags, is_block_step, seq_lens_encoder, seq_lens_this_time, max_dec_len)
+    )
+    reasoning = _flat(reasoning_status)
+    cu = np.asarray(cu_seqlens_q_output).reshape(-1)
+    ends = [int(e) for e in np.asarray(end_tokens).reshape(-1)]
+    batch, cols = out.shape
 
     for b in range(batch):
         out[b, :] = -1
@@ -111,8 +144,8 @@ def verify_draft_tokens(
             continue
         skip = prefill or reject_all or (reasoning is not None and reasoning[b] == 1)
         drafts = 0 if skip else min(need - 1, cols - 1)
-
-        cur, emitted = int(step_idx[b]), []
+        step = int(step_idx[b])
+        cur, emitted = step, []
 
         def emit(token: int) -> bool:
             nonlocal cur
@@ -123,17 +156,19 @@ def verify_draft_tokens(
             emitted.append(token)
             return is_end or cur >= max_dec_len[b]
 
-        ended, i = False, 0
+        ended, rejected, i = False, False, 0
         while i < drafts:
             d = int(draft_tokens[b, i + 1])
-            if not accepts(first + i, d):
+            if not (d >= 0 and (accept_all or accepts(b, first + i, _wrap64(step + i), d))):
+                rejected = True
                 break
             if emit(d):
                 ended = True
                 break
             i += 1
         if not ended:
-            emit(correction(b, first + i, _wrap64(int(step_idx[b]) + i)))
+            token = correction(b, first + i, _wrap64(step + i), rejected)
+            emit(ends[0] if token is None or token < 0 else token)
         out[b, : len(emitted)] = emitted
         num[b] = len(emitted)
     return accept_tokens, accept_num
