@@ -17,8 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_ngram_match import cuda_read_bandwidth, cuda_seconds  # noqa: E402
-from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
+from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
 from bench.workloads import ngram_inputs  # noqa: E402
 from tests.ngram_cases import ARRAY_NAMES  # noqa: E402
 

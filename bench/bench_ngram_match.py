@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
+from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
 from bench.workloads import ngram_inputs  # noqa: E402
 from tests.ngram_cases import ARRAY_NAMES  # noqa: E402
 
@@ -40,30 +40,6 @@ def cuda_runners(arrays):
     step = lambda: kernels.ngram_match(*(tensors[name] for name in ARRAY_NAMES), **ATTRS)  # noqa: E731
     graph = capture(step)
     return step, graph.replay
-
-
-def cuda_seconds(fn, repeat: int = 50) -> float:
-    import torch
-
-    for _ in range(5):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(repeat):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return sorted(times)[len(times) // 2]
-
-
-def cuda_read_bandwidth() -> float:
-    import torch
-
-    data = torch.ones(1 << 28, dtype=torch.int64, device="cuda")  # 2 GiB
-    seconds = cuda_seconds(lambda: data.max(), repeat=10)
-    return data.numel() * 8 / seconds
 
 
 def main() -> int:

@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
+from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
 from tests.ops.sampling_cases import make_probs  # noqa: E402
 
 VOCAB = 151936
@@ -65,28 +65,6 @@ def cpu_runners(a: dict, k: int):
 
 
 # ---- CUDA -----------------------------------------------------------------------------------
-
-def cuda_seconds(fn, repeat: int = 50) -> float:
-    import torch
-
-    for _ in range(5):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(repeat):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return sorted(times)[len(times) // 2]
-
-
-def cuda_read_bandwidth() -> float:
-    import torch
-
-    data = torch.ones(1 << 28, dtype=torch.int64, device="cuda")  # 2 GiB
-    return data.numel() * 8 / cuda_seconds(lambda: data.max(), repeat=10)
 
 
 def cuda_runners(a: dict, k: int):

@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import fmt_time, machine, median_seconds, write_json  # noqa: E402
+from bench.common import cuda_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
 from tests.verify_update_cases import UPDATE_NAMES, VERIFY_NAMES  # noqa: E402
 
 K, K_CAND, END = 5, 8, 0
@@ -140,22 +140,6 @@ def _report(name: str, batch: int, op: float, bind: float, kernel: float, floor:
 
 
 # --- CUDA --------------------------------------------------------------------
-
-
-def cuda_seconds(fn, repeat: int = 50) -> float:
-    import torch
-
-    for _ in range(5):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(repeat):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return sorted(times)[len(times) // 2]
 
 
 def cuda_rows(batches: list[int], calls: int) -> list[dict]:

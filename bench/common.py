@@ -7,10 +7,14 @@ import os
 import platform
 import statistics
 import time
+import warnings
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+# Paddle warns on import that ccache is missing; it only matters when compiling through Paddle.
+warnings.filterwarnings("ignore", message="No ccache found")
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -53,3 +57,28 @@ def write_json(name: str, payload: dict) -> Path:
 
 def fmt_time(seconds: float) -> str:
     return f"{seconds * 1e3:9.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:9.1f} us"
+
+
+def cuda_seconds(fn: Callable[[], object], repeat: int = 50) -> float:
+    """Median device time of ``fn`` between two CUDA events, after 5 warm-up calls (needs PyTorch)."""
+    import torch
+
+    for _ in range(5):
+        fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(repeat):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def cuda_read_bandwidth() -> float:
+    """Bytes per second of a 2 GiB device reduction: the HBM read rate the floors divide by."""
+    import torch
+
+    data = torch.ones(1 << 28, dtype=torch.int64, device="cuda")
+    return data.numel() * 8 / cuda_seconds(lambda: data.max(), repeat=10)
