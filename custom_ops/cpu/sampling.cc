@@ -11,6 +11,9 @@
 //   3. exact radix selects over that gathered list find the cuts, then
 //      top_p_candidates sorts only its <= K' survivors and sample_tokens
 //      draws in one pass over the gathered list (ids ascending).
+// sample_tokens on a near-flat row (S is most of the row, top-p only) finds
+// its cut from the bottom of a histogram fitted to the row instead ("near-flat
+// rows" below): no copy of the row, and the draw scans one block of ids.
 // Nothing is sorted beyond the survivors; every decision is on integers.
 #include <immintrin.h>
 
@@ -42,6 +45,7 @@ struct Scratch {
   int64_t hlast[kRadixBuckets];
   std::vector<uint64_t> gathered;   // combined keys at or above the bound, ids ascending
   std::vector<uint64_t> work;       // radix compaction
+  std::vector<int64_t> block_mass;  // flat path: mass per kDrawBlock ids above the straddling bucket
   uint32_t chunk_max[8192];         // kMaxChunks
 };
 
@@ -56,6 +60,7 @@ struct Row {
 struct RowTotals {
   int64_t n_valid;
   int64_t mass;
+  uint32_t min_key = 0;  // smallest valid key (totals_and_bound only; 0 without one)
 };
 
 // Pass 1: totals and the level-0 histograms (count and mass per key >> 20).
@@ -258,6 +263,7 @@ inline int64_t mass_fast(uint32_t key) {
 template <typename Tag>
 RowTotals totals_and_bound(const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
   int64_t n = 0, m = 0;
+  uint32_t mn = 0xffffffffu;
   const int64_t size = row.vocab / chunks;  // the last chunk takes the remainder
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = c * size, end = c + 1 == chunks ? row.vocab : begin + size;
@@ -268,12 +274,13 @@ RowTotals totals_and_bound(const Row<Tag>& row, int64_t chunks, uint32_t* maxima
       cn += k != 0;
       cm += mass_fast(k);
       mx = std::max(mx, k);
+      mn = std::min(mn, k - 1u);  // invalid (0) wraps to the top
     }
     n += cn;
     m += cm;
     maxima[c] = mx;
   }
-  return {n, m};
+  return {n, m, mn + 1u};
 }
 
 // Combined keys of the entries with key >= tau (tau >= 1), ids ascending; their mass.
@@ -352,8 +359,11 @@ template <typename Tag>
 RowTotals totals_and_bound_simd(const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
   const __m512d scale = _mm512_set1_pd(1099511627776.0);
   const __m512i one_bits = _mm512_set1_epi32(0x3f800000);
+  const __m512i one = _mm512_set1_epi32(1);
   int64_t n = 0;
   __m512i msum = _mm512_setzero_si512();
+  __m512i vmin = _mm512_set1_epi32(-1);  // min of key - 1: invalid (0) wraps to the top
+  uint32_t mn = 0xffffffffu;
   const int64_t size = row.vocab / chunks;
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = c * size, end = c + 1 == chunks ? row.vocab : begin + size;
@@ -363,6 +373,7 @@ RowTotals totals_and_bound_simd(const Row<Tag>& row, int64_t chunks, uint32_t* m
     for (; i + 16 <= end; i += 16) {
       const __m512i key = keys16<Tag>(row.p + i);
       vmax = _mm512_max_epu32(vmax, key);
+      vmin = _mm512_min_epu32(vmin, _mm512_sub_epi32(key, one));
       n += __builtin_popcount(_mm512_test_epi32_mask(key, key));
       const __m512 clamped = _mm512_castsi512_ps(_mm512_min_epu32(key, one_bits));
       const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(clamped));
@@ -377,11 +388,13 @@ RowTotals totals_and_bound_simd(const Row<Tag>& row, int64_t chunks, uint32_t* m
       n += k != 0;
       tail_mass += mass_fast(k);
       mx = std::max(mx, k);
+      mn = std::min(mn, k - 1u);
     }
     msum = _mm512_add_epi64(msum, _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, tail_mass));
     maxima[c] = mx;
   }
-  return {n, _mm512_reduce_add_epi64(msum)};
+  mn = std::min(mn, _mm512_reduce_min_epu32(vmin));
+  return {n, _mm512_reduce_add_epi64(msum), mn + 1u};
 }
 
 template <typename Tag>
@@ -438,6 +451,317 @@ int64_t gather_above<BF16Tag>(const Row<BF16Tag>& row, uint32_t tau, Scratch& s,
   return gather_above_simd(row, tau, s, mass);
 }
 #endif
+
+// ---- near-flat rows: a histogram fitted to the row --------------------------
+//
+// When S reaches below every chunk maximum (a near-flat row, where S is most
+// of the row), the level-0 histogram (key >> 20) holds nearly the whole row in
+// one or two buckets and the gathers copy the whole row. Instead: a mass
+// histogram over the row's own key range [min valid key, max key] in 2048
+// buckets of 2^shift keys, walked from the bottom: the cut lies in the first
+// bucket at which the mass from the bottom exceeds total - thr (the mass S
+// leaves out, small here), so only the buckets up to there are needed (see
+// flat_cut_bucket_simd). One pass gathers that bucket's members (an exact
+// select among them finds the cut) and sums, per block of kDrawBlock ids, the
+// mass above the bucket; the draw then scans a single block. Every decision is
+// still on the exact masses; the shortcuts only change the time.
+
+constexpr int64_t kDrawBlock = 512;  // a multiple of 16
+
+// hist[d] = mass of the keys in [lo + d 2^shift, lo + (d+1) 2^shift), d < 2048.
+template <typename Tag>
+void flat_histogram(const Row<Tag>& row, uint32_t lo, int shift, int64_t* hist) {
+  std::fill(hist, hist + kRadixBuckets, 0);
+  for (int64_t i = 0; i < row.vocab; ++i) {
+    const uint32_t k = row.key(i);
+    hist[(std::max(k, lo) - lo) >> shift] += mass_fast(k);  // invalid: bucket 0, mass 0
+  }
+}
+
+// From the bottom: the first of buckets [0, limit) whose mass, added to the
+// mass of the buckets below it (*below), exceeds excl; -1 if none does.
+int walk_from_bottom(const int64_t* hist, int limit, int64_t excl, int64_t* below) {
+  int64_t cum = 0;
+  for (int d = 0; d < limit; ++d) {
+    if (cum + hist[d] > excl) {
+      *below = cum;
+      return d;
+    }
+    cum += hist[d];
+  }
+  return -1;
+}
+
+// The bucket that straddles the cut of a row whose top-p set leaves out
+// excl = total - thr: S's cut lies in the first bucket, from the bottom, at
+// which the mass from the bottom exceeds excl. hist is filled for it and every
+// bucket below it; *below = their mass.
+template <typename Tag>
+int flat_cut_bucket(const Row<Tag>& row, uint32_t lo, uint32_t /*max_key*/, int shift, int64_t excl,
+                    int64_t /*total*/, int64_t* hist, int64_t* below) {
+  flat_histogram(row, lo, shift, hist);
+  return walk_from_bottom(hist, kRadixBuckets, excl, below);  // found: the buckets hold the total > excl
+}
+
+void flat_prepare(int64_t vocab, Scratch& s) {
+  if (static_cast<int64_t>(s.gathered.size()) < vocab) s.gathered.resize(vocab);
+  const int64_t blocks = (vocab + kDrawBlock - 1) / kDrawBlock;
+  if (static_cast<int64_t>(s.block_mass.size()) < blocks) s.block_mass.resize(blocks);
+}
+
+// Combined keys of the entries with key in [blo, btop) (ids ascending) into
+// s.gathered, and s.block_mass[b] = mass of the keys >= btop among ids
+// [b kDrawBlock, (b+1) kDrawBlock). Returns the number gathered.
+template <typename Tag>
+int64_t flat_bucket_pass(const Row<Tag>& row, uint32_t blo, uint32_t btop, uint32_t /*max_key*/, Scratch& s) {
+  flat_prepare(row.vocab, s);
+  uint64_t* out = s.gathered.data();
+  int64_t n = 0;
+  for (int64_t begin = 0, b = 0; begin < row.vocab; begin += kDrawBlock, ++b) {
+    const int64_t end = std::min(row.vocab, begin + kDrawBlock);
+    int64_t m = 0;
+    for (int64_t i = begin; i < end; ++i) {
+      const uint32_t k = row.key(i);
+      m += k >= btop ? mass_fast(k) : 0;
+      if (k >= blo && k < btop) out[n++] = combined_key(k, i, row.vocab, row.id_bits);
+    }
+    s.block_mass[b] = m;
+  }
+  return n;
+}
+
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+// The masses of 16 keys (mass_fast), lanes 0-7 and 8-15.
+inline void masses16(__m512i key, __m512i* lo, __m512i* hi) {
+  const __m512d scale = _mm512_set1_pd(1099511627776.0);
+  const __m512 clamped = _mm512_castsi512_ps(_mm512_min_epu32(key, _mm512_set1_epi32(0x3f800000)));
+  *lo = _mm512_cvttpd_epi64(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(clamped)), scale));
+  *hi = _mm512_cvttpd_epi64(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(clamped, 1)), scale));
+}
+
+// Keys below 2^-14 (as floats) have masses below 2^26 (mass_of_bits in 32-bit
+// lanes), so a 32-bit lane sums its kDrawBlock / 16 entries of a block
+// without overflow.
+constexpr uint32_t kSmallKeys = 0x38800000u;
+static_assert(kDrawBlock / 16 * (int64_t{1} << 26) <= (int64_t{1} << 32), "block sums fit 32 bits");
+
+inline __m512i small_masses16(__m512i key) {  // mass_of_bits for keys < kSmallKeys
+  const __m512i e = _mm512_srli_epi32(key, 23);
+  const __m512i mant = _mm512_or_si512(_mm512_and_si512(key, _mm512_set1_epi32(0x7fffff)), _mm512_set1_epi32(0x800000));
+  const __m512i bias = _mm512_set1_epi32(110);
+  const __m512i up = _mm512_sllv_epi32(mant, _mm512_max_epi32(_mm512_sub_epi32(e, bias), _mm512_setzero_si512()));
+  const __m512i m = _mm512_srlv_epi32(up, _mm512_max_epi32(_mm512_sub_epi32(bias, e), _mm512_setzero_si512()));
+  return _mm512_maskz_mov_epi32(_mm512_test_epi32_mask(e, e), m);  // exponent 0 (subnormal, invalid): 0
+}
+
+// Entries [i, i + 64) whose bucket is below limit go into hist: buckets (and,
+// for small keys, masses) computed and compressed by the vector unit, the adds
+// in scalar (the part that costs).
+template <typename Tag, bool kSmall>
+inline void flat_group(const Row<Tag>& row, int64_t i, __m512i vlo, __m128i vshift, __m512i vlimit, int64_t* hist) {
+  alignas(64) uint32_t dig[64 + 16];
+  alignas(64) uint32_t val[64 + 16];  // masses (kSmall) or keys
+  int m = 0;
+  for (int v = 0; v < 4; ++v) {
+    const __m512i k = keys16<Tag>(row.p + i + 16 * v);
+    const __m512i d = _mm512_srl_epi32(_mm512_sub_epi32(_mm512_max_epu32(k, vlo), vlo), vshift);  // invalid: 0
+    const __mmask16 sel = _mm512_cmplt_epu32_mask(d, vlimit);
+    _mm512_storeu_si512(dig + m, _mm512_maskz_compress_epi32(sel, d));
+    _mm512_storeu_si512(val + m, _mm512_maskz_compress_epi32(sel, kSmall ? small_masses16(k) : k));
+    m += __builtin_popcount(sel);
+  }
+  for (int j = 0; j < m; ++j) hist[dig[j]] += kSmall ? static_cast<int64_t>(val[j]) : mass_fast(val[j]);
+}
+
+// flat_cut_bucket in two phases. Every 32nd group of 64 entries is
+// histogrammed in full; from that sample, a bucket limit that the cut very
+// likely lies below (the bottom excl/total of the mass plus a margin). The
+// rest of the row adds only its entries below the limit (a top-p cut lies near
+// the bottom of a flat row). If the cut is not found below the limit, the full
+// histogram is built after all: the result is the same either way, only the
+// time differs.
+template <typename Tag, bool kSmall>
+int flat_cut_bucket_simd(const Row<Tag>& row, uint32_t lo, int shift, int64_t excl, int64_t total, int64_t* hist,
+                         int64_t* below) {
+  std::fill(hist, hist + kRadixBuckets, 0);
+  const __m512i vlo = _mm512_set1_epi32(static_cast<int>(lo));
+  const __m128i vshift = _mm_cvtsi32_si128(shift);
+  const int64_t groups = row.vocab / 64;
+  const __m512i all = _mm512_set1_epi32(kRadixBuckets);
+  for (int64_t g = 0; g < groups; g += 32) flat_group<Tag, kSmall>(row, g * 64, vlo, vshift, all, hist);
+  int limit = kRadixBuckets;
+  int64_t sampled = 0;
+  for (int d = 0; d < kRadixBuckets; ++d) sampled += hist[d];
+  const double frac = static_cast<double>(excl) / static_cast<double>(total) + 0.03;
+  if (groups >= 128 && frac < 0.9) {
+    const int64_t want = static_cast<int64_t>(frac * static_cast<double>(sampled));
+    int64_t cum = 0;
+    int d = 0;
+    while (d < kRadixBuckets && cum <= want) cum += hist[d++];
+    limit = std::min(kRadixBuckets, d + 8);
+  }
+  const __m512i vlimit = _mm512_set1_epi32(limit);
+  for (int64_t g = 0; g < groups; ++g) {
+    if (g % 32 != 0) flat_group<Tag, kSmall>(row, g * 64, vlo, vshift, vlimit, hist);
+  }
+  for (int64_t i = groups * 64; i < row.vocab; ++i) {
+    const uint32_t k = row.key(i);
+    const uint32_t d = (std::max(k, lo) - lo) >> shift;
+    if (static_cast<int>(d) < limit) hist[d] += mass_fast(k);
+  }
+  const int d = walk_from_bottom(hist, limit, excl, below);
+  if (d >= 0 || limit == kRadixBuckets) return d;
+  // The cut lies above the limit: the rest of the histogram after all.
+  const __m512i vall = _mm512_set1_epi32(kRadixBuckets);
+  std::fill(hist, hist + kRadixBuckets, 0);
+  for (int64_t g = 0; g < groups; ++g) flat_group<Tag, kSmall>(row, g * 64, vlo, vshift, vall, hist);
+  for (int64_t i = groups * 64; i < row.vocab; ++i) {
+    const uint32_t k = row.key(i);
+    hist[(std::max(k, lo) - lo) >> shift] += mass_fast(k);
+  }
+  return walk_from_bottom(hist, kRadixBuckets, excl, below);
+}
+
+template <typename Tag>
+int64_t flat_bucket_pass_simd(const Row<Tag>& row, uint32_t blo, uint32_t btop, uint32_t max_key, Scratch& s) {
+  flat_prepare(row.vocab, s);
+  uint64_t* out = s.gathered.data();
+  int64_t n = 0;
+  const bool small = max_key < kSmallKeys;
+  const __m512i vblo = _mm512_set1_epi32(static_cast<int>(blo));
+  const __m512i vtop = _mm512_set1_epi32(static_cast<int>(btop));
+  for (int64_t begin = 0, b = 0; begin < row.vocab; begin += kDrawBlock, ++b) {
+    const int64_t end = std::min(row.vocab, begin + kDrawBlock);
+    __m512i acc = _mm512_setzero_si512();  // 8 x int64, or 16 x uint32 when small
+    int64_t i = begin;
+    for (; i + 16 <= end; i += 16) {
+      const __m512i key = keys16<Tag>(row.p + i);
+      const __mmask16 above = _mm512_cmpge_epu32_mask(key, vtop);
+      if (small) {
+        acc = _mm512_mask_add_epi32(acc, above, acc, small_masses16(key));
+      } else {
+        __m512i mlo, mhi;
+        masses16(key, &mlo, &mhi);
+        acc = _mm512_mask_add_epi64(acc, static_cast<__mmask8>(above), acc, mlo);
+        acc = _mm512_mask_add_epi64(acc, static_cast<__mmask8>(above >> 8), acc, mhi);
+      }
+      uint32_t hits = _mm512_mask_cmpge_epu32_mask(static_cast<__mmask16>(~above), key, vblo);
+      while (hits) {
+        const int lane = __builtin_ctz(hits);
+        hits &= hits - 1;
+        out[n++] = combined_key(row.key(i + lane), i + lane, row.vocab, row.id_bits);
+      }
+    }
+    if (small) {
+      acc = _mm512_add_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(acc)),
+                             _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(acc, 1)));
+    }
+    int64_t m = _mm512_reduce_add_epi64(acc);
+    for (; i < end; ++i) {
+      const uint32_t k = row.key(i);
+      m += k >= btop ? mass_fast(k) : 0;
+      if (k >= blo && k < btop) out[n++] = combined_key(k, i, row.vocab, row.id_bits);
+    }
+    s.block_mass[b] = m;
+  }
+  return n;
+}
+
+template <>
+int flat_cut_bucket<F32Tag>(const Row<F32Tag>& row, uint32_t lo, uint32_t max_key, int shift, int64_t excl,
+                          int64_t total, int64_t* hist, int64_t* below) {
+  return max_key < kSmallKeys ? flat_cut_bucket_simd<F32Tag, true>(row, lo, shift, excl, total, hist, below)
+                              : flat_cut_bucket_simd<F32Tag, false>(row, lo, shift, excl, total, hist, below);
+}
+template <>
+int flat_cut_bucket<F16Tag>(const Row<F16Tag>& row, uint32_t lo, uint32_t max_key, int shift, int64_t excl,
+                          int64_t total, int64_t* hist, int64_t* below) {
+  return max_key < kSmallKeys ? flat_cut_bucket_simd<F16Tag, true>(row, lo, shift, excl, total, hist, below)
+                              : flat_cut_bucket_simd<F16Tag, false>(row, lo, shift, excl, total, hist, below);
+}
+template <>
+int flat_cut_bucket<BF16Tag>(const Row<BF16Tag>& row, uint32_t lo, uint32_t max_key, int shift, int64_t excl,
+                          int64_t total, int64_t* hist, int64_t* below) {
+  return max_key < kSmallKeys ? flat_cut_bucket_simd<BF16Tag, true>(row, lo, shift, excl, total, hist, below)
+                              : flat_cut_bucket_simd<BF16Tag, false>(row, lo, shift, excl, total, hist, below);
+}
+template <>
+int64_t flat_bucket_pass<F32Tag>(const Row<F32Tag>& row, uint32_t blo, uint32_t btop, uint32_t max_key,
+                                Scratch& s) {
+  return flat_bucket_pass_simd(row, blo, btop, max_key, s);
+}
+template <>
+int64_t flat_bucket_pass<F16Tag>(const Row<F16Tag>& row, uint32_t blo, uint32_t btop, uint32_t max_key,
+                                Scratch& s) {
+  return flat_bucket_pass_simd(row, blo, btop, max_key, s);
+}
+template <>
+int64_t flat_bucket_pass<BF16Tag>(const Row<BF16Tag>& row, uint32_t blo, uint32_t btop, uint32_t max_key,
+                                Scratch& s) {
+  return flat_bucket_pass_simd(row, blo, btop, max_key, s);
+}
+#endif
+
+constexpr int64_t kFlatSortDirectly = 2048;  // straddling buckets up to this size are sorted
+
+// radix_select(keys, n, ..., 0, target, by mass) for a small list: sort a copy.
+SelectResult select_by_mass(const uint64_t* keys, int64_t n, int id_bits, int64_t target, Scratch& s) {
+  if (n > kFlatSortDirectly) return radix_select(keys, n, id_bits, 0, target, true, s);
+  if (static_cast<int64_t>(s.work.size()) < n) s.work.resize(n);
+  uint64_t* w = s.work.data();
+  std::copy(keys, keys + n, w);
+  std::sort(w, w + n, std::greater<uint64_t>());
+  int64_t cum = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    cum += mass_of_bits(cut_bits(w[j], id_bits));
+    if (cum >= target) return {w[j], cum};
+  }
+  return {w[n - 1], cum};  // unreachable: target <= the list's mass
+}
+
+// The token of a by-mass row (top-p threshold 1 <= thr <= total over every
+// valid entry, keys in [lo, max_key]) drawn with `random`.
+template <typename Tag>
+int64_t sample_flat(const Row<Tag>& row, uint32_t lo, uint32_t max_key, int64_t total, int64_t thr,
+                    uint64_t random, Scratch& s) {
+  int shift = 0;
+  while (((max_key - lo) >> shift) >= static_cast<uint32_t>(kRadixBuckets)) ++shift;
+  int64_t* hist = s.mass[0];
+  int64_t below = 0;
+  // The cut from the bottom: S leaves out less than total - thr + 1.
+  const int d = flat_cut_bucket(row, lo, max_key, shift, total - thr, total, hist, &below);
+  const int64_t above = total - below - hist[d];  // mass of the buckets above d
+  const uint32_t blo = lo + (static_cast<uint32_t>(d) << shift);
+  const uint32_t btop = lo + (static_cast<uint32_t>(d + 1) << shift);  // max key < 2^31: no overflow
+  const int64_t n = flat_bucket_pass(row, blo, btop, max_key, s);
+  const uint64_t* keys = s.gathered.data();
+  // 1 <= thr - above <= hist[d], the mass of the gathered bucket.
+  const SelectResult r = select_by_mass(keys, n, row.id_bits, thr - above, s);
+  const uint64_t point = draw_point(random, above + r.mass_upto);
+  int64_t* block = s.block_mass.data();
+  for (int64_t j = 0; j < n; ++j) {  // the bucket's members of S join their blocks
+    if (keys[j] >= r.cut) {
+      block[cut_id(keys[j], row.vocab, row.id_bits) / kDrawBlock] += mass_of_bits(cut_bits(keys[j], row.id_bits));
+    }
+  }
+  uint64_t cum = 0;
+  for (int64_t begin = 0, b = 0; begin < row.vocab; begin += kDrawBlock, ++b) {
+    if (cum + static_cast<uint64_t>(block[b]) <= point) {
+      cum += static_cast<uint64_t>(block[b]);
+      continue;
+    }
+    const int64_t end = std::min(row.vocab, begin + kDrawBlock);
+    for (int64_t i = begin; i < end; ++i) {  // ids ascending within the block
+      const uint32_t k = row.key(i);
+      if (k >= blo && combined_key(k, i, row.vocab, row.id_bits) >= r.cut) {
+        cum += static_cast<uint64_t>(mass_of_bits(k));
+        if (cum > point) return i;
+      }
+    }
+    break;  // unreachable: the block's mass exceeds the point
+  }
+  return -1;
+}
 
 constexpr int64_t kMinChunks = 256;   // chunks for a mass target
 constexpr int64_t kMaxChunks = 8192;  // count targets above this take the histogram path
@@ -555,40 +879,52 @@ void sample_tokens_rows(const SampleTokensParams& a) {
           bool proven = true;
           const uint32_t tau = by_mass ? bound_for_mass(s.chunk_max, chunks, thr_all, &proven)
                                        : bound_for_count(s.chunk_max, chunks, target0);
-          if (tau > 0) {
+          // A flat row (largest entry < 4x the mean) whose S is not proven above
+          // tau: S is most of the row, skip the gather that would fail.
+          const bool flat = by_mass && !proven &&
+                            static_cast<double>(mass_of_bits(s.chunk_max[0])) * static_cast<double>(totals.n_valid) <
+                                4.0 * static_cast<double>(totals.mass);
+          if (tau > 0 && !flat) {
             int64_t gmass;
             n = gather_above(row, tau, s, &gmass);
             if (by_mass && gmass < thr_all) n = -1;  // S reaches below tau
           }
         }
-        SelectResult r;
-        if (n < 0) {
-          row_pass(row, s);
-          const Level0 l0 = walk_level0(by_mass ? s.mass[0] : s.count[0], s.mass[0], target0);
-          r = gather_and_select(row, l0, target0, by_mass, s, &n);
+        if (n < 0 && by_mass) {  // S reaches below every chunk maximum: a near-flat row
+          const uint32_t max_key = *std::max_element(s.chunk_max, s.chunk_max + chunks);
+          token = sample_flat(
+              row, totals.min_key, max_key, totals.mass, thr_all,
+              rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), kStreamTarget), s);
         } else {
-          r = radix_select(s.gathered.data(), n, id_bits, 0, target0, by_mass, s);
-        }
-        const uint64_t* keys = s.gathered.data();
-        if (limited) {
-          // S: the top-p prefix of S_k (M == 0: threshold 0, the first element).
-          const int64_t thr = topp_threshold(r.mass_upto, a.top_p[b]);
-          r = radix_select(keys, n, id_bits, r.cut, thr > 0 ? thr : 1, thr > 0, s);
-        }
-        if (r.mass_upto == 0) {
-          token = cut_id(r.cut, a.vocab, id_bits);  // S is that single element
-        } else {
-          const uint64_t point = draw_point(
-              rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), kStreamTarget),
-              r.mass_upto);
-          uint64_t cum = 0;
-          for (int64_t j = 0; j < n; ++j) {  // ids ascending
-            const uint64_t c = keys[j];
-            if (c >= r.cut) {
-              cum += static_cast<uint64_t>(mass_of_bits(cut_bits(c, id_bits)));
-              if (cum > point) {
-                token = cut_id(c, a.vocab, id_bits);
-                break;
+          SelectResult r;
+          if (n < 0) {
+            row_pass(row, s);
+            const Level0 l0 = walk_level0(by_mass ? s.mass[0] : s.count[0], s.mass[0], target0);
+            r = gather_and_select(row, l0, target0, by_mass, s, &n);
+          } else {
+            r = radix_select(s.gathered.data(), n, id_bits, 0, target0, by_mass, s);
+          }
+          const uint64_t* keys = s.gathered.data();
+          if (limited) {
+            // S: the top-p prefix of S_k (M == 0: threshold 0, the first element).
+            const int64_t thr = topp_threshold(r.mass_upto, a.top_p[b]);
+            r = radix_select(keys, n, id_bits, r.cut, thr > 0 ? thr : 1, thr > 0, s);
+          }
+          if (r.mass_upto == 0) {
+            token = cut_id(r.cut, a.vocab, id_bits);  // S is that single element
+          } else {
+            const uint64_t point = draw_point(
+                rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), kStreamTarget),
+                r.mass_upto);
+            uint64_t cum = 0;
+            for (int64_t j = 0; j < n; ++j) {  // ids ascending
+              const uint64_t c = keys[j];
+              if (c >= r.cut) {
+                cum += static_cast<uint64_t>(mass_of_bits(cut_bits(c, id_bits)));
+                if (cum > point) {
+                  token = cut_id(c, a.vocab, id_bits);
+                  break;
+                }
               }
             }
           }

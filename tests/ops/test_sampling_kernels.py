@@ -367,3 +367,42 @@ def test_every_fp16_pattern_in_one_row():
                         np.zeros(4, np.int32), cu)
     assert np.array_equal(tokens, ref.sample_tokens(rows, top_p[:1], np.array([0], np.int32), np.array([5], np.int64),
                                                     np.array([0], np.int64), np.zeros(4, np.int32), cu))
+
+
+def near_uniform_rows(rng, vocab: int, rows: int, shape: str) -> np.ndarray:
+    """Rows whose top-p set is most of the row: the CPU kernel's fitted-histogram path."""
+    if shape == "flat":
+        return np.stack([softmax(rng.normal(0, 1e-3, vocab)) for _ in range(rows)])
+    if shape == "holes":  # zeros, NaN and one spike among near-equal values
+        probs = np.stack([softmax(rng.normal(0, 1e-3, vocab)) for _ in range(rows)])
+        probs[rng.random(probs.shape) < 0.1] = 0
+        probs[rng.random(probs.shape) < 0.01] = np.nan
+        probs[:, rng.integers(0, vocab)] = 0.3
+        return probs
+    if shape == "unrepresentative":  # the groups the kernel samples differ from the rest: forces its fallback
+        probs = np.stack([softmax(rng.normal(0, 1e-3, vocab)) for _ in range(rows)])
+        probs[:, (np.arange(vocab) // 64) % 16 == 0] *= np.float32(0.98)
+        return probs
+    if shape == "exponent_boundary":
+        return (rng.uniform(0.9, 1.1, (rows, vocab)) * 2.0**-17).astype(np.float32)
+    if shape == "trend":  # probability correlated with the token id
+        return np.stack([softmax(np.linspace(0, 1e-2, vocab) + rng.normal(0, 1e-4, vocab)) for _ in range(rows)])
+    raise ValueError(shape)
+
+
+@pytest.mark.parametrize("shape", ["flat", "holes", "unrepresentative", "exponent_boundary", "trend"])
+@pytest.mark.parametrize("vocab", [4097, 50001, 151937])
+def test_sample_near_uniform_rows(shape, vocab):
+    rng = np.random.default_rng(vocab + len(shape))
+    rows = 3
+    probs = near_uniform_rows(rng, vocab, rows, shape).astype(np.float32)
+    top_p = np.array([0.9, 0.99, 0.5], np.float32)
+    top_k = np.array([0, 0, 9000], np.int32)
+    seed = rng.integers(-(2**62), 2**62, rows)
+    step = rng.integers(0, 1000, rows)
+    batch_id = np.arange(rows, dtype=np.int32)
+    cu = np.arange(rows + 1, dtype=np.int32)
+    expected = ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu)
+    for threads in (1, 0):
+        got = run_sample(probs, top_p, top_k, seed, step, batch_id, cu, num_threads=threads)
+        np.testing.assert_array_equal(got, expected)
