@@ -156,8 +156,18 @@ def sample_tokens(
     *,
     num_threads: int = 0,
     stream: int | None = None,
+    rand_stream: int = 1,
 ) -> None:
-    """``sample_tokens`` into the caller's int64 ``tokens [T]`` (CPU for numpy, CUDA otherwise)."""
+    """``sample_tokens`` into the caller's int64 ``tokens [T]`` (CPU for numpy, CUDA otherwise).
+
+    ``rand_stream`` is the random stream (``fastspec.reference.sample_tokens``' ``stream``):
+    ``STREAM_TARGET`` (1, the default) or ``STREAM_DRAFT`` (5); anything else raises ValueError.
+    It is not called ``stream`` here because ``stream`` is the CUDA stream handle, as in every
+    function of this module.
+    """
+    from fastspec.reference.sampling import check_sample_stream
+
+    rand_stream = check_sample_stream(rand_stream, "rand_stream")
     m = module()
     rows, vocab = probs.shape
     batch = int(top_p.shape[0])
@@ -170,9 +180,9 @@ def sample_tokens(
             address(step_idx), address(batch_id_per_token_output), address(cu_seqlens_q_output),
             address(tokens), rows, vocab, batch)
     if on_gpu(probs):
-        m.sample_tokens_cuda(*args, current_stream(probs) if stream is None else stream)
+        m.sample_tokens_cuda(*args, current_stream(probs) if stream is None else stream, rand_stream=rand_stream)
     else:
-        m.sample_tokens_cpu(*args, num_threads)
+        m.sample_tokens_cpu(*args, num_threads, rand_stream=rand_stream)
 
 
 _VERIFY_STRATEGIES = {"topp": 0, "greedy": 1, "target_match": 2, "rejection": 3}

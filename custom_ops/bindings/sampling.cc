@@ -41,8 +41,13 @@ fastspec::SampleTokensParams sample_params(uintptr_t probs, int32_t probs_dtype,
                                            uintptr_t top_k, uintptr_t seed, uintptr_t step_idx,
                                            uintptr_t batch_id, uintptr_t cu_seqlens, uintptr_t tokens,
                                            int64_t rows, int64_t vocab, int64_t batch,
-                                           int32_t num_threads) {
+                                           int32_t num_threads, int64_t rand_stream) {
   check_sizes(rows, vocab, batch, probs_dtype, "sample_tokens");
+  if (rand_stream < 0 || rand_stream > 0xffffffffLL ||
+      !fastspec::sample_stream_ok(static_cast<uint32_t>(rand_stream))) {
+    throw std::invalid_argument("sample_tokens: rand_stream (the random stream) must be TARGET (1) or DRAFT (5), got " +
+                                std::to_string(rand_stream));
+  }
   fastspec::SampleTokensParams p{};
   p.probs = ptr<const void>(probs);
   p.probs_dtype = probs_dtype;
@@ -57,6 +62,7 @@ fastspec::SampleTokensParams sample_params(uintptr_t probs, int32_t probs_dtype,
   p.vocab = vocab;
   p.batch = batch;
   p.num_threads = num_threads;
+  p.stream = static_cast<uint32_t>(rand_stream);
   return p;
 }
 
@@ -83,15 +89,16 @@ void bind_sampling(py::module_& m) {
   m.def("sample_tokens_cpu",
         [](uintptr_t probs, int32_t probs_dtype, uintptr_t top_p, uintptr_t top_k, uintptr_t seed,
            uintptr_t step_idx, uintptr_t batch_id, uintptr_t cu_seqlens, uintptr_t tokens, int64_t rows,
-           int64_t vocab, int64_t batch, int32_t num_threads) {
+           int64_t vocab, int64_t batch, int32_t num_threads, int64_t rand_stream) {
           const auto p = sample_params(probs, probs_dtype, top_p, top_k, seed, step_idx, batch_id,
-                                       cu_seqlens, tokens, rows, vocab, batch, num_threads);
+                                       cu_seqlens, tokens, rows, vocab, batch, num_threads, rand_stream);
           py::gil_scoped_release release;
           fastspec::sample_tokens_cpu(p);
         },
         py::arg("probs"), py::arg("probs_dtype"), py::arg("top_p"), py::arg("top_k"), py::arg("seed"),
         py::arg("step_idx"), py::arg("batch_id_per_token_output"), py::arg("cu_seqlens_q_output"),
-        py::arg("tokens"), py::arg("rows"), py::arg("vocab"), py::arg("batch"), py::arg("num_threads") = 0);
+        py::arg("tokens"), py::arg("rows"), py::arg("vocab"), py::arg("batch"), py::arg("num_threads") = 0,
+        py::arg("rand_stream") = static_cast<int64_t>(fastspec::kStreamTarget));
 #if defined(FASTSPEC_WITH_CUDA)
   m.def("top_p_candidates_cuda",
         [](uintptr_t probs, int32_t probs_dtype, uintptr_t top_p, uintptr_t batch_id, uintptr_t ids,
@@ -107,14 +114,15 @@ void bind_sampling(py::module_& m) {
   m.def("sample_tokens_cuda",
         [](uintptr_t probs, int32_t probs_dtype, uintptr_t top_p, uintptr_t top_k, uintptr_t seed,
            uintptr_t step_idx, uintptr_t batch_id, uintptr_t cu_seqlens, uintptr_t tokens, int64_t rows,
-           int64_t vocab, int64_t batch, uintptr_t stream) {
+           int64_t vocab, int64_t batch, uintptr_t stream, int64_t rand_stream) {
           const auto p = sample_params(probs, probs_dtype, top_p, top_k, seed, step_idx, batch_id,
-                                       cu_seqlens, tokens, rows, vocab, batch, 0);
+                                       cu_seqlens, tokens, rows, vocab, batch, 0, rand_stream);
           check_cuda(fastspec::sample_tokens_cuda(p, as_stream(stream)), "sample_tokens_cuda");
         },
         py::arg("probs"), py::arg("probs_dtype"), py::arg("top_p"), py::arg("top_k"), py::arg("seed"),
         py::arg("step_idx"), py::arg("batch_id_per_token_output"), py::arg("cu_seqlens_q_output"),
-        py::arg("tokens"), py::arg("rows"), py::arg("vocab"), py::arg("batch"), py::arg("stream") = 0);
+        py::arg("tokens"), py::arg("rows"), py::arg("vocab"), py::arg("batch"), py::arg("stream") = 0,
+        py::arg("rand_stream") = static_cast<int64_t>(fastspec::kStreamTarget));
 #endif
 }
 

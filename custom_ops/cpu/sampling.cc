@@ -894,7 +894,7 @@ void sample_tokens_rows(const SampleTokensParams& a) {
           const uint32_t max_key = *std::max_element(s.chunk_max, s.chunk_max + chunks);
           token = sample_flat(
               row, totals.min_key, max_key, totals.mass, thr_all,
-              rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), kStreamTarget), s);
+              rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.stream), s);
         } else {
           SelectResult r;
           if (n < 0) {
@@ -914,7 +914,7 @@ void sample_tokens_rows(const SampleTokensParams& a) {
             token = cut_id(r.cut, a.vocab, id_bits);  // S is that single element
           } else {
             const uint64_t point = draw_point(
-                rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), kStreamTarget),
+                rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.stream),
                 r.mass_upto);
             uint64_t cum = 0;
             for (int64_t j = 0; j < n; ++j) {  // ids ascending
@@ -952,6 +952,7 @@ int top_p_candidates_cpu(const TopPCandidatesParams& a) {
 
 int sample_tokens_cpu(const SampleTokensParams& a) {
   if (check_sampling_sizes(a.rows, a.vocab, a.batch, a.probs_dtype) != kOk) return kInvalidArgument;
+  if (!sample_stream_ok(a.stream)) return kInvalidArgument;
   switch (a.probs_dtype) {
     case kProbF32: sample_tokens_rows<F32Tag>(a); break;
     case kProbF16: sample_tokens_rows<F16Tag>(a); break;

@@ -109,7 +109,7 @@ std::vector<paddle::Tensor> SampleTokens(const paddle::Tensor& probs, const padd
                                          const paddle::Tensor& top_k, const paddle::Tensor& seed,
                                          const paddle::Tensor& step_idx,
                                          const paddle::Tensor& batch_id_per_token_output,
-                                         const paddle::Tensor& cu_seqlens_q_output) {
+                                         const paddle::Tensor& cu_seqlens_q_output, int rand_stream) {
   const auto shape = probs_shape(kSample, probs);
   const int32_t dtype = prob_dtype(kSample, probs);
   const int64_t rows = shape[0], vocab = shape[1];
@@ -127,6 +127,9 @@ std::vector<paddle::Tensor> SampleTokens(const paddle::Tensor& probs, const padd
                     {{"top_p", &top_p}, {"top_k", &top_k}, {"seed", &seed}, {"step_idx", &step_idx},
                      {"batch_id_per_token_output", &batch_id_per_token_output},
                      {"cu_seqlens_q_output", &cu_seqlens_q_output}});
+  expect_attr(kSample, "rand_stream",
+              rand_stream >= 0 && fastspec::sample_stream_ok(static_cast<uint32_t>(rand_stream)),
+              "TARGET (1) or DRAFT (5)", rand_stream);
 
   auto tokens = paddle::empty({rows}, DataType::INT64, probs.place());
 
@@ -144,6 +147,7 @@ std::vector<paddle::Tensor> SampleTokens(const paddle::Tensor& probs, const padd
   params.vocab = vocab;
   params.batch = batch;
   params.num_threads = 0;
+  params.stream = static_cast<uint32_t>(rand_stream);
 
   if (probs.is_cpu()) {
     if (fastspec::sample_tokens_cpu(params) != fastspec::kOk) fail(kSample, "invalid sizes");
@@ -184,6 +188,7 @@ PD_BUILD_OP(fastspec_sample_tokens)
     .Inputs({"probs", "top_p", "top_k", "seed", "step_idx", "batch_id_per_token_output",
              "cu_seqlens_q_output"})
     .Outputs({"tokens"})
+    .Attrs({"rand_stream: int"})  // TARGET or DRAFT; the Python wrapper defaults it to TARGET
     .SetKernelFn(PD_KERNEL(SampleTokens))
     .SetInferShapeFn(PD_INFER_SHAPE(SampleTokensShape))
     .SetInferDtypeFn(PD_INFER_DTYPE(SampleTokensDtype));

@@ -32,6 +32,16 @@ def load() -> list[str]:
     return load_op_meta_info_and_register_op(str(LIBRARY))
 
 
+@functools.cache
+def declared_attrs(name: str) -> list[str]:
+    """The attribute names op ``name`` declares, in order."""
+    from paddle.base.framework import OpProtoHolder
+    from paddle.utils.cpp_extension.extension_utils import DEFAULT_OP_ATTR_NAMES
+
+    proto = OpProtoHolder.instance().get_op_proto(name)
+    return [attr.name for attr in proto.attrs if attr.name not in DEFAULT_OP_ATTR_NAMES]
+
+
 def run_op(
     name: str,
     inputs: dict[str, Any],
@@ -49,6 +59,9 @@ def run_op(
     from paddle import _C_ops
 
     inplace = inplace or {}
+    expected = declared_attrs(name)
+    if list(attrs) != expected:  # Paddle reads attributes by position: a missing one would crash
+        raise FastspecArgumentError(f"{name.removeprefix('fastspec_')}: attributes must be {expected}, got {list(attrs)}")
     if paddle.framework.in_dynamic_or_pir_mode():
         try:
             outs = _C_ops._run_custom_op(name, *inputs.values(), *attrs.values())

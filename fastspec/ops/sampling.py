@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fastspec.ops._library import FastspecArgumentError, run_op
+from fastspec.reference.sampling import check_sample_stream
 
 if TYPE_CHECKING:
     import paddle
@@ -110,6 +111,8 @@ def sample_tokens(
     step_idx: paddle.Tensor,
     batch_id_per_token_output: paddle.Tensor,
     cu_seqlens_q_output: paddle.Tensor,
+    *,
+    stream: int = 1,  # STREAM_TARGET (a literal: dy2static re-creates this signature without our globals)
 ) -> paddle.Tensor:
     """One seeded token per output row from the top-k ∩ top-p renormalised distribution.
 
@@ -118,18 +121,25 @@ def sample_tokens(
         top_p: float32 ``[B]``; top_k: int32 ``[B]`` (``<= 0`` or ``>= V``: no top-k);
         seed: int64 ``[B]``; step_idx: int64 ``[B]`` (generated tokens so far).
         batch_id_per_token_output: int32 ``[T]``; cu_seqlens_q_output: int32 ``[B + 1]``.
+        stream: the random stream, ``fastspec.reference.STREAM_TARGET`` (the target's samples,
+            the default) or ``STREAM_DRAFT`` (a draft model's samples: the request's own seed,
+            draws independent of the target's). Op attribute ``rand_stream``.
 
     Returns:
         ``tokens`` int64 ``[T]``: row ``t`` of request ``b`` is drawn with
-        ``rand64(seed[b], step_idx[b] + t - cu_seqlens_q_output[b], TARGET)`` from the top-p
+        ``rand64(seed[b], step_idx[b] + t - cu_seqlens_q_output[b], stream)`` from the top-p
         prefix of the first ``top_k`` valid tokens, re-ordered by ascending id; -1 for padding
         rows and rows without a valid entry. Batch-invariant and reproducible.
 
     Raises:
         FastspecArgumentError (a ValueError) naming the argument, for a wrong dtype, rank,
-        shape or place.
+        shape or place, or a ``stream`` other than TARGET or DRAFT.
     """
     op = "sample_tokens"
+    try:
+        rand_stream = check_sample_stream(stream)
+    except ValueError as error:
+        raise FastspecArgumentError(str(error)) from None
     rows, _ = _check_probs(op, probs)
     batch = _check_per_request(op, "top_p", top_p, "float32", None)
     _check_per_request(op, "top_k", top_k, "int32", batch)
@@ -148,7 +158,7 @@ def sample_tokens(
             "batch_id_per_token_output": batch_id_per_token_output,
             "cu_seqlens_q_output": cu_seqlens_q_output,
         },
-        {},
+        {"rand_stream": rand_stream},
         ["tokens"],
     )
     return tokens

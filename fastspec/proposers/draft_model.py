@@ -13,7 +13,7 @@ row that produced the last accepted token (MTP pairs the hidden state at positio
 token at j + 1 to predict j + 2). The last accepted token is ``draft_tokens[b, 0]``.
 
 Persistent buffers. The inputs of a draft step (``input_ids``, ``hidden``, ``position``,
-``draft_seed``) are tensors allocated once and only ever written in place, and a draft step
+``seed``) are tensors allocated once and only ever written in place, and a draft step
 writes its results (the next input token, the chained hidden state, the next position) back
 into those same tensors. A captured graph of one draft step (``static=True``: the step compiled
 with ``paddle.jit.to_static`` and bound to the buffers once, at capture) therefore replays
@@ -35,20 +35,12 @@ import paddle
 
 from fastspec import ops
 from fastspec.proposers.base import Proposal, Proposer
+from fastspec.reference.rng import STREAM_DRAFT
 from fastspec.state import SpecState
-
-# Drafted tokens are drawn with the request's seed XOR this constant (sample_tokens' TARGET
-# stream at the draft's own position): a Philox key unrelated to the seed that verification
-# uses, so the draft and the accept/resample draws are independent.
-DRAFT_SEED_MIX = 0x5D7AF7C3A1B2E4F1
 
 
 def _zeros(shape: list[int], dtype: str, place) -> paddle.Tensor:
     return paddle.to_tensor(np.zeros(shape, dtype=dtype), place=place)
-
-
-def _as_int64(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 class _DraftStep:
@@ -82,8 +74,9 @@ class DraftModelProposer(Proposer):
             come from ngram_append.
         chain_hidden_states: feed each step's output hidden state to the next step (True), or the
             target's hidden state to every step (False).
-        sample_drafts: draw drafts from softmax(logits) with the request's seed (their
-            probabilities are kept for REJECTION); False: argmax (smallest id on ties).
+        sample_drafts: draw drafts from softmax(logits) with the request's seed on the DRAFT
+            random stream (their probabilities are kept for REJECTION); False: argmax (smallest
+            id on ties).
         static: run the draft step as a compiled program bound to the persistent buffers.
         max_ngram_size, min_ngram_size, token_budget: the n-gram part of hybrid drafting.
 
@@ -167,18 +160,20 @@ class DraftModelProposer(Proposer):
             "input_ids": _zeros([b], "int64", place),
             "hidden": _zeros([b, h], "float32", place),
             "position": _zeros([b], "int64", place),
-            "draft_seed": _zeros([b], "int64", place),
+            "seed": _zeros([b], "int64", place),
             "rows": paddle.to_tensor(np.arange(b, dtype=np.int32), place=place),
             "cu": paddle.to_tensor(np.arange(b + 1, dtype=np.int32), place=place),
             "top_p": paddle.to_tensor(np.ones(b, np.float32), place=place),
             "top_k": _zeros([b], "int32", place),
         }
 
-    def _step_fn(self, input_ids, hidden, position, draft_seed, rows, cu, top_p, top_k):
+    def _step_fn(self, input_ids, hidden, position, seed, rows, cu, top_p, top_k):
         logits, hidden_out = self.draft_model(input_ids, hidden)
         probs = paddle.nn.functional.softmax(logits.astype("float32"), axis=-1)
         if self.sample_drafts:
-            token = ops.sample_tokens(probs, top_p, top_k, draft_seed, position, rows, cu)
+            # the request's own seed on the DRAFT stream at the draft's position: independent
+            # of the target's (TARGET) and verification's (ACCEPT / RESAMPLE) draws
+            token = ops.sample_tokens(probs, top_p, top_k, seed, position, rows, cu, stream=STREAM_DRAFT)
         else:
             token = paddle.argmax(probs, axis=-1)
             probs = paddle.nn.functional.one_hot(token, probs.shape[-1]).astype("float32")
@@ -186,14 +181,14 @@ class DraftModelProposer(Proposer):
 
     def _draft_step(self) -> _DraftStep:
         if self._step is None:
-            names = ("input_ids", "hidden", "position", "draft_seed", "rows", "cu", "top_p", "top_k")
+            names = ("input_ids", "hidden", "position", "seed", "rows", "cu", "top_p", "top_k")
             buf = self.buffers
             writes = (buf["input_ids"], None, buf["hidden"] if self.chain_hidden_states else None, buf["position"])
             step_fn = self._step_fn
 
             # to_static converts plain functions with named arguments (a method needs an nn.Layer owner)
-            def fn(input_ids, hidden, position, draft_seed, rows, cu, top_p, top_k):
-                return step_fn(input_ids, hidden, position, draft_seed, rows, cu, top_p, top_k)
+            def fn(input_ids, hidden, position, seed, rows, cu, top_p, top_k):
+                return step_fn(input_ids, hidden, position, seed, rows, cu, top_p, top_k)
 
             self._step = _DraftStep(fn, tuple(buf[n] for n in names), writes, self.static)
         return self._step
@@ -218,7 +213,7 @@ class DraftModelProposer(Proposer):
         paddle.assign(state.draft_tokens[:, 0], output=buf["input_ids"])
         paddle.assign(self.target_hidden, output=buf["hidden"])
         paddle.assign(state.step_idx, output=buf["position"])
-        paddle.assign(paddle.bitwise_xor(state.seed, paddle.full_like(state.seed, _as_int64(DRAFT_SEED_MIX))), output=buf["draft_seed"])
+        paddle.assign(state.seed, output=buf["seed"])
 
         step = self._draft_step()
         tokens, probs = [], []

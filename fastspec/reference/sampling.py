@@ -11,9 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from fastspec.reference.mass import draw, prob_mass, prob_valid, topp_prefix_len, topp_threshold
-from fastspec.reference.rng import STREAM_TARGET, rand64
+from fastspec.reference.rng import STREAM_DRAFT, STREAM_TARGET, rand64
 
 MAX_CANDIDATE_LEN = 1024
+# The random streams sample_tokens may draw with: the target's samples, or a draft model's.
+SAMPLE_STREAMS = (STREAM_TARGET, STREAM_DRAFT)
 
 
 def bf16_bits_to_f32(bits: np.ndarray) -> np.ndarray:
@@ -106,6 +108,17 @@ def sample_row(row: np.ndarray, top_p: float, top_k: int, random: int) -> int:
     return int(s[draw(prob_mass(row[s]), random)])
 
 
+def check_sample_stream(stream: object, name: str = "stream") -> int:
+    """``stream`` as an int if it is STREAM_TARGET or STREAM_DRAFT; ValueError naming ``name`` otherwise."""
+    ok = not isinstance(stream, bool) and isinstance(stream, (int, np.integer)) and int(stream) in SAMPLE_STREAMS
+    if not ok:
+        raise ValueError(
+            f"sample_tokens: '{name}' must be STREAM_TARGET ({STREAM_TARGET}) or STREAM_DRAFT ({STREAM_DRAFT}), "
+            f"got {stream!r}"
+        )
+    return int(stream)
+
+
 def sample_tokens(
     probs: np.ndarray,
     top_p: np.ndarray,
@@ -114,6 +127,8 @@ def sample_tokens(
     step_idx: np.ndarray,
     batch_id_per_token_output: np.ndarray,
     cu_seqlens_q_output: np.ndarray,
+    *,
+    stream: int = STREAM_TARGET,
 ) -> np.ndarray:
     """Returns ``tokens`` int64 [T]: one seeded draw per row from the top-k ∩ top-p distribution.
 
@@ -121,9 +136,12 @@ def sample_tokens(
     ``top_k[b]`` valid tokens in probability order (all of them for ``top_k <= 0`` or
     ``>= V``); ``S`` = the top-p prefix of ``S_k`` (threshold from the mass of ``S_k``);
     the token is drawn from ``S`` in ascending id order with
-    ``rand64(seed[b], step_idx[b] + j, TARGET)``. Padding rows and rows without a valid
-    entry give -1.
+    ``rand64(seed[b], step_idx[b] + j, stream)``. Padding rows and rows without a valid
+    entry give -1. ``stream`` is STREAM_TARGET (the target's samples, the default) or
+    STREAM_DRAFT (a draft model's samples: same seed, independent draws); anything else
+    raises ValueError.
     """
+    stream = check_sample_stream(stream)
     p = as_f32_probs(probs)
     if p.ndim != 2:
         raise ValueError(f"probs must have rank 2, got shape {p.shape}")
@@ -143,7 +161,7 @@ def sample_tokens(
             continue
         # position arithmetic wraps like the kernels' 64-bit integers
         position = (int(step_idx[b]) + t - int(cu[b])) & ((1 << 64) - 1)
-        tokens[t] = sample_row(p[t], float(top_p[b]), int(top_k[b]), rand64(int(seed[b]), position, STREAM_TARGET))
+        tokens[t] = sample_row(p[t], float(top_p[b]), int(top_k[b]), rand64(int(seed[b]), position, stream))
     return tokens
 
 
@@ -168,7 +186,9 @@ def sampling_distribution(row: np.ndarray, top_p: float, top_k: int) -> np.ndarr
 
 __all__ = [
     "MAX_CANDIDATE_LEN",
+    "SAMPLE_STREAMS",
     "as_f32_probs",
+    "check_sample_stream",
     "bf16_bits_to_f32",
     "sample_row",
     "sample_tokens",

@@ -192,3 +192,98 @@ def test_graph_replay_with_new_probabilities_and_seeds():
         assert np.array_equal(out["tokens"].cpu().numpy(), expected), replay
         got = tuple(out[n].cpu().numpy() for n in ("ids", "scores", "lens"))
         assert_candidates_equal(got, ref.top_p_candidates(new["probs"], new["top_p"], batch_id, max_candidate_len=k))
+
+
+# ---- the random stream: DRAFT (a draft model's samples) ----------------------------------------
+
+
+def cuda_sample_stream(probs_dev, top_p, top_k, seed, step, batch_id, cu, rand_stream):
+    tokens = torch.full((probs_dev.shape[0],), 777, dtype=torch.int64, device="cuda")
+    kernels.sample_tokens(probs_dev, *(dev(x) for x in (top_p, top_k, seed, step, batch_id, cu)), tokens,
+                          rand_stream=rand_stream)
+    torch.cuda.synchronize()
+    return tokens.cpu().numpy()
+
+
+def test_spec_example_draft_stream():
+    probs = np.array([[0.1, 0.5, 0.2, 0.2, 0.0], [np.nan, 0, 0, 0, 0], [0.25, 0.25, 0.25, 0.25, 0.0]], np.float32)
+    args = (np.array([0.6, 0.5], np.float32), np.array([0, 2], np.int32), np.array([1, 2], np.int64),
+            np.array([0, 5], np.int64), np.array([0, 1, 1], np.int32), np.array([0, 1, 3], np.int32))
+    assert np.array_equal(cuda_sample_stream(dev(probs), *args, ref.STREAM_DRAFT),
+                          ref.sample_tokens(probs, *args, stream=ref.STREAM_DRAFT))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("vocab", [7, 300, 32000, 151936])
+def test_sample_draft_stream_matches_reference(dtype, vocab):
+    rng = np.random.default_rng(vocab + 505)
+    rows_per_request = [1, 3, 2, 1, 4, 1, 2, 5] if vocab < 32000 else [1, 2, 1, 3]
+    cu, batch_id = make_batch(rng, rows_per_request, padding_rows=3)
+    probs = make_probs(rng, vocab, len(batch_id))
+    top_p, top_k, seed, step = request_params(rng, len(rows_per_request), vocab)
+    probs_dev, host = device_probs(probs, dtype)
+    args = (top_p, top_k, seed, step, batch_id, cu)
+    assert np.array_equal(cuda_sample_stream(probs_dev, *args, ref.STREAM_DRAFT),
+                          ref.sample_tokens(host, *args, stream=ref.STREAM_DRAFT))
+    assert np.array_equal(cuda_sample_stream(probs_dev, *args, ref.STREAM_TARGET), ref.sample_tokens(host, *args))
+
+
+def test_draft_stream_differs_from_target_and_matches_cpu():
+    rng = np.random.default_rng(707)
+    requests, rows_each, vocab = 64, 4, 1000
+    cu = np.arange(0, requests * rows_each + 1, rows_each, dtype=np.int32)
+    batch_id = np.repeat(np.arange(requests, dtype=np.int32), rows_each)
+    logits = rng.normal(0, 0.05, (len(batch_id), vocab))
+    probs = (np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)).astype(np.float32)
+    args = (np.ones(requests, np.float32), np.zeros(requests, np.int32),
+            rng.integers(-(2**63), 2**63 - 1, requests, dtype=np.int64),
+            rng.integers(0, 2**20, requests, dtype=np.int64), batch_id, cu)
+    target = cuda_sample_stream(dev(probs), *args, ref.STREAM_TARGET)
+    draft = cuda_sample_stream(dev(probs), *args, ref.STREAM_DRAFT)
+    cpu = np.zeros(len(batch_id), np.int64)
+    kernels.sample_tokens(probs, *args, cpu, rand_stream=ref.STREAM_DRAFT)
+    assert np.array_equal(draft, cpu)
+    assert (target >= 0).all() and (draft >= 0).all()
+    assert (target != draft).mean() > 0.9
+
+
+@pytest.mark.parametrize("bad", [0, 2, 4, 6])
+def test_bad_stream_is_an_error(bad):
+    probs = dev(np.full((2, 10), 0.1, np.float32))
+    args = [dev(x) for x in (np.ones(1, np.float32), np.zeros(1, np.int32), np.zeros(1, np.int64),
+                             np.zeros(1, np.int64), np.zeros(2, np.int32), np.array([0, 2], np.int32))]
+    tokens = torch.zeros(2, dtype=torch.int64, device="cuda")
+    with pytest.raises(ValueError, match="stream"):
+        kernels.sample_tokens(probs, *args, tokens, rand_stream=bad)
+    m = kernels.module()
+    addresses = [kernels.address(a) for a in args]
+    with pytest.raises(ValueError, match="stream"):  # the C++ entry point checks too
+        m.sample_tokens_cuda(kernels.address(probs), m.PROB_F32, *addresses, kernels.address(tokens), 2, 10, 1,
+                             torch.cuda.current_stream().cuda_stream, rand_stream=bad)
+
+
+def test_graph_replay_draft_stream():
+    rng = np.random.default_rng(18)
+    vocab = 1000
+    cu, batch_id = make_batch(rng, [2, 1, 3, 2], padding_rows=1)
+    rows = len(batch_id)
+    arrays = {"probs": make_probs(rng, vocab, rows)}
+    arrays["top_p"], arrays["top_k"], arrays["seed"], arrays["step_idx"] = request_params(rng, 4, vocab)
+    arrays["batch_id"], arrays["cu"] = batch_id, cu
+    t = {name: dev(value) for name, value in arrays.items()}
+    tokens = torch.zeros(rows, dtype=torch.int64, device="cuda")
+
+    def step():
+        kernels.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"], t["batch_id"], t["cu"],
+                              tokens, rand_stream=ref.STREAM_DRAFT)
+
+    graph = capture(step)
+    for replay in range(3):
+        new = {"probs": make_probs(rng, vocab, rows)}
+        new["top_p"], new["top_k"], new["seed"], new["step_idx"] = request_params(rng, 4, vocab)
+        copy_into(t, new)
+        graph.replay()
+        torch.cuda.synchronize()
+        expected = ref.sample_tokens(new["probs"], new["top_p"], new["top_k"], new["seed"], new["step_idx"],
+                                     batch_id, cu, stream=ref.STREAM_DRAFT)
+        assert np.array_equal(tokens.cpu().numpy(), expected), replay

@@ -406,3 +406,98 @@ def test_sample_near_uniform_rows(shape, vocab):
     for threads in (1, 0):
         got = run_sample(probs, top_p, top_k, seed, step, batch_id, cu, num_threads=threads)
         np.testing.assert_array_equal(got, expected)
+
+
+# ---- the random stream: TARGET (default) or DRAFT ----------------------------------------------
+
+
+def run_sample_stream(probs, top_p, top_k, seed, step_idx, batch_id, cu, rand_stream, num_threads=0):
+    tokens = np.full(probs.shape[0], 12345, np.int64)
+    kernels.sample_tokens(np.ascontiguousarray(probs), top_p, top_k, seed, step_idx, batch_id, cu, tokens,
+                          num_threads=num_threads, rand_stream=rand_stream)
+    return tokens
+
+
+@pytest.mark.parametrize("vocab", [7, 100, 32000])
+def test_draft_stream_matches_reference(vocab):
+    rng = np.random.default_rng(vocab + 505)
+    rows_per_request = [1, 3, 2, 1, 4, 1, 2, 5] if vocab < 32000 else [1, 2, 1, 3, 2]
+    cu, batch_id = make_batch(rng, rows_per_request, padding_rows=3)
+    probs = make_probs(rng, vocab, len(batch_id))
+    top_p, top_k, seed, step_idx = request_params(rng, len(rows_per_request), vocab)
+    expected = ref.sample_tokens(probs, top_p, top_k, seed, step_idx, batch_id, cu, stream=ref.STREAM_DRAFT)
+    for threads in (1, 0):
+        got = run_sample_stream(probs, top_p, top_k, seed, step_idx, batch_id, cu, ref.STREAM_DRAFT, threads)
+        assert np.array_equal(got, expected), np.argwhere(got != expected).tolist()
+    # the default is TARGET, bit for bit
+    target = ref.sample_tokens(probs, top_p, top_k, seed, step_idx, batch_id, cu)
+    assert np.array_equal(run_sample_stream(probs, top_p, top_k, seed, step_idx, batch_id, cu, ref.STREAM_TARGET),
+                          target)
+    assert np.array_equal(run_sample(probs, top_p, top_k, seed, step_idx, batch_id, cu), target)
+
+
+@pytest.mark.parametrize("shape", ["flat", "holes"])
+def test_draft_stream_near_uniform_rows(shape):
+    """The CPU kernel's near-flat path draws at its own call site: DRAFT must reach it too."""
+    rng = np.random.default_rng(len(shape) + 606)
+    rows, vocab = 3, 50001
+    probs = near_uniform_rows(rng, vocab, rows, shape).astype(np.float32)
+    top_p = np.array([0.9, 0.99, 0.5], np.float32)
+    top_k = np.array([0, 0, 9000], np.int32)
+    seed = rng.integers(-(2**62), 2**62, rows)
+    step = rng.integers(0, 1000, rows)
+    batch_id = np.arange(rows, dtype=np.int32)
+    cu = np.arange(rows + 1, dtype=np.int32)
+    expected = ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu, stream=ref.STREAM_DRAFT)
+    for threads in (1, 0):
+        got = run_sample_stream(probs, top_p, top_k, seed, step, batch_id, cu, ref.STREAM_DRAFT, threads)
+        np.testing.assert_array_equal(got, expected)
+
+
+def flat_many_seeds(rng, requests: int, rows_each: int, vocab: int):
+    """Near-uniform rows, one distinct seed per request: draws on two streams should rarely agree."""
+    cu = np.arange(0, requests * rows_each + 1, rows_each, dtype=np.int32)
+    batch_id = np.repeat(np.arange(requests, dtype=np.int32), rows_each)
+    probs = np.stack([softmax(rng.normal(0, 0.05, vocab)) for _ in range(len(batch_id))]).astype(np.float32)
+    top_p = np.ones(requests, np.float32)
+    top_k = np.zeros(requests, np.int32)
+    seed = rng.integers(-(2**63), 2**63 - 1, requests, dtype=np.int64)
+    step = rng.integers(0, 2**20, requests, dtype=np.int64)
+    return probs, top_p, top_k, seed, step, batch_id, cu
+
+
+def test_draft_stream_differs_from_target():
+    rng = np.random.default_rng(707)
+    case = flat_many_seeds(rng, requests=64, rows_each=4, vocab=1000)
+    target = run_sample_stream(*case, ref.STREAM_TARGET)
+    draft = run_sample_stream(*case, ref.STREAM_DRAFT)
+    assert np.array_equal(target, ref.sample_tokens(*case))
+    assert np.array_equal(draft, ref.sample_tokens(*case, stream=ref.STREAM_DRAFT))
+    assert (target >= 0).all() and (draft >= 0).all()
+    assert (target != draft).mean() > 0.9  # ~1/1000 agree by chance
+
+
+@pytest.mark.parametrize("bad", [0, 2, 3, 4, 6, -1, 2**32 + 1, True, 5.0, "draft", None])
+def test_bad_stream_raises_value_error(bad):
+    rng = np.random.default_rng(808)
+    case = flat_many_seeds(rng, requests=2, rows_each=2, vocab=50)
+    with pytest.raises(ValueError, match="stream"):
+        run_sample_stream(*case, bad)
+    with pytest.raises(ValueError, match="stream"):
+        ref.sample_tokens(*case, stream=bad)
+
+
+@pytest.mark.parametrize("bad", [0, 2, 4, 6, 2**32 + 5])
+def test_bindings_reject_a_bad_stream(bad):
+    """The C++ entry point checks too (a caller that skips fastspec.kernels)."""
+    rng = np.random.default_rng(909)
+    probs, top_p, top_k, seed, step, batch_id, cu = flat_many_seeds(rng, requests=2, rows_each=2, vocab=50)
+    tokens = np.zeros(len(batch_id), np.int64)
+    args = [kernels.address(a) for a in (probs, top_p, top_k, seed, step, batch_id, cu, tokens)]
+    with pytest.raises(ValueError, match="stream"):
+        kernels.module().sample_tokens_cpu(args[0], kernels.module().PROB_F32, *args[1:], len(batch_id), 50, 2,
+                                           rand_stream=bad)
+    kernels.module().sample_tokens_cpu(args[0], kernels.module().PROB_F32, *args[1:], len(batch_id), 50, 2,
+                                       rand_stream=ref.STREAM_DRAFT)
+    assert np.array_equal(tokens, ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu,
+                                                    stream=ref.STREAM_DRAFT))

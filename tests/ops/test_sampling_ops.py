@@ -9,7 +9,7 @@ import pytest
 import fastspec.ops as ops
 from fastspec import reference as ref
 from fastspec.ops._library import run_op
-from tests.ops.sampling_cases import KINDS, TOP_P_ODD, TOP_PS, make_batch, make_probs, request_params
+from tests.ops.sampling_cases import KINDS, TOP_P_ODD, TOP_PS, make_batch, make_probs, request_params, softmax
 
 
 def as_paddle_probs(probs: np.ndarray, dtype: str) -> tuple[paddle.Tensor, np.ndarray]:
@@ -159,6 +159,12 @@ def test_sample_bad_inputs_name_the_argument(name, value):
     with pytest.raises(ops.FastspecArgumentError, match=f"'{name}'"):
         ops.sample_tokens(*args.values())
     with pytest.raises(ops.FastspecArgumentError, match=f"'{name}'"):
+        run_op("fastspec_sample_tokens", args, {"rand_stream": 1}, ["tokens"])
+
+
+def test_missing_attribute_is_an_error_not_a_crash():
+    args = {n: paddle.to_tensor(v) for n, v in zip(SAMPLE_NAMES, sample_case(2))}
+    with pytest.raises(ops.FastspecArgumentError, match="rand_stream"):
         run_op("fastspec_sample_tokens", args, {}, ["tokens"])
 
 
@@ -180,3 +186,67 @@ def test_static_graph_build_and_run():
     np.testing.assert_array_equal(got[0], ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu))
     for g, e in zip(got[1:], ref.top_p_candidates(probs, top_p, batch_id, max_candidate_len=16)):
         np.testing.assert_array_equal(g, e)
+
+
+# ---- the random stream: TARGET (default) or DRAFT ----------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("vocab", [7, 300, 32000])
+def test_sample_op_draft_stream_matches_reference(dtype, vocab):
+    probs, top_p, top_k, seed, step, batch_id, cu = sample_case(vocab + 11, vocab)
+    tensor, host = as_paddle_probs(probs, dtype)
+    args = [paddle.to_tensor(x) for x in (top_p, top_k, seed, step, batch_id, cu)]
+    draft = ops.sample_tokens(tensor, *args, stream=ref.STREAM_DRAFT)
+    np.testing.assert_array_equal(draft.numpy(), ref.sample_tokens(host, top_p, top_k, seed, step, batch_id, cu,
+                                                                   stream=ref.STREAM_DRAFT))
+    target = ref.sample_tokens(host, top_p, top_k, seed, step, batch_id, cu)
+    np.testing.assert_array_equal(ops.sample_tokens(tensor, *args, stream=ref.STREAM_TARGET).numpy(), target)
+    np.testing.assert_array_equal(ops.sample_tokens(tensor, *args).numpy(), target)
+
+
+def test_sample_op_draft_stream_differs_from_target():
+    rng = np.random.default_rng(31)
+    requests, rows_each, vocab = 64, 4, 1000
+    cu = np.arange(0, requests * rows_each + 1, rows_each, dtype=np.int32)
+    batch_id = np.repeat(np.arange(requests, dtype=np.int32), rows_each)
+    probs = np.stack([softmax(rng.normal(0, 0.05, vocab)) for _ in range(len(batch_id))]).astype(np.float32)
+    seed = rng.integers(-(2**63), 2**63 - 1, requests, dtype=np.int64)
+    step = rng.integers(0, 2**20, requests, dtype=np.int64)
+    arrays = (probs, np.ones(requests, np.float32), np.zeros(requests, np.int32), seed, step, batch_id, cu)
+    tensors = [paddle.to_tensor(x) for x in arrays]
+    target = ops.sample_tokens(*tensors).numpy()
+    draft = ops.sample_tokens(*tensors, stream=ref.STREAM_DRAFT).numpy()
+    np.testing.assert_array_equal(draft, ref.sample_tokens(*arrays, stream=ref.STREAM_DRAFT))
+    assert (target >= 0).all() and (draft >= 0).all()
+    assert (target != draft).mean() > 0.9  # ~1/1000 agree by chance
+
+
+@pytest.mark.parametrize("bad", [0, 2, 3, 4, 6, -1, True, 5.0, "draft", None])
+def test_sample_op_bad_stream_names_it(bad):
+    args = [paddle.to_tensor(x) for x in sample_case(5)]
+    with pytest.raises(ValueError, match="'stream'"):
+        ops.sample_tokens(*args, stream=bad)
+
+
+@pytest.mark.parametrize("bad", [0, 2, 4, 6, -1])
+def test_sample_op_attribute_checked_in_cpp(bad):
+    args = dict(zip(SAMPLE_NAMES, (paddle.to_tensor(x) for x in sample_case(6))))
+    with pytest.raises(ops.FastspecArgumentError, match="'rand_stream'"):
+        run_op("fastspec_sample_tokens", args, {"rand_stream": bad}, ["tokens"])
+
+
+def test_static_graph_draft_stream():
+    probs, top_p, top_k, seed, step, batch_id, cu = sample_case(8)
+    arrays = dict(zip(SAMPLE_NAMES, (probs, top_p, top_k, seed, step, batch_id, cu)))
+    paddle.enable_static()
+    try:
+        program = paddle.static.Program()
+        with paddle.static.program_guard(program):
+            feeds = {n: paddle.static.data(n, list(v.shape), str(v.dtype)) for n, v in arrays.items()}
+            draft = ops.sample_tokens(*(feeds[n] for n in SAMPLE_NAMES), stream=ref.STREAM_DRAFT)
+        got = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=arrays, fetch_list=[draft])
+    finally:
+        paddle.disable_static()
+    np.testing.assert_array_equal(got[0], ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu,
+                                                            stream=ref.STREAM_DRAFT))

@@ -163,3 +163,24 @@ def test_draft_probs_rows_follow_the_packing():
 def test_bad_num_model_steps(steps):
     with pytest.raises(ValueError, match="num_model_steps"):
         DraftModelProposer(RevealLayer(), 4, num_model_steps=steps)
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["eager", "static"])
+def test_sampled_drafts_use_the_request_seed_on_the_draft_stream(static):
+    from fastspec import reference as ref
+    from fastspec.draft_models import TinyDraftHead
+
+    k, b = 3, 3
+    state = decode_state(BASES, k)
+    proposer = DraftModelProposer(TinyDraftHead(50, 2, seed=4), k, sample_drafts=True, static=static)
+    paddle.assign(paddle.to_tensor(np.arange(b + 1, dtype=np.int32)), output=state.cu_seqlens_q_output)
+    paddle.assign(paddle.ones([b], dtype="int32"), output=state.accept_num)
+    proposer.observe_target(state, paddle.to_tensor(np.array([[0.1, 0.2], [0.3, -1], [2, 1]], np.float32)))
+    drafts = proposer(state).tokens.numpy()
+    q = proposer.draft_probs.numpy()  # the very probabilities each step sampled from
+    seed, step = state.seed.numpy().reshape(-1), state.step_idx.numpy().reshape(-1)
+    rows, cu = np.arange(b, dtype=np.int32), np.arange(b + 1, dtype=np.int32)
+    ones, zeros = np.ones(b, np.float32), np.zeros(b, np.int32)
+    for i in range(k):
+        expected = ref.sample_tokens(q[:, i], ones, zeros, seed, step + i, rows, cu, stream=ref.STREAM_DRAFT)
+        np.testing.assert_array_equal(drafts[:, i], expected)

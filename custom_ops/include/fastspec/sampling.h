@@ -162,7 +162,12 @@ struct SampleTokensParams {
   int64_t* tokens;                          // [T] (written)
   int64_t rows, vocab, batch;
   int32_t num_threads;                      // CPU only
+  uint32_t stream;                          // rand64 stream: kStreamTarget or kStreamDraft
 };
+
+// The random streams sample_tokens may draw with: TARGET (the target's
+// samples) or DRAFT (a draft model's samples, same seed, independent draws).
+FS_HD bool sample_stream_ok(uint32_t stream) { return stream == kStreamTarget || stream == kStreamDraft; }
 
 // Host-side validation shared by every entry point: kOk or kInvalidArgument.
 inline int check_sampling_sizes(int64_t rows, int64_t vocab, int64_t batch, int32_t dtype) {
