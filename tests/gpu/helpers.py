@@ -33,3 +33,15 @@ def copy_into(tensors: dict[str, torch.Tensor], arrays: dict[str, np.ndarray]) -
     """Overwrites captured buffers in place (a graph replays on the same addresses)."""
     for name, value in arrays.items():
         tensors[name].copy_(torch.from_numpy(np.ascontiguousarray(value)))
+
+
+def run_ngram_cuda(op: str, arrays: dict[str, np.ndarray], attrs: dict) -> tuple[np.ndarray, np.ndarray]:
+    """An n-gram kernel (``ngram_match`` / ``ngram_append``) on CUDA through the bindings."""
+    from fastspec import kernels
+    from tests.ngram_cases import ARRAY_NAMES
+
+    tensors = to_device(arrays)
+    getattr(kernels, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs)
+    torch.cuda.synchronize()
+    out = to_host(tensors)
+    return out["draft_tokens"], out["seq_lens_this_time"]

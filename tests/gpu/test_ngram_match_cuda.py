@@ -2,33 +2,22 @@
 
 from __future__ import annotations
 
+from functools import partial
+
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 
-import numpy as np
+from fastspec import kernels  # noqa: E402
+from fastspec import reference as ref  # noqa: E402
+from tests import ngram_harness as harness  # noqa: E402
+from tests.gpu.helpers import capture, copy_into, run_ngram_cuda, to_device, to_host  # noqa: E402
+from tests.ngram_cases import ARRAY_NAMES, random_case, spec_example  # noqa: E402
 
-from fastspec import kernels
-from fastspec import reference as ref
-from tests.gpu.helpers import capture, copy_into, to_device, to_host
-from tests.ngram_cases import ARRAY_NAMES, random_case, spec_example
-
-
-def run_cuda(arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
-    tensors = to_device(arrays)
-    kernels.ngram_match(*(tensors[name] for name in ARRAY_NAMES), **attrs)
-    torch.cuda.synchronize()
-    out = to_host(tensors)
-    return out["draft_tokens"], out["seq_lens_this_time"]
-
-
-def reference(arrays: dict, attrs: dict):
-    return ref.ngram_match(*(arrays[name] for name in ARRAY_NAMES), **attrs)
-
-
-def assert_same(actual, expected, context=""):
-    np.testing.assert_array_equal(actual[0], expected[0], err_msg=f"draft_tokens {context}")
-    np.testing.assert_array_equal(actual[1], expected[1], err_msg=f"seq_lens_this_time {context}")
+run_cuda = partial(run_ngram_cuda, "ngram_match")
+reference = partial(harness.run_reference, "ngram_match")
+assert_same = harness.assert_same
 
 
 def test_spec_example():

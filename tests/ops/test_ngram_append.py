@@ -2,36 +2,20 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import kernels
-from fastspec import reference as ref
+from tests import ngram_harness as harness
 from tests.ngram_append_cases import ARRAY_NAMES, hybrid_example, random_append_case
 
-
-def run_op(arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
-    tensors = {name: paddle.to_tensor(arrays[name]) for name in ARRAY_NAMES}
-    drafts, lens = ops.ngram_append(*(tensors[name] for name in ARRAY_NAMES), **attrs)
-    assert drafts is tensors["draft_tokens"] and lens is tensors["seq_lens_this_time"]
-    return drafts.numpy(), lens.numpy()
-
-
-def run_bindings(arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
-    copies = {name: np.ascontiguousarray(arrays[name]).copy() for name in ARRAY_NAMES}
-    kernels.ngram_append(*(copies[name] for name in ARRAY_NAMES), **attrs)
-    return copies["draft_tokens"], copies["seq_lens_this_time"]
-
-
-def run_reference(arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
-    return ref.ngram_append(*(arrays[name] for name in ARRAY_NAMES), **attrs)
-
-
-def assert_same(actual, expected, context=""):
-    np.testing.assert_array_equal(actual[0], expected[0], err_msg=f"draft_tokens {context}")
-    np.testing.assert_array_equal(actual[1], expected[1], err_msg=f"seq_lens_this_time {context}")
+run_op = partial(harness.run_paddle, "ngram_append")
+run_bindings = partial(harness.run_bindings, "ngram_append")
+run_reference = partial(harness.run_reference, "ngram_append")
+assert_same = harness.assert_same
 
 
 def test_model_drafts_kept_and_ngram_continuation_appended():
@@ -58,7 +42,7 @@ def test_without_model_drafts_it_is_ngram_match():
     for _ in range(200):
         arrays, attrs = random_case(rng)
         arrays["seq_lens_this_time"] = np.where(arrays["seq_lens_encoder"] > 0, arrays["seq_lens_this_time"], 1).astype(np.int32)
-        assert_same(run_op(arrays, attrs), ref.ngram_match(*(arrays[n] for n in ARRAY_NAMES), **attrs))
+        assert_same(run_op(arrays, attrs), harness.run_reference("ngram_match", arrays, attrs))
 
 
 def test_no_match_keeps_the_model_drafts():

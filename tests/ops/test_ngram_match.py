@@ -2,36 +2,20 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import kernels
-from fastspec import reference as ref
+from tests import ngram_harness as harness
 from tests.ngram_cases import ARRAY_NAMES, random_case, spec_example
 
-
-def run_op(arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
-    tensors = {name: paddle.to_tensor(arrays[name]) for name in ARRAY_NAMES}
-    drafts, lens = ops.ngram_match(*(tensors[name] for name in ARRAY_NAMES), **attrs)
-    assert drafts is tensors["draft_tokens"] and lens is tensors["seq_lens_this_time"]
-    return drafts.numpy(), lens.numpy()
-
-
-def run_bindings(arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
-    copies = {name: np.ascontiguousarray(arrays[name]).copy() for name in ARRAY_NAMES}
-    kernels.ngram_match(*(copies[name] for name in ARRAY_NAMES), **attrs)
-    return copies["draft_tokens"], copies["seq_lens_this_time"]
-
-
-def run_reference(arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
-    return ref.ngram_match(*(arrays[name] for name in ARRAY_NAMES), **attrs)
-
-
-def assert_same(actual, expected, context=""):
-    np.testing.assert_array_equal(actual[0], expected[0], err_msg=f"draft_tokens {context}")
-    np.testing.assert_array_equal(actual[1], expected[1], err_msg=f"seq_lens_this_time {context}")
+run_op = partial(harness.run_paddle, "ngram_match")
+run_bindings = partial(harness.run_bindings, "ngram_match")
+run_reference = partial(harness.run_reference, "ngram_match")
+assert_same = harness.assert_same
 
 
 def test_spec_example_drafts_the_prompt_continuation():

@@ -1,0 +1,37 @@
+"""Running either n-gram op (ngram_match, ngram_append) on one case: Paddle op, bindings, reference."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastspec import kernels
+from fastspec import reference as ref
+from tests.ngram_cases import ARRAY_NAMES
+
+
+def run_paddle(op: str, arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The Paddle op on CPU tensors; checks that the in-place tensors are the ones returned."""
+    import paddle
+
+    import fastspec.ops as ops
+
+    tensors = {name: paddle.to_tensor(arrays[name]) for name in ARRAY_NAMES}
+    drafts, lens = getattr(ops, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs)
+    assert drafts is tensors["draft_tokens"] and lens is tensors["seq_lens_this_time"]
+    return drafts.numpy(), lens.numpy()
+
+
+def run_bindings(op: str, arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel through the pybind11 bindings: the CPU path for numpy arrays, CUDA for torch tensors."""
+    copies = {name: np.ascontiguousarray(arrays[name]).copy() for name in ARRAY_NAMES}
+    getattr(kernels, op)(*(copies[name] for name in ARRAY_NAMES), **attrs)
+    return copies["draft_tokens"], copies["seq_lens_this_time"]
+
+
+def run_reference(op: str, arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
+    return getattr(ref, op)(*(arrays[name] for name in ARRAY_NAMES), **attrs)
+
+
+def assert_same(actual, expected, context: str = "") -> None:
+    np.testing.assert_array_equal(actual[0], expected[0], err_msg=f"draft_tokens {context}")
+    np.testing.assert_array_equal(actual[1], expected[1], err_msg=f"seq_lens_this_time {context}")
