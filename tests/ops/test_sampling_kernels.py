@@ -24,11 +24,6 @@ from tests.ops.sampling_cases import (
     to_bf16_bits,
 )
 
-try:
-    kernels.module()
-except ImportError as error:  # pragma: no cover
-    pytest.skip(str(error), allow_module_level=True)
-
 
 def run_candidates(probs, top_p, batch_id, k, num_threads=0):
     rows = probs.shape[0]
