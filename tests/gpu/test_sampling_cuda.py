@@ -53,9 +53,10 @@ def cuda_candidates(probs_dev, top_p, batch_id, k):
     return ids.cpu().numpy(), scores.cpu().numpy(), lens.cpu().numpy()
 
 
-def cuda_sample(probs_dev, top_p, top_k, seed, step, batch_id, cu):
+def cuda_sample(probs_dev, top_p, top_k, seed, step, batch_id, cu, rand_stream=ref.STREAM_TARGET):
     tokens = torch.full((probs_dev.shape[0],), 777, dtype=torch.int64, device="cuda")
-    kernels.sample_tokens(probs_dev, *(dev(x) for x in (top_p, top_k, seed, step, batch_id, cu)), tokens)
+    kernels.sample_tokens(probs_dev, *(dev(x) for x in (top_p, top_k, seed, step, batch_id, cu)), tokens,
+                          rand_stream=rand_stream)
     torch.cuda.synchronize()
     return tokens.cpu().numpy()
 
@@ -108,7 +109,7 @@ def test_candidates_large_vocab(k):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-@pytest.mark.parametrize("vocab", [1, 7, 300, 32000])
+@pytest.mark.parametrize("vocab", [1, 7, 300, 32000, 151936])
 def test_sample_matches_reference(dtype, vocab):
     rng = np.random.default_rng(vocab + 3)
     rows_per_request = [1, 3, 2, 1, 4, 1, 2, 5] if vocab < 32000 else [1, 2, 1, 3]
@@ -116,8 +117,9 @@ def test_sample_matches_reference(dtype, vocab):
     probs = make_probs(rng, vocab, len(batch_id))
     top_p, top_k, seed, step = request_params(rng, len(rows_per_request), vocab)
     probs_dev, host = device_probs(probs, dtype)
-    expected = ref.sample_tokens(host, top_p, top_k, seed, step, batch_id, cu)
-    assert np.array_equal(cuda_sample(probs_dev, top_p, top_k, seed, step, batch_id, cu), expected)
+    args = (top_p, top_k, seed, step, batch_id, cu)
+    for stream in (ref.STREAM_TARGET, ref.STREAM_DRAFT):
+        assert np.array_equal(cuda_sample(probs_dev, *args, stream), ref.sample_tokens(host, *args, stream=stream))
 
 
 def test_sample_large_vocab():
@@ -197,35 +199,12 @@ def test_graph_replay_with_new_probabilities_and_seeds():
 # ---- the random stream: DRAFT (a draft model's samples) ----------------------------------------
 
 
-def cuda_sample_stream(probs_dev, top_p, top_k, seed, step, batch_id, cu, rand_stream):
-    tokens = torch.full((probs_dev.shape[0],), 777, dtype=torch.int64, device="cuda")
-    kernels.sample_tokens(probs_dev, *(dev(x) for x in (top_p, top_k, seed, step, batch_id, cu)), tokens,
-                          rand_stream=rand_stream)
-    torch.cuda.synchronize()
-    return tokens.cpu().numpy()
-
-
 def test_spec_example_draft_stream():
     probs = np.array([[0.1, 0.5, 0.2, 0.2, 0.0], [np.nan, 0, 0, 0, 0], [0.25, 0.25, 0.25, 0.25, 0.0]], np.float32)
     args = (np.array([0.6, 0.5], np.float32), np.array([0, 2], np.int32), np.array([1, 2], np.int64),
             np.array([0, 5], np.int64), np.array([0, 1, 1], np.int32), np.array([0, 1, 3], np.int32))
-    assert np.array_equal(cuda_sample_stream(dev(probs), *args, ref.STREAM_DRAFT),
+    assert np.array_equal(cuda_sample(dev(probs), *args, ref.STREAM_DRAFT),
                           ref.sample_tokens(probs, *args, stream=ref.STREAM_DRAFT))
-
-
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-@pytest.mark.parametrize("vocab", [7, 300, 32000, 151936])
-def test_sample_draft_stream_matches_reference(dtype, vocab):
-    rng = np.random.default_rng(vocab + 505)
-    rows_per_request = [1, 3, 2, 1, 4, 1, 2, 5] if vocab < 32000 else [1, 2, 1, 3]
-    cu, batch_id = make_batch(rng, rows_per_request, padding_rows=3)
-    probs = make_probs(rng, vocab, len(batch_id))
-    top_p, top_k, seed, step = request_params(rng, len(rows_per_request), vocab)
-    probs_dev, host = device_probs(probs, dtype)
-    args = (top_p, top_k, seed, step, batch_id, cu)
-    assert np.array_equal(cuda_sample_stream(probs_dev, *args, ref.STREAM_DRAFT),
-                          ref.sample_tokens(host, *args, stream=ref.STREAM_DRAFT))
-    assert np.array_equal(cuda_sample_stream(probs_dev, *args, ref.STREAM_TARGET), ref.sample_tokens(host, *args))
 
 
 def test_draft_stream_differs_from_target_and_matches_cpu():
@@ -238,8 +217,8 @@ def test_draft_stream_differs_from_target_and_matches_cpu():
     args = (np.ones(requests, np.float32), np.zeros(requests, np.int32),
             rng.integers(-(2**63), 2**63 - 1, requests, dtype=np.int64),
             rng.integers(0, 2**20, requests, dtype=np.int64), batch_id, cu)
-    target = cuda_sample_stream(dev(probs), *args, ref.STREAM_TARGET)
-    draft = cuda_sample_stream(dev(probs), *args, ref.STREAM_DRAFT)
+    target = cuda_sample(dev(probs), *args, ref.STREAM_TARGET)
+    draft = cuda_sample(dev(probs), *args, ref.STREAM_DRAFT)
     cpu = np.zeros(len(batch_id), np.int64)
     kernels.sample_tokens(probs, *args, cpu, rand_stream=ref.STREAM_DRAFT)
     assert np.array_equal(draft, cpu)
