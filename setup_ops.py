@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent
 OPS = ROOT / "custom_ops"
 INCLUDE = OPS / "include"
 BUILD = ROOT / "build"
+GENERATED = BUILD / "gen"  # C++ generated from fastspec/schema.py (fastspec/codegen.py)
 LIB_DIR = ROOT / "fastspec" / "_lib"
 DEFAULT_ARCHS = "80;90"
 
@@ -75,9 +76,17 @@ def sources(folder: str, suffix: str) -> list[Path]:
     return sorted((OPS / folder).glob(f"*{suffix}"))
 
 
+def generate() -> None:
+    """Writes the C++ side of the op declarations (fastspec/schema.py) under build/gen."""
+    sys.path.insert(0, str(ROOT))
+    from fastspec import codegen  # noqa: PLC0415 (pure Python: no Paddle, no numpy)
+
+    codegen.write(GENERATED)
+
+
 def headers_digest() -> str:
     digest = hashlib.sha256()
-    for path in sorted(OPS.rglob("*.h")):
+    for path in sorted([*OPS.rglob("*.h"), *GENERATED.rglob("*.h")]):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
@@ -115,7 +124,7 @@ class Builder:
 
     # --- compiler command lines -------------------------------------------
     def cxx_flags(self) -> list[str]:
-        return ["-std=c++17", "-O3", "-fPIC", "-pthread", f"-I{INCLUDE}", *native_flags()]
+        return ["-std=c++17", "-O3", "-fPIC", "-pthread", f"-I{INCLUDE}", f"-I{GENERATED}", *native_flags()]
 
     def nvcc(self) -> list[str]:
         return [str(self.cuda_home / "bin" / "nvcc")]
@@ -124,13 +133,16 @@ class Builder:
         archs = [a.strip() for a in os.environ.get("FASTSPEC_CUDA_ARCHS", DEFAULT_ARCHS).replace(",", ";").split(";") if a.strip()]
         gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
         gencode.append(f"-gencode=arch=compute_{archs[-1]},code=compute_{archs[-1]}")
-        return ["-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-DFASTSPEC_WITH_CUDA", f"-I{INCLUDE}", *gencode]
+        return ["-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-DFASTSPEC_WITH_CUDA", f"-I{INCLUDE}", f"-I{GENERATED}",
+                *gencode]
 
     def kernel_units(self) -> list[tuple[Path, list[str], list[str]]]:
         units = [(src, ["g++"], self.cxx_flags()) for src in sources("cpu", ".cc")]
+        glue = self.cxx_flags()  # ops/: each op's OpCall glue and backend registrations
         if self.cuda_home:
             units += [(src, self.nvcc(), self.nvcc_flags()) for src in sources("cuda", ".cu")]
-        return units
+            glue = glue + ["-DFASTSPEC_WITH_CUDA", f"-I{self.cuda_home / 'include'}"]
+        return units + [(src, ["g++"], glue) for src in sources("ops", ".cc")]
 
     def cuda_link_flags(self) -> list[str]:
         if not self.cuda_home:
@@ -163,7 +175,8 @@ class Builder:
             defines += ["-DPADDLE_WITH_CUDA", "-DFASTSPEC_WITH_CUDA", "-DPADDLE_NO_PYTHON", f"-I{cuda_include}"]
             if (cuda_include / "cccl").is_dir():  # CUDA 13 keeps thrust/cub here
                 defines.append(f"-I{cuda_include / 'cccl'}")
-        op_units = [(src, ["g++"], self.cxx_flags() + includes + defines) for src in sources("paddle", ".cc")]
+        paddle_flags = self.cxx_flags() + [f"-I{OPS / 'paddle'}"] + includes + defines
+        op_units = [(GENERATED / "paddle_ops.cc", ["g++"], paddle_flags)]
         objects = self.compile(self.kernel_units() + op_units)
         lib_dirs = find_paddle_libraries(False)
         link = [f"-L{d}" for d in lib_dirs] + [f"-Wl,-rpath,{d}" for d in lib_dirs]
@@ -196,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     cuda_home, why = (None, "disabled by --cuda off") if args.cuda == "off" else find_cuda_home()
     if args.cuda == "on" and cuda_home is None:
         raise SystemExit(f"[setup_ops] --cuda on, but {why}")
+    generate()
     builder = Builder(max(1, args.jobs), cuda_home)
 
     built = []

@@ -1,17 +1,40 @@
-"""The kernels without Paddle: numpy arrays on the CPU, PyTorch or CuPy tensors on CUDA.
+"""The pointer API: every op on raw arrays, without Paddle.
 
-Built by ``python setup_ops.py --bindings-only`` (no Paddle needed). This is
-how the GPU tests and benchmarks run the CUDA kernels on a host that has no
-Paddle GPU build, and how another framework can call them. Arrays must be
-C-contiguous with the dtypes of SPEC.md; nothing is copied or converted.
+numpy arrays and CPU torch tensors run on the CPU kernels; CUDA torch tensors
+and CuPy arrays on the CUDA kernels (on the framework's current stream, or
+``stream=``); any other array that speaks DLPack is read through
+``__dlpack__``. Every call is checked against the op's schema
+(:mod:`fastspec.schema`) exactly as :mod:`fastspec.ops` checks it: dtype,
+shape, contiguity and device of every array, so a bad call raises
+:class:`FastspecArgumentError` naming the argument instead of reading past an
+array. Nothing is copied or converted: in-place arrays are written in place.
+New outputs (``top_p_candidates``' candidates, ``sample_tokens``' tokens,
+``update_model_status``' ``has_running``) are the caller's arrays where given
+(CUDA Graph capture needs fixed buffers) and allocated otherwise.
+
+numpy has no bfloat16: a ``uint16`` array passed as probabilities is read as
+bfloat16 bits. Built by ``python setup_ops.py`` (``--bindings-only`` needs no
+Paddle).
 """
 
 from __future__ import annotations
 
+import ctypes
+import dataclasses
 import functools
+import inspect
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from fastspec.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError
+from fastspec.frontend import make_op, pack_result, result_type
+from fastspec.schema import SCHEMAS, OpSchema, Tensor, VerifyStrategy
+from fastspec.validate import TensorMeta, validate
+
+DTYPE_CODES = {"bool": 0, "int32": 1, "int64": 2, "float32": 3, "float16": 4, "bfloat16": 5}  # op_call.h DType
+BACKENDS = {"cpu": 0, "cuda": 1, "xpu": 2}
 
 
 @functools.cache
@@ -20,287 +43,186 @@ def module() -> Any:
     try:
         from fastspec._lib import fastspec_kernels
     except ImportError as error:
-        raise ImportError(
-            "fastspec's pybind11 bindings are not built: run `python setup_ops.py --bindings-only`"
+        raise FastspecBuildError(
+            "fastspec's pybind11 bindings are not built: run `python setup_ops.py` (or `--bindings-only`)"
         ) from error
     return fastspec_kernels
 
 
-def address(array: Any) -> int:
-    """Data address of a numpy array, a torch tensor or a cupy array."""
+@dataclass(frozen=True)
+class Array:
+    """One array as the kernels see it: its checks' view, its address and its framework."""
+
+    meta: TensorMeta
+    address: int
+    framework: str  # "numpy", "torch", "cupy" or "dlpack"
+
+
+# --- reading arrays -----------------------------------------------------------------------
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+_DL_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 13: "cuda_managed"}
+_DL_DTYPES = {(0, 32): "int32", (0, 64): "int64", (1, 16): "uint16", (2, 16): "float16", (2, 32): "float32",
+              (4, 16): "bfloat16", (6, 8): "bool"}
+
+
+def _from_dlpack(name: str, array: Any) -> Array:
+    """Reads dtype, shape, strides, device and address from ``array.__dlpack__()`` without taking
+    ownership (the capsule's deleter runs when the capsule is dropped; ``array`` keeps the data)."""
+    device_type, device_id = array.__dlpack_device__()
+    capsule = array.__dlpack__(stream=None if device_type == 1 else -1)  # -1: no synchronisation
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    tensor = _DLTensor.from_address(get(capsule, b"dltensor"))  # DLManagedTensor starts with its DLTensor
+    shape = tuple(tensor.shape[i] for i in range(tensor.ndim))
+    contiguous = True
+    if tensor.strides:
+        expected = 1
+        for axis in reversed(range(tensor.ndim)):
+            if shape[axis] != 1 and tensor.strides[axis] != expected:
+                contiguous = False
+            expected *= shape[axis]
+    dtype = _DL_DTYPES.get((tensor.dtype.code, tensor.dtype.bits), f"dlpack({tensor.dtype.code}, {tensor.dtype.bits})")
+    device = _DL_DEVICES.get(device_type, f"dlpack_device_{device_type}")
+    device = device if device == "cpu" else f"{device}:{device_id}"
+    return Array(TensorMeta(dtype, shape, contiguous, device), (tensor.data or 0) + tensor.byte_offset, "dlpack")
+
+
+def read_array(op: OpSchema, tensor: Tensor, array: Any) -> Array:
+    """The checks' view of ``array`` (numpy, torch, cupy, or any DLPack producer)."""
     if isinstance(array, np.ndarray):
-        if not array.flags.c_contiguous:
-            raise ValueError("arrays passed to the kernels must be C-contiguous")
-        return array.ctypes.data
-    if hasattr(array, "data_ptr"):  # torch
-        if not array.is_contiguous():
-            raise ValueError("tensors passed to the kernels must be contiguous")
-        return array.data_ptr()
-    if hasattr(array, "data") and hasattr(array.data, "ptr"):  # cupy
-        return array.data.ptr
-    raise TypeError(f"cannot take the address of {type(array).__name__}")
+        dtype = str(array.dtype)
+        meta = TensorMeta(dtype, array.shape, array.flags.c_contiguous, "cpu")
+        found = Array(meta, array.ctypes.data, "numpy")
+    elif type(array).__module__.startswith("torch"):
+        device = "cpu" if array.device.type == "cpu" else f"{array.device.type}:{array.device.index or 0}"
+        meta = TensorMeta(str(array.dtype).removeprefix("torch."), tuple(array.shape), array.is_contiguous(), device)
+        found = Array(meta, array.data_ptr(), "torch")
+    elif type(array).__module__.startswith("cupy"):
+        meta = TensorMeta(str(array.dtype), tuple(array.shape), array.flags.c_contiguous, f"cuda:{array.device.id}")
+        found = Array(meta, array.data.ptr, "cupy")
+    elif hasattr(array, "__dlpack__") and hasattr(array, "__dlpack_device__"):
+        found = _from_dlpack(tensor.name, array)
+    else:
+        raise FastspecTypeError(f"{op.name}: argument '{tensor.name}' must be an array (numpy, torch, cupy or "
+                                f"DLPack), got {type(array).__name__}")
+    if found.meta.dtype == "uint16" and "bfloat16" in tensor.dtypes:  # numpy's stand-in for bfloat16
+        found = dataclasses.replace(found, meta=dataclasses.replace(found.meta, dtype="bfloat16"))
+    return found
 
 
-def on_gpu(array: Any) -> bool:
-    return not isinstance(array, np.ndarray)
-
-
-def current_stream(array: Any) -> int:
-    """The current CUDA stream of the framework that owns ``array``."""
-    if hasattr(array, "data_ptr"):
+def _allocate(like: Array, array: Any, dtype: str, shape: tuple[int, ...]) -> Any:
+    """A new output beside ``array`` (same framework and device)."""
+    if like.framework == "torch":
         import torch
 
-        return torch.cuda.current_stream(array.device).cuda_stream
-    import cupy
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=array.device)
+    if like.framework == "cupy":
+        import cupy
 
-    return cupy.cuda.get_current_stream().ptr
-
-
-def launch(name: str, args: Any, anchor: Any, stream: int | None) -> None:
-    """Runs kernel ``name`` on the CPU for numpy arrays, else on CUDA on ``stream`` (default: current)."""
-    m = module()
-    if on_gpu(anchor):
-        getattr(m, f"{name}_cuda")(args, current_stream(anchor) if stream is None else stream)
-    else:
-        getattr(m, f"{name}_cpu")(args)
+        with cupy.cuda.Device(array.device.id):
+            return cupy.empty(shape, dtype=dtype)
+    if like.meta.device != "cpu":
+        raise FastspecArgumentError(f"cannot allocate an output beside a {like.framework} array on "
+                                    f"{like.meta.device}: pass the output")
+    return np.empty(shape, dtype=dtype)
 
 
-def ngram_match(
-    token_ids_all: Any,
-    prompt_lens: Any,
-    step_idx: Any,
-    draft_token_num: Any,
-    draft_tokens: Any,
-    seq_lens_this_time: Any,
-    seq_lens_encoder: Any,
-    seq_lens_decoder: Any,
-    max_dec_len: Any,
-    *,
-    max_ngram_size: int,
-    min_ngram_size: int = 1,
-    token_budget: int = 0,
-    stream: int | None = None,
-) -> None:
-    """``ngram_match`` in place on raw arrays (CPU for numpy, CUDA otherwise)."""
-    launch("ngram_match", _ngram_args(locals()), token_ids_all, stream)
+def _output_shape(tensor: Tensor, dims: dict[str, int]) -> tuple[int, ...]:
+    return tuple(dims[d.symbol] + d.offset if d.symbol else d.offset for d in tensor.shapes[0])
 
 
-def _ngram_args(a: dict) -> Any:
-    """The bindings' argument pack of both n-gram kernels."""
-    names = ("token_ids_all", "prompt_lens", "step_idx", "draft_token_num", "draft_tokens",
-             "seq_lens_this_time", "seq_lens_encoder", "seq_lens_decoder", "max_dec_len")
-    batch, max_model_len = a["token_ids_all"].shape
-    return module().NgramArgs(
-        *(address(a[name]) for name in names), batch, max_model_len, a["draft_tokens"].shape[1],
-        a["max_ngram_size"], a["min_ngram_size"], a["token_budget"],
+def _current_stream(array: Array, value: Any) -> int:
+    if array.framework == "torch":
+        import torch
+
+        return torch.cuda.current_stream(value.device).cuda_stream
+    if array.framework == "cupy":
+        import cupy
+
+        return cupy.cuda.get_current_stream().ptr
+    return 0
+
+
+def run(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extras: dict[str, Any]) -> Any:
+    """Checks a call against the schema, allocates missing outputs and runs the kernel."""
+    arrays = {t.name: None if tensors[t.name] is None else read_array(op, t, tensors[t.name]) for t in op.tensors}
+    checked = validate(op, {name: a and a.meta for name, a in arrays.items()}, attrs)
+    anchor_name = checked.used[0]
+    anchor = arrays[anchor_name]
+    frameworks = {arrays[name].framework for name in checked.used}
+    if len(frameworks) > 1:
+        raise FastspecArgumentError(f"{op.name}: arrays of {' and '.join(sorted(frameworks))} are mixed; pass "
+                                    "every array of a call from one framework")
+    values = dict(tensors)
+    for out in op.outputs:
+        if values[out.name] is None:
+            values[out.name] = _allocate(anchor, tensors[anchor_name], out.dtypes[0], _output_shape(out, checked.dims))
+            arrays[out.name] = read_array(op, out, values[out.name])
+    if checked.backend not in BACKENDS:
+        raise FastspecArgumentError(f"{op.name}: no kernel for device {checked.device}")
+    used = set(checked.used) | set(op.output_names)
+    refs = [arrays[t.name] if t.name in used else None for t in op.tensors]
+    attr_values = []
+    for attr in op.attrs:
+        value = checked.attrs[attr.name]
+        attr_values.append(attr.choices.index(value) if attr.kind == "str" else int(value))
+    stream = extras.get("stream")
+    if checked.backend != "cpu" and stream is None:
+        stream = _current_stream(anchor, tensors[anchor_name])
+    module().run(
+        op.name, BACKENDS[checked.backend],
+        [r.address if r else 0 for r in refs], [DTYPE_CODES.get(r.meta.dtype, -1) if r else -1 for r in refs],
+        [list(r.meta.shape) if r else [] for r in refs], [r is not None for r in refs], attr_values,
+        int(stream or 0), int(extras.get("num_threads") or 0),
     )
+    return pack_result(op, values)
 
 
-def prob_dtype_code(probs: Any) -> int:
-    """The kernels' dtype tag of a probability array: float32, float16, or bfloat16.
-
-    numpy (and cupy) have no bfloat16: a ``uint16`` array is read as bfloat16 bits.
-    """
-    m = module()
-    name = str(probs.dtype).replace("torch.", "")
-    codes = {"float32": m.PROB_F32, "float16": m.PROB_F16, "bfloat16": m.PROB_BF16, "uint16": m.PROB_BF16}
-    if name not in codes:
-        raise TypeError(f"probs must be float32, float16 or bfloat16, got {name}")
-    return codes[name]
+_SETUP = ">>> import numpy as np, fastspec.kernels as fs; T = np.array"
+_EXTRAS = (
+    inspect.Parameter("num_threads", inspect.Parameter.KEYWORD_ONLY, default=0),
+    inspect.Parameter("stream", inspect.Parameter.KEYWORD_ONLY, default=None),
+)
+_EXTRA_DOC = ("    num_threads (CPU only): 1 keeps the work on the calling thread, 0 uses the kernels' pool.\n"
+              "    stream (CUDA only): the CUDA stream handle; default: the framework's current stream.")
 
 
-def top_p_candidates(
-    probs: Any,
-    top_p: Any,
-    batch_id_per_token_output: Any,
-    candidate_ids: Any,
-    candidate_scores: Any,
-    candidate_lens: Any,
-    *,
-    max_candidate_len: int,
-    num_threads: int = 0,
-    stream: int | None = None,
-) -> None:
-    """``top_p_candidates`` into caller-provided outputs (CPU for numpy, CUDA otherwise).
-
-    ``candidate_ids`` int64 ``[T, K']``, ``candidate_scores`` float32 ``[T, K']`` and
-    ``candidate_lens`` int32 ``[T]`` are fully overwritten. ``num_threads`` (CPU only):
-    1 keeps the work on the calling thread, anything else uses the kernels' thread pool.
-    """
-    m = module()
-    rows, vocab = probs.shape
-    for name, arr, shape in (("candidate_ids", candidate_ids, (rows, max_candidate_len)),
-                             ("candidate_scores", candidate_scores, (rows, max_candidate_len)),
-                             ("candidate_lens", candidate_lens, (rows,)),
-                             ("batch_id_per_token_output", batch_id_per_token_output, (rows,))):
-        if tuple(arr.shape) != shape:
-            raise ValueError(f"top_p_candidates: '{name}' must have shape {list(shape)}, got {list(arr.shape)}")
-    args = (address(probs), prob_dtype_code(probs), address(top_p), address(batch_id_per_token_output),
-            address(candidate_ids), address(candidate_scores), address(candidate_lens), rows, vocab,
-            int(top_p.shape[0]), max_candidate_len)
-    if on_gpu(probs):
-        m.top_p_candidates_cuda(*args, current_stream(probs) if stream is None else stream)
-    else:
-        m.top_p_candidates_cpu(*args, num_threads)
+def _op(name: str) -> Any:
+    return make_op(SCHEMAS[name], run, module=__name__, setup=_SETUP, outputs_are_args=True, extras=_EXTRAS,
+                   extra_doc=_EXTRA_DOC)
 
 
-def sample_tokens(
-    probs: Any,
-    top_p: Any,
-    top_k: Any,
-    seed: Any,
-    step_idx: Any,
-    batch_id_per_token_output: Any,
-    cu_seqlens_q_output: Any,
-    tokens: Any,
-    *,
-    num_threads: int = 0,
-    stream: int | None = None,
-    rand_stream: int = 1,
-) -> None:
-    """``sample_tokens`` into the caller's int64 ``tokens [T]`` (CPU for numpy, CUDA otherwise).
-
-    ``rand_stream`` is the random stream (``fastspec.reference.sample_tokens``' ``stream``):
-    ``STREAM_TARGET`` (1, the default) or ``STREAM_DRAFT`` (5); anything else raises ValueError.
-    It is not called ``stream`` here because ``stream`` is the CUDA stream handle, as in every
-    function of this module.
-    """
-    from fastspec.reference.sampling import check_sample_stream
-
-    rand_stream = check_sample_stream(rand_stream, "rand_stream")
-    m = module()
-    rows, vocab = probs.shape
-    batch = int(top_p.shape[0])
-    for name, arr, n in (("top_k", top_k, batch), ("seed", seed, batch), ("step_idx", step_idx, batch),
-                         ("batch_id_per_token_output", batch_id_per_token_output, rows),
-                         ("cu_seqlens_q_output", cu_seqlens_q_output, batch + 1), ("tokens", tokens, rows)):
-        if int(arr.shape[0]) != n:
-            raise ValueError(f"sample_tokens: '{name}' must have {n} entries, got {int(arr.shape[0])}")
-    args = (address(probs), prob_dtype_code(probs), address(top_p), address(top_k), address(seed),
-            address(step_idx), address(batch_id_per_token_output), address(cu_seqlens_q_output),
-            address(tokens), rows, vocab, batch)
-    if on_gpu(probs):
-        m.sample_tokens_cuda(*args, current_stream(probs) if stream is None else stream, rand_stream=rand_stream)
-    else:
-        m.sample_tokens_cpu(*args, num_threads, rand_stream=rand_stream)
+ngram_match = _op("ngram_match")
+ngram_append = _op("ngram_append")
+top_p_candidates = _op("top_p_candidates")
+sample_tokens = _op("sample_tokens")
+verify_draft_tokens = _op("verify_draft_tokens")
+update_model_status = _op("update_model_status")
 
 
-_VERIFY_STRATEGIES = {"topp": 0, "greedy": 1, "target_match": 2, "rejection": 3}
+def address(array: Any) -> int:
+    """The data address of a contiguous numpy, torch or cupy array (benchmarks use it)."""
+    found = read_array(SCHEMAS["ngram_match"], Tensor("array", (), "[B]", ""), array)
+    if not found.meta.contiguous:
+        raise FastspecArgumentError("address: the array is a strided view")
+    return found.address
 
 
-def verify_draft_tokens(
-    accept_tokens: Any,
-    accept_num: Any,
-    draft_tokens: Any,
-    target_tokens: Any | None,
-    candidate_ids: Any | None,
-    candidate_scores: Any | None,
-    candidate_lens: Any | None,
-    seed: Any,
-    step_idx: Any,
-    stop_flags: Any,
-    is_block_step: Any,
-    seq_lens_encoder: Any,
-    seq_lens_this_time: Any,
-    cu_seqlens_q_output: Any,
-    reasoning_status: Any | None,
-    max_dec_len: Any,
-    end_tokens: Any,
-    *,
-    strategy: str,
-    accept_all: bool = False,
-    reject_all: bool = False,
-    stream: int | None = None,
-    target_probs: Any | None = None,
-    draft_probs: Any | None = None,
-) -> None:
-    """``verify_draft_tokens`` in place on raw arrays (CPU for numpy, CUDA otherwise).
-
-    Absent optional tensors are None. ``strategy``: "topp", "greedy", "target_match" or
-    "rejection" (with ``target_probs`` and ``draft_probs`` ``[T, V]``, the same dtype).
-    """
-    m = module()
-    name = str(getattr(strategy, "value", strategy)).lower()
-    if name not in _VERIFY_STRATEGIES:
-        raise ValueError(f"verify_draft_tokens: unknown strategy {strategy!r}")
-    batch, cols = accept_tokens.shape
-    if name == "topp":
-        if candidate_ids is None or candidate_scores is None or candidate_lens is None:
-            raise ValueError("verify_draft_tokens: strategy 'topp' needs candidate_ids, candidate_scores, candidate_lens")
-        rows, candidate_cols = candidate_ids.shape
-    elif name == "rejection":
-        if target_probs is None or draft_probs is None:
-            raise ValueError("verify_draft_tokens: strategy 'rejection' needs target_probs and draft_probs")
-        if tuple(draft_probs.shape) != tuple(target_probs.shape) or len(target_probs.shape) != 2:
-            raise ValueError("verify_draft_tokens: 'target_probs' and 'draft_probs' must both have shape [T, V]")
-        if prob_dtype_code(target_probs) != prob_dtype_code(draft_probs):
-            raise ValueError("verify_draft_tokens: 'draft_probs' must have the dtype of 'target_probs'")
-        rows, candidate_cols = int(target_probs.shape[0]), 0
-    else:
-        if target_tokens is None:
-            raise ValueError(f"verify_draft_tokens: strategy {name!r} needs target_tokens")
-        rows, candidate_cols = int(target_tokens.shape[0]), 0
-    if int(cu_seqlens_q_output.shape[0]) != batch + 1:
-        raise ValueError(f"verify_draft_tokens: 'cu_seqlens_q_output' must have {batch + 1} entries")
-    args = m.VerifyArgs(
-        *(0 if x is None else address(x)
-          for x in (accept_tokens, accept_num, draft_tokens, target_tokens, candidate_ids, candidate_scores,
-                    candidate_lens, seed, step_idx, stop_flags, is_block_step, seq_lens_encoder,
-                    seq_lens_this_time, cu_seqlens_q_output, reasoning_status, max_dec_len, end_tokens)),
-        batch, cols, rows, candidate_cols, int(end_tokens.shape[0]), _VERIFY_STRATEGIES[name],
-        bool(accept_all), bool(reject_all),
-    )
-    if name == "rejection":
-        args.target_probs, args.draft_probs = address(target_probs), address(draft_probs)
-        args.probs_dtype, args.vocab = prob_dtype_code(target_probs), int(target_probs.shape[1])
-    launch("verify_draft_tokens", args, accept_tokens, stream)
-
-
-def update_model_status(
-    seq_lens_encoder: Any,
-    seq_lens_decoder: Any,
-    seq_lens_this_time: Any,
-    step_idx: Any,
-    stop_flags: Any,
-    accept_tokens: Any,
-    accept_num: Any,
-    draft_tokens: Any,
-    token_ids_all: Any,
-    prompt_lens: Any,
-    is_block_step: Any,
-    max_dec_len: Any,
-    end_tokens: Any,
-    has_running: Any,
-    *,
-    stream: int | None = None,
-) -> None:
-    """``update_model_status`` in place on raw arrays; writes the caller's bool ``has_running [1]``."""
-    m = module()
-    batch, max_model_len = token_ids_all.shape
-    args = m.UpdateArgs(
-        *(address(x) for x in (seq_lens_encoder, seq_lens_decoder, seq_lens_this_time, step_idx, stop_flags,
-                               accept_tokens, accept_num, draft_tokens, token_ids_all, prompt_lens,
-                               is_block_step, max_dec_len, end_tokens, has_running)),
-        batch, int(accept_tokens.shape[1]), max_model_len, int(end_tokens.shape[0]),
-    )
-    launch("update_model_status", args, token_ids_all, stream)
-
-
-def ngram_append(
-    token_ids_all: Any,
-    prompt_lens: Any,
-    step_idx: Any,
-    draft_token_num: Any,
-    draft_tokens: Any,
-    seq_lens_this_time: Any,
-    seq_lens_encoder: Any,
-    seq_lens_decoder: Any,
-    max_dec_len: Any,
-    *,
-    max_ngram_size: int,
-    min_ngram_size: int = 1,
-    token_budget: int = 0,
-    stream: int | None = None,
-) -> None:
-    """``ngram_append`` (hybrid drafting) in place on raw arrays (CPU for numpy, CUDA otherwise)."""
-    launch("ngram_append", _ngram_args(locals()), token_ids_all, stream)
+__all__ = ["FastspecArgumentError", "FastspecTypeError", "VerifyStrategy", "address", "module", "ngram_append",
+           "ngram_match", "result_type", "sample_tokens", "top_p_candidates", "update_model_status",
+           "verify_draft_tokens"]

@@ -1,6 +1,6 @@
 // Shared helpers of the pybind11 bindings. Tensors travel as raw addresses
-// (numpy's ctypes.data, torch's data_ptr(), cupy's data.ptr) plus sizes; CUDA
-// launches take a stream handle. One bind_* function per op file.
+// plus dtype codes and shapes; CUDA launches take a stream handle. The ops
+// share one entry point (ops.cc); rng.cc and bench.cc serve tests and benchmarks.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -30,9 +30,6 @@ inline void check_cuda(cudaError_t status, const char* what) {
 
 void bind_bench(py::module_& m);
 void bind_rng(py::module_& m);
-void bind_ngram_match(py::module_& m);
-void bind_sampling(py::module_& m);
-void bind_verify_draft_tokens(py::module_& m);
-void bind_update_model_status(py::module_& m);
+void bind_ops(py::module_& m);
 
 }  // namespace fastspec_bindings

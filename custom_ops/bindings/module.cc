@@ -10,8 +10,5 @@ PYBIND11_MODULE(fastspec_kernels, m) {
 #endif
   fastspec_bindings::bind_bench(m);
   fastspec_bindings::bind_rng(m);
-  fastspec_bindings::bind_ngram_match(m);
-  fastspec_bindings::bind_sampling(m);
-  fastspec_bindings::bind_verify_draft_tokens(m);
-  fastspec_bindings::bind_update_model_status(m);
+  fastspec_bindings::bind_ops(m);
 }

@@ -1,10 +1,14 @@
-// Bindings of the Philox generator (known-answer tests on host and device).
+// Bindings of the shared arithmetic: the Philox generator and the f16 / mass
+// conversions (known-answer tests on host and device).
 #include "bindings.h"
 #include "fastspec/philox.h"
+#include "fastspec/sampling.h"
 
 namespace fastspec_bindings {
 
 void bind_rng(py::module_& m) {
+  m.def("f16_to_f32_bits", &fastspec::f16_to_f32_bits);
+  m.def("mass_of_bits", &fastspec::mass_of_bits);
   m.def("rand64", &fastspec::rand64, py::arg("seed"), py::arg("position"), py::arg("stream"));
   m.def("philox4x32_10",
         [](uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1) {

@@ -1,15 +1,38 @@
-"""fastspec's Paddle ops. Importing this module loads the compiled library.
+"""fastspec's Paddle ops. Importing this module loads the compiled op library.
 
-Inputs are Paddle tensors in SPEC.md order, attributes are keywords; in-place
-tensors are updated in place and returned. See ``docs/ops.md``.
+Every op takes its tensors in SPEC order, positionally or by name, and its
+attributes by keyword; in-place tensors are updated in place and returned.
+Each op is declared once in :mod:`fastspec.schema`; the functions here are
+built from those declarations. ``help(fastspec.ops.<op>)`` shows the arguments
+and an example; docs/ops/ has the full contracts.
 """
 
-from fastspec.ops._library import FastspecArgumentError, FastspecBuildError, load
-from fastspec.ops.ngram import ngram_append, ngram_match
-from fastspec.ops.sampling import sample_tokens, top_p_candidates
-from fastspec.ops.model_status import update_model_status
-from fastspec.ops.verify import VerifyStrategy, verify_draft_tokens
+from fastspec.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError
+from fastspec.frontend import make_op, result_type
+from fastspec.ops._library import load, run
+from fastspec.schema import SCHEMAS, VerifyStrategy
 
 load()
 
-__all__ = ["FastspecArgumentError", "FastspecBuildError", "ngram_append", "ngram_match", "sample_tokens", "top_p_candidates", "update_model_status", "VerifyStrategy", "verify_draft_tokens"]
+_SETUP = ">>> import paddle, fastspec.ops as fs; T = paddle.to_tensor"
+
+
+def _op(name: str):
+    return make_op(SCHEMAS[name], run, module=__name__, setup=_SETUP, outputs_are_args=False)
+
+
+ngram_match = _op("ngram_match")
+ngram_append = _op("ngram_append")
+top_p_candidates = _op("top_p_candidates")
+sample_tokens = _op("sample_tokens")
+verify_draft_tokens = _op("verify_draft_tokens")
+update_model_status = _op("update_model_status")
+
+NgramDrafts = result_type("ngram_match")
+TopPCandidates = result_type("top_p_candidates")
+VerifyResult = result_type("verify_draft_tokens")
+ModelStatus = result_type("update_model_status")
+
+__all__ = ["FastspecArgumentError", "FastspecBuildError", "FastspecTypeError", "ModelStatus", "NgramDrafts",
+           "TopPCandidates", "VerifyResult", "VerifyStrategy", "ngram_append", "ngram_match", "sample_tokens",
+           "top_p_candidates", "update_model_status", "verify_draft_tokens"]

@@ -1,4 +1,4 @@
-"""Loads the compiled op library once and runs its ops in every Paddle mode."""
+"""The Paddle front end: loads the op library and runs its ops in every Paddle mode."""
 
 from __future__ import annotations
 
@@ -7,15 +7,12 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from fastspec.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError
+from fastspec.frontend import pack_result
+from fastspec.schema import OpSchema
+from fastspec.validate import UNKNOWN, TensorMeta, validate
+
 LIBRARY = Path(__file__).resolve().parent.parent / "_lib" / "fastspec_ops.so"
-
-
-class FastspecBuildError(ImportError):
-    """The compiled op library is missing or does not load."""
-
-
-class FastspecArgumentError(ValueError):
-    """An op rejected an argument: the message names the op, the argument, the expected and actual value."""
 
 
 @functools.cache
@@ -32,59 +29,71 @@ def load() -> list[str]:
     return load_op_meta_info_and_register_op(str(LIBRARY))
 
 
-@functools.cache
-def declared_attrs(name: str) -> list[str]:
-    """The attribute names op ``name`` declares, in order."""
-    from paddle.base.framework import OpProtoHolder
-    from paddle.utils.cpp_extension.extension_utils import DEFAULT_OP_ATTR_NAMES
+def _device(place: Any) -> str:
+    if place.is_cpu_place():
+        return "cpu"
+    if place.is_gpu_place():
+        return f"cuda:{place.gpu_device_id()}"
+    if place.is_xpu_place():
+        return f"xpu:{place.xpu_device_id()}"
+    return str(place)  # pinned and custom places: no kernel runs there
 
-    proto = OpProtoHolder.instance().get_op_proto(name)
-    return [attr.name for attr in proto.attrs if attr.name not in DEFAULT_OP_ATTR_NAMES]
+
+def tensor_meta(op: OpSchema, name: str, value: Any) -> TensorMeta:
+    """The checks' view of a Paddle tensor (eager) or graph variable (static: dims may be unknown)."""
+    import paddle
+
+    if isinstance(value, paddle.Tensor) and paddle.in_dynamic_mode():
+        return TensorMeta(str(value.dtype).removeprefix("paddle."), tuple(value.shape), value.is_contiguous(),
+                          _device(value.place))
+    if hasattr(value, "dtype") and hasattr(value, "shape") and not paddle.in_dynamic_mode():
+        dtype = str(value.dtype).removeprefix("paddle.").removeprefix("VarType.").lower()
+        dtype = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}.get(dtype, dtype)
+        shape = tuple(UNKNOWN if d is None or d < 0 else int(d) for d in value.shape)
+        return TensorMeta(dtype, shape, True, "graph")  # a graph variable has no place before it runs
+    raise FastspecTypeError(f"{op.name}: argument '{name}' must be a paddle.Tensor, got {type(value).__name__}")
 
 
-def run_op(
-    name: str,
-    inputs: dict[str, Any],
-    attrs: dict[str, Any],
-    outputs: list[str],
-    inplace: dict[str, str] | None = None,
-) -> list[Any]:
-    """Runs custom op ``name``; ``inplace`` maps an output to the input it overwrites.
-
-    Eager and PIR programs call the op directly; a legacy static program gets
-    an op appended whose in-place outputs are the input variables themselves.
-    """
+def run(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], _extras: dict[str, Any]) -> Any:
+    """Checks a call against the schema and runs ``fastspec_<op>``; returns the op's result."""
     load()
+    metas = {name: None if value is None else tensor_meta(op, name, value) for name, value in tensors.items()}
+    checked = validate(op, metas, attrs)
+    inputs = {t.name: tensors[t.name] if t.name in checked.used else None for t in op.inputs}
+    outs = run_op(f"fastspec_{op.name}", inputs, [checked.attrs[a.name] for a in op.attrs], op)
+    return pack_result(op, {**{t.name: tensors[t.name] for t in op.inputs if t.inplace}, **outs})
+
+
+def run_op(name: str, inputs: dict[str, Any], attrs: list[Any], op: OpSchema) -> dict[str, Any]:
+    """Runs a registered custom op; returns its new outputs by name.
+
+    Eager and PIR programs call the op directly; a legacy static program gets an op
+    appended whose in-place outputs are the input variables themselves.
+    """
     import paddle
     from paddle import _C_ops
 
-    inplace = inplace or {}
-    expected = declared_attrs(name)
-    if list(attrs) != expected:  # Paddle reads attributes by position: a missing one would crash
-        raise FastspecArgumentError(f"{name.removeprefix('fastspec_')}: attributes must be {expected}, got {list(attrs)}")
+    new = op.output_names
     if paddle.framework.in_dynamic_or_pir_mode():
         try:
-            outs = _C_ops._run_custom_op(name, *inputs.values(), *attrs.values())
-        except OSError as error:  # how Paddle surfaces the op's PD_THROW
-            public = name.removeprefix("fastspec_") + ": "
-            text = str(error)
+            outs = _C_ops._run_custom_op(name, *inputs.values(), *attrs)
+        except OSError as error:  # the run-time shape guard (static graphs whose shapes were unknown)
+            text, public = str(error), f"{op.name}: "
             if public not in text:
                 raise
-            message = text[text.index(public):].splitlines()[0]
-            raise FastspecArgumentError(message) from None
-        return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+            raise FastspecArgumentError(text[text.index(public):].splitlines()[0]) from None
+        outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        return dict(zip(new, outs[len(outs) - len(new):]))
 
     from paddle.base.layer_helper import LayerHelper
 
     helper = LayerHelper(name)
-    outs = {
-        out: inputs[inplace[out]] if out in inplace else helper.create_variable(dtype="float32")
-        for out in outputs
-    }
+    outputs = {f"{t.name}_out": inputs[t.name] for t in op.inputs if t.inplace}
+    outputs.update({t: helper.create_variable(dtype="float32") for t in new})
     helper.append_op(
         type=name,
         inputs={key: value for key, value in inputs.items() if value is not None},
-        outputs=outs,
-        attrs=attrs,
+        outputs=outputs,
+        attrs=dict(zip(op.attr_names, attrs)),
     )
-    return [outs[out] for out in outputs]
+    return {t: outputs[t] for t in new}

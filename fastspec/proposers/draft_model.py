@@ -173,7 +173,7 @@ class DraftModelProposer(Proposer):
         if self.sample_drafts:
             # the request's own seed on the DRAFT stream at the draft's position: independent
             # of the target's (TARGET) and verification's (ACCEPT / RESAMPLE) draws
-            token = ops.sample_tokens(probs, top_p, top_k, seed, position, rows, cu, stream=STREAM_DRAFT)
+            token = ops.sample_tokens(probs, top_p, top_k, seed, position, rows, cu, rand_stream=STREAM_DRAFT)
         else:
             token = paddle.argmax(probs, axis=-1)
             probs = paddle.nn.functional.one_hot(token, probs.shape[-1]).astype("float32")

@@ -480,19 +480,3 @@ def test_bad_stream_raises_value_error(bad):
         run_sample_stream(*case, bad)
     with pytest.raises(ValueError, match="stream"):
         ref.sample_tokens(*case, stream=bad)
-
-
-@pytest.mark.parametrize("bad", [0, 2, 4, 6, 2**32 + 5])
-def test_bindings_reject_a_bad_stream(bad):
-    """The C++ entry point checks too (a caller that skips fastspec.kernels)."""
-    rng = np.random.default_rng(909)
-    probs, top_p, top_k, seed, step, batch_id, cu = flat_many_seeds(rng, requests=2, rows_each=2, vocab=50)
-    tokens = np.zeros(len(batch_id), np.int64)
-    args = [kernels.address(a) for a in (probs, top_p, top_k, seed, step, batch_id, cu, tokens)]
-    with pytest.raises(ValueError, match="stream"):
-        kernels.module().sample_tokens_cpu(args[0], kernels.module().PROB_F32, *args[1:], len(batch_id), 50, 2,
-                                           rand_stream=bad)
-    kernels.module().sample_tokens_cpu(args[0], kernels.module().PROB_F32, *args[1:], len(batch_id), 50, 2,
-                                       rand_stream=ref.STREAM_DRAFT)
-    assert np.array_equal(tokens, ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu,
-                                                    stream=ref.STREAM_DRAFT))

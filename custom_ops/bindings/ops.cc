@@ -1,0 +1,62 @@
+// One entry point for every op: fastspec.kernels (the pointer API) checks the
+// call against the op's schema, then hands the tensors here as addresses,
+// dtype codes and shapes in schema order; this fills an OpCall and runs the
+// launcher of the requested backend. Nothing here knows a particular op.
+#include <pybind11/stl.h>
+
+#include <vector>
+
+#include "bindings.h"
+#include "fastspec/op_call.h"
+
+namespace fastspec_bindings {
+
+void bind_ops(py::module_& m) {
+  m.def(
+      "run",
+      [](const std::string& op, int backend, const std::vector<uintptr_t>& data, const std::vector<int>& dtypes,
+         const std::vector<std::vector<int64_t>>& shapes, const std::vector<bool>& present,
+         const std::vector<int64_t>& attrs, uintptr_t stream, int num_threads) {
+        const size_t n = data.size();
+        if (dtypes.size() != n || shapes.size() != n || present.size() != n) {
+          throw std::invalid_argument(op + ": run() needs one dtype, shape and presence flag per tensor");
+        }
+        std::vector<fastspec::TensorRef> refs(n);
+        for (size_t i = 0; i < n; ++i) {
+          refs[i].data = ptr<void>(data[i]);
+          refs[i].dtype = dtypes[i];
+          refs[i].present = present[i];
+          refs[i].rank = static_cast<int32_t>(shapes[i].size());
+          for (size_t a = 0; a < 2; ++a) refs[i].shape[a] = a < shapes[i].size() ? shapes[i][a] : 1;
+        }
+        fastspec::OpCall call;
+        call.tensors = refs.data();
+        call.attrs = attrs.data();
+        call.backend = static_cast<fastspec::Backend>(backend);
+        call.stream = ptr<void>(stream);
+        call.num_threads = num_threads;
+        int status;
+        {
+          py::gil_scoped_release release;
+          status = fastspec::run(op.c_str(), call);
+        }
+        if (status == fastspec::kNoKernel) {
+          throw std::invalid_argument(op + ": no " + fastspec::backend_name(call.backend) +
+                                      " kernel in this build (it has " + fastspec::backends_of(op.c_str()) + ")");
+        }
+        if (status != fastspec::kOk) {
+          std::string what = std::to_string(status);
+#if defined(FASTSPEC_WITH_CUDA)
+          if (call.backend == fastspec::Backend::kCuda) what = cudaGetErrorString(static_cast<cudaError_t>(status));
+#endif
+          throw std::runtime_error(op + ": the " + fastspec::backend_name(call.backend) + " kernel failed: " + what);
+        }
+      },
+      py::arg("op"), py::arg("backend"), py::arg("data"), py::arg("dtypes"), py::arg("shapes"), py::arg("present"),
+      py::arg("attrs"), py::arg("stream") = 0, py::arg("num_threads") = 0,
+      "Runs `op` on raw tensors (schema order); fastspec.kernels checks the call first");
+  m.def("backends", [](const std::string& op) { return std::string(fastspec::backends_of(op.c_str())); },
+        "the backends this build has a kernel of `op` for, e.g. 'cpu, cuda'");
+}
+
+}  // namespace fastspec_bindings

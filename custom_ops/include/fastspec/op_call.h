@@ -1,0 +1,70 @@
+// One call of an op, as every front end hands it to the kernels: the tensors
+// in the order of the op's schema (fastspec/schema.py), the attributes as
+// integers, the backend and its stream. Front ends (the Paddle ops, the
+// pybind11 bindings) fill an OpCall and call fastspec::run; each op's glue file
+// (custom_ops/ops/<op>.cc) turns it into the op's parameter struct and
+// registers one launcher per backend. Framework-free.
+#pragma once
+
+#include <cstdint>
+
+#include "fastspec/common.h"
+
+namespace fastspec {
+
+enum class Backend : int32_t { kCpu = 0, kCuda = 1, kXpu = 2 };
+constexpr int kNumBackends = 3;
+const char* backend_name(Backend backend);
+
+// Tensor element types; the numbering is shared with fastspec/codegen.py.
+enum DType : int32_t { kBool = 0, kInt32 = 1, kInt64 = 2, kFloat32 = 3, kFloat16 = 4, kBFloat16 = 5 };
+
+struct TensorRef {
+  void* data = nullptr;
+  int32_t dtype = -1;
+  int32_t rank = 0;
+  int64_t shape[2] = {0, 0};
+  bool present = false;  // false: an optional tensor left out (data may be null for an empty one too)
+};
+
+struct OpCall {
+  const TensorRef* tensors = nullptr;  // schema order: inputs, then new outputs
+  const int64_t* attrs = nullptr;      // schema order; bool 0 / 1, a string as its index in the choices
+  Backend backend = Backend::kCpu;
+  void* stream = nullptr;              // cudaStream_t on CUDA; unused on the CPU
+  int32_t num_threads = 0;             // CPU: 1 runs on the calling thread, else the pool
+
+  const TensorRef& tensor(int index) const { return tensors[index]; }
+  int64_t size(int index, int axis) const { return tensors[index].shape[axis]; }
+  template <typename T>
+  T* data(int index) const {
+    return tensors[index].present ? static_cast<T*>(tensors[index].data) : nullptr;
+  }
+  int64_t attr(int index) const { return attrs[index]; }
+};
+
+// A launcher returns kOk or an error code of its backend (a cudaError_t value on CUDA).
+using Launcher = int (*)(const OpCall&);
+
+// Status of run(): kOk, the launcher's error, or kNoKernel.
+constexpr int kNoKernel = -2;
+
+// Runs `op` on call.backend; kNoKernel when no launcher is registered there.
+int run(const char* op, const OpCall& call);
+
+// The backends with a launcher for `op`, e.g. "cpu, cuda" (for error messages).
+const char* backends_of(const char* op);
+
+// Registration: one static Registrar per op and backend, in the op's glue file.
+struct Registrar {
+  Registrar(const char* op, Backend backend, Launcher launcher);
+};
+
+}  // namespace fastspec
+
+#define FASTSPEC_CONCAT_(a, b) a##b
+#define FASTSPEC_CONCAT(a, b) FASTSPEC_CONCAT_(a, b)
+// FASTSPEC_REGISTER(ngram_match, kCuda, launcher): `launcher` runs op ngram_match on CUDA.
+#define FASTSPEC_REGISTER(op, backend, launcher)                                          \
+  static const ::fastspec::Registrar FASTSPEC_CONCAT(registrar_##op##_##backend, __LINE__)( \
+      #op, ::fastspec::Backend::backend, launcher)

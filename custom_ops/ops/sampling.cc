@@ -1,0 +1,67 @@
+// top_p_candidates and sample_tokens: an OpCall to their parameter structs,
+// and each backend's launcher.
+#include "fastspec/op_call.h"
+#include "fastspec/op_schema.h"
+#include "fastspec/sampling.h"
+
+namespace fastspec {
+
+// The kernels' tag of a probability dtype (the schema allows only these three).
+int32_t prob_dtype(int32_t dtype) {
+  return dtype == kFloat16 ? kProbF16 : dtype == kBFloat16 ? kProbBF16 : kProbF32;
+}
+
+namespace {
+
+TopPCandidatesParams candidates_params(const OpCall& c) {
+  namespace a = arg::top_p_candidates;
+  TopPCandidatesParams p{};
+  p.probs = c.data<const void>(a::probs);
+  p.probs_dtype = prob_dtype(c.tensor(a::probs).dtype);
+  p.top_p = c.data<const float>(a::top_p);
+  p.batch_id_per_token_output = c.data<const int32_t>(a::batch_id_per_token_output);
+  p.candidate_ids = c.data<int64_t>(a::candidate_ids);
+  p.candidate_scores = c.data<float>(a::candidate_scores);
+  p.candidate_lens = c.data<int32_t>(a::candidate_lens);
+  p.rows = c.size(a::probs, 0);
+  p.vocab = c.size(a::probs, 1);
+  p.batch = c.size(a::top_p, 0);
+  p.max_candidate_len = static_cast<int32_t>(c.attr(attr::top_p_candidates::max_candidate_len));
+  p.num_threads = c.num_threads;
+  return p;
+}
+
+SampleTokensParams sample_params(const OpCall& c) {
+  namespace a = arg::sample_tokens;
+  SampleTokensParams p{};
+  p.probs = c.data<const void>(a::probs);
+  p.probs_dtype = prob_dtype(c.tensor(a::probs).dtype);
+  p.top_p = c.data<const float>(a::top_p);
+  p.top_k = c.data<const int32_t>(a::top_k);
+  p.seed = c.data<const int64_t>(a::seed);
+  p.step_idx = c.data<const int64_t>(a::step_idx);
+  p.batch_id_per_token_output = c.data<const int32_t>(a::batch_id_per_token_output);
+  p.cu_seqlens_q_output = c.data<const int32_t>(a::cu_seqlens_q_output);
+  p.tokens = c.data<int64_t>(a::tokens);
+  p.rows = c.size(a::probs, 0);
+  p.vocab = c.size(a::probs, 1);
+  p.batch = c.size(a::top_p, 0);
+  p.num_threads = c.num_threads;
+  p.stream = static_cast<uint32_t>(c.attr(attr::sample_tokens::rand_stream));
+  return p;
+}
+
+}  // namespace
+
+FASTSPEC_REGISTER(top_p_candidates, kCpu, [](const OpCall& c) { return top_p_candidates_cpu(candidates_params(c)); });
+FASTSPEC_REGISTER(sample_tokens, kCpu, [](const OpCall& c) { return sample_tokens_cpu(sample_params(c)); });
+#if defined(FASTSPEC_WITH_CUDA)
+FASTSPEC_REGISTER(top_p_candidates, kCuda, [](const OpCall& c) {
+  return static_cast<int>(top_p_candidates_cuda(candidates_params(c), static_cast<cudaStream_t>(c.stream)));
+});
+FASTSPEC_REGISTER(sample_tokens, kCuda, [](const OpCall& c) {
+  return static_cast<int>(sample_tokens_cuda(sample_params(c), static_cast<cudaStream_t>(c.stream)));
+});
+#endif
+
+}  // namespace fastspec

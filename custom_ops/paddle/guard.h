@@ -1,0 +1,267 @@
+// The Paddle side of every op, shared by the generated registrations
+// (build/gen/paddle_ops.cc, from fastspec/schema.py): a Call collects the
+// op's tensors and attributes, guards their dtypes and shapes against the
+// schema's tables, allocates the new outputs and runs the op's launcher for
+// the tensors' place through fastspec::run.
+//
+// The Python wrappers check every rule of the schema before a call (with the
+// messages users see); this guard repeats the dtype and shape rules at run
+// time because a static graph may be built with unknown sizes and run with any.
+// This is the only file, with the generated one, that includes paddle/extension.h.
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "fastspec/op_call.h"
+#include "paddle/extension.h"
+
+#ifdef FASTSPEC_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace fastspec_paddle {
+
+struct DimSpec {
+  int symbol;  // index into OpSpec::symbols, -1 for a literal size
+  int64_t offset;
+};
+struct ShapeSpec {
+  int rank;
+  DimSpec dims[2];
+};
+struct TensorSpec {
+  const char* name;
+  uint32_t dtypes;     // bit (1 << fastspec::DType) per allowed dtype
+  bool same_dtype;     // shares one dtype with the other multi-dtype tensors
+  uint32_t needed_by;  // bit per strategy that reads it; 0: every strategy
+  bool optional;
+  bool output;
+  int num_shapes;
+  ShapeSpec shapes[2];
+};
+constexpr int64_t kNoBound = INT64_MIN;
+inline int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }  // for the schema's bound expressions
+inline int64_t max(int64_t a, int64_t b) { return a > b ? a : b; }
+struct Range {
+  int64_t lo, hi;  // kNoBound: none
+};
+struct OpSpec {
+  const char* name;
+  const TensorSpec* tensors;
+  int num_tensors, num_inputs;
+  const char* const* symbols;
+  const Range* ranges;
+  int num_symbols;
+  const int* attr_symbols;  // the symbol an int attribute binds, or -1
+  int num_attrs;
+  int strategy_attr;        // the attribute that picks needed_by, or -1
+};
+
+inline int dtype_code(paddle::DataType dtype) {
+  switch (dtype) {
+    case paddle::DataType::BOOL: return fastspec::kBool;
+    case paddle::DataType::INT32: return fastspec::kInt32;
+    case paddle::DataType::INT64: return fastspec::kInt64;
+    case paddle::DataType::FLOAT32: return fastspec::kFloat32;
+    case paddle::DataType::FLOAT16: return fastspec::kFloat16;
+    case paddle::DataType::BFLOAT16: return fastspec::kBFloat16;
+    default: return -1;
+  }
+}
+
+inline std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+// The index of `value` (any case) among `choices`.
+inline int64_t choice_index(const char* op, const char* attr, const std::string& value,
+                            std::initializer_list<const char*> choices) {
+  std::string lower = value;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  int64_t index = 0;
+  for (const char* choice : choices) {
+    if (lower == choice) return index;
+    ++index;
+  }
+  PD_THROW(std::string(op) + ": attribute '" + attr + "' has no choice '" + value + "'");
+}
+
+class Call {
+ public:
+  explicit Call(const OpSpec& spec)
+      : spec_(spec), refs_(spec.num_tensors), tensors_(spec.num_tensors),
+        attrs_(spec.num_attrs > 0 ? spec.num_attrs : 1), dims_(spec.num_symbols, -1) {}
+
+  void input(int index, const paddle::Tensor& t) { set(index, t); }
+  void input(int index, const paddle::optional<paddle::Tensor>& t) {
+    if (t) set(index, *t);
+  }
+  void attr(int index, int64_t value) {
+    attrs_[index] = value;
+    if (spec_.attr_symbols[index] >= 0) dims_[spec_.attr_symbols[index]] = value;
+  }
+
+  // The dtype and shape rules of the schema, on the tensors as they are now.
+  void check() {
+    const int64_t strategy = spec_.strategy_attr >= 0 ? attrs_[spec_.strategy_attr] : -1;
+    int first_multi = -1;
+    for (int i = 0; i < spec_.num_inputs; ++i) {
+      const TensorSpec& ts = spec_.tensors[i];
+      fastspec::TensorRef& ref = refs_[i];
+      const bool used = ts.needed_by == 0 || (strategy >= 0 && ((ts.needed_by >> strategy) & 1u));
+      if (!used) {
+        ref.present = false;
+        continue;
+      }
+      // Paddle hands an empty optional tensor (T == 0) to a kernel as absent: no rows, nothing read.
+      if (!ref.present) continue;
+      const paddle::Tensor& t = tensors_[i];
+      if (ref.dtype < 0 || !((ts.dtypes >> ref.dtype) & 1u)) {
+        fail(std::string("argument '") + ts.name + "' has an unsupported dtype");
+      }
+      if (ts.same_dtype) {
+        if (first_multi < 0) first_multi = i;
+        if (refs_[first_multi].dtype != ref.dtype) {
+          fail(std::string("argument '") + ts.name + "' must have the dtype of '" + spec_.tensors[first_multi].name + "'");
+        }
+      }
+      bind(ts, t.shape());
+      if (t.place() != tensors_[first_present()].place()) {
+        fail(std::string("argument '") + ts.name + "' is on " + t.place().DebugString() + ", not on " +
+             tensors_[first_present()].place().DebugString());
+      }
+    }
+    for (int s = 0; s < spec_.num_symbols; ++s) {
+      const Range& r = spec_.ranges[s];
+      if (!bound_[s]) continue;  // no tensor has it (or an attribute: checked in Python)
+      if ((r.lo != kNoBound && dims_[s] < r.lo) || (r.hi != kNoBound && dims_[s] > r.hi)) {
+        fail(std::string(spec_.symbols[s]) + " = " + std::to_string(dims_[s]) + " is out of range");
+      }
+    }
+  }
+
+  int64_t dim(int symbol) const { return dims_[symbol]; }
+
+  void expect_range(int index, const char* name, int64_t lo, int64_t hi, const char* rule) const {
+    const int64_t v = attrs_[index];
+    if ((lo != kNoBound && v < lo) || (hi != kNoBound && v > hi)) {
+      fail(std::string("attribute '") + name + "' must be in " + rule + ", got " + std::to_string(v));
+    }
+  }
+
+  void expect_choice(int index, const char* name, std::initializer_list<int64_t> choices) const {
+    for (int64_t c : choices) {
+      if (attrs_[index] == c) return;
+    }
+    fail(std::string("attribute '") + name + "' has no choice " + std::to_string(attrs_[index]));
+  }
+
+  // Allocates new output `index` on the inputs' place, shaped by the schema.
+  paddle::Tensor output(int index, paddle::DataType dtype) {
+    const ShapeSpec& shape = spec_.tensors[index].shapes[0];
+    std::vector<int64_t> sizes;
+    for (int a = 0; a < shape.rank; ++a) {
+      const DimSpec& d = shape.dims[a];
+      sizes.push_back((d.symbol < 0 ? 0 : std::max<int64_t>(dims_[d.symbol], 0)) + d.offset);
+    }
+    paddle::Tensor t = paddle::empty(sizes, dtype, tensors_[first_present()].place());
+    set(index, t);
+    return t;
+  }
+
+  // Runs the op's launcher for the tensors' place.
+  void run() {
+    const paddle::Tensor& anchor = tensors_[first_present()];
+    fastspec::OpCall call;
+    call.tensors = refs_.data();
+    call.attrs = attrs_.data();
+    if (anchor.is_cpu()) {
+      call.backend = fastspec::Backend::kCpu;
+    } else if (anchor.is_gpu()) {
+      call.backend = fastspec::Backend::kCuda;
+#ifdef FASTSPEC_WITH_CUDA
+      call.stream = anchor.stream();
+#endif
+    } else if (anchor.place().GetType() == phi::AllocationType::XPU) {
+      call.backend = fastspec::Backend::kXpu;
+    } else {
+      fail("no kernel for place " + anchor.place().DebugString() + " (this build has " +
+           fastspec::backends_of(spec_.name) + ")");
+    }
+    const int status = fastspec::run(spec_.name, call);
+    if (status == fastspec::kNoKernel) {
+      fail("no kernel for place " + anchor.place().DebugString() + " (this build has " +
+           fastspec::backends_of(spec_.name) + ")");
+    }
+    if (status != fastspec::kOk) {
+      std::string what = std::to_string(status);
+#ifdef FASTSPEC_WITH_CUDA
+      if (call.backend == fastspec::Backend::kCuda) what = cudaGetErrorString(static_cast<cudaError_t>(status));
+#endif
+      fail(std::string("the ") + fastspec::backend_name(call.backend) + " kernel failed: " + what);
+    }
+  }
+
+ private:
+  void set(int index, const paddle::Tensor& t) {
+    tensors_[index] = t;
+    fastspec::TensorRef& ref = refs_[index];
+    ref.present = true;
+    ref.dtype = dtype_code(t.dtype());
+    ref.data = t.numel() > 0 ? const_cast<void*>(t.data()) : nullptr;
+    const auto shape = t.shape();
+    ref.rank = static_cast<int32_t>(shape.size());
+    for (size_t a = 0; a < 2; ++a) ref.shape[a] = a < shape.size() ? shape[a] : 1;
+  }
+
+  int first_present() const {
+    for (int i = 0; i < spec_.num_inputs; ++i) {
+      if (refs_[i].present) return i;
+    }
+    return 0;
+  }
+
+  void bind(const TensorSpec& ts, const std::vector<int64_t>& shape) {
+    for (int alt = 0; alt < ts.num_shapes; ++alt) {
+      const ShapeSpec& s = ts.shapes[alt];
+      if (s.rank != static_cast<int>(shape.size())) continue;
+      bool literal_ok = true;
+      for (int a = 0; a < s.rank; ++a) literal_ok &= s.dims[a].symbol >= 0 || shape[a] == s.dims[a].offset;
+      if (!literal_ok) continue;
+      for (int a = 0; a < s.rank; ++a) {
+        const DimSpec& d = s.dims[a];
+        if (d.symbol < 0) continue;
+        int64_t& bound = dims_[d.symbol];
+        const int64_t value = shape[a] - d.offset;
+        if (!bound_[d.symbol]) {
+          bound = value;
+          bound_[d.symbol] = true;
+        } else if (bound != value) {
+          fail(std::string("argument '") + ts.name + "' has shape " + shape_text(shape) + ", which disagrees with " +
+               spec_.symbols[d.symbol] + " = " + std::to_string(bound));
+        }
+      }
+      return;
+    }
+    fail(std::string("argument '") + ts.name + "' has shape " + shape_text(shape) + ", not the schema's");
+  }
+
+  [[noreturn]] void fail(const std::string& message) const { PD_THROW(std::string(spec_.name) + ": " + message); }
+
+  const OpSpec& spec_;
+  std::vector<fastspec::TensorRef> refs_;
+  std::vector<paddle::Tensor> tensors_;
+  std::vector<int64_t> attrs_;
+  std::vector<int64_t> dims_;
+  std::vector<bool> bound_ = std::vector<bool>(64, false);
+};
+
+}  // namespace fastspec_paddle

@@ -1,0 +1,107 @@
+"""Builds the public op functions of both front ends from the op schemas.
+
+``fastspec.ops`` (Paddle) and ``fastspec.kernels`` (pointer API) each give
+:func:`make_op` a schema and a ``run`` function; the result is a function with
+the op's signature (the SPEC order, every input also by keyword, attributes
+keyword-only), a docstring with a runnable example, and a named-tuple result.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import inspect
+from typing import Any, Callable
+
+from fastspec.errors import FastspecTypeError
+from fastspec.schema import SCHEMAS, OpSchema, Tensor
+
+
+@functools.cache
+def result_type(op_name: str) -> type:
+    """The named tuple an op returns (shared by both front ends)."""
+    op = SCHEMAS[op_name]
+    return collections.namedtuple(op.result, op.returns)
+
+
+def _tensor_line(tensor: Tensor, type_name: str) -> str:
+    dtype = " / ".join(tensor.dtypes)
+    flags = ", in place" if tensor.inplace else ""
+    if tensor.needed_by:
+        flags += ", strategy " + " / ".join(f"'{s}'" for s in tensor.needed_by) + " only (else None)"
+    elif tensor.optional:
+        flags += ", or None"
+    return f"    {tensor.name}: {dtype} ``{tensor.shape}``{flags}: {tensor.doc}."
+
+
+def _doc(op: OpSchema, setup: str, outputs_are_args: bool, extra_doc: str) -> str:
+    lines = [op.summary, "", op.details, "", "Args:"]
+    tensors = op.tensors if outputs_are_args else op.inputs
+    lines += [_tensor_line(t, "") for t in tensors]
+    if outputs_are_args and op.outputs:
+        lines.append("    (outputs: caller-provided buffers, written in full; None allocates them)")
+    for attr in op.attrs:
+        default = "required" if attr.required else f"default {attr.default!r}"
+        lines.append(f"    {attr.name} ({attr.kind}, keyword, {default}): {attr.doc}.")
+    lines += [extra_doc, "", "Returns:"]
+    returns = op.returns
+    if len(returns) == 1:
+        lines.append(f"    ``{returns[0]}``.")
+    else:
+        lines.append(f"    ``{op.result}({', '.join(returns)})``, a named tuple"
+                     + (" (the in-place tensors, updated)" if any(t.inplace for t in op.inputs) else "") + ".")
+    lines += ["", "Raises:",
+              "    FastspecArgumentError (a ValueError) naming the op and the argument: a wrong dtype, shape,",
+              "    device or strided view, shapes that disagree, an attribute out of range, a missing tensor;",
+              "    FastspecTypeError (also a TypeError) for an argument of the wrong Python type.",
+              "", "Example:", "", setup]
+    lines += op.example.splitlines()
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def signature(op: OpSchema, outputs_are_args: bool, extras: tuple[inspect.Parameter, ...]) -> inspect.Signature:
+    """Inputs in SPEC order (positional or keyword; None default from the first optional one on),
+    then the outputs where the front end takes them, then the attributes and extras, keyword-only."""
+    params, defaulted = [], False
+    tensors = op.tensors if outputs_are_args else op.inputs
+    for tensor in tensors:
+        defaulted = defaulted or tensor.optional or bool(tensor.needed_by) or tensor.output
+        params.append(inspect.Parameter(tensor.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                        default=None if defaulted else inspect.Parameter.empty))
+    for attr in op.attrs:
+        params.append(inspect.Parameter(attr.name, inspect.Parameter.KEYWORD_ONLY,
+                                        default=inspect.Parameter.empty if attr.required else attr.default))
+    return inspect.Signature(params + list(extras))
+
+
+def make_op(op: OpSchema, run: Callable[..., Any], *, module: str, setup: str, outputs_are_args: bool,
+            extras: tuple[inspect.Parameter, ...] = (), extra_doc: str = "") -> Callable[..., Any]:
+    """A public op function: binds the call to ``op``'s signature and hands
+    ``run(op, tensors, attrs, extras)`` dictionaries by name."""
+    sig = signature(op, outputs_are_args, extras)
+    tensor_names = {t.name for t in op.tensors}
+    extra_names = {p.name for p in extras}
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as error:
+            raise FastspecTypeError(f"{op.name}: {error}") from None
+        bound.apply_defaults()
+        given = bound.arguments
+        tensors = {name: value for name, value in given.items() if name in tensor_names}
+        attrs = {a.name: given[a.name] for a in op.attrs}
+        return run(op, tensors, attrs, {name: given[name] for name in extra_names})
+
+    call.__name__ = call.__qualname__ = op.name
+    call.__module__ = module
+    call.__signature__ = sig
+    call.__doc__ = _doc(op, setup, outputs_are_args, extra_doc)
+    return call
+
+
+def pack_result(op: OpSchema, values: dict[str, Any]) -> Any:
+    """The op's result: its one returned tensor, or the named tuple of them."""
+    if len(op.returns) == 1:
+        return values[op.returns[0]]
+    return result_type(op.name)(*(values[name] for name in op.returns))

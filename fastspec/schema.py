@@ -1,0 +1,452 @@
+"""The one declaration of every fastspec op.
+
+Each :class:`OpSchema` below lists an op's tensors (name, dtypes, shape, in place or
+new, optional, which strategies need it), its attributes (type, default, range)
+and its documentation. Everything else is derived from it:
+
+* the argument checks of both front ends (:mod:`fastspec.validate`);
+* the Python wrappers of :mod:`fastspec.ops` (Paddle) and :mod:`fastspec.kernels`
+  (pointer API): signatures, docstrings, named-tuple results;
+* the Paddle registration of each op and its run-time shape guard, generated
+  into C++ by ``python -m fastspec.codegen`` at build time;
+* the argument-name lists tests and benchmarks use (``SCHEMAS[op].input_names``).
+
+Shapes are written with symbols: ``B`` batch slots, ``K + 1`` draft columns,
+``L`` max model length, ``T`` output rows, ``V`` vocabulary, ``E`` end tokens,
+``Kc`` candidate columns. ``"[B] | [B, 1]"`` accepts either shape. A symbol is
+bound by the first tensor that has it and checked against every later one.
+This module imports nothing outside the standard library.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+PROBS = ("float32", "float16", "bfloat16")  # probability rows; computed in float32
+PER_REQUEST = "[B] | [B, 1]"  # SPEC.md: every per-request tensor may be [B] or [B, 1]
+INT32_MAX = 2**31 - 1
+CUDA_MAX_BATCH = 4096  # custom_ops/include/fastspec/common.h kMaxCudaBatch (a test checks they agree)
+MAX_CANDIDATE_LEN = 1024  # custom_ops/include/fastspec/sampling.h kMaxCandidateLen (likewise)
+
+_DIM = re.compile(r"^([A-Za-z_]\w*)(?:\s*\+\s*(\d+))?$")
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One axis of a declared shape: ``symbol + offset`` (``K + 1``), or a literal size (``1``)."""
+
+    symbol: str | None
+    offset: int
+
+    def __str__(self) -> str:
+        if self.symbol is None:
+            return str(self.offset)
+        return f"{self.symbol} + {self.offset}" if self.offset else self.symbol
+
+
+def parse_shape(text: str) -> tuple[tuple[Dim, ...], ...]:
+    """``"[B] | [B, 1]"`` -> the alternative shapes, each a tuple of :class:`Dim`."""
+    shapes = []
+    for alternative in text.split("|"):
+        inner = alternative.strip()
+        if not (inner.startswith("[") and inner.endswith("]")):
+            raise ValueError(f"bad shape {text!r}")
+        dims = []
+        for token in filter(None, (t.strip() for t in inner[1:-1].split(","))):
+            if token.isdigit():
+                dims.append(Dim(None, int(token)))
+                continue
+            match = _DIM.match(token)
+            if not match:
+                raise ValueError(f"bad dimension {token!r} in {text!r}")
+            dims.append(Dim(match.group(1), int(match.group(2) or 0)))
+        shapes.append(tuple(dims))
+    return tuple(shapes)
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A tensor argument.
+
+    ``inplace``: the op writes it and returns it. ``output``: a new tensor (the Paddle
+    op allocates it; the pointer API takes it from the caller or allocates it).
+    ``needed_by``: the strategies that read it (empty: every strategy); a tensor a
+    strategy does not read may be passed or left out, and is ignored.
+    """
+
+    name: str
+    dtypes: tuple[str, ...]
+    shape: str
+    doc: str
+    inplace: bool = False
+    output: bool = False
+    optional: bool = False
+    needed_by: tuple[str, ...] = ()
+
+    @property
+    def shapes(self) -> tuple[tuple[Dim, ...], ...]:
+        return parse_shape(self.shape)
+
+    def used_by(self, strategy: str | None) -> bool:
+        return not self.needed_by or strategy in self.needed_by
+
+    def required_by(self, strategy: str | None) -> bool:
+        """Must be given (not None) for a call with ``strategy``."""
+        if self.needed_by:
+            return strategy in self.needed_by
+        return not self.optional
+
+
+@dataclass(frozen=True)
+class Attr:
+    """An attribute. ``kind``: "int" (64-bit in the pointer API; ``bits`` gives the Paddle
+    attribute's width), "bool" or "str". ``lo`` / ``hi``: inclusive bounds, an int or an
+    expression over the shape symbols and earlier attributes, written so that it reads the
+    same in Python and in C++ (``"min(V, 1024)"``). ``choices``: the allowed values."""
+
+    name: str
+    kind: str
+    doc: str
+    default: Any = None
+    required: bool = False
+    lo: int | str | None = None
+    hi: int | str | None = None
+    choices: tuple[Any, ...] = ()
+    bits: int = 64
+
+
+@dataclass(frozen=True)
+class OpSchema:
+    name: str
+    summary: str
+    tensors: tuple[Tensor, ...]
+    attrs: tuple[Attr, ...]
+    result: str  # name of the named tuple the op returns (unused when it returns one tensor)
+    details: str = ""
+    example: str = ""
+    symbol_ranges: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+    device_limits: dict[str, dict[str, int]] = field(default_factory=dict)
+    strategy_attr: str | None = None  # the attribute whose value picks the tensors (needed_by)
+
+    @property
+    def inputs(self) -> tuple[Tensor, ...]:
+        return tuple(t for t in self.tensors if not t.output)
+
+    @property
+    def outputs(self) -> tuple[Tensor, ...]:
+        return tuple(t for t in self.tensors if t.output)
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.inputs)
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.outputs)
+
+    @property
+    def attr_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.attrs)
+
+    @property
+    def returns(self) -> tuple[str, ...]:
+        """What the op returns, in order: its in-place tensors, then its new ones."""
+        return tuple(t.name for t in self.inputs if t.inplace) + self.output_names
+
+    def tensor(self, name: str) -> Tensor:
+        return next(t for t in self.tensors if t.name == name)
+
+    def attr(self, name: str) -> Attr:
+        return next(a for a in self.attrs if a.name == name)
+
+
+def _per_request(name: str, dtype: str, doc: str, **kw: Any) -> Tensor:
+    return Tensor(name, (dtype,), PER_REQUEST, doc, **kw)
+
+
+# --- the ops -----------------------------------------------------------------------
+
+_NGRAM_TENSORS = (
+    Tensor("token_ids_all", ("int64",), "[B, L]",
+           "the prompt in ``[0, prompt_lens[b])``, then the generated tokens"),
+    _per_request("prompt_lens", "int64", "prompt length of each request"),
+    _per_request("step_idx", "int64", "generated tokens so far; the query is the newest ``n`` of them"),
+    _per_request("draft_token_num", "int32", "drafts each request may take"),
+    Tensor("draft_tokens", ("int64",), "[B, K + 1]",
+           "column 0 (the last committed token) is kept, columns ``1..K`` get the drafts then -1",
+           inplace=True),
+    _per_request("seq_lens_this_time", "int32",
+                 "``1 + drafts`` for a decode slot, 0 for an inactive one, unchanged for a prefill one",
+                 inplace=True),
+    _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
+    _per_request("seq_lens_decoder", "int32", "tokens in the cache (> 0 with no prefill: a decode slot)"),
+    _per_request("max_dec_len", "int64", "a request never drafts past ``max_dec_len - 1`` generated tokens"),
+)
+
+_NGRAM_ATTRS = (
+    Attr("max_ngram_size", "int", "longest n-gram tried", required=True, lo=1, hi=INT32_MAX, bits=32),
+    Attr("min_ngram_size", "int", "shortest n-gram tried", default=1, lo=1, hi="max_ngram_size", bits=32),
+    Attr("token_budget", "int",
+         "tokens the whole step may take, base tokens of every running slot included; <= 0: unlimited",
+         default=0, lo=-INT32_MAX - 1, hi=INT32_MAX, bits=32),
+)
+
+_NGRAM_RANGES = {"L": (0, INT32_MAX), "K": (0, None)}
+
+NGRAM_MATCH = OpSchema(
+    name="ngram_match",
+    summary="Proposes drafts by looking the newest generated n-gram up in the prompt, then in the output.",
+    details=(
+        "For ``n`` from ``max_ngram_size`` down to ``min_ngram_size``: the leftmost match of the newest\n"
+        "``n`` generated tokens in the prompt, else in the generated tokens, gives the tokens that\n"
+        "follow it as drafts (at most ``min(draft_token_num, K, max_dec_len - step_idx - 1)``).\n"
+        "Prefill slots are untouched, inactive slots cleared. See docs/ops/ngram_match.md."
+    ),
+    tensors=_NGRAM_TENSORS,
+    attrs=_NGRAM_ATTRS,
+    result="NgramDrafts",
+    symbol_ranges=_NGRAM_RANGES,
+    device_limits={"cuda": {"B": CUDA_MAX_BATCH}},
+    example=(
+        ">>> token_ids_all = T([[7, 8, 9, 5, 7, 8, 0, 0]], dtype='int64')  # prompt 7 8 9 5, generated 7 8\n"
+        ">>> drafts, lens = fs.ngram_match(\n"
+        "...     token_ids_all, prompt_lens=T([4], dtype='int64'), step_idx=T([2], dtype='int64'),\n"
+        "...     draft_token_num=T([3], dtype='int32'), draft_tokens=T([[8, -1, -1, -1]], dtype='int64'),\n"
+        "...     seq_lens_this_time=T([1], dtype='int32'), seq_lens_encoder=T([0], dtype='int32'),\n"
+        "...     seq_lens_decoder=T([6], dtype='int32'), max_dec_len=T([100], dtype='int64'),\n"
+        "...     max_ngram_size=2)\n"
+        ">>> drafts.tolist(), lens.tolist()\n"
+        "([[8, 9, 5, -1]], [3])"
+    ),
+)
+
+NGRAM_APPEND = OpSchema(
+    name="ngram_append",
+    summary="Hybrid drafting: keeps a draft model's drafts and fills the remaining columns from an n-gram match.",
+    details=(
+        "For a decode slot the model's drafts are ``draft_tokens[b, 1..m]``, ``m = seq_lens_this_time[b] - 1``\n"
+        "(clamped to ``[0, K]``, then cut to ``md = min(draft_token_num, K, max_dec_len - step_idx - 1)``);\n"
+        "they are kept and read as continuing the generated tokens, and up to ``md - m`` more come from\n"
+        "the n-gram match (ngram_match's rules) of that extended sequence; the token budget trims from\n"
+        "the end. See docs/ops/ngram_append.md."
+    ),
+    tensors=_NGRAM_TENSORS,
+    attrs=_NGRAM_ATTRS,
+    result="NgramDrafts",
+    symbol_ranges=_NGRAM_RANGES,
+    device_limits={"cuda": {"B": CUDA_MAX_BATCH}},
+    example=(
+        ">>> token_ids_all = T([[7, 8, 9, 5, 7, 0, 0, 0]], dtype='int64')  # prompt 7 8 9 5, generated 7\n"
+        ">>> drafts, lens = fs.ngram_append(  # the draft model proposed 8; the match of 7 8 adds 9 5\n"
+        "...     token_ids_all, T([4], dtype='int64'), T([1], dtype='int64'), T([3], dtype='int32'),\n"
+        "...     T([[7, 8, -1, -1]], dtype='int64'), T([2], dtype='int32'), T([0], dtype='int32'),\n"
+        "...     T([5], dtype='int32'), T([100], dtype='int64'), max_ngram_size=2)\n"
+        ">>> drafts.tolist(), lens.tolist()\n"
+        "([[7, 8, 9, 5]], [4])"
+    ),
+)
+
+_ROWS = "[T]"
+
+TOP_P_CANDIDATES = OpSchema(
+    name="top_p_candidates",
+    summary="The top-p candidates of every output row, in probability order.",
+    details=(
+        "The first ``max_candidate_len`` valid tokens (finite, > 0) by probability descending, then id\n"
+        "ascending, cut to the top-p prefix (threshold from the mass of every valid entry of the row,\n"
+        "exact integer arithmetic); slots past the length hold id -1 and score 0; padding rows and\n"
+        "rows without a valid entry have length 0. See docs/ops/sampling.md."
+    ),
+    tensors=(
+        Tensor("probs", PROBS, "[T, V]", "probabilities of each output row (computed in float32)"),
+        _per_request("top_p", "float32", "top-p of each request, whatever the dtype of ``probs``"),
+        Tensor("batch_id_per_token_output", ("int32",), _ROWS,
+               "the request of each row; a value outside ``[0, B)`` marks a padding row"),
+        Tensor("candidate_ids", ("int64",), "[T, max_candidate_len]", "candidate token ids, then -1", output=True),
+        Tensor("candidate_scores", ("float32",), "[T, max_candidate_len]", "their probabilities, then 0",
+               output=True),
+        Tensor("candidate_lens", ("int32",), _ROWS, "the length of each row's top-p prefix", output=True),
+    ),
+    attrs=(
+        Attr("max_candidate_len", "int", "candidates per row, K'", required=True, lo=1,
+             hi=f"min(V, {MAX_CANDIDATE_LEN})", bits=32),
+    ),
+    result="TopPCandidates",
+    symbol_ranges={"V": (1, INT32_MAX)},
+    example=(
+        ">>> probs = T([[0.1, 0.6, 0.3]], dtype='float32')\n"
+        ">>> ids, scores, lens = fs.top_p_candidates(\n"
+        "...     probs, T([0.8], dtype='float32'), T([0], dtype='int32'), max_candidate_len=3)\n"
+        ">>> ids.tolist(), lens.tolist()\n"
+        "([[1, 2, -1]], [2])"
+    ),
+)
+
+STREAM_TARGET, STREAM_DRAFT = 1, 5  # fastspec.reference.rng (a test checks they agree)
+
+SAMPLE_TOKENS = OpSchema(
+    name="sample_tokens",
+    summary="One seeded token per output row from the top-k ∩ top-p renormalised distribution.",
+    details=(
+        "Row ``t`` of request ``b`` is drawn with ``rand64(seed[b], step_idx[b] + t - cu_seqlens_q_output[b],\n"
+        "rand_stream)`` from the top-p prefix of the first ``top_k`` valid tokens, re-ordered by ascending\n"
+        "id; -1 for padding rows and rows without a valid entry. Batch-invariant and reproducible.\n"
+        "See docs/ops/sampling.md."
+    ),
+    tensors=(
+        Tensor("probs", PROBS, "[T, V]", "probabilities of each output row (computed in float32)"),
+        _per_request("top_p", "float32", "top-p of each request"),
+        _per_request("top_k", "int32", "top-k of each request (``<= 0`` or ``>= V``: no top-k)"),
+        _per_request("seed", "int64", "the request's seed"),
+        _per_request("step_idx", "int64", "generated tokens so far (the position of row 0)"),
+        Tensor("batch_id_per_token_output", ("int32",), _ROWS,
+               "the request of each row; a value outside ``[0, B)`` marks a padding row"),
+        Tensor("cu_seqlens_q_output", ("int32",), "[B + 1]", "request ``b`` owns rows ``[cu[b], cu[b + 1])``"),
+        Tensor("tokens", ("int64",), _ROWS, "the sampled token of each row, -1 for padding", output=True),
+    ),
+    attrs=(
+        Attr("rand_stream", "int",
+             "the random stream: ``STREAM_TARGET`` (1, the target's samples) or ``STREAM_DRAFT`` (5, a draft "
+             "model's samples: the request's own seed, draws independent of the target's)",
+             default=STREAM_TARGET, choices=(STREAM_TARGET, STREAM_DRAFT), bits=32),
+    ),
+    result="SampledTokens",
+    symbol_ranges={"V": (1, INT32_MAX)},
+    example=(
+        ">>> probs = T([[0.0, 1.0, 0.0], [0.5, 0.0, 0.5]], dtype='float32')\n"
+        ">>> tokens = fs.sample_tokens(\n"
+        "...     probs, top_p=T([1.0, 1.0], dtype='float32'), top_k=T([0, 1], dtype='int32'),\n"
+        "...     seed=T([7, 7], dtype='int64'), step_idx=T([0, 0], dtype='int64'),\n"
+        "...     batch_id_per_token_output=T([0, 1], dtype='int32'),\n"
+        "...     cu_seqlens_q_output=T([0, 1, 2], dtype='int32'))\n"
+        ">>> tokens.tolist()  # row 0 is one-hot; row 1 keeps its top-1 (the smaller id on a tie)\n"
+        "[1, 0]"
+    ),
+)
+
+STRATEGIES = ("topp", "greedy", "target_match", "rejection")
+
+VERIFY_DRAFT_TOKENS = OpSchema(
+    name="verify_draft_tokens",
+    summary="Judges each request's drafts against the target rows and writes the tokens it emits.",
+    details=(
+        "Per running slot: accepted drafts (in order, up to the first rejection), then one correction /\n"
+        "bonus token; a token that reaches ``max_dec_len`` becomes ``end_tokens[0]`` and an end token stops\n"
+        "the walk. Other slots get ``accept_num = 0``. TOPP: a draft is accepted iff among its row's top-p\n"
+        "candidates, the correction is drawn from them. GREEDY / TARGET_MATCH: accepted iff equal to the\n"
+        "row's target, the correction is the target. REJECTION: accepted iff ``u * q(d) < p(d)`` in masses,\n"
+        "the correction drawn from ``max(p - q, 0)``. See docs/ops/verify_draft_tokens.md."
+    ),
+    tensors=(
+        Tensor("accept_tokens", ("int64",), "[B, K + 1]", "emitted tokens, then -1", inplace=True),
+        _per_request("accept_num", "int32", "tokens emitted", inplace=True),
+        Tensor("draft_tokens", ("int64",), "[B, K + 1]", "column 0 the last committed token, ``1..K`` drafts"),
+        Tensor("target_tokens", ("int64",), "[T] | [T, 1]", "one target per output row",
+               needed_by=("greedy", "target_match")),
+        Tensor("candidate_ids", ("int64",), "[T, Kc]", "each row's candidates (``top_p_candidates``)",
+               needed_by=("topp",)),
+        Tensor("candidate_scores", ("float32",), "[T, Kc]", "their probabilities", needed_by=("topp",)),
+        Tensor("candidate_lens", ("int32",), _ROWS, "each row's top-p length", needed_by=("topp",)),
+        _per_request("seed", "int64", "the request's seed (the random draws)"),
+        _per_request("step_idx", "int64", "generated tokens so far"),
+        _per_request("stop_flags", "bool", "stopped requests emit nothing"),
+        _per_request("is_block_step", "bool", "blocked requests emit nothing"),
+        _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
+        _per_request("seq_lens_this_time", "int32", "``1 + drafts`` of a decode slot"),
+        Tensor("cu_seqlens_q_output", ("int32",), "[B + 1]", "request ``b`` owns rows ``[cu[b], cu[b + 1])``"),
+        _per_request("reasoning_status", "int32", "1 rejects every draft of the slot; None: no slot is reasoning",
+                     optional=True),
+        _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
+        Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids; ``end_tokens[0]`` ends a request cleanly"),
+        Tensor("target_probs", PROBS, "[T, V]", "the target's distribution ``p`` of each row",
+               needed_by=("rejection",)),
+        Tensor("draft_probs", PROBS, "[T, V]", "the draft model's distribution ``q`` of the draft each row judges",
+               needed_by=("rejection",)),
+    ),
+    attrs=(
+        Attr("strategy", "str", "how drafts are judged: " + ", ".join(f"'{s}'" for s in STRATEGIES)
+             + " (any case) or a ``VerifyStrategy``", required=True, choices=STRATEGIES),
+        Attr("accept_all", "bool", "accept every draft", default=False),
+        Attr("reject_all", "bool", "reject every draft (wins over ``accept_all``)", default=False),
+    ),
+    result="VerifyResult",
+    strategy_attr="strategy",
+    symbol_ranges={"K": (0, None), "E": (1, None), "Kc": (1, MAX_CANDIDATE_LEN), "V": (1, INT32_MAX)},
+    device_limits={"cuda": {"B": CUDA_MAX_BATCH}},
+    example=(
+        ">>> accept_tokens, accept_num = fs.verify_draft_tokens(  # drafts 5 6 7; the target says 5 6 9 ...\n"
+        "...     T([[-1, -1, -1, -1]], dtype='int64'), T([0], dtype='int32'),\n"
+        "...     draft_tokens=T([[4, 5, 6, 7]], dtype='int64'), target_tokens=T([5, 6, 9, 3], dtype='int64'),\n"
+        "...     seed=T([0], dtype='int64'), step_idx=T([10], dtype='int64'),\n"
+        "...     stop_flags=T([False]), is_block_step=T([False]),\n"
+        "...     seq_lens_encoder=T([0], dtype='int32'), seq_lens_this_time=T([4], dtype='int32'),\n"
+        "...     cu_seqlens_q_output=T([0, 4], dtype='int32'), max_dec_len=T([100], dtype='int64'),\n"
+        "...     end_tokens=T([2], dtype='int64'), strategy='greedy')\n"
+        ">>> accept_tokens.tolist(), accept_num.tolist()  # 5 6 accepted, 9 corrects the third draft\n"
+        "([[5, 6, 9, -1]], [3])"
+    ),
+)
+
+_UPDATE_INPLACE = ("seq_lens_encoder", "seq_lens_decoder", "seq_lens_this_time", "step_idx", "stop_flags",
+                   "accept_tokens", "accept_num", "draft_tokens", "token_ids_all")
+
+UPDATE_MODEL_STATUS = OpSchema(
+    name="update_model_status",
+    summary="Commits the accepted tokens of a step and advances every slot's state.",
+    details=(
+        "Running slots append their kept tokens to ``token_ids_all`` at ``prompt_lens + step_idx``\n"
+        "(truncated at the first end token, at ``max_dec_len`` and at ``L``), advance ``step_idx`` and the\n"
+        "sequence lengths, set ``draft_tokens[b, 0]`` to the last kept token and clear the drafts; an\n"
+        "ended request sets ``stop_flags``. Stopped and inactive slots are zeroed; blocked slots only\n"
+        "get ``seq_lens_this_time = accept_num = 0``. See docs/ops/update_model_status.md."
+    ),
+    tensors=(
+        _per_request("seq_lens_encoder", "int32", "prefill tokens this step", inplace=True),
+        _per_request("seq_lens_decoder", "int32", "tokens in the cache", inplace=True),
+        _per_request("seq_lens_this_time", "int32", "tokens this step; 1 after the update for a live request",
+                     inplace=True),
+        _per_request("step_idx", "int64", "generated tokens", inplace=True),
+        _per_request("stop_flags", "bool", "set when a request ends", inplace=True),
+        Tensor("accept_tokens", ("int64",), "[B, K + 1]", "the kept tokens, then -1", inplace=True),
+        _per_request("accept_num", "int32", "tokens kept", inplace=True),
+        Tensor("draft_tokens", ("int64",), "[B, K + 1]", "column 0 becomes the last kept token, the rest -1",
+               inplace=True),
+        Tensor("token_ids_all", ("int64",), "[B, L]", "the history; kept tokens are appended", inplace=True),
+        _per_request("prompt_lens", "int64", "prompt length of each request"),
+        _per_request("is_block_step", "bool", "blocked requests keep their state"),
+        _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
+        Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids"),
+        Tensor("has_running", ("bool",), "[1]", "True iff a slot is still running (a device tensor: no "
+               "host synchronisation)", output=True),
+    ),
+    attrs=(),
+    result="ModelStatus",
+    symbol_ranges={"K": (0, None), "E": (1, None), "L": (0, INT32_MAX)},
+    device_limits={"cuda": {"B": CUDA_MAX_BATCH}},
+    example=(
+        ">>> status = fs.update_model_status(  # one decode slot accepts 5 6 after token 4\n"
+        "...     T([0], dtype='int32'), T([3], dtype='int32'), T([2], dtype='int32'), T([1], dtype='int64'),\n"
+        "...     T([False]), T([[5, 6, -1]], dtype='int64'), T([2], dtype='int32'),\n"
+        "...     T([[4, 6, -1]], dtype='int64'), T([[1, 2, 4, 0, 0, 0]], dtype='int64'),\n"
+        "...     T([2], dtype='int64'), T([False]), T([100], dtype='int64'), T([0], dtype='int64'))\n"
+        ">>> status.token_ids_all.tolist(), status.step_idx.tolist(), status.has_running.tolist()\n"
+        "([[1, 2, 4, 5, 6, 0]], [3], [True])"
+    ),
+)
+
+SCHEMAS: dict[str, OpSchema] = {
+    op.name: op
+    for op in (NGRAM_MATCH, NGRAM_APPEND, TOP_P_CANDIDATES, SAMPLE_TOKENS, VERIFY_DRAFT_TOKENS, UPDATE_MODEL_STATUS)
+}
+
+
+class VerifyStrategy(str, enum.Enum):
+    """The strategies of ``verify_draft_tokens``; the value is the op's strategy name."""
+
+    TOPP = "topp"  # draft accepted iff among its row's top-p candidates; correction drawn from them
+    GREEDY = "greedy"  # draft accepted iff equal to the target token; correction = target
+    TARGET_MATCH = "target_match"  # GREEDY's rule on sampled targets (lossless for one-hot drafts)
+    REJECTION = "rejection"  # draft-model probabilities: accept iff u * q(d) < p(d), residual on rejection
