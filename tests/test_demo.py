@@ -31,8 +31,8 @@ def test_demo_short_mode(tmp_path):
 
 def test_demo_spec_off_method(tmp_path):
     """--method none runs the baseline twice (no drafts, no plot) and still exits cleanly."""
-    from fastspec import demo
+    from fastspec.demo import cli
 
-    assert demo.main(["--short", "--method", "none", "--out", str(tmp_path)]) == 0
+    assert cli.main(["--short", "--method", "none", "--out", str(tmp_path)]) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["spec_on"]["proposed_tokens"] == 0

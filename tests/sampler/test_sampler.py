@@ -6,7 +6,7 @@ import pytest
 
 from fastspec import reference
 from fastspec.config import SpeculativeConfig
-from fastspec.models import TinyTransformer
+from fastspec.demo.models import TinyTransformer
 from fastspec.runner import generate
 from fastspec.sampler import Sampler
 from fastspec.state import RequestParams, SpecState

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fastspec.workload import ROOT, copy_edit_workload
+from fastspec.demo.workload import ROOT, copy_edit_workload
 
 # Paddle warns on import that ccache is missing; it only matters when compiling through Paddle.
 warnings.filterwarnings("ignore", message="No ccache found")
@@ -201,7 +201,7 @@ def main(argv=None) -> int:
     except (ValueError, RuntimeError) as e:
         print(f"demo: device '{args.device}' is not available in this Paddle build: {e}", file=sys.stderr)
         return 2
-    from fastspec.models import ReplayModel, TinyTransformer
+    from fastspec.demo.models import ReplayModel, TinyTransformer
 
     config = make_config(args)
     requests = args.requests or (2 if args.short else 16)
@@ -216,7 +216,7 @@ def main(argv=None) -> int:
         model = TinyTransformer(vocab, max_model_len, seed=args.seed)
     draft_model = None
     if config.method == "mtp":  # the target also returns its hidden states; a draft head reads them
-        from fastspec.draft_models import GridHiddenStates, ReplayDraftHead, ReplayHiddenStates, TinyDraftHead
+        from fastspec.demo.draft_models import GridHiddenStates, ReplayDraftHead, ReplayHiddenStates, TinyDraftHead
 
         if args.model == "replay":
             model = ReplayHiddenStates(model)

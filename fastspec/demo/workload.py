@@ -14,7 +14,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository root
 TEXT_SUFFIXES = (".py", ".md", ".h", ".cc", ".cu", ".yaml")
 SKIP_DIRS = {".venv", "build", "demo_out", "__pycache__", ".git", "bench"}
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
