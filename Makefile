@@ -33,7 +33,9 @@ test: build
 
 bench: build
 	$(PY) bench/bench_ngram_match.py
+	$(PY) bench/bench_ngram_append.py
 	$(PY) bench/bench_sampling.py
+	$(PY) bench/bench_verify_update.py
 
 clean:
 	rm -rf build fastspec/_lib/*.so

@@ -45,7 +45,7 @@ class SpeculativeConfig:
 
     method: str = "none"  # none | naive | ngram | mtp
     num_speculative_tokens: int = 0  # K: drafts per request per step
-    verify_strategy: str = "topp"  # topp | greedy | target_match (case-insensitive)
+    verify_strategy: str = "topp"  # topp | greedy | target_match | rejection (mtp only); case-insensitive
     max_candidate_len: int = 5  # TOPP: candidates kept per row
     max_ngram_size: int = 3
     min_ngram_size: int = 1

@@ -1,12 +1,14 @@
 """``Sampler``: one forward for every backend: logits -> probs -> tokens -> state update.
 
-The ops run wherever the state's tensors live (CPU, GPU, XPU); nothing here picks a place.
+The ops run wherever the state's tensors live (CPU or GPU; XPU kernels are planned); nothing
+here picks a place.
 Two paths share one ending:
 
     probs = softmax(logits / temperature)
     naive  (method none / naive): sample_tokens, one token per request
     verify (method ngram / mtp):  targets (GREEDY argmax | TARGET_MATCH sample_tokens |
-                                  TOPP top_p_candidates), then verify_draft_tokens
+                                  TOPP top_p_candidates | REJECTION the target's distribution
+                                  with the proposer's draft_probs), then verify_draft_tokens
     both:  update_model_status
 
 A request with temperature 0 is greedy on every path: its top_k becomes 1 and its top_p 0,

@@ -1,9 +1,15 @@
-"""The README's main command, in its short CI mode: `python -m fastspec.demo --short`."""
+"""The README's main command, in its short CI mode: `python -m fastspec.demo --short`.
+
+The demo tests run on the fixed builtin corpus (fastspec/demo/data/), so editing the project's
+other files does not change what they check.
+"""
 
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -11,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_demo_short_mode(tmp_path):
     out = tmp_path / "demo"
     proc = subprocess.run(
-        [sys.executable, "-m", "fastspec.demo", "--short", "--out", str(out)],
+        [sys.executable, "-m", "fastspec.demo", "--short", "--out", str(out)],  # --short picks the builtin corpus
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -19,6 +25,8 @@ def test_demo_short_mode(tmp_path):
     assert "mean accepted length" in proc.stdout
     assert "16/16" not in proc.stderr and "2/2 requests" in proc.stderr  # the progress bar ran
     summary = json.loads((out / "summary.json").read_text())
+    assert summary["workload"]["corpus"] == "builtin"
+    assert all(s.startswith("fastspec/demo/data/") for s in summary["workload"]["sources"])
     assert summary["lossless"] == "PASS"
     on, off = summary["spec_on"], summary["spec_off"]
     assert on["generated_tokens"] == off["generated_tokens"] > 0
@@ -31,8 +39,26 @@ def test_demo_short_mode(tmp_path):
 
 def test_demo_spec_off_method(tmp_path):
     """--method none runs the baseline twice (no drafts, no plot) and still exits cleanly."""
-    from fastspec import demo
+    from fastspec.demo import cli
 
-    assert demo.main(["--short", "--method", "none", "--out", str(tmp_path)]) == 0
+    assert cli.main(["--short", "--corpus", "builtin", "--method", "none", "--out", str(tmp_path)]) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["spec_on"]["proposed_tokens"] == 0
+
+
+def test_builtin_workload_is_fixed_and_reads_only_its_corpus():
+    from fastspec.demo.workload import DATA, copy_edit_workload
+
+    a = copy_edit_workload(4, 60, seed=3, corpus="builtin")
+    b = copy_edit_workload(4, 60, seed=3, corpus="builtin")
+    assert a.prompts == b.prompts and a.references == b.references and a.sources == b.sources
+    assert all((ROOT / s.rsplit(":", 1)[0]).parent == DATA for s in a.sources)
+    for prompt, reference in zip(a.prompts, a.references.values()):
+        assert len(reference) > 30 and set(reference) <= set(prompt)  # a rewrite: small edits of the chunk
+
+
+def test_unknown_corpus_is_rejected():
+    from fastspec.demo.workload import copy_edit_workload
+
+    with pytest.raises(ValueError, match="corpus"):
+        copy_edit_workload(1, 60, corpus="elsewhere")

@@ -1,12 +1,15 @@
-"""The README's main job with method mtp (configs/mtp.yaml): `python -m fastspec.demo --method mtp`."""
+"""The README's main job with method mtp (configs/mtp.yaml): `python -m fastspec.demo --method mtp`.
+
+On the fixed builtin corpus (fastspec/demo/data/), like tests/test_demo.py.
+"""
 
 import json
 
-from fastspec import demo
+from fastspec.demo import cli
 
 
 def test_demo_method_mtp_short(tmp_path, capsys):
-    assert demo.main(["--short", "--method", "mtp", "--no-plot", "--out", str(tmp_path)]) == 0
+    assert cli.main(["--short", "--corpus", "builtin", "--method", "mtp", "--no-plot", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "method mtp" in out and "PASS" in out
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -17,6 +20,7 @@ def test_demo_method_mtp_short(tmp_path, capsys):
 
 
 def test_demo_method_mtp_rejection_short(tmp_path):
-    assert demo.main(["--short", "--method", "mtp", "--strategy", "rejection", "--no-plot", "--out", str(tmp_path)]) == 0
+    assert cli.main(["--short", "--corpus", "builtin", "--method", "mtp", "--strategy", "rejection", "--no-plot",
+                     "--out", str(tmp_path)]) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["spec_on"]["mean_accepted_length"] > 1.5

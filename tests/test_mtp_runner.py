@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from fastspec.config import SpeculativeConfig
-from fastspec.draft_models import GridHiddenStates, ReplayDraftHead, ReplayHiddenStates, TinyDraftHead
-from fastspec.models import ReplayModel, TinyTransformer
+from fastspec.demo.draft_models import GridHiddenStates, ReplayDraftHead, ReplayHiddenStates, TinyDraftHead
+from fastspec.demo.models import ReplayModel, TinyTransformer
 from fastspec.proposers import DraftModelProposer, ExtractHiddenStatesProposer
 from fastspec.runner import generate
 from tests.test_runner import copy_task

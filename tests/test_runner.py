@@ -5,7 +5,7 @@ import paddle
 import pytest
 
 from fastspec.config import SpeculativeConfig
-from fastspec.models import ReplayModel, TinyTransformer
+from fastspec.demo.models import ReplayModel, TinyTransformer
 from fastspec.runner import ModelInputs, generate
 
 V = 64

@@ -1,7 +1,7 @@
 """Numpy reference implementations: the executable contract of every op.
 
-Plain, literal code that follows ``shared/SPEC.md`` (restated in ``docs/ops.md``)
-step by step. Every backend is tested against these functions. They import
+Plain, literal code that follows ``shared/SPEC.md`` (restated per op in
+``docs/ops/*.md``) step by step. Every backend is tested against these functions. They import
 numpy only, so they run where Paddle is absent (the GPU test host).
 """
 

@@ -124,7 +124,7 @@ def test_hybrid_respects_the_token_budget():
 
 
 def test_sampled_drafts_keep_their_probabilities_and_are_reproducible():
-    from fastspec.draft_models import TinyDraftHead
+    from fastspec.demo.draft_models import TinyDraftHead
 
     k = 2
     state = decode_state(BASES, k)
@@ -168,7 +168,7 @@ def test_bad_num_model_steps(steps):
 @pytest.mark.parametrize("static", [False, True], ids=["eager", "static"])
 def test_sampled_drafts_use_the_request_seed_on_the_draft_stream(static):
     from fastspec import reference as ref
-    from fastspec.draft_models import TinyDraftHead
+    from fastspec.demo.draft_models import TinyDraftHead
 
     k, b = 3, 3
     state = decode_state(BASES, k)

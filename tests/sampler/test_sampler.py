@@ -6,7 +6,7 @@ import pytest
 
 from fastspec import reference
 from fastspec.config import SpeculativeConfig
-from fastspec.models import TinyTransformer
+from fastspec.demo.models import TinyTransformer
 from fastspec.runner import generate
 from fastspec.sampler import Sampler
 from fastspec.state import RequestParams, SpecState
@@ -143,6 +143,13 @@ def run(model, prompts, cfg, max_dec_lens, max_num_seqs=None):
     return generate(model, prompts, cfg, params=params, max_num_seqs=max_num_seqs, max_model_len=64, end_tokens=[0, 1])
 
 
+def assert_same_outputs(off, on):
+    """Every request's output is the same token for token (and no request is missing from either)."""
+    assert len(off.outputs) == len(on.outputs)
+    for i, (a, b) in enumerate(zip(off.outputs, on.outputs)):
+        np.testing.assert_array_equal(a, b, err_msg=f"request {i}")
+
+
 @pytest.mark.parametrize("strategy", ["target_match", "greedy"])
 def test_naive_equals_verify_with_reject_all(transformer, strategy):
     prompts = random_prompts(4, seed=1)
@@ -151,8 +158,7 @@ def test_naive_equals_verify_with_reject_all(transformer, strategy):
     on = run(transformer, prompts, config(method="ngram", num_speculative_tokens=3, verify_strategy=strategy,
                                           accept_policy="reject_all", sampling={"temperature": temperature, "top_p": 0.9}),
              [20, 14, 25, 9])
-    for a, b in zip(off.outputs, on.outputs):
-        np.testing.assert_array_equal(a, b)
+    assert_same_outputs(off, on)
     assert on.stats.accepted_tokens == 0 and on.stats.proposed_tokens > 0
 
 
@@ -164,11 +170,10 @@ def test_greedy_spec_on_is_lossless(transformer, max_num_seqs):
     off = run(transformer, prompts, config(method="none", sampling={"temperature": 0.0}), lens, max_num_seqs)
     on = run(transformer, prompts, config(method="ngram", num_speculative_tokens=4, verify_strategy="greedy",
                                           sampling={"temperature": 0.0}), lens, max_num_seqs)
-    for a, b in zip(off.outputs, on.outputs):
-        np.testing.assert_array_equal(a, b)
+    assert_same_outputs(off, on)
     assert on.stats.accepted_tokens > 0, "no draft was accepted: the test would not exercise verification"
     assert on.stats.steps < off.stats.steps
-    assert sorted({len(o) for o in off.outputs}) != [max(lens)]  # they do finish at different times
+    assert len({len(o) for o in off.outputs}) > 1  # they do finish at different times
 
 
 def test_target_match_spec_on_is_lossless_when_sampling(transformer):
@@ -176,13 +181,14 @@ def test_target_match_spec_on_is_lossless_when_sampling(transformer):
     cfg = {"sampling": {"temperature": 0.8, "top_p": 0.95}}
     off = run(transformer, prompts, config(method="naive", **cfg), [25, 18, 30])
     on = run(transformer, prompts, config(method="ngram", num_speculative_tokens=4, verify_strategy="target_match", **cfg), [25, 18, 30])
-    for a, b in zip(off.outputs, on.outputs):
-        np.testing.assert_array_equal(a, b)
+    assert_same_outputs(off, on)
 
 
 def test_topp_runs_end_to_end(transformer):
     prompts = random_prompts(3, seed=4)
+    max_dec_lens = [20, 10, 15]
     res = run(transformer, prompts, config(method="ngram", num_speculative_tokens=3, verify_strategy="topp",
-                                           sampling={"temperature": 1.0, "top_p": 0.9}), [20, 10, 15])
-    assert [len(o) for o in res.outputs] <= [20, 10, 15]
-    assert all(len(o) > 0 for o in res.outputs)
+                                           sampling={"temperature": 1.0, "top_p": 0.9}), max_dec_lens)
+    lengths = [len(o) for o in res.outputs]
+    assert len(lengths) == len(max_dec_lens)
+    assert all(0 < n <= m for n, m in zip(lengths, max_dec_lens)), lengths  # each request within its own limit

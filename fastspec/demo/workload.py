@@ -1,4 +1,12 @@
-"""The demo's copy-heavy workload: "rewrite this file with small edits", from the project's own files.
+"""The demo's copy-heavy workload: "rewrite this file with small edits", on chunks of text files.
+
+Two corpora feed it:
+
+- ``repo``: the project's own text files (sources, docs, configs). The default of the full demo;
+  its figures move a little whenever those files change.
+- ``builtin``: a fixed corpus of a few small files under ``fastspec/demo/data/`` (code, notes,
+  a config; written for the demo). The tests and ``--short`` use it, so what they check does
+  not depend on the rest of the repository.
 
 ``WordTokenizer`` splits text into words, single punctuation marks and whitespace runs (joined
 back, the tokens give the text exactly) and numbers them from a vocabulary built from the files.
@@ -14,7 +22,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository root
+DATA = Path(__file__).resolve().parent / "data"  # the builtin corpus
+CORPORA = ("repo", "builtin")
 TEXT_SUFFIXES = (".py", ".md", ".h", ".cc", ".cu", ".yaml")
 SKIP_DIRS = {".venv", "build", "demo_out", "__pycache__", ".git", "bench"}
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
@@ -52,6 +62,15 @@ def project_files(root: Path = ROOT) -> list[Path]:
     return sorted(files)
 
 
+def corpus_files(corpus: str = "repo") -> list[Path]:
+    """The files a corpus draws chunks from, sorted for a reproducible workload."""
+    if corpus == "repo":
+        return [p for p in project_files(ROOT) if p.stat().st_size > 400]
+    if corpus == "builtin":
+        return sorted(DATA.glob("*.txt"))
+    raise ValueError(f"corpus must be one of {CORPORA}, got {corpus!r}")
+
+
 @dataclass
 class Workload:
     tokenizer: WordTokenizer
@@ -61,16 +80,16 @@ class Workload:
 
 
 def copy_edit_workload(num_requests: int, chunk_tokens: int, edit_rate: float = 0.03, seed: int = 0,
-                       root: Path = ROOT) -> Workload:
-    """``num_requests`` chunks of about ``chunk_tokens`` tokens from the project's files.
+                       corpus: str = "repo") -> Workload:
+    """``num_requests`` chunks of about ``chunk_tokens`` tokens from the files of ``corpus``.
 
     The reference rewrite renames one identifier throughout the chunk and swaps about
     ``edit_rate`` of the remaining words for other words of the chunk: small edits, mostly copy.
     """
     rng = np.random.default_rng(seed)
-    files = [p for p in project_files(root) if p.stat().st_size > 400]
+    files = corpus_files(corpus)
     if not files:
-        raise RuntimeError(f"no text files found under {root}")
+        raise RuntimeError(f"no text files found for corpus {corpus!r}")
     picked = [files[i] for i in rng.choice(len(files), size=num_requests, replace=num_requests > len(files))]
     texts = {p: p.read_text(errors="replace") for p in picked}
     tokenizer = WordTokenizer([*texts.values(), INSTRUCTION, ANSWER])
@@ -83,8 +102,13 @@ def copy_edit_workload(num_requests: int, chunk_tokens: int, edit_rate: float = 
         prompts.append(tokenizer.encode(INSTRUCTION) + [tokenizer.ids[w] for w in chunk] + tokenizer.encode(ANSWER))
         references[i] = [tokenizer.ids[w] for w in rewritten]
         line = texts[path].count("\n", 0, len("".join(words[:start]))) + 1
-        sources.append(f"{path.relative_to(root)}:{line}")
+        sources.append(f"{_shown(path)}:{line}")
     return Workload(tokenizer, prompts, references, sources)
+
+
+def _shown(path: Path) -> str:
+    """A path as the summary shows it: relative to the repository when it lies inside."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def _edit(chunk: list[str], rate: float, rng: np.random.Generator) -> list[str]:

@@ -1,4 +1,4 @@
-"""The two target models the runner ships with.
+"""The two target models of the demo and the tests (the runner takes any callable of this shape).
 
 A model is a callable ``model(inputs: ModelInputs) -> logits [T, V]`` returning the logits of
 the packed output rows (see ``fastspec.runner.ModelInputs``).

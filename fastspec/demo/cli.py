@@ -1,7 +1,8 @@
 """Speculative decoding demo: n-gram drafts on a copy-heavy workload from the project's own files.
 
     python -m fastspec.demo            # CPU, method ngram, K=5, TARGET_MATCH, batch 4
-    python -m fastspec.demo --short    # the CI smoke run (seconds)
+    python -m fastspec.demo --short    # the CI smoke run (seconds), on the fixed builtin corpus
+    python -m fastspec.demo --corpus builtin   # the full run on the fixed corpus (reproducible figures)
     python -m fastspec.demo --method mtp   # draft-model speculation (configs/mtp.yaml)
 
 Runs the same requests with speculation off and on, prints a summary table (mean accepted
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fastspec.workload import ROOT, copy_edit_workload
+from fastspec.demo.workload import CORPORA, ROOT, copy_edit_workload
 
 # Paddle warns on import that ccache is missing; it only matters when compiling through Paddle.
 warnings.filterwarnings("ignore", message="No ccache found")
@@ -39,6 +40,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=4, help="slots decoded together")
     p.add_argument("--requests", type=int, default=None, help="requests (default 16, --short 2)")
     p.add_argument("--chunk-tokens", type=int, default=None, help="file tokens per prompt (default 320, --short 60)")
+    p.add_argument("--corpus", choices=CORPORA, default=None,
+                   help="repo: chunks of the project's own files (default); builtin: the fixed corpus in "
+                        "fastspec/demo/data/ (default with --short; what the tests run)")
     p.add_argument("--ngram-sizes", default=None, help="n-gram sizes swept for the plot (default 1,2,3,4; --short 1,3)")
     p.add_argument("--model", choices=["replay", "transformer"], default="replay",
                    help="replay: favours the reference rewrite (a stand-in for a trained model); transformer: random tiny model")
@@ -201,13 +205,15 @@ def main(argv=None) -> int:
     except (ValueError, RuntimeError) as e:
         print(f"demo: device '{args.device}' is not available in this Paddle build: {e}", file=sys.stderr)
         return 2
-    from fastspec.models import ReplayModel, TinyTransformer
+    from fastspec.demo.models import ReplayModel, TinyTransformer
 
     config = make_config(args)
     requests = args.requests or (2 if args.short else 16)
     chunk = args.chunk_tokens or (60 if args.short else 320)
     sizes = [int(n) for n in (args.ngram_sizes or ("1,3" if args.short else "1,2,3,4")).split(",") if n]
-    workload = copy_edit_workload(requests, chunk, seed=args.seed)
+    if args.corpus is None:
+        args.corpus = "builtin" if args.short else "repo"
+    workload = copy_edit_workload(requests, chunk, seed=args.seed, corpus=args.corpus)
     max_model_len = max(len(p) for p in workload.prompts) + max(len(r) for r in workload.references.values()) + 8
     vocab = workload.tokenizer.vocab_size
     if args.model == "replay":
@@ -216,7 +222,7 @@ def main(argv=None) -> int:
         model = TinyTransformer(vocab, max_model_len, seed=args.seed)
     draft_model = None
     if config.method == "mtp":  # the target also returns its hidden states; a draft head reads them
-        from fastspec.draft_models import GridHiddenStates, ReplayDraftHead, ReplayHiddenStates, TinyDraftHead
+        from fastspec.demo.draft_models import GridHiddenStates, ReplayDraftHead, ReplayHiddenStates, TinyDraftHead
 
         if args.model == "replay":
             model = ReplayHiddenStates(model)
@@ -224,8 +230,8 @@ def main(argv=None) -> int:
         else:
             model = GridHiddenStates(model)
             draft_model = TinyDraftHead(vocab, 64, seed=args.seed + 1)
-    print(f"fastspec demo: {requests} requests of ~{chunk} file tokens (vocab {vocab}), batch {args.batch_size}, "
-          f"device {args.device}, model {args.model}")
+    print(f"fastspec demo: {requests} requests of ~{chunk} file tokens from the {args.corpus} corpus (vocab {vocab}), "
+          f"batch {args.batch_size}, device {args.device}, model {args.model}")
     print(f"  config: method {config.method}, K {config.num_speculative_tokens}, strategy {config.verify_strategy}, "
           f"n-gram {config.min_ngram_size}..{config.max_ngram_size}, temperature {config.sampling.temperature}, "
           f"top_p {config.sampling.top_p}"
@@ -255,7 +261,8 @@ def main(argv=None) -> int:
     summary = {
         "args": vars(args),
         "config": config.to_dict(),
-        "workload": {"requests": requests, "chunk_tokens": chunk, "vocab_size": vocab, "sources": workload.sources},
+        "workload": {"requests": requests, "chunk_tokens": chunk, "corpus": args.corpus, "vocab_size": vocab,
+                     "sources": workload.sources},
         "spec_off": off.stats.summary(),
         "spec_on": on.stats.summary(),
         "steps_saved": off.stats.steps - on.stats.steps,
