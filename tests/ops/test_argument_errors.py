@@ -1,0 +1,251 @@
+"""Every bad argument of every op, in both front ends, raises FastspecArgumentError naming it.
+
+The bad calls are derived from the op schemas: for each tensor a wrong dtype, a
+wrong rank, a missing one, a batch that disagrees, and a strided view of each
+in-place tensor; for each attribute a value out of range; for verify an unknown
+strategy and each strategy's tensors left out. Paddle's ops and the pointer API
+(``fastspec.kernels``) must both refuse them, and the raw Paddle op (without
+its Python checks) must refuse the shape and dtype ones through its guard.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import paddle
+import pytest
+
+import fastspec.kernels as kernels
+import fastspec.ops as ops
+from fastspec.errors import FastspecArgumentError, FastspecTypeError
+from fastspec.schema import SCHEMAS, STRATEGIES
+from tests.ops.raw_op import raw_op
+
+
+def valid_call(name: str) -> tuple[dict[str, np.ndarray], dict]:
+    """A small call (B = 2) that every front end accepts."""
+    i32, i64 = np.int32, np.int64
+    if name in ("ngram_match", "ngram_append"):
+        return {
+            "token_ids_all": np.tile(np.array([7, 8, 9, 5, 7, 8, 0, 0], i64), (2, 1)),
+            "prompt_lens": np.array([4, 4], i64), "step_idx": np.array([2, 2], i64),
+            "draft_token_num": np.array([3, 3], i32), "draft_tokens": np.full((2, 4), -1, i64),
+            "seq_lens_this_time": np.array([1, 1], i32), "seq_lens_encoder": np.zeros(2, i32),
+            "seq_lens_decoder": np.array([6, 6], i32), "max_dec_len": np.array([100, 100], i64),
+        }, {"max_ngram_size": 2}
+    probs = np.array([[0.1, 0.6, 0.3], [0.5, 0.25, 0.25]], np.float32)
+    if name == "top_p_candidates":
+        return {"probs": probs, "top_p": np.array([0.8, 0.9], np.float32),
+                "batch_id_per_token_output": np.array([0, 1], i32)}, {"max_candidate_len": 3}
+    if name == "sample_tokens":
+        return {"probs": probs, "top_p": np.ones(2, np.float32), "top_k": np.zeros(2, i32),
+                "seed": np.array([1, 2], i64), "step_idx": np.zeros(2, i64),
+                "batch_id_per_token_output": np.array([0, 1], i32),
+                "cu_seqlens_q_output": np.array([0, 1, 2], i32)}, {}
+    if name == "verify_draft_tokens":
+        return {
+            "accept_tokens": np.full((2, 3), -1, i64), "accept_num": np.zeros(2, i32),
+            "draft_tokens": np.array([[4, 5, 6], [4, 5, 6]], i64),
+            "target_tokens": np.array([5, 6, 9, 5, 1, 2], i64),
+            "candidate_ids": np.tile(np.array([[5, 6, -1]], i64), (6, 1)),
+            "candidate_scores": np.tile(np.array([[0.5, 0.3, 0]], np.float32), (6, 1)),
+            "candidate_lens": np.full(6, 2, i32),
+            "seed": np.array([1, 2], i64), "step_idx": np.array([3, 3], i64), "stop_flags": np.zeros(2, bool),
+            "is_block_step": np.zeros(2, bool), "seq_lens_encoder": np.zeros(2, i32),
+            "seq_lens_this_time": np.array([3, 3], i32), "cu_seqlens_q_output": np.array([0, 3, 6], i32),
+            "reasoning_status": np.zeros(2, i32), "max_dec_len": np.array([100, 100], i64),
+            "end_tokens": np.array([2], i64),
+            "target_probs": np.full((6, 10), 0.1, np.float32), "draft_probs": np.full((6, 10), 0.1, np.float32),
+        }, {"strategy": "greedy"}
+    assert name == "update_model_status"
+    return {
+        "seq_lens_encoder": np.zeros(2, i32), "seq_lens_decoder": np.array([3, 3], i32),
+        "seq_lens_this_time": np.array([2, 2], i32), "step_idx": np.array([1, 1], i64),
+        "stop_flags": np.zeros(2, bool), "accept_tokens": np.array([[5, 6, -1], [5, -1, -1]], i64),
+        "accept_num": np.array([2, 1], i32), "draft_tokens": np.array([[4, 6, -1], [4, 6, -1]], i64),
+        "token_ids_all": np.tile(np.array([1, 2, 4, 0, 0, 0], i64), (2, 1)), "prompt_lens": np.array([2, 2], i64),
+        "is_block_step": np.zeros(2, bool), "max_dec_len": np.array([100, 100], i64), "end_tokens": np.array([0], i64),
+    }, {}
+
+
+WRONG_DTYPE = {"int64": np.int32, "int32": np.int64, "bool": np.int32, "float32": np.float64}
+
+
+def bad_calls():
+    """(case id, op, mutate(arrays, attrs) -> None, the name the error must give)."""
+    for name, op in SCHEMAS.items():
+        strategy_dependent = {t.name for t in op.inputs if t.needed_by}
+        binds_b = next(t.name for t in op.inputs if t.shapes[0][0].symbol == "B")
+        for t in op.inputs:
+            if t.name in strategy_dependent:
+                continue
+            yield f"{name}-{t.name}-dtype", name, _set(t.name, lambda a: a.astype(WRONG_DTYPE[str(a.dtype)])), t.name
+            yield f"{name}-{t.name}-rank", name, _set(t.name, lambda a: np.stack([a, a], axis=-1)), t.name
+            if not t.optional:
+                yield f"{name}-{t.name}-none", name, _set(t.name, lambda a: None), t.name
+            if t.shapes[0][0].symbol == "B" and t.name != binds_b:
+                yield f"{name}-{t.name}-batch", name, _set(t.name, lambda a: a[:1]), t.name
+        for attr in op.attrs:
+            if attr.kind == "int" and attr.lo is not None:
+                yield f"{name}-{attr.name}-range", name, _attr(attr.name, attr.lo - 1 if isinstance(attr.lo, int) else 0), attr.name
+            if attr.choices:
+                yield f"{name}-{attr.name}-choice", name, _attr(attr.name, "nope" if attr.kind == "str" else 3), attr.name
+    for strategy in STRATEGIES:
+        for t in SCHEMAS["verify_draft_tokens"].inputs:
+            if strategy in t.needed_by:
+                yield (f"verify-{strategy}-without-{t.name}", "verify_draft_tokens",
+                       _both(_set(t.name, lambda a: None), _attr("strategy", strategy)), t.name)
+
+
+def _set(name, change):
+    def mutate(arrays, attrs):
+        arrays[name] = change(arrays[name])
+    return mutate
+
+
+def _attr(name, value):
+    def mutate(arrays, attrs):
+        attrs[name] = value
+    return mutate
+
+
+def _both(first, second):
+    def mutate(arrays, attrs):
+        first(arrays, attrs)
+        second(arrays, attrs)
+    return mutate
+
+
+CASES = list(bad_calls())
+
+
+@pytest.mark.parametrize("op_name, mutate, argument", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("front_end", ["paddle", "kernels"])
+def test_bad_argument_is_named(front_end, op_name, mutate, argument):
+    arrays, attrs = valid_call(op_name)
+    mutate(arrays, attrs)
+    with pytest.raises(FastspecArgumentError, match=f"{op_name}: .*'{argument}'"):
+        if front_end == "paddle":
+            tensors = {k: None if v is None else paddle.to_tensor(v) for k, v in arrays.items()}
+            getattr(ops, op_name)(**tensors, **attrs)
+        else:
+            getattr(kernels, op_name)(**arrays, **attrs)
+
+
+@pytest.mark.parametrize("op_name", list(SCHEMAS))
+def test_valid_calls_run(op_name):
+    """The base cases of the bad calls are good: the errors come from the mutation alone."""
+    arrays, attrs = valid_call(op_name)
+    getattr(ops, op_name)(**{k: paddle.to_tensor(v) for k, v in arrays.items()}, **attrs)
+    getattr(kernels, op_name)(**arrays, **attrs)
+
+
+INPLACE = [(name, t.name) for name, op in SCHEMAS.items() for t in op.inputs if t.inplace]
+
+
+@pytest.mark.parametrize("op_name, argument", INPLACE)
+@pytest.mark.parametrize("front_end", ["paddle", "kernels"])
+def test_strided_inplace_tensor_is_an_error_and_nothing_is_lost(front_end, op_name, argument):
+    arrays, attrs = valid_call(op_name)
+    value = arrays[argument]
+    wide = np.zeros(value.shape[:1] + (value.shape[1] * 2 if value.ndim == 2 else 2,), value.dtype)
+    view_np = wide[:, : value.shape[1]] if value.ndim == 2 else wide[:, 0]
+    view_np[...] = value
+    if front_end == "paddle":
+        big = paddle.to_tensor(wide)
+        view = big[:, : value.shape[1]] if value.ndim == 2 else big[:, 0]
+        assert not view.is_contiguous()
+        tensors = {k: paddle.to_tensor(v) for k, v in arrays.items()}
+        tensors[argument] = view
+        with pytest.raises(FastspecArgumentError, match=f"'{argument}' is a strided"):
+            getattr(ops, op_name)(**tensors, **attrs)
+        np.testing.assert_array_equal(big.numpy(), wide)  # untouched
+    else:
+        before = wide.copy()
+        arrays[argument] = view_np
+        with pytest.raises(FastspecArgumentError, match=f"'{argument}' is a strided"):
+            getattr(kernels, op_name)(**arrays, **attrs)
+        np.testing.assert_array_equal(wide, before)
+
+
+def test_issue_example_strided_draft_tokens():
+    """The reported case: draft_tokens = big[:, :4] used to lose the op's writes silently."""
+    arrays, attrs = valid_call("ngram_match")
+    big = paddle.to_tensor(np.full((2, 8), -1, np.int64))
+    tensors = {k: paddle.to_tensor(v) for k, v in arrays.items()}
+    tensors["draft_tokens"] = big[:, :4]
+    with pytest.raises(FastspecArgumentError, match="ngram_match: argument 'draft_tokens' is a strided"):
+        ops.ngram_match(**tensors, **attrs)
+
+
+SHAPE_CASES = [c for c in CASES if c[0].endswith(("-dtype", "-rank", "-batch"))]
+
+
+@pytest.mark.parametrize("op_name, mutate, argument", [c[1:] for c in SHAPE_CASES], ids=[c[0] for c in SHAPE_CASES])
+def test_cpp_guard_names_the_argument(op_name, mutate, argument):
+    """Without the Python checks (a static graph built with unknown sizes), the op's own guard refuses."""
+    arrays, attrs = valid_call(op_name)
+    mutate(arrays, attrs)
+    with pytest.raises(FastspecArgumentError, match=f"{op_name}: .*'{argument}'"):
+        raw_op(op_name, {k: paddle.to_tensor(v) for k, v in arrays.items()}, attrs)
+
+
+@pytest.mark.parametrize("op_name", list(SCHEMAS))
+def test_keyword_call_equals_positional_call(op_name):
+    op = SCHEMAS[op_name]
+    for front_end, wrap, unwrap in (("paddle", paddle.to_tensor, lambda t: t.numpy()), ("kernels", np.copy, np.asarray)):
+        fn = getattr(ops if front_end == "paddle" else kernels, op_name)
+        arrays, attrs = valid_call(op_name)
+        positional = [wrap(arrays[t.name]) for t in op.inputs]
+        by_name = {t.name: wrap(arrays[t.name]) for t in op.inputs}
+        first, second = fn(*positional, **attrs), fn(**by_name, **attrs)
+        if len(op.returns) == 1:
+            first, second = (first,), (second,)
+        assert first._fields == second._fields == op.returns if len(op.returns) > 1 else True
+        for a, b in zip(first, second):
+            np.testing.assert_array_equal(unwrap(a), unwrap(b))
+
+
+def test_update_model_status_has_running_by_name():
+    arrays, _ = valid_call("update_model_status")
+    status = ops.update_model_status(**{k: paddle.to_tensor(v) for k, v in arrays.items()})
+    assert status.has_running.numpy().tolist() == [True] and status[-1] is status.has_running
+
+
+def test_wrong_python_types_are_type_errors():
+    arrays, attrs = valid_call("ngram_match")
+    with pytest.raises(FastspecTypeError, match="ngram_match: argument 'token_ids_all' must be a paddle.Tensor"):
+        ops.ngram_match(**arrays, **attrs)
+    with pytest.raises(FastspecTypeError, match="'max_ngram_size' must be an int"):
+        kernels.ngram_match(**arrays, max_ngram_size=2.0)
+    with pytest.raises(TypeError, match="ngram_match: .*max_ngram_size"):
+        kernels.ngram_match(**arrays)  # a required attribute left out
+
+
+def test_pointer_api_short_array_is_refused_before_the_kernel_reads_it():
+    """The reported case: a [1] seq_lens_encoder for B = 4 used to be read past its end."""
+    arrays, attrs = valid_call("ngram_match")
+    arrays["seq_lens_encoder"] = np.zeros(1, np.int32)
+    with pytest.raises(FastspecArgumentError, match="'seq_lens_encoder' has 1 rows, expected B = 2"):
+        kernels.ngram_match(**arrays, **attrs)
+
+
+
+
+@pytest.mark.parametrize("op_name", list(SCHEMAS))
+def test_cpu_torch_gives_the_bits_of_numpy(op_name):
+    torch = pytest.importorskip("torch")
+    arrays, attrs = valid_call(op_name)
+    expected = getattr(kernels, op_name)(**{k: v.copy() for k, v in arrays.items()}, **attrs)
+    got = getattr(kernels, op_name)(**{k: torch.from_numpy(v.copy()) for k, v in arrays.items()}, **attrs)
+    if not isinstance(expected, tuple):
+        expected, got = (expected,), (got,)
+    for a, b in zip(expected, got):
+        np.testing.assert_array_equal(a, b.numpy())
+
+
+def test_mixed_numpy_and_torch_is_an_error():
+    torch = pytest.importorskip("torch")
+    arrays, attrs = valid_call("ngram_match")
+    arrays["prompt_lens"] = torch.from_numpy(arrays["prompt_lens"])
+    with pytest.raises(FastspecArgumentError, match="numpy and torch are mixed"):
+        kernels.ngram_match(**arrays, **attrs)
