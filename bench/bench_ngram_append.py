@@ -19,7 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
 from bench.workloads import ngram_inputs  # noqa: E402
-from tests.ngram_cases import ARRAY_NAMES  # noqa: E402
+from fastspec.schema import SCHEMAS  # noqa: E402
+
+ARRAY_NAMES = SCHEMAS["ngram_append"].input_names
 
 ATTRS = {"max_ngram_size": 5, "min_ngram_size": 1, "token_budget": 0}
 MODEL_DRAFTS = 2
@@ -50,7 +52,7 @@ def cpu_runner(arrays, name: str):
 
 def cuda_runners(arrays, name: str):
     from fastspec import kernels
-    from tests.gpu.helpers import capture, to_device
+    from fastspec.testing.cuda import capture, to_device
 
     tensors = to_device(arrays)
     lens0 = tensors["seq_lens_this_time"].clone()

@@ -18,7 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
 from bench.workloads import ngram_inputs  # noqa: E402
-from tests.ngram_cases import ARRAY_NAMES  # noqa: E402
+from fastspec.schema import SCHEMAS  # noqa: E402
+
+ARRAY_NAMES = SCHEMAS["ngram_match"].input_names
 
 ATTRS = {"max_ngram_size": 5, "min_ngram_size": 1, "token_budget": 0}
 
@@ -34,7 +36,7 @@ def cpu_runner(arrays):
 
 def cuda_runners(arrays):
     from fastspec import kernels
-    from tests.gpu.helpers import capture, to_device
+    from fastspec.testing.cuda import capture, to_device
 
     tensors = to_device(arrays)
     step = lambda: kernels.ngram_match(*(tensors[name] for name in ARRAY_NAMES), **ATTRS)  # noqa: E731

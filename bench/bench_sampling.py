@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from tests.ops.sampling_cases import make_probs  # noqa: E402
+from fastspec.testing.sampling_cases import make_probs  # noqa: E402
 
 VOCAB = 151936
 TOP_P = 0.9
@@ -71,7 +71,7 @@ def cuda_runners(a: dict, k: int):
     import torch
 
     from fastspec import kernels
-    from tests.gpu.helpers import capture
+    from fastspec.testing.cuda import capture
 
     t = {name: torch.from_numpy(np.ascontiguousarray(v)).cuda() for name, v in a.items()}
     rows = a["probs"].shape[0]

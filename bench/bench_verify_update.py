@@ -22,7 +22,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import cuda_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from tests.verify_update_cases import UPDATE_NAMES, VERIFY_NAMES  # noqa: E402
+from fastspec.schema import SCHEMAS  # noqa: E402
+
+VERIFY_NAMES = SCHEMAS["verify_draft_tokens"].input_names[:17]  # SPEC order; REJECTION's probability rows follow
+UPDATE_NAMES = SCHEMAS["update_model_status"].input_names
 
 K, K_CAND, END = 5, 8, 0
 
@@ -91,7 +94,7 @@ def cpu_rows(batches: list[int]) -> list[dict]:
     floor = median_seconds(lambda: kernels.module().rand64(0, 0, 1), repeat=5000, budget_s=0.5)
     print(f"CPU; floor = one no-op call into C++ through the bindings: {fmt_time(floor)}")
     print("paddle op: fastspec.ops from Python; bindings: fastspec.kernels from Python (argument marshalling "
-          "included); kernel: the C++ call with prebuilt arguments; ratio = kernel / floor")
+          "included); kernel: the C++ call with prebuilt arguments (fastspec.kernels.prepare); ratio = kernel / floor")
     print(f"{'op':22} {'B':>4} {'paddle op':>12} {'bindings':>12} {'kernel':>12} {'floor':>12} {'ratio':>6}")
     rows = []
     for batch in batches:
@@ -102,8 +105,8 @@ def cpu_rows(batches: list[int]) -> list[dict]:
                                 repeat=2000, budget_s=1.0)
             bind = median_seconds(lambda: kernels.verify_draft_tokens(*(arrays[n] for n in VERIFY_NAMES), **attrs),
                                   repeat=2000, budget_s=1.0)
-            args = _prebuilt_verify_args(kernels, arrays, strategy)
-            kernel = median_seconds(lambda: kernels.module().verify_draft_tokens_cpu(args), repeat=5000, budget_s=1.0)
+            launch = kernels.prepare("verify_draft_tokens", *(arrays[n] for n in VERIFY_NAMES), **attrs)
+            kernel = median_seconds(launch, repeat=5000, budget_s=1.0)
             rows.append(_report(f"verify ({strategy})", batch, op, bind, kernel, floor))
         arrays = update_inputs(batch, 1 << 15)
         tensors = {n: paddle.to_tensor(v) for n, v in arrays.items()}
@@ -114,22 +117,10 @@ def cpu_rows(batches: list[int]) -> list[dict]:
                               repeat=1000, budget_s=1.0)
         assert has_running[0], "the benchmark's requests must keep running"
         arrays = update_inputs(batch, 1 << 15)
-        args = kernels.module().UpdateArgs(
-            *(kernels.address(arrays[n]) for n in UPDATE_NAMES), kernels.address(has_running),
-            batch, K + 1, 1 << 15, 1)
-        kernel = median_seconds(lambda: kernels.module().update_model_status_cpu(args), repeat=5000, budget_s=1.0)
+        launch = kernels.prepare("update_model_status", *(arrays[n] for n in UPDATE_NAMES), has_running)
+        kernel = median_seconds(launch, repeat=5000, budget_s=1.0)
         rows.append(_report("update_model_status", batch, op, bind, kernel, floor))
     return rows
-
-
-def _prebuilt_verify_args(kernels, arrays: dict, strategy: str):
-    """The bindings' argument object built once: timing it measures the C++ call alone."""
-    topp = strategy == "topp"
-    batch = arrays["accept_tokens"].shape[0]
-    rows = (arrays["candidate_ids"] if topp else arrays["target_tokens"]).shape[0]
-    return kernels.module().VerifyArgs(
-        *(0 if arrays[n] is None else kernels.address(arrays[n]) for n in VERIFY_NAMES),
-        batch, K + 1, rows, K_CAND if topp else 0, 1, {"topp": 0, "greedy": 1}[strategy], False, False)
 
 
 def _report(name: str, batch: int, op: float, bind: float, kernel: float, floor: float) -> dict:
@@ -146,7 +137,7 @@ def cuda_rows(batches: list[int], calls: int) -> list[dict]:
     import torch
 
     from fastspec import kernels
-    from tests.gpu.helpers import capture, to_device
+    from fastspec.testing.cuda import capture, to_device
 
     empty = torch.empty(1, device="cuda")
     empty_graph = capture(lambda: [empty.zero_() for _ in range(calls)])

@@ -8,3 +8,7 @@ stand-in models live apart, in ``fastspec.demo``.
 """
 
 __version__ = "0.1.0"
+
+from fastspec.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError  # noqa: E402
+
+__all__ = ["FastspecArgumentError", "FastspecBuildError", "FastspecTypeError", "__version__"]

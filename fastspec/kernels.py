@@ -158,8 +158,8 @@ def _current_stream(array: Array, value: Any) -> int:
     return 0
 
 
-def run(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extras: dict[str, Any]) -> Any:
-    """Checks a call against the schema, allocates missing outputs and runs the kernel."""
+def _prepare(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extras: dict[str, Any]) -> tuple[Any, Any]:
+    """Checks a call against the schema and allocates missing outputs; returns (launch, result)."""
     arrays = {t.name: None if tensors[t.name] is None else read_array(op, t, tensors[t.name]) for t in op.tensors}
     checked = validate(op, {name: a and a.meta for name, a in arrays.items()}, attrs)
     anchor_name = checked.used[0]
@@ -184,13 +184,35 @@ def run(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extras: di
     stream = extras.get("stream")
     if checked.backend != "cpu" and stream is None:
         stream = _current_stream(anchor, tensors[anchor_name])
-    module().run(
-        op.name, BACKENDS[checked.backend],
-        [r.address if r else 0 for r in refs], [DTYPE_CODES.get(r.meta.dtype, -1) if r else -1 for r in refs],
-        [list(r.meta.shape) if r else [] for r in refs], [r is not None for r in refs], attr_values,
-        int(stream or 0), int(extras.get("num_threads") or 0),
-    )
-    return pack_result(op, values)
+    args = (op.name, BACKENDS[checked.backend],
+            [r.address if r else 0 for r in refs], [DTYPE_CODES.get(r.meta.dtype, -1) if r else -1 for r in refs],
+            [list(r.meta.shape) if r else [] for r in refs], [r is not None for r in refs], attr_values,
+            int(stream or 0), int(extras.get("num_threads") or 0))
+    return functools.partial(module().run, *args), pack_result(op, values)
+
+
+def run(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extras: dict[str, Any]) -> Any:
+    """Checks a call against the schema, allocates missing outputs and runs the kernel."""
+    launch, result = _prepare(op, tensors, attrs, extras)
+    launch()
+    return result
+
+
+def prepare(op_name: str, *args: Any, **kwargs: Any) -> Any:
+    """Checks a call of ``op_name`` once and returns a function that launches it again and again.
+
+    The arrays (and outputs, allocated here where left out) must stay alive and keep their
+    shapes; their contents may change between launches. For benchmarks and hot loops that
+    cannot afford the checks on every call; ``fastspec.kernels.<op>`` is the safe way.
+    """
+    captured = {}
+
+    def keep(op, tensors, attrs, extras):
+        captured["launch"], captured["result"] = _prepare(op, tensors, attrs, extras)
+        return captured["result"]
+
+    _op_with(op_name, keep)(*args, **kwargs)
+    return captured["launch"]
 
 
 _SETUP = ">>> import numpy as np, fastspec.kernels as fs; T = np.array"
@@ -202,9 +224,13 @@ _EXTRA_DOC = ("    num_threads (CPU only): 1 keeps the work on the calling threa
               "    stream (CUDA only): the CUDA stream handle; default: the framework's current stream.")
 
 
-def _op(name: str) -> Any:
-    return make_op(SCHEMAS[name], run, module=__name__, setup=_SETUP, outputs_are_args=True, extras=_EXTRAS,
+def _op_with(name: str, runner: Any) -> Any:
+    return make_op(SCHEMAS[name], runner, module=__name__, setup=_SETUP, outputs_are_args=True, extras=_EXTRAS,
                    extra_doc=_EXTRA_DOC)
+
+
+def _op(name: str) -> Any:
+    return _op_with(name, run)
 
 
 ngram_match = _op("ngram_match")
@@ -224,5 +250,5 @@ def address(array: Any) -> int:
 
 
 __all__ = ["FastspecArgumentError", "FastspecTypeError", "VerifyStrategy", "address", "module", "ngram_append",
-           "ngram_match", "result_type", "sample_tokens", "top_p_candidates", "update_model_status",
+           "ngram_match", "prepare", "result_type", "sample_tokens", "top_p_candidates", "update_model_status",
            "verify_draft_tokens"]

@@ -15,8 +15,8 @@ import numpy as np
 
 from fastspec import kernels
 from fastspec import reference as ref
-from tests.gpu.helpers import capture, copy_into
-from tests.ops.sampling_cases import (
+from fastspec.testing.cuda import capture, copy_into
+from fastspec.testing.sampling_cases import (
     KINDS,
     TOP_P_ODD,
     TOP_PS,

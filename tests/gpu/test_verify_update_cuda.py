@@ -11,7 +11,7 @@ import numpy as np
 
 from fastspec import kernels
 from fastspec import reference as ref
-from tests.gpu.helpers import capture, to_device, to_host
+from fastspec.testing.cuda import capture, to_device, to_host
 from tests.gpu.step_loop import B, STEPS, graph_loop_state, reference_step, run_step
 from tests.verify_update_cases import (
     STRATEGIES,

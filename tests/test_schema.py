@@ -1,0 +1,57 @@
+"""The schema is the one declaration of every op: what it promises holds everywhere."""
+
+from __future__ import annotations
+
+import doctest
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+import fastspec.kernels as kernels
+import fastspec.ops as ops
+from fastspec import reference as ref
+from fastspec.schema import CUDA_MAX_BATCH, MAX_CANDIDATE_LEN, SCHEMAS, STRATEGIES, STREAM_DRAFT, STREAM_TARGET, VerifyStrategy
+
+INCLUDE = Path(__file__).resolve().parent.parent / "custom_ops" / "include" / "fastspec"
+
+
+def test_constants_agree_with_the_kernels_and_the_reference():
+    assert re.search(rf"kMaxCudaBatch = {CUDA_MAX_BATCH};", (INCLUDE / "common.h").read_text())
+    assert re.search(rf"kMaxCandidateLen = {MAX_CANDIDATE_LEN};", (INCLUDE / "sampling.h").read_text())
+    assert (STREAM_TARGET, STREAM_DRAFT) == (ref.STREAM_TARGET, ref.STREAM_DRAFT)
+    assert tuple(s.value for s in VerifyStrategy) == STRATEGIES
+
+
+@pytest.mark.parametrize("name", list(SCHEMAS))
+def test_registered_paddle_op_matches_the_schema(name):
+    from paddle.base.framework import OpProtoHolder
+    from paddle.utils.cpp_extension.extension_utils import DEFAULT_OP_ATTR_NAMES
+
+    op = SCHEMAS[name]
+    proto = OpProtoHolder.instance().get_op_proto(f"fastspec_{name}")
+    assert [i.name.removesuffix("@OPTIONAL") for i in proto.inputs] == list(op.input_names)
+    assert [o.name for o in proto.outputs] == [f"{t.name}_out" for t in op.inputs if t.inplace] + list(op.output_names)
+    assert [a.name for a in proto.attrs if a.name not in DEFAULT_OP_ATTR_NAMES] == list(op.attr_names)
+
+
+@pytest.mark.parametrize("name", list(SCHEMAS))
+def test_signatures_follow_the_spec_order(name):
+    op = SCHEMAS[name]
+    for front_end, extra in ((ops, ()), (kernels, op.output_names + ("num_threads", "stream"))):
+        params = list(inspect.signature(getattr(front_end, name)).parameters)
+        assert params == [*op.input_names, *(n for n in extra if n in op.output_names), *op.attr_names,
+                          *(n for n in extra if n not in op.output_names)]
+
+
+@pytest.mark.parametrize("front_end", [ops, kernels], ids=["paddle", "kernels"])
+@pytest.mark.parametrize("name", list(SCHEMAS))
+def test_docstring_example_runs(front_end, name):
+    """Every public op's docstring has an example, and it gives what it says."""
+    fn = getattr(front_end, name)
+    assert ">>> " in fn.__doc__
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    for test in finder.find(fn, name, globs={}):
+        runner.run(test)
+    assert runner.failures == 0 and runner.tries > 2
