@@ -102,10 +102,13 @@ def _from_dlpack(name: str, array: Any) -> Array:
     return Array(TensorMeta(dtype, shape, contiguous, device), (tensor.data or 0) + tensor.byte_offset, "dlpack")
 
 
+_NUMPY_DTYPES = {np.dtype(name): name for name in ("bool", "int32", "int64", "uint16", "float16", "float32")}
+
+
 def read_array(op: OpSchema, tensor: Tensor, array: Any) -> Array:
     """The checks' view of ``array`` (numpy, torch, cupy, or any DLPack producer)."""
     if isinstance(array, np.ndarray):
-        dtype = str(array.dtype)
+        dtype = _NUMPY_DTYPES.get(array.dtype) or str(array.dtype)
         meta = TensorMeta(dtype, array.shape, array.flags.c_contiguous, "cpu")
         found = Array(meta, array.ctypes.data, "numpy")
     elif type(array).__module__.startswith("torch"):

@@ -21,6 +21,7 @@ This module imports nothing outside the standard library.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,7 @@ class Dim:
         return f"{self.symbol} + {self.offset}" if self.offset else self.symbol
 
 
+@functools.cache
 def parse_shape(text: str) -> tuple[tuple[Dim, ...], ...]:
     """``"[B] | [B, 1]"`` -> the alternative shapes, each a tuple of :class:`Dim`."""
     shapes = []

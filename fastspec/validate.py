@@ -10,6 +10,7 @@ on. Framework-free: no Paddle, no numpy.
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -81,9 +82,14 @@ def _bound(expr: int | str | None, names: Mapping[str, int]) -> int | None:
     if expr is None or isinstance(expr, int):
         return expr
     try:
-        return int(eval(expr, {"__builtins__": {}, "min": min, "max": max}, dict(names)))  # noqa: S307 (our own schema)
+        return int(eval(_compiled(expr), {"__builtins__": {}, "min": min, "max": max}, names))  # noqa: S307 (our schema)
     except NameError:
         return None
+
+
+@functools.cache
+def _compiled(expr: str) -> Any:
+    return compile(expr, "<schema bound>", "eval")
 
 
 class _Binder:

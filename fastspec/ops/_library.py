@@ -39,25 +39,31 @@ def _device(place: Any) -> str:
     return str(place)  # pinned and custom places: no kernel runs there
 
 
-def tensor_meta(op: OpSchema, name: str, value: Any) -> TensorMeta:
+@functools.cache
+def _dtype_name(dtype: Any) -> str:
+    name = str(dtype).removeprefix("paddle.").removeprefix("VarType.").lower()
+    return {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}.get(name, name)
+
+
+def tensor_meta(op: OpSchema, name: str, value: Any, eager: bool) -> TensorMeta:
     """The checks' view of a Paddle tensor (eager) or graph variable (static: dims may be unknown)."""
     import paddle
 
-    if isinstance(value, paddle.Tensor) and paddle.in_dynamic_mode():
-        return TensorMeta(str(value.dtype).removeprefix("paddle."), tuple(value.shape), value.is_contiguous(),
-                          _device(value.place))
-    if hasattr(value, "dtype") and hasattr(value, "shape") and not paddle.in_dynamic_mode():
-        dtype = str(value.dtype).removeprefix("paddle.").removeprefix("VarType.").lower()
-        dtype = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}.get(dtype, dtype)
+    if eager and isinstance(value, paddle.Tensor):
+        return TensorMeta(_dtype_name(value.dtype), tuple(value.shape), value.is_contiguous(), _device(value.place))
+    if not eager and hasattr(value, "dtype") and hasattr(value, "shape"):
         shape = tuple(UNKNOWN if d is None or d < 0 else int(d) for d in value.shape)
-        return TensorMeta(dtype, shape, True, "graph")  # a graph variable has no place before it runs
+        return TensorMeta(_dtype_name(value.dtype), shape, True, "graph")  # a graph variable has no place yet
     raise FastspecTypeError(f"{op.name}: argument '{name}' must be a paddle.Tensor, got {type(value).__name__}")
 
 
 def run(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], _extras: dict[str, Any]) -> Any:
     """Checks a call against the schema and runs ``fastspec_<op>``; returns the op's result."""
+    import paddle
+
     load()
-    metas = {name: None if value is None else tensor_meta(op, name, value) for name, value in tensors.items()}
+    eager = paddle.in_dynamic_mode()
+    metas = {name: None if value is None else tensor_meta(op, name, value, eager) for name, value in tensors.items()}
     checked = validate(op, metas, attrs)
     inputs = {t.name: tensors[t.name] if t.name in checked.used else None for t in op.inputs}
     outs = run_op(f"fastspec_{op.name}", inputs, [checked.attrs[a.name] for a in op.attrs], op)
