@@ -2,6 +2,7 @@
 """Build fastspec's native code.
 
     python setup_ops.py [install] [--cuda auto|on|off] [--bindings-only] [--jobs N]
+                        [--native] [--dry-run]
 
 Builds, into ``fastspec/_lib/``:
   * ``fastspec_ops.so``: the Paddle custom-op library (CPU kernels always, CUDA
@@ -14,11 +15,24 @@ compile error stops the build with the compiler's own message (Paddle's
 builder reports it only as a later link error). Objects are cached by a hash
 of their sources, headers and flags, so a second run is instant.
 
+CPU: no ``-march`` by default, so the libraries run on any CPU of the
+build machine's architecture (x86-64, aarch64). The AVX2 and AVX-512 versions
+of the hot loops are compiled in beside the portable ones and chosen at run
+time from the CPU's features; ``FASTSPEC_SIMD=off`` (or ``avx2``) caps that
+choice when the library runs. ``--native`` (or ``FASTSPEC_MARCH=native``; any
+other ``FASTSPEC_MARCH`` value is passed as ``-march=VALUE``) builds for this
+machine's CPU only: faster scalar loops, but the library may then die with an
+illegal instruction on another machine.
+
 CUDA: ``CUDA_HOME`` (or ``CUDA_PATH``) names the toolkit; without it the
 standard folders are tried (``/usr/local/cuda``, ``/usr/local/cuda-*``). The
 ``nvcc`` on PATH is not trusted (it may be a wrapper). ``--cuda on`` makes a
 missing toolkit an error (CI uses it); ``FASTSPEC_CUDA_ARCHS`` overrides the
 default architectures ``80;90``.
+
+``--dry-run`` prints the compiler and linker commands without running them
+(``planned_commands()`` returns them). ``pip install .`` runs this same build
+through ``setup.py`` (``build_into()``), into the wheel's ``fastspec/_lib/``.
 """
 
 from __future__ import annotations
@@ -66,10 +80,28 @@ def find_cuda_home() -> tuple[Path | None, str]:
     return None, "no CUDA toolkit: CUDA_HOME unset and no /usr/local/cuda*/bin/nvcc"
 
 
-def native_flags() -> list[str]:
-    """Tune the CPU kernels for the machine that builds them (they are built where they run)."""
-    march = os.environ.get("FASTSPEC_MARCH", "native")
+def march_flags(native: bool = False) -> list[str]:
+    """-march for the C++ code: none (the architecture's baseline, runs on any CPU of it)
+    unless --native or FASTSPEC_MARCH asks for one."""
+    march = "native" if native else os.environ.get("FASTSPEC_MARCH", "")
     return [f"-march={march}"] if march else []
+
+
+def host_simd_level() -> str:
+    """The SIMD level the CPU kernels will pick on this machine (as fastspec/cpu_features.h
+    does), read from /proc/cpuinfo; only for the build's report."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown"
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            break
+    if {"avx512f", "avx512dq"} <= flags:
+        return "avx512"
+    return "avx2" if "avx2" in flags else "scalar"
 
 
 def sources(folder: str, suffix: str) -> list[Path]:
@@ -92,9 +124,17 @@ def headers_digest() -> str:
 
 
 class Builder:
-    def __init__(self, jobs: int, cuda_home: Path | None):
+    """Compiles and links the libraries into lib_dir. With dry_run, only records
+    every command it would run (cached objects included) in self.commands."""
+
+    def __init__(self, jobs: int, cuda_home: Path | None, march: list[str] | None = None,
+                 lib_dir: Path = LIB_DIR, dry_run: bool = False):
         self.jobs = jobs
         self.cuda_home = cuda_home
+        self.march = list(march or [])
+        self.lib_dir = Path(lib_dir)
+        self.dry_run = dry_run
+        self.commands: list[list[str]] = []
         self.headers = headers_digest()
 
     def run(self, cmd: list[str]) -> None:
@@ -108,14 +148,17 @@ class Builder:
             src.read_bytes() + self.headers.encode() + " ".join(compiler + flags).encode()
         ).hexdigest()[:16]
         obj = BUILD / "obj" / f"{src.parent.name}_{src.stem}_{key}.o"
-        if obj.exists():
+        if obj.exists() and not self.dry_run:
             return obj, None
         return obj, compiler + flags + ["-c", str(src), "-o", str(obj)]
 
     def compile(self, units: list[tuple[Path, list[str], list[str]]]) -> list[Path]:
-        (BUILD / "obj").mkdir(parents=True, exist_ok=True)
         planned = [self.object_for(src, compiler, flags) for src, compiler, flags in units]
         todo = [cmd for _, cmd in planned if cmd is not None]
+        if self.dry_run:  # objects shared by both libraries are listed once, as they are built once
+            self.commands += [cmd for cmd in todo if cmd not in self.commands]
+            return [obj for obj, _ in planned]
+        (BUILD / "obj").mkdir(parents=True, exist_ok=True)
         if todo:
             log(f"compiling {len(todo)} of {len(planned)} files with {self.jobs} jobs")
         with concurrent.futures.ThreadPoolExecutor(self.jobs) as pool:
@@ -124,7 +167,7 @@ class Builder:
 
     # --- compiler command lines -------------------------------------------
     def cxx_flags(self) -> list[str]:
-        return ["-std=c++17", "-O3", "-fPIC", "-pthread", f"-I{INCLUDE}", f"-I{GENERATED}", *native_flags()]
+        return ["-std=c++17", "-O3", "-fPIC", "-pthread", f"-I{INCLUDE}", f"-I{GENERATED}", *self.march]
 
     def nvcc(self) -> list[str]:
         return [str(self.cuda_home / "bin" / "nvcc")]
@@ -152,11 +195,15 @@ class Builder:
         return [f"-L{self.cuda_home / 'lib64'}", "-lcudart_static", "-ldl", "-lrt", "-lpthread"]
 
     def link(self, objects: list[Path], output: Path, extra: list[str]) -> None:
-        LIB_DIR.mkdir(parents=True, exist_ok=True)
         tmp = output.with_suffix(f"{output.suffix}.{os.getpid()}.tmp")
-        self.run(["g++", "-shared", "-pthread", *map(str, objects), "-o", str(tmp), *extra])
+        cmd = ["g++", "-shared", "-pthread", *map(str, objects), "-o", str(tmp), *extra]
+        if self.dry_run:
+            self.commands.append(cmd)
+            return
+        self.lib_dir.mkdir(parents=True, exist_ok=True)
+        self.run(cmd)
         tmp.replace(output)  # atomic: a running process never sees half a library
-        log(f"wrote {output.relative_to(ROOT)}")
+        log(f"wrote {output.relative_to(ROOT) if output.is_relative_to(ROOT) else output}")
 
     # --- the two products -------------------------------------------------
     def build_paddle_ops(self) -> None:
@@ -181,7 +228,7 @@ class Builder:
         lib_dirs = find_paddle_libraries(False)
         link = [f"-L{d}" for d in lib_dirs] + [f"-Wl,-rpath,{d}" for d in lib_dirs]
         link += ["-Wl,--no-as-needed", "-l:libpaddle.so", "-Wl,--as-needed", *self.cuda_link_flags()]
-        self.link(objects, LIB_DIR / "fastspec_ops.so", link)
+        self.link(objects, self.lib_dir / "fastspec_ops.so", link)
 
     def build_bindings(self) -> None:
         import pybind11  # noqa: PLC0415
@@ -192,10 +239,10 @@ class Builder:
         units = self.kernel_units() + [(src, ["g++"], flags) for src in sources("bindings", ".cc")]
         objects = self.compile(units)
         suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-        self.link(objects, LIB_DIR / f"fastspec_kernels{suffix}", self.cuda_link_flags())
+        self.link(objects, self.lib_dir / f"fastspec_kernels{suffix}", self.cuda_link_flags())
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", nargs="?", default="install", choices=["install", "build"],
                         help="both build in place into fastspec/_lib (default: install)")
@@ -203,34 +250,91 @@ def main(argv: list[str] | None = None) -> int:
                         help="auto: build CUDA kernels when a toolkit is found; on: require it")
     parser.add_argument("--bindings-only", action="store_true",
                         help="build only the pybind11 bindings (no Paddle needed)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    args = parser.parse_args(argv)
+    parser.add_argument("--jobs", type=int, default=int(os.environ.get("FASTSPEC_BUILD_JOBS") or os.cpu_count() or 1),
+                        help="parallel compiles (default: FASTSPEC_BUILD_JOBS, else the CPU count)")
+    parser.add_argument("--native", action="store_true",
+                        help="-march=native: for this machine's CPU only (default: portable)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the compiler and linker commands, run nothing")
+    return parser.parse_args(argv)
 
+
+def paddle_missing() -> str | None:
+    """Why Paddle cannot be imported here, or None when it can."""
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="No ccache found")
+            import paddle  # noqa: F401, PLC0415
+    except ImportError as error:
+        return str(error)
+    return None
+
+
+def build(args: argparse.Namespace, lib_dir: Path = LIB_DIR, skip_ops_without_paddle: bool = False) -> Builder:
+    """Builds what args ask for into lib_dir (records the commands only with
+    args.dry_run). Without Paddle the op library is an error, or, with
+    skip_ops_without_paddle, skipped with a warning."""
     cuda_home, why = (None, "disabled by --cuda off") if args.cuda == "off" else find_cuda_home()
     if args.cuda == "on" and cuda_home is None:
         raise SystemExit(f"[setup_ops] --cuda on, but {why}")
     generate()
-    builder = Builder(max(1, args.jobs), cuda_home)
+    builder = Builder(max(1, args.jobs), cuda_home, march_flags(args.native), lib_dir, args.dry_run)
 
-    built = []
+    built, skipped = [], []
     if not args.bindings_only:
-        try:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="No ccache found")
-                import paddle  # noqa: F401, PLC0415
-        except ImportError as error:
-            raise SystemExit(f"[setup_ops] Paddle is needed for the op library ({error}); "
+        missing = paddle_missing()
+        if missing is None:
+            builder.build_paddle_ops()
+            built.append("paddle ops")
+        elif skip_ops_without_paddle:
+            skipped.append(f"the Paddle op library fastspec_ops.so: Paddle is not importable here ({missing})")
+        else:
+            raise SystemExit(f"[setup_ops] Paddle is needed for the op library ({missing}); "
                              "use --bindings-only to build the pybind11 bindings alone")
-        builder.build_paddle_ops()
-        built.append("paddle ops")
     builder.build_bindings()
     built.append("pybind11 bindings")
+    if args.dry_run:
+        return builder
 
     log(f"built {' and '.join(built)}")
-    log("backends: CPU (always)")
+    for what in skipped:
+        log(f"WARNING: skipped {what}")
+    log(f"backends: CPU (always); {cpu_report(builder.march)}")
     log(f"backends: CUDA {'yes' if cuda_home else 'skipped'}: {why}"
         + (f"; archs {os.environ.get('FASTSPEC_CUDA_ARCHS', DEFAULT_ARCHS)}" if cuda_home else ""))
     log("backends: XPU skipped: no Kunlunxin XTDK toolchain (CLANG_PATH unset)")
+    return builder
+
+
+def cpu_report(march: list[str]) -> str:
+    if march:
+        return f"{' '.join(march)}: only for CPUs with that instruction set (others may stop on an illegal instruction)"
+    return (f"portable (no -march); SIMD chosen at run time: {host_simd_level()} on this machine "
+            "(FASTSPEC_SIMD=off|avx2 caps it)")
+
+
+def planned_commands(argv: list[str] | None = None) -> list[list[str]]:
+    """Every compiler and linker command ``setup_ops.py argv`` would run,
+    cached objects included; nothing is run or written."""
+    args = parse_args([*(argv or []), "--dry-run"])
+    return build(args).commands
+
+
+def build_into(lib_dir: Path, jobs: int | None = None, cuda: str = "auto", native: bool = False,
+               require_paddle: bool = False) -> None:
+    """The build for ``pip install`` (setup.py): both libraries into lib_dir, or
+    the bindings alone, with a warning, where Paddle is not importable (pip's
+    isolated build environment) unless require_paddle."""
+    argv = ["--cuda", cuda] + (["--jobs", str(jobs)] if jobs else []) + (["--native"] if native else [])
+    build(parse_args(argv), Path(lib_dir), skip_ops_without_paddle=not require_paddle)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    builder = build(args)
+    if args.dry_run:
+        for cmd in builder.commands:
+            print(shlex.join(cmd))
     return 0
 
 

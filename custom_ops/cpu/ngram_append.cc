@@ -13,6 +13,7 @@ namespace {
 // Only positions holding the newest token can start a match; they are found in
 // the contiguous part (the prompt, or G of G' = G ++ D), then D is walked.
 uint64_t scan(const NgramAppendSlot& slot, int generated, int64_t last_end, uint64_t best) {
+  const FindTokenFn find_token = find_token_fn();
   const int64_t newest = ngram_append_ext(slot, slot.s + slot.kept - 1);
   const int64_t* region = generated ? slot.generated : slot.prompt;
   const int64_t contiguous_end = generated ? min64(last_end + 1, slot.s) : last_end + 1;

@@ -15,6 +15,7 @@ namespace {
 // strictly longer one (the scan goes left to right, so ties keep the leftmost).
 inline uint64_t scan_region(const int64_t* region, int64_t last_end, const NgramSlot& slot,
                             int is_generated, uint64_t best) {
+  const FindTokenFn find_token = find_token_fn();
   const int64_t* newest = slot.generated + slot.s - 1;
   int32_t best_len = best == kNoMatch ? slot.min_len - 1 : ngram_key_length(best);
   for (int64_t e = find_token(region, 0, last_end + 1, *newest); e <= last_end;

@@ -15,16 +15,23 @@
 // its cut from the bottom of a histogram fitted to the row instead ("near-flat
 // rows" below): no copy of the row, and the draw scans one block of ids.
 // Nothing is sorted beyond the survivors; every decision is on integers.
-#include <immintrin.h>
-
+//
+// The row passes come in a portable version and, on x86, an AVX-512 version
+// (16 keys at a time, the same integers); the AVX-512 one runs where the CPU
+// has AVX-512 F and DQ and FASTSPEC_SIMD allows it (fastspec/cpu_features.h).
 #include <algorithm>
 #include <functional>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "fastspec/cpu_features.h"
 #include "fastspec/parallel.h"
 #include "fastspec/sampling.h"
+
+#if FASTSPEC_X86
+#include <immintrin.h>
+#endif
 
 namespace fastspec {
 namespace {
@@ -251,7 +258,7 @@ SelectResult gather_and_select(const Row<Tag>& row, const Level0& l0, int64_t ta
 // above it. For a mass target, the masses of the chunk maxima >= tau are a
 // lower bound of the mass at or above tau; when no tau is proven that way the
 // gathered mass is checked (and the histogram path taken when it falls
-// short). The passes are loops the compiler (or AVX-512 code below)
+// short). The passes are loops the compiler (or the AVX-512 code below)
 // vectorises, except the gather's stores, which only the survivors take.
 
 // floor(min(p, 1) * 2^40) for a key (0 for key 0): exact in double.
@@ -261,7 +268,7 @@ inline int64_t mass_fast(uint32_t key) {
 }
 
 template <typename Tag>
-RowTotals totals_and_bound(const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
+RowTotals totals_and_bound_scalar(const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
   int64_t n = 0, m = 0;
   uint32_t mn = 0xffffffffu;
   const int64_t size = row.vocab / chunks;  // the last chunk takes the remainder
@@ -285,7 +292,7 @@ RowTotals totals_and_bound(const Row<Tag>& row, int64_t chunks, uint32_t* maxima
 
 // Combined keys of the entries with key >= tau (tau >= 1), ids ascending; their mass.
 template <typename Tag>
-int64_t gather_above(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
+int64_t gather_above_scalar(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
   if (static_cast<int64_t>(s.gathered.size()) < row.vocab) s.gathered.resize(row.vocab);
   uint64_t* out = s.gathered.data();
   int64_t n = 0, m = 0;
@@ -325,15 +332,16 @@ uint32_t bound_for_mass(uint32_t* maxima, int64_t chunks, int64_t thr, bool* pro
   return last;
 }
 
-#if defined(__AVX512F__) && defined(__AVX512DQ__)
+#if FASTSPEC_X86
 // float32, float16 and bfloat16 rows with AVX-512: 16 keys at a time, the same
 // integers as above (bf16 bits << 16 are its f32 bits; fp16 as f16_to_f32_bits).
-inline __m512i f32_bits16(F32Tag, const float* p) { return _mm512_loadu_si512(p); }
-inline __m512i f32_bits16(BF16Tag, const uint16_t* p) {
+// Every function that uses AVX-512 carries FS_TARGET_AVX512.
+FS_TARGET_AVX512 inline __m512i f32_bits16(F32Tag, const float* p) { return _mm512_loadu_si512(p); }
+FS_TARGET_AVX512 inline __m512i f32_bits16(BF16Tag, const uint16_t* p) {
   return _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16);
 }
 
-inline __m512i f32_bits16(F16Tag, const uint16_t* p) {  // f16_to_f32_bits, 16 lanes
+FS_TARGET_AVX512 inline __m512i f32_bits16(F16Tag, const uint16_t* p) {  // f16_to_f32_bits, 16 lanes
   const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(0x8000)), 16);
   const __m512i exp = _mm512_and_si512(_mm512_srli_epi32(h, 10), _mm512_set1_epi32(0x1f));
@@ -348,7 +356,7 @@ inline __m512i f32_bits16(F16Tag, const uint16_t* p) {  // f16_to_f32_bits, 16 l
 }
 
 template <typename Tag>
-inline __m512i keys16(const typename Tag::T* p) {
+FS_TARGET_AVX512 inline __m512i keys16(const typename Tag::T* p) {
   const __m512i bits = f32_bits16(Tag{}, p);
   const __mmask16 valid = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(bits, _mm512_set1_epi32(1)),
                                                   _mm512_set1_epi32(0x7f7fffff));
@@ -356,7 +364,7 @@ inline __m512i keys16(const typename Tag::T* p) {
 }
 
 template <typename Tag>
-RowTotals totals_and_bound_simd(const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
+FS_TARGET_AVX512 RowTotals totals_and_bound_avx512(const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
   const __m512d scale = _mm512_set1_pd(1099511627776.0);
   const __m512i one_bits = _mm512_set1_epi32(0x3f800000);
   const __m512i one = _mm512_set1_epi32(1);
@@ -398,7 +406,7 @@ RowTotals totals_and_bound_simd(const Row<Tag>& row, int64_t chunks, uint32_t* m
 }
 
 template <typename Tag>
-int64_t gather_above_simd(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
+FS_TARGET_AVX512 int64_t gather_above_avx512(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
   if (static_cast<int64_t>(s.gathered.size()) < row.vocab) s.gathered.resize(row.vocab);
   uint64_t* out = s.gathered.data();
   int64_t n = 0, m = 0;
@@ -426,30 +434,6 @@ int64_t gather_above_simd(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t
   return n;
 }
 
-template <>
-RowTotals totals_and_bound<F32Tag>(const Row<F32Tag>& row, int64_t chunks, uint32_t* maxima) {
-  return totals_and_bound_simd(row, chunks, maxima);
-}
-template <>
-RowTotals totals_and_bound<BF16Tag>(const Row<BF16Tag>& row, int64_t chunks, uint32_t* maxima) {
-  return totals_and_bound_simd(row, chunks, maxima);
-}
-template <>
-RowTotals totals_and_bound<F16Tag>(const Row<F16Tag>& row, int64_t chunks, uint32_t* maxima) {
-  return totals_and_bound_simd(row, chunks, maxima);
-}
-template <>
-int64_t gather_above<F16Tag>(const Row<F16Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
-  return gather_above_simd(row, tau, s, mass);
-}
-template <>
-int64_t gather_above<F32Tag>(const Row<F32Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
-  return gather_above_simd(row, tau, s, mass);
-}
-template <>
-int64_t gather_above<BF16Tag>(const Row<BF16Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
-  return gather_above_simd(row, tau, s, mass);
-}
 #endif
 
 // ---- near-flat rows: a histogram fitted to the row --------------------------
@@ -461,7 +445,7 @@ int64_t gather_above<BF16Tag>(const Row<BF16Tag>& row, uint32_t tau, Scratch& s,
 // buckets of 2^shift keys, walked from the bottom: the cut lies in the first
 // bucket at which the mass from the bottom exceeds total - thr (the mass S
 // leaves out, small here), so only the buckets up to there are needed (see
-// flat_cut_bucket_simd). One pass gathers that bucket's members (an exact
+// flat_cut_bucket_avx512). One pass gathers that bucket's members (an exact
 // select among them finds the cut) and sums, per block of kDrawBlock ids, the
 // mass above the bucket; the draw then scans a single block. Every decision is
 // still on the exact masses; the shortcuts only change the time.
@@ -497,8 +481,7 @@ int walk_from_bottom(const int64_t* hist, int limit, int64_t excl, int64_t* belo
 // which the mass from the bottom exceeds excl. hist is filled for it and every
 // bucket below it; *below = their mass.
 template <typename Tag>
-int flat_cut_bucket(const Row<Tag>& row, uint32_t lo, uint32_t /*max_key*/, int shift, int64_t excl,
-                    int64_t /*total*/, int64_t* hist, int64_t* below) {
+int flat_cut_bucket_scalar(const Row<Tag>& row, uint32_t lo, int shift, int64_t excl, int64_t* hist, int64_t* below) {
   flat_histogram(row, lo, shift, hist);
   return walk_from_bottom(hist, kRadixBuckets, excl, below);  // found: the buckets hold the total > excl
 }
@@ -513,7 +496,7 @@ void flat_prepare(int64_t vocab, Scratch& s) {
 // s.gathered, and s.block_mass[b] = mass of the keys >= btop among ids
 // [b kDrawBlock, (b+1) kDrawBlock). Returns the number gathered.
 template <typename Tag>
-int64_t flat_bucket_pass(const Row<Tag>& row, uint32_t blo, uint32_t btop, uint32_t /*max_key*/, Scratch& s) {
+int64_t flat_bucket_pass_scalar(const Row<Tag>& row, uint32_t blo, uint32_t btop, Scratch& s) {
   flat_prepare(row.vocab, s);
   uint64_t* out = s.gathered.data();
   int64_t n = 0;
@@ -530,9 +513,9 @@ int64_t flat_bucket_pass(const Row<Tag>& row, uint32_t blo, uint32_t btop, uint3
   return n;
 }
 
-#if defined(__AVX512F__) && defined(__AVX512DQ__)
+#if FASTSPEC_X86
 // The masses of 16 keys (mass_fast), lanes 0-7 and 8-15.
-inline void masses16(__m512i key, __m512i* lo, __m512i* hi) {
+FS_TARGET_AVX512 inline void masses16(__m512i key, __m512i* lo, __m512i* hi) {
   const __m512d scale = _mm512_set1_pd(1099511627776.0);
   const __m512 clamped = _mm512_castsi512_ps(_mm512_min_epu32(key, _mm512_set1_epi32(0x3f800000)));
   *lo = _mm512_cvttpd_epi64(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(clamped)), scale));
@@ -545,7 +528,7 @@ inline void masses16(__m512i key, __m512i* lo, __m512i* hi) {
 constexpr uint32_t kSmallKeys = 0x38800000u;
 static_assert(kDrawBlock / 16 * (int64_t{1} << 26) <= (int64_t{1} << 32), "block sums fit 32 bits");
 
-inline __m512i small_masses16(__m512i key) {  // mass_of_bits for keys < kSmallKeys
+FS_TARGET_AVX512 inline __m512i small_masses16(__m512i key) {  // mass_of_bits for keys < kSmallKeys
   const __m512i e = _mm512_srli_epi32(key, 23);
   const __m512i mant = _mm512_or_si512(_mm512_and_si512(key, _mm512_set1_epi32(0x7fffff)), _mm512_set1_epi32(0x800000));
   const __m512i bias = _mm512_set1_epi32(110);
@@ -558,7 +541,8 @@ inline __m512i small_masses16(__m512i key) {  // mass_of_bits for keys < kSmallK
 // for small keys, masses) computed and compressed by the vector unit, the adds
 // in scalar (the part that costs).
 template <typename Tag, bool kSmall>
-inline void flat_group(const Row<Tag>& row, int64_t i, __m512i vlo, __m128i vshift, __m512i vlimit, int64_t* hist) {
+FS_TARGET_AVX512 inline void flat_group(const Row<Tag>& row, int64_t i, __m512i vlo, __m128i vshift, __m512i vlimit,
+                                         int64_t* hist) {
   alignas(64) uint32_t dig[64 + 16];
   alignas(64) uint32_t val[64 + 16];  // masses (kSmall) or keys
   int m = 0;
@@ -573,16 +557,16 @@ inline void flat_group(const Row<Tag>& row, int64_t i, __m512i vlo, __m128i vshi
   for (int j = 0; j < m; ++j) hist[dig[j]] += kSmall ? static_cast<int64_t>(val[j]) : mass_fast(val[j]);
 }
 
-// flat_cut_bucket in two phases. Every 32nd group of 64 entries is
-// histogrammed in full; from that sample, a bucket limit that the cut very
-// likely lies below (the bottom excl/total of the mass plus a margin). The
-// rest of the row adds only its entries below the limit (a top-p cut lies near
-// the bottom of a flat row). If the cut is not found below the limit, the full
-// histogram is built after all: the result is the same either way, only the
-// time differs.
+// flat_cut_bucket_scalar's answer in two phases. Every 32nd group of 64
+// entries is histogrammed in full; from that sample, a bucket limit that the
+// cut very likely lies below (the bottom excl/total of the mass plus a
+// margin). The rest of the row adds only its entries below the limit (a top-p
+// cut lies near the bottom of a flat row). If the cut is not found below the
+// limit, the full histogram is built after all: the result is the same either
+// way, only the time differs.
 template <typename Tag, bool kSmall>
-int flat_cut_bucket_simd(const Row<Tag>& row, uint32_t lo, int shift, int64_t excl, int64_t total, int64_t* hist,
-                         int64_t* below) {
+FS_TARGET_AVX512 int flat_cut_bucket_avx512(const Row<Tag>& row, uint32_t lo, int shift, int64_t excl, int64_t total,
+                                            int64_t* hist, int64_t* below) {
   std::fill(hist, hist + kRadixBuckets, 0);
   const __m512i vlo = _mm512_set1_epi32(static_cast<int>(lo));
   const __m128i vshift = _mm_cvtsi32_si128(shift);
@@ -623,7 +607,8 @@ int flat_cut_bucket_simd(const Row<Tag>& row, uint32_t lo, int shift, int64_t ex
 }
 
 template <typename Tag>
-int64_t flat_bucket_pass_simd(const Row<Tag>& row, uint32_t blo, uint32_t btop, uint32_t max_key, Scratch& s) {
+FS_TARGET_AVX512 int64_t flat_bucket_pass_avx512(const Row<Tag>& row, uint32_t blo, uint32_t btop, uint32_t max_key,
+                                                 Scratch& s) {
   flat_prepare(row.vocab, s);
   uint64_t* out = s.gathered.data();
   int64_t n = 0;
@@ -667,40 +652,51 @@ int64_t flat_bucket_pass_simd(const Row<Tag>& row, uint32_t blo, uint32_t btop, 
   return n;
 }
 
-template <>
-int flat_cut_bucket<F32Tag>(const Row<F32Tag>& row, uint32_t lo, uint32_t max_key, int shift, int64_t excl,
-                          int64_t total, int64_t* hist, int64_t* below) {
-  return max_key < kSmallKeys ? flat_cut_bucket_simd<F32Tag, true>(row, lo, shift, excl, total, hist, below)
-                              : flat_cut_bucket_simd<F32Tag, false>(row, lo, shift, excl, total, hist, below);
-}
-template <>
-int flat_cut_bucket<F16Tag>(const Row<F16Tag>& row, uint32_t lo, uint32_t max_key, int shift, int64_t excl,
-                          int64_t total, int64_t* hist, int64_t* below) {
-  return max_key < kSmallKeys ? flat_cut_bucket_simd<F16Tag, true>(row, lo, shift, excl, total, hist, below)
-                              : flat_cut_bucket_simd<F16Tag, false>(row, lo, shift, excl, total, hist, below);
-}
-template <>
-int flat_cut_bucket<BF16Tag>(const Row<BF16Tag>& row, uint32_t lo, uint32_t max_key, int shift, int64_t excl,
-                          int64_t total, int64_t* hist, int64_t* below) {
-  return max_key < kSmallKeys ? flat_cut_bucket_simd<BF16Tag, true>(row, lo, shift, excl, total, hist, below)
-                              : flat_cut_bucket_simd<BF16Tag, false>(row, lo, shift, excl, total, hist, below);
-}
-template <>
-int64_t flat_bucket_pass<F32Tag>(const Row<F32Tag>& row, uint32_t blo, uint32_t btop, uint32_t max_key,
-                                Scratch& s) {
-  return flat_bucket_pass_simd(row, blo, btop, max_key, s);
-}
-template <>
-int64_t flat_bucket_pass<F16Tag>(const Row<F16Tag>& row, uint32_t blo, uint32_t btop, uint32_t max_key,
-                                Scratch& s) {
-  return flat_bucket_pass_simd(row, blo, btop, max_key, s);
-}
-template <>
-int64_t flat_bucket_pass<BF16Tag>(const Row<BF16Tag>& row, uint32_t blo, uint32_t btop, uint32_t max_key,
-                                Scratch& s) {
-  return flat_bucket_pass_simd(row, blo, btop, max_key, s);
-}
 #endif
+
+// ---- the versions for this CPU ------------------------------------------------
+//
+// Chosen per row: AVX-512 when simd_level() allows it, else the portable loops.
+// Both give the same results.
+
+inline bool use_avx512() { return FASTSPEC_X86 && simd_level() == kSimdAvx512; }
+
+template <typename Tag>
+RowTotals totals_and_bound(const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
+#if FASTSPEC_X86
+  if (use_avx512()) return totals_and_bound_avx512(row, chunks, maxima);
+#endif
+  return totals_and_bound_scalar(row, chunks, maxima);
+}
+
+template <typename Tag>
+int64_t gather_above(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
+#if FASTSPEC_X86
+  if (use_avx512()) return gather_above_avx512(row, tau, s, mass);
+#endif
+  return gather_above_scalar(row, tau, s, mass);
+}
+
+// The bucket that straddles the cut (see flat_cut_bucket_scalar).
+template <typename Tag>
+int flat_cut_bucket(const Row<Tag>& row, uint32_t lo, uint32_t max_key, int shift, int64_t excl, int64_t total,
+                    int64_t* hist, int64_t* below) {
+#if FASTSPEC_X86
+  if (use_avx512()) {
+    return max_key < kSmallKeys ? flat_cut_bucket_avx512<Tag, true>(row, lo, shift, excl, total, hist, below)
+                                : flat_cut_bucket_avx512<Tag, false>(row, lo, shift, excl, total, hist, below);
+  }
+#endif
+  return flat_cut_bucket_scalar(row, lo, shift, excl, hist, below);
+}
+
+template <typename Tag>
+int64_t flat_bucket_pass(const Row<Tag>& row, uint32_t blo, uint32_t btop, uint32_t max_key, Scratch& s) {
+#if FASTSPEC_X86
+  if (use_avx512()) return flat_bucket_pass_avx512(row, blo, btop, max_key, s);
+#endif
+  return flat_bucket_pass_scalar(row, blo, btop, s);
+}
 
 constexpr int64_t kFlatSortDirectly = 2048;  // straddling buckets up to this size are sorted
 
