@@ -1,0 +1,117 @@
+"""The build is portable: no -march=native unless asked for, and the SIMD paths are chosen
+(and can be switched off) at run time, giving the same results as the portable loops.
+
+The pip install path has its own check, tests/check_pip_install.sh (run by .ci/run).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LEVELS = {"scalar": 0, "avx2": 1, "avx512": 2}
+
+
+@pytest.fixture(scope="module")
+def setup_ops():
+    spec = importlib.util.spec_from_file_location("setup_ops_under_test", ROOT / "setup_ops.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def compiles(commands: list[list[str]]) -> list[list[str]]:
+    """The g++ compile commands (the ones -march applies to)."""
+    return [cmd for cmd in commands if cmd[0] == "g++" and "-c" in cmd]
+
+
+def test_default_build_is_portable(setup_ops, monkeypatch):
+    monkeypatch.delenv("FASTSPEC_MARCH", raising=False)
+    commands = setup_ops.planned_commands([])
+    sources = {Path(cmd[cmd.index("-c") + 1]).name for cmd in compiles(commands)}
+    assert {"sampling.cc", "find_token.cc", "cpu_features.cc"} <= sources
+    assert sum(cmd[:2] == ["g++", "-shared"] for cmd in commands) == 2  # the op library and the bindings
+    marches = [arg for cmd in commands for arg in cmd if arg.startswith("-march") or arg == "-mnative"]
+    assert marches == [], f"the default build ties the libraries to this CPU: {sorted(set(marches))}"
+
+
+@pytest.mark.parametrize("how", ["--native", "FASTSPEC_MARCH=native"])
+def test_native_build_is_opt_in(setup_ops, monkeypatch, how):
+    monkeypatch.delenv("FASTSPEC_MARCH", raising=False)
+    argv = ["--cuda", "off"]
+    if how == "--native":
+        argv.append("--native")
+    else:
+        monkeypatch.setenv("FASTSPEC_MARCH", "native")
+    cpu = compiles(setup_ops.planned_commands(argv))
+    assert cpu and all("-march=native" in cmd for cmd in cpu)
+
+
+def test_dry_run_prints_the_commands():
+    result = subprocess.run([sys.executable, "setup_ops.py", "--dry-run", "--bindings-only", "--cuda", "off"],
+                            cwd=ROOT, capture_output=True, text=True, check=True,
+                            env={**os.environ, "FASTSPEC_MARCH": ""})
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("g++ ") and "find_token.cc" in line for line in lines)
+    assert lines[-1].startswith("g++ -shared")
+    assert "-march" not in result.stdout
+
+
+# Run in a fresh process (FASTSPEC_SIMD is read once): the level the kernels chose, then
+# the CPU kernels against the numpy reference on rows and token runs long enough for the
+# SIMD loops (near-flat rows included). Prints the level.
+KERNEL_CHECK = r"""
+import ctypes
+import numpy as np
+from fastspec import kernels
+from fastspec import reference as ref
+from bench.workloads import ngram_inputs
+from tests.ngram_cases import ARRAY_NAMES
+
+print(ctypes.CDLL(kernels.module().__file__).fastspec_simd_level())
+rng = np.random.default_rng(7)
+vocab, rows = 20000, 6
+peaked = np.exp(rng.normal(0, 5, (rows // 2, vocab)))
+flat = 1.0 + 0.01 * rng.random((rows - rows // 2, vocab))
+p32 = np.concatenate([peaked, flat]).astype(np.float32)
+p32 /= p32.sum(axis=1, keepdims=True)
+top_p = np.array([0.9, 0.5, 1.0, 0.95, 0.7, 0.99], np.float32)
+top_k = np.array([0, 40, 0, 0, 3000, 0], np.int32)
+seed = np.arange(rows, dtype=np.int64) * 977 + 5
+step = np.arange(rows, dtype=np.int64)
+bid = np.arange(rows, dtype=np.int32)
+cu = np.arange(rows + 1, dtype=np.int32)
+for probs in (p32, (p32.view(np.uint32) >> 16).astype(np.uint16), p32.astype(np.float16)):
+    ids, scores, lens = np.empty((rows, 16), np.int64), np.empty((rows, 16), np.float32), np.empty(rows, np.int32)
+    kernels.top_p_candidates(probs, top_p, bid, ids, scores, lens, max_candidate_len=16)
+    want = ref.top_p_candidates(probs, top_p, bid, max_candidate_len=16)
+    for got, exp in zip((ids, scores, lens), want):
+        assert np.array_equal(got.view(np.uint8), np.ascontiguousarray(exp).view(np.uint8)), probs.dtype
+    tokens = np.empty(rows, np.int64)
+    kernels.sample_tokens(probs, top_p, top_k, seed, step, bid, cu, tokens)
+    assert np.array_equal(tokens, ref.sample_tokens(probs, top_p, top_k, seed, step, bid, cu)), probs.dtype
+for kind in ("nomatch", "text"):
+    a = ngram_inputs(kind, 4, 3000)
+    drafts, lens = ref.ngram_match(*(a[n].copy() for n in ARRAY_NAMES), max_ngram_size=5)
+    kernels.ngram_match(*(a[n] for n in ARRAY_NAMES), max_ngram_size=5)
+    assert np.array_equal(a["draft_tokens"], drafts) and np.array_equal(a["seq_lens_this_time"], lens), kind
+"""
+
+
+@pytest.mark.parametrize("simd", ["off", "avx2", ""])
+def test_simd_paths_match_the_reference(setup_ops, simd):
+    env = {**os.environ, "FASTSPEC_SIMD": simd}
+    result = subprocess.run([sys.executable, "-c", KERNEL_CHECK], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    level = int(result.stdout.split()[0])
+    host = LEVELS.get(setup_ops.host_simd_level())
+    if simd == "off":
+        assert level == 0
+    elif host is not None:  # Linux: /proc/cpuinfo tells what the CPU has
+        assert level == (min(host, 1) if simd == "avx2" else host)
