@@ -62,17 +62,21 @@ def _tensor_spec(op: OpSchema, tensor: Tensor, symbols: list[str]) -> str:
         dims = ", ".join(f"{{{symbols.index(d.symbol) if d.symbol else -1}, {d.offset}}}" for d in alternative)
         shapes.append(f"{{{len(alternative)}, {{{dims}}}}}")
     flags = f"{str(tensor.optional).lower()}, {str(tensor.output).lower()}"
-    return (f'    {{"{tensor.name}", {mask}u, {len(tensor.dtypes) > 1 and "true" or "false"}, {needed}u, {flags}, '
+    return (f'    {{"{tensor.name}", {mask}u, {str(len(tensor.dtypes) > 1).lower()}, {needed}u, {flags}, '
             f'{len(shapes)}, {{{", ".join(shapes)}}}}},')
 
 
+def _attr_type(attr: Attr) -> str:
+    """The C++ type of an attribute, as Paddle declares it (int attributes are 32-bit unless bits=64)."""
+    return {"int": "int" if attr.bits == 32 else "int64_t", "bool": "bool", "str": "std::string"}[attr.kind]
+
+
 def _attr_param(attr: Attr) -> str:
-    return {"int": "int" if attr.bits == 32 else "int64_t", "bool": "bool", "str": "const std::string&"}[attr.kind]
+    return "const std::string&" if attr.kind == "str" else _attr_type(attr)
 
 
 def _attr_decl(attr: Attr) -> str:
-    return f'"{attr.name}: ' + {"int": "int" if attr.bits == 32 else "int64_t", "bool": "bool",
-                                 "str": "std::string"}[attr.kind] + '"'
+    return f'"{attr.name}: {_attr_type(attr)}"'
 
 
 def _param(tensor: Tensor) -> str:

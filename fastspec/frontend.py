@@ -24,7 +24,7 @@ def result_type(op_name: str) -> type:
     return collections.namedtuple(op.result, op.returns)
 
 
-def _tensor_line(tensor: Tensor, type_name: str) -> str:
+def _tensor_line(tensor: Tensor) -> str:
     dtype = " / ".join(tensor.dtypes)
     flags = ", in place" if tensor.inplace else ""
     if tensor.needed_by:
@@ -37,7 +37,7 @@ def _tensor_line(tensor: Tensor, type_name: str) -> str:
 def _doc(op: OpSchema, setup: str, outputs_are_args: bool, extra_doc: str) -> str:
     lines = [op.summary, "", op.details, "", "Args:"]
     tensors = op.tensors if outputs_are_args else op.inputs
-    lines += [_tensor_line(t, "") for t in tensors]
+    lines += [_tensor_line(t) for t in tensors]
     if outputs_are_args and op.outputs:
         lines.append("    (outputs: caller-provided buffers, written in full; None allocates them)")
     for attr in op.attrs:
@@ -77,12 +77,13 @@ def signature(op: OpSchema, outputs_are_args: bool, extras: tuple[inspect.Parame
 def make_op(op: OpSchema, run: Callable[..., Any], *, module: str, setup: str, outputs_are_args: bool,
             extras: tuple[inspect.Parameter, ...] = (), extra_doc: str = "") -> Callable[..., Any]:
     """A public op function: binds the call to ``op``'s signature and hands
-    ``run(op, tensors, attrs, extras)`` dictionaries by name."""
+    ``run(op, tensors, attrs, extras)`` dictionaries by name. Its ``bind_arguments``
+    attribute does the binding alone and returns those three dictionaries."""
     sig = signature(op, outputs_are_args, extras)
     tensor_names = {t.name for t in op.tensors}
     extra_names = {p.name for p in extras}
 
-    def call(*args: Any, **kwargs: Any) -> Any:
+    def bind_arguments(*args: Any, **kwargs: Any) -> tuple[dict, dict, dict]:
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as error:
@@ -91,12 +92,16 @@ def make_op(op: OpSchema, run: Callable[..., Any], *, module: str, setup: str, o
         given = bound.arguments
         tensors = {name: value for name, value in given.items() if name in tensor_names}
         attrs = {a.name: given[a.name] for a in op.attrs}
-        return run(op, tensors, attrs, {name: given[name] for name in extra_names})
+        return tensors, attrs, {name: given[name] for name in extra_names}
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return run(op, *bind_arguments(*args, **kwargs))
 
     call.__name__ = call.__qualname__ = op.name
     call.__module__ = module
     call.__signature__ = sig
     call.__doc__ = _doc(op, setup, outputs_are_args, extra_doc)
+    call.bind_arguments = bind_arguments
     return call
 
 

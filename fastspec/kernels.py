@@ -28,13 +28,13 @@ from typing import Any
 
 import numpy as np
 
+from fastspec.codegen import DTYPE_CODES
 from fastspec.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError
 from fastspec.frontend import make_op, pack_result, result_type
 from fastspec.schema import SCHEMAS, OpSchema, Tensor, VerifyStrategy
 from fastspec.validate import TensorMeta, validate
 
-DTYPE_CODES = {"bool": 0, "int32": 1, "int64": 2, "float32": 3, "float16": 4, "bfloat16": 5}  # op_call.h DType
-BACKENDS = {"cpu": 0, "cuda": 1, "xpu": 2}
+BACKENDS = {"cpu": 0, "cuda": 1, "xpu": 2}  # op_call.h Backend
 
 
 @functools.cache
@@ -80,7 +80,7 @@ _DL_DTYPES = {(0, 32): "int32", (0, 64): "int64", (1, 16): "uint16", (2, 16): "f
               (4, 16): "bfloat16", (6, 8): "bool"}
 
 
-def _from_dlpack(name: str, array: Any) -> Array:
+def _from_dlpack(array: Any) -> Array:
     """Reads dtype, shape, strides, device and address from ``array.__dlpack__()`` without taking
     ownership (the capsule's deleter runs when the capsule is dropped; ``array`` keeps the data)."""
     device_type, device_id = array.__dlpack_device__()
@@ -119,7 +119,7 @@ def read_array(op: OpSchema, tensor: Tensor, array: Any) -> Array:
         meta = TensorMeta(str(array.dtype), tuple(array.shape), array.flags.c_contiguous, f"cuda:{array.device.id}")
         found = Array(meta, array.data.ptr, "cupy")
     elif hasattr(array, "__dlpack__") and hasattr(array, "__dlpack_device__"):
-        found = _from_dlpack(tensor.name, array)
+        found = _from_dlpack(array)
     else:
         raise FastspecTypeError(f"{op.name}: argument '{tensor.name}' must be an array (numpy, torch, cupy or "
                                 f"DLPack), got {type(array).__name__}")
@@ -208,14 +208,8 @@ def prepare(op_name: str, *args: Any, **kwargs: Any) -> Any:
     shapes; their contents may change between launches. For benchmarks and hot loops that
     cannot afford the checks on every call; ``fastspec.kernels.<op>`` is the safe way.
     """
-    captured = {}
-
-    def keep(op, tensors, attrs, extras):
-        captured["launch"], captured["result"] = _prepare(op, tensors, attrs, extras)
-        return captured["result"]
-
-    _op_with(op_name, keep)(*args, **kwargs)
-    return captured["launch"]
+    launch, _ = _prepare(SCHEMAS[op_name], *globals()[op_name].bind_arguments(*args, **kwargs))
+    return launch
 
 
 _SETUP = ">>> import numpy as np, fastspec.kernels as fs; T = np.array"
@@ -227,13 +221,9 @@ _EXTRA_DOC = ("    num_threads (CPU only): 1 keeps the work on the calling threa
               "    stream (CUDA only): the CUDA stream handle; default: the framework's current stream.")
 
 
-def _op_with(name: str, runner: Any) -> Any:
-    return make_op(SCHEMAS[name], runner, module=__name__, setup=_SETUP, outputs_are_args=True, extras=_EXTRAS,
-                   extra_doc=_EXTRA_DOC)
-
-
 def _op(name: str) -> Any:
-    return _op_with(name, run)
+    return make_op(SCHEMAS[name], run, module=__name__, setup=_SETUP, outputs_are_args=True, extras=_EXTRAS,
+                   extra_doc=_EXTRA_DOC)
 
 
 ngram_match = _op("ngram_match")
@@ -244,14 +234,6 @@ verify_draft_tokens = _op("verify_draft_tokens")
 update_model_status = _op("update_model_status")
 
 
-def address(array: Any) -> int:
-    """The data address of a contiguous numpy, torch or cupy array (benchmarks use it)."""
-    found = read_array(SCHEMAS["ngram_match"], Tensor("array", (), "[B]", ""), array)
-    if not found.meta.contiguous:
-        raise FastspecArgumentError("address: the array is a strided view")
-    return found.address
-
-
-__all__ = ["FastspecArgumentError", "FastspecTypeError", "VerifyStrategy", "address", "module", "ngram_append",
+__all__ = ["FastspecArgumentError", "FastspecTypeError", "VerifyStrategy", "module", "ngram_append",
            "ngram_match", "prepare", "result_type", "sample_tokens", "top_p_candidates", "update_model_status",
            "verify_draft_tokens"]

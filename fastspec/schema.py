@@ -126,7 +126,7 @@ class OpSchema:
     summary: str
     tensors: tuple[Tensor, ...]
     attrs: tuple[Attr, ...]
-    result: str  # name of the named tuple the op returns (unused when it returns one tensor)
+    result: str = ""  # name of the named tuple the op returns (none when it returns one tensor)
     details: str = ""
     example: str = ""
     symbol_ranges: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
@@ -196,10 +196,15 @@ _NGRAM_ATTRS = (
          default=0, lo=-INT32_MAX - 1, hi=INT32_MAX, bits=32),
 )
 
-_NGRAM_RANGES = {"L": (0, INT32_MAX), "K": (0, None)}
+def _ngram_op(name: str, summary: str, details: str, example: str) -> OpSchema:
+    """ngram_match and ngram_append take the same tensors and attributes and share their rules."""
+    return OpSchema(name=name, summary=summary, details=details, example=example, tensors=_NGRAM_TENSORS,
+                    attrs=_NGRAM_ATTRS, result="NgramDrafts", symbol_ranges={"L": (0, INT32_MAX), "K": (0, None)},
+                    device_limits={"cuda": {"B": CUDA_MAX_BATCH}})
 
-NGRAM_MATCH = OpSchema(
-    name="ngram_match",
+
+NGRAM_MATCH = _ngram_op(
+    "ngram_match",
     summary="Proposes drafts by looking the newest generated n-gram up in the prompt, then in the output.",
     details=(
         "For ``n`` from ``max_ngram_size`` down to ``min_ngram_size``: the leftmost match of the newest\n"
@@ -207,11 +212,6 @@ NGRAM_MATCH = OpSchema(
         "follow it as drafts (at most ``min(draft_token_num, K, max_dec_len - step_idx - 1)``).\n"
         "Prefill slots are untouched, inactive slots cleared. See docs/ops/ngram_match.md."
     ),
-    tensors=_NGRAM_TENSORS,
-    attrs=_NGRAM_ATTRS,
-    result="NgramDrafts",
-    symbol_ranges=_NGRAM_RANGES,
-    device_limits={"cuda": {"B": CUDA_MAX_BATCH}},
     example=(
         ">>> token_ids_all = T([[7, 8, 9, 5, 7, 8, 0, 0]], dtype='int64')  # prompt 7 8 9 5, generated 7 8\n"
         ">>> drafts, lens = fs.ngram_match(\n"
@@ -225,8 +225,8 @@ NGRAM_MATCH = OpSchema(
     ),
 )
 
-NGRAM_APPEND = OpSchema(
-    name="ngram_append",
+NGRAM_APPEND = _ngram_op(
+    "ngram_append",
     summary="Hybrid drafting: keeps a draft model's drafts and fills the remaining columns from an n-gram match.",
     details=(
         "For a decode slot the model's drafts are ``draft_tokens[b, 1..m]``, ``m = seq_lens_this_time[b] - 1``\n"
@@ -235,11 +235,6 @@ NGRAM_APPEND = OpSchema(
         "the n-gram match (ngram_match's rules) of that extended sequence; the token budget trims from\n"
         "the end. See docs/ops/ngram_append.md."
     ),
-    tensors=_NGRAM_TENSORS,
-    attrs=_NGRAM_ATTRS,
-    result="NgramDrafts",
-    symbol_ranges=_NGRAM_RANGES,
-    device_limits={"cuda": {"B": CUDA_MAX_BATCH}},
     example=(
         ">>> token_ids_all = T([[7, 8, 9, 5, 7, 0, 0, 0]], dtype='int64')  # prompt 7 8 9 5, generated 7\n"
         ">>> drafts, lens = fs.ngram_append(  # the draft model proposed 8; the match of 7 8 adds 9 5\n"
@@ -252,6 +247,11 @@ NGRAM_APPEND = OpSchema(
 )
 
 _ROWS = "[T]"
+# Tensors several ops declare alike: one declaration each.
+_PROBS = Tensor("probs", PROBS, "[T, V]", "probabilities of each output row (computed in float32)")
+_BATCH_ID = Tensor("batch_id_per_token_output", ("int32",), _ROWS,
+                   "the request of each row; a value outside ``[0, B)`` marks a padding row")
+_CU_SEQLENS = Tensor("cu_seqlens_q_output", ("int32",), "[B + 1]", "request ``b`` owns rows ``[cu[b], cu[b + 1])``")
 
 TOP_P_CANDIDATES = OpSchema(
     name="top_p_candidates",
@@ -263,10 +263,9 @@ TOP_P_CANDIDATES = OpSchema(
         "rows without a valid entry have length 0. See docs/ops/sampling.md."
     ),
     tensors=(
-        Tensor("probs", PROBS, "[T, V]", "probabilities of each output row (computed in float32)"),
+        _PROBS,
         _per_request("top_p", "float32", "top-p of each request, whatever the dtype of ``probs``"),
-        Tensor("batch_id_per_token_output", ("int32",), _ROWS,
-               "the request of each row; a value outside ``[0, B)`` marks a padding row"),
+        _BATCH_ID,
         Tensor("candidate_ids", ("int64",), "[T, max_candidate_len]", "candidate token ids, then -1", output=True),
         Tensor("candidate_scores", ("float32",), "[T, max_candidate_len]", "their probabilities, then 0",
                output=True),
@@ -299,14 +298,13 @@ SAMPLE_TOKENS = OpSchema(
         "See docs/ops/sampling.md."
     ),
     tensors=(
-        Tensor("probs", PROBS, "[T, V]", "probabilities of each output row (computed in float32)"),
+        _PROBS,
         _per_request("top_p", "float32", "top-p of each request"),
         _per_request("top_k", "int32", "top-k of each request (``<= 0`` or ``>= V``: no top-k)"),
         _per_request("seed", "int64", "the request's seed"),
         _per_request("step_idx", "int64", "generated tokens so far (the position of row 0)"),
-        Tensor("batch_id_per_token_output", ("int32",), _ROWS,
-               "the request of each row; a value outside ``[0, B)`` marks a padding row"),
-        Tensor("cu_seqlens_q_output", ("int32",), "[B + 1]", "request ``b`` owns rows ``[cu[b], cu[b + 1])``"),
+        _BATCH_ID,
+        _CU_SEQLENS,
         Tensor("tokens", ("int64",), _ROWS, "the sampled token of each row, -1 for padding", output=True),
     ),
     attrs=(
@@ -315,7 +313,6 @@ SAMPLE_TOKENS = OpSchema(
              "model's samples: the request's own seed, draws independent of the target's)",
              default=STREAM_TARGET, choices=(STREAM_TARGET, STREAM_DRAFT), bits=32),
     ),
-    result="SampledTokens",
     symbol_ranges={"V": (1, INT32_MAX)},
     example=(
         ">>> probs = T([[0.0, 1.0, 0.0], [0.5, 0.0, 0.5]], dtype='float32')\n"
@@ -358,7 +355,7 @@ VERIFY_DRAFT_TOKENS = OpSchema(
         _per_request("is_block_step", "bool", "blocked requests emit nothing"),
         _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
         _per_request("seq_lens_this_time", "int32", "``1 + drafts`` of a decode slot"),
-        Tensor("cu_seqlens_q_output", ("int32",), "[B + 1]", "request ``b`` owns rows ``[cu[b], cu[b + 1])``"),
+        _CU_SEQLENS,
         _per_request("reasoning_status", "int32", "1 rejects every draft of the slot; None: no slot is reasoning",
                      optional=True),
         _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),

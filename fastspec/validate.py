@@ -34,7 +34,7 @@ class TensorMeta:
 class Checked:
     """A call that passed every check."""
 
-    dims: dict[str, int]  # bound shape symbols (absent where only UNKNOWN was seen)
+    dims: dict[str, int]  # bound shape symbols, and the int attributes that size outputs (absent: only UNKNOWN seen)
     attrs: dict[str, Any]  # every attribute, defaults filled in, strategy lower-cased
     used: tuple[str, ...]  # the tensors the call reads or writes, in schema order
     device: str  # the common device of the tensors ("cpu" when none was given)
@@ -188,7 +188,7 @@ def validate(op: OpSchema, tensors: Mapping[str, TensorMeta | None], attrs: Mapp
             rule = f">= {lo}" if hi is None else f"in [{lo if lo is not None else '-inf'}, {hi}]"
             raise _fail(op, f"argument {binder.source[symbol]} gives {symbol} = {value}, which must be {rule}")
 
-    names = {**binder.dims, **values}
+    names = {**binder.dims, **values}  # the symbols and attributes a bound expression may name
     for attr in op.attrs:
         value = values[attr.name]
         if attr.kind != "int":
@@ -199,9 +199,11 @@ def validate(op: OpSchema, tensors: Mapping[str, TensorMeta | None], attrs: Mapp
             raise _fail(op, f"attribute '{attr.name}' must be in [{text(attr.lo, lo)}, {text(attr.hi, hi)}], "
                             f"got {value}")
 
-    for symbol, limit in op.device_limits.get(device.split(":")[0], {}).items():
+    backend = device.split(":")[0]
+    for symbol, limit in op.device_limits.get(backend, {}).items():
         value = binder.dims.get(symbol)
         if value is not None and value > limit:
-            raise _fail(op, f"{symbol} = {value} exceeds the {device.split(':')[0].upper()} limit of {limit} "
-                            f"(from {binder.source[symbol]})")
+            what = "batch " if symbol == "B" else ""
+            raise _fail(op, f"{what}{symbol} = {value} (from {binder.source[symbol]}) exceeds the "
+                            f"{backend.upper()} limit of {limit}")
     return Checked(binder.dims, values, tuple(used), device)

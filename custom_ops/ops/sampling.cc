@@ -3,14 +3,9 @@
 #include "fastspec/op_call.h"
 #include "fastspec/op_schema.h"
 #include "fastspec/sampling.h"
+#include "prob_dtype.h"
 
 namespace fastspec {
-
-// The kernels' tag of a probability dtype (the schema allows only these three).
-int32_t prob_dtype(int32_t dtype) {
-  return dtype == kFloat16 ? kProbF16 : dtype == kBFloat16 ? kProbBF16 : kProbF32;
-}
-
 namespace {
 
 TopPCandidatesParams candidates_params(const OpCall& c) {

@@ -5,11 +5,9 @@
 #include "fastspec/op_schema.h"
 #include "fastspec/sampling.h"
 #include "fastspec/verify_draft_tokens.h"
+#include "prob_dtype.h"
 
 namespace fastspec {
-
-int32_t prob_dtype(int32_t dtype);
-
 namespace {
 
 namespace a = arg::verify_draft_tokens;

@@ -98,7 +98,8 @@ class Call {
  public:
   explicit Call(const OpSpec& spec)
       : spec_(spec), refs_(spec.num_tensors), tensors_(spec.num_tensors),
-        attrs_(spec.num_attrs > 0 ? spec.num_attrs : 1), dims_(spec.num_symbols, -1) {}
+        attrs_(spec.num_attrs > 0 ? spec.num_attrs : 1), dims_(spec.num_symbols, -1),
+        bound_(spec.num_symbols, false) {}
 
   void input(int index, const paddle::Tensor& t) { set(index, t); }
   void input(int index, const paddle::optional<paddle::Tensor>& t) {
@@ -112,6 +113,7 @@ class Call {
   // The dtype and shape rules of the schema, on the tensors as they are now.
   void check() {
     const int64_t strategy = spec_.strategy_attr >= 0 ? attrs_[spec_.strategy_attr] : -1;
+    const paddle::Place& place = tensors_[first_present()].place();
     int first_multi = -1;
     for (int i = 0; i < spec_.num_inputs; ++i) {
       const TensorSpec& ts = spec_.tensors[i];
@@ -134,14 +136,14 @@ class Call {
         }
       }
       bind(ts, t.shape());
-      if (t.place() != tensors_[first_present()].place()) {
+      if (t.place() != place) {
         fail(std::string("argument '") + ts.name + "' is on " + t.place().DebugString() + ", not on " +
-             tensors_[first_present()].place().DebugString());
+             place.DebugString());
       }
     }
     for (int s = 0; s < spec_.num_symbols; ++s) {
       const Range& r = spec_.ranges[s];
-      if (!bound_[s]) continue;  // no tensor has it (or an attribute: checked in Python)
+      if (!bound_[s]) continue;  // no tensor gave it (attribute ranges: expect_range)
       if ((r.lo != kNoBound && dims_[s] < r.lo) || (r.hi != kNoBound && dims_[s] > r.hi)) {
         fail(std::string(spec_.symbols[s]) + " = " + std::to_string(dims_[s]) + " is out of range");
       }
@@ -261,7 +263,7 @@ class Call {
   std::vector<paddle::Tensor> tensors_;
   std::vector<int64_t> attrs_;
   std::vector<int64_t> dims_;
-  std::vector<bool> bound_ = std::vector<bool>(64, false);
+  std::vector<bool> bound_;  // dims_[s] was set by a tensor
 };
 
 }  // namespace fastspec_paddle

@@ -66,12 +66,12 @@ def run(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], _extras: d
     metas = {name: None if value is None else tensor_meta(op, name, value, eager) for name, value in tensors.items()}
     checked = validate(op, metas, attrs)
     inputs = {t.name: tensors[t.name] if t.name in checked.used else None for t in op.inputs}
-    outs = run_op(f"fastspec_{op.name}", inputs, [checked.attrs[a.name] for a in op.attrs], op)
+    outs = run_op(op, inputs, [checked.attrs[a.name] for a in op.attrs])
     return pack_result(op, {**{t.name: tensors[t.name] for t in op.inputs if t.inplace}, **outs})
 
 
-def run_op(name: str, inputs: dict[str, Any], attrs: list[Any], op: OpSchema) -> dict[str, Any]:
-    """Runs a registered custom op; returns its new outputs by name.
+def run_op(op: OpSchema, inputs: dict[str, Any], attrs: list[Any]) -> dict[str, Any]:
+    """Runs the registered custom op ``fastspec_<op>``; returns its new outputs by name.
 
     Eager and PIR programs call the op directly; a legacy static program gets an op
     appended whose in-place outputs are the input variables themselves.
@@ -79,7 +79,7 @@ def run_op(name: str, inputs: dict[str, Any], attrs: list[Any], op: OpSchema) ->
     import paddle
     from paddle import _C_ops
 
-    new = op.output_names
+    name, new = f"fastspec_{op.name}", op.output_names
     if paddle.framework.in_dynamic_or_pir_mode():
         try:
             outs = _C_ops._run_custom_op(name, *inputs.values(), *attrs)

@@ -234,11 +234,6 @@ def test_bad_stream_is_an_error(bad):
     tokens = torch.zeros(2, dtype=torch.int64, device="cuda")
     with pytest.raises(ValueError, match="stream"):
         kernels.sample_tokens(probs, *args, tokens, rand_stream=bad)
-    m = kernels.module()
-    addresses = [kernels.address(a) for a in args]
-    with pytest.raises(ValueError, match="stream"):  # the C++ entry point checks too
-        m.sample_tokens_cuda(kernels.address(probs), m.PROB_F32, *addresses, kernels.address(tokens), 2, 10, 1,
-                             torch.cuda.current_stream().cuda_stream, rand_stream=bad)
 
 
 def test_graph_replay_draft_stream():

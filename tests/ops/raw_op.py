@@ -14,4 +14,4 @@ def raw_op(name: str, tensors: dict[str, Any], attrs: dict[str, Any]) -> dict[st
     op = SCHEMAS[name]
     inputs = {t.name: tensors.get(t.name) for t in op.inputs}
     values = [attrs.get(a.name, a.default) for a in op.attrs]
-    return run_op(f"fastspec_{name}", inputs, values, op)
+    return run_op(op, inputs, values)

@@ -10,6 +10,8 @@ its Python checks) must refuse the shape and dtype ones through its guard.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import paddle
 import pytest
@@ -17,7 +19,8 @@ import pytest
 import fastspec.kernels as kernels
 import fastspec.ops as ops
 from fastspec.errors import FastspecArgumentError, FastspecTypeError
-from fastspec.schema import SCHEMAS, STRATEGIES
+from fastspec.schema import SCHEMAS, STRATEGIES, Dim
+from fastspec.validate import TensorMeta, validate
 from tests.ops.raw_op import raw_op
 
 
@@ -200,9 +203,28 @@ def test_keyword_call_equals_positional_call(op_name):
         first, second = fn(*positional, **attrs), fn(**by_name, **attrs)
         if len(op.returns) == 1:
             first, second = (first,), (second,)
-        assert first._fields == second._fields == op.returns if len(op.returns) > 1 else True
+        else:
+            assert first._fields == second._fields == op.returns
         for a, b in zip(first, second):
             np.testing.assert_array_equal(unwrap(a), unwrap(b))
+
+
+@pytest.mark.parametrize("op_name", [name for name, op in SCHEMAS.items() if "cuda" in op.device_limits])
+def test_cuda_batch_limit_is_checked_before_the_launch(op_name):
+    """The rule itself (no GPU here): a batch above the CUDA limit on a CUDA device is refused by name."""
+    op = SCHEMAS[op_name]
+    arrays, attrs = valid_call(op_name)
+    limit = op.device_limits["cuda"]["B"]
+    metas = {}
+    for t in op.inputs:
+        value = arrays.get(t.name)
+        if value is not None:
+            shape = (limit + 1,) + value.shape[1:] if t.shapes[0][0].symbol == "B" else value.shape
+            shape = (limit + 2,) if t.shapes[0][0] == Dim("B", 1) else shape
+            metas[t.name] = TensorMeta(str(value.dtype), shape, True, "cuda:0")
+    with pytest.raises(FastspecArgumentError, match=f"{op_name}: batch B = {limit + 1} .* CUDA limit of {limit}"):
+        validate(op, metas, attrs)
+    validate(op, {k: dataclasses.replace(m, device="cpu") for k, m in metas.items()}, attrs)  # no CPU limit
 
 
 def test_update_model_status_has_running_by_name():
