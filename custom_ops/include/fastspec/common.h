@@ -10,19 +10,38 @@
 #include <cuda_runtime_api.h>
 #endif
 
+// FS_HD marks the rules and arithmetic every backend shares. The same headers
+// compile for the host (CPU kernels, the XPU emulation), for CUDA devices and,
+// under the Kunlunxin XTDK (FASTSPEC_XTDK), for the 32-bit XPU: on that path
+// they use no unsigned __int128, no std:: facility and nothing whose result
+// depends on the width of long, size_t or a pointer.
 #if defined(__CUDACC__)
 #define FS_HD __host__ __device__ __forceinline__
+#elif defined(FASTSPEC_XTDK)
+#define FS_HD inline __device__
 #else
 #define FS_HD inline
 #endif
 
 namespace fastspec {
 
-// Returned by every launcher (CPU and CUDA). CUDA launchers return the
-// cudaError_t value of the launch when it is not cudaSuccess.
+// Returned by every launcher (CPU, CUDA, XPU). CUDA launchers return the
+// cudaError_t value of the launch when it is not cudaSuccess, XPU launchers
+// the runtime's status of the launch.
 enum Status : int {
   kOk = 0,
   kInvalidArgument = -1,  // a host-side size the kernels cannot handle
+  kXpuEmulationError = -3,  // the XPU emulation caught a kernel breaking the XPU's rules
+};
+
+// How an XPU launch is shaped: clusters x cores (XPU3: at most 12 x 64), and
+// for the emulation only, whether its clusters run last to first (a test mode
+// that exposes kernels whose clusters depend on one another).
+struct XpuGrid {
+  int32_t clusters = 12;
+  int32_t cores = 64;
+  bool reverse_clusters = false;
+  void* stream = nullptr;  // XPUStream under XTDK; unused by the emulation
 };
 
 // Slot kinds (SPEC.md "Conventions").
@@ -38,5 +57,22 @@ constexpr int64_t kMaxCudaBatch = 4096;
 
 FS_HD int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 FS_HD int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// The high 64 bits of a * b, from 32-bit pieces (no unsigned __int128: the
+// XPU is a 32-bit device). The CPU runs this same code, so the CPU tests
+// check the arithmetic the XPU kernels use.
+FS_HD uint64_t mul_hi64(uint64_t a, uint64_t b) {
+#if defined(__CUDA_ARCH__)
+  return __umul64hi(a, b);
+#else
+  const uint64_t a_lo = a & 0xffffffffu, a_hi = a >> 32;
+  const uint64_t b_lo = b & 0xffffffffu, b_hi = b >> 32;
+  const uint64_t lo_lo = a_lo * b_lo;
+  const uint64_t hi_lo = a_hi * b_lo;
+  const uint64_t lo_hi = a_lo * b_hi;
+  const uint64_t cross = (lo_lo >> 32) + (hi_lo & 0xffffffffu) + lo_hi;  // < 3 * 2^32: no overflow
+  return a_hi * b_hi + (hi_lo >> 32) + (cross >> 32);
+#endif
+}
 
 }  // namespace fastspec

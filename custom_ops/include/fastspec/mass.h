@@ -28,24 +28,22 @@ FS_HD int64_t prob_mass(float p) {
 FS_HD uint64_t topp_quantum(float top_p) {
   if (!(top_p <= 1.0f)) return kToppOne;  // NaN, > 1, +inf
   if (!(top_p > 0.0f)) return 1;           // <= 0, -inf
-#if defined(__CUDA_ARCH__)
-  const uint64_t qi = static_cast<uint64_t>(__float2ll_rn(top_p * 16777216.0f));
-#else
-  const uint64_t qi = static_cast<uint64_t>(__builtin_rintf(top_p * 16777216.0f));  // nearest-even
-#endif
+  // x = top_p * 2^24 is exact (a power-of-two scaling) and lies in (0, 2^24];
+  // x - floor(x) is exact too, so the rounding below is exact integer logic
+  // (no rint call, which the XPU has no library for).
+  const float x = top_p * 16777216.0f;
+  uint64_t qi = static_cast<uint64_t>(x);
+  const float frac = x - static_cast<float>(qi);
+  qi += (frac > 0.5f || (frac == 0.5f && (qi & 1u))) ? 1u : 0u;  // round half to even
   return qi < 1 ? 1 : qi;
 }
 
-// thr = ceil(total * qi / 2^24), exact through a 128-bit product.
+// thr = ceil(total * qi / 2^24), exact through a 128-bit product (mul_hi64).
 FS_HD int64_t topp_threshold(int64_t total_mass, float top_p) {
   const uint64_t m = static_cast<uint64_t>(total_mass);
   const uint64_t qi = topp_quantum(top_p);
   const uint64_t lo = m * qi;
-#if defined(__CUDA_ARCH__)
-  const uint64_t hi = __umul64hi(m, qi);
-#else
-  const uint64_t hi = static_cast<uint64_t>((static_cast<unsigned __int128>(m) * qi) >> 64);
-#endif
+  const uint64_t hi = mul_hi64(m, qi);
   const uint64_t floor_div = (hi << 40) | (lo >> 24);
   return static_cast<int64_t>(floor_div + ((lo & (kToppOne - 1)) != 0));
 }

@@ -15,14 +15,10 @@
 
 namespace fastspec {
 
-// One decode slot: the prompt P, the extended generated sequence G' = G ++ D
-// (G = token_ids_all[b, p:p+s], D = the kept model drafts), and how many
-// drafts may still be appended.
-struct NgramAppendSlot {
+// The geometry of one decode slot, from its values alone: how many model
+// drafts are kept and how many may still be appended.
+struct NgramAppendGeometry {
   bool searchable;           // geometry valid, room left and a query length exists
-  const int64_t* prompt;     // P
-  const int64_t* generated;  // G
-  const int64_t* model;      // D = draft_tokens[b, 1..kept]
   int64_t p, s, kept;        // |P|, |G|, |D|
   int64_t room;              // drafts that may be appended: md - kept
   int32_t max_len;           // min(max_ngram_size, s + kept)
@@ -31,29 +27,52 @@ struct NgramAppendSlot {
 
 // Kept model drafts: m = clamp(seq_lens_this_time - 1, 0, K), cut to md when
 // the geometry is valid (md <= 0 keeps none); invalid geometry keeps all m.
+FS_HD NgramAppendGeometry ngram_append_geometry(int64_t p, int64_t s, int32_t this_time, int32_t draft_token_num,
+                                                int64_t max_dec_len, int64_t draft_cols, int64_t max_model_len,
+                                                int32_t max_ngram_size, int32_t min_ngram_size) {
+  NgramAppendGeometry g{};
+  const int64_t k = draft_cols - 1;
+  const int64_t m = min64(max64(static_cast<int64_t>(this_time) - 1, 0), k);
+  g.searchable = false;
+  g.kept = m;
+  if (p < 0 || s < 0 || p > max_model_len || s > max_model_len - p) return g;
+  const int64_t md = max64(0, min64(min64(static_cast<int64_t>(draft_token_num), k), max_dec_len - s - 1));
+  g.kept = min64(m, md);
+  const int64_t max_len = min64(static_cast<int64_t>(max_ngram_size), s + g.kept);
+  g.p = p;
+  g.s = s;
+  g.room = md - g.kept;
+  g.max_len = static_cast<int32_t>(max_len);
+  g.min_len = min_ngram_size;
+  g.searchable = g.room > 0 && max_len >= min_ngram_size;
+  return g;
+}
+
+// The appended drafts the best key yields: how many, from which region (the
+// prompt, or G') and where they start in it.
+FS_HD int64_t ngram_append_span(const NgramAppendGeometry& g, uint64_t key, int* from_generated, int64_t* start) {
+  if (!g.searchable || key == kNoMatch) return 0;
+  *from_generated = ngram_key_is_generated(key);
+  *start = ngram_key_end(key) + 1;
+  return min64(g.room, (*from_generated ? g.s + g.kept : g.p) - *start);
+}
+
+// One decode slot: its geometry, the prompt P, the generated tokens G and the
+// kept model drafts D (G' = G ++ D is the extended generated sequence).
+struct NgramAppendSlot : NgramAppendGeometry {
+  const int64_t* prompt;     // P
+  const int64_t* generated;  // G
+  const int64_t* model;      // D = draft_tokens[b, 1..kept]
+};
+
 FS_HD NgramAppendSlot ngram_append_slot(const NgramMatchParams& a, int64_t b) {
   NgramAppendSlot slot{};
-  const int64_t k = a.draft_cols - 1;
-  const int64_t m = min64(max64(static_cast<int64_t>(a.seq_lens_this_time[b]) - 1, 0), k);
-  const int64_t p = a.prompt_lens[b];
-  const int64_t s = a.step_idx[b];
-  slot.searchable = false;
-  slot.kept = m;
+  static_cast<NgramAppendGeometry&>(slot) =
+      ngram_append_geometry(a.prompt_lens[b], a.step_idx[b], a.seq_lens_this_time[b], a.draft_token_num[b],
+                            a.max_dec_len[b], a.draft_cols, a.max_model_len, a.max_ngram_size, a.min_ngram_size);
   slot.model = a.draft_tokens + b * a.draft_cols + 1;
-  if (p < 0 || s < 0 || p > a.max_model_len || s > a.max_model_len - p) return slot;
-  const int64_t md = max64(0, min64(min64(static_cast<int64_t>(a.draft_token_num[b]), k),
-                                    a.max_dec_len[b] - s - 1));
-  slot.kept = min64(m, md);
-  const int64_t total = s + slot.kept;
-  const int64_t max_len = min64(static_cast<int64_t>(a.max_ngram_size), total);
   slot.prompt = a.token_ids_all + b * a.max_model_len;
-  slot.generated = slot.prompt + p;
-  slot.p = p;
-  slot.s = s;
-  slot.room = md - slot.kept;
-  slot.max_len = static_cast<int32_t>(max_len);
-  slot.min_len = a.min_ngram_size;
-  slot.searchable = slot.room > 0 && max_len >= a.min_ngram_size;
+  slot.generated = slot.prompt + slot.p;  // p is 0 when the geometry is invalid
   return slot;
 }
 
@@ -84,25 +103,25 @@ FS_HD uint64_t ngram_append_key(const NgramAppendSlot& slot, int generated, int6
 // Writes the appended drafts for the best key; returns the final draft count.
 FS_HD int64_t ngram_append_write(const NgramAppendSlot& slot, uint64_t key, int64_t* drafts_row,
                                  int64_t draft_cols) {
-  int64_t count = slot.kept;
-  if (slot.searchable && key != kNoMatch) {
-    const int gen = ngram_key_is_generated(key);
-    const int64_t start = ngram_key_end(key) + 1;
-    const int64_t end = gen ? slot.s + slot.kept : slot.p;
-    const int64_t n = min64(slot.room, end - start);
-    // Reads of G' may hit D, which this loop writes behind: D's kept part is
-    // [1, kept] and writes start at kept + 1, so nothing read is overwritten.
-    for (int64_t j = 0; j < n; ++j) {
-      drafts_row[1 + count + j] = gen ? ngram_append_ext(slot, start + j) : slot.prompt[start + j];
-    }
-    count += n;
+  int generated = 0;
+  int64_t start = 0;
+  const int64_t n = ngram_append_span(slot, key, &generated, &start);
+  // Reads of G' may hit D, which this loop writes behind: D's kept part is
+  // [1, kept] and writes start at kept + 1, so nothing read is overwritten.
+  for (int64_t j = 0; j < n; ++j) {
+    drafts_row[1 + slot.kept + j] = generated ? ngram_append_ext(slot, start + j) : slot.prompt[start + j];
   }
+  const int64_t count = slot.kept + n;
   for (int64_t k = 1 + count; k < draft_cols; ++k) drafts_row[k] = -1;
   return count;
 }
 
 // CPU: both passes. Returns kOk.
 int ngram_append_cpu(const NgramMatchParams& params);
+
+// XPU: one search launch (a cluster per slot), plus the budget launch of
+// ngram_match.h when token_budget > 0.
+int ngram_append_xpu(const NgramMatchParams& params, const XpuGrid& grid);
 
 #if defined(FASTSPEC_WITH_CUDA)
 // CUDA: one search launch (one block per slot), plus one budget launch when

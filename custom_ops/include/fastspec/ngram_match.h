@@ -58,69 +58,103 @@ FS_HD int32_t ngram_key_length(uint64_t key) {
 FS_HD int ngram_key_is_generated(uint64_t key) { return static_cast<int>((key >> 31) & 1u); }
 FS_HD int64_t ngram_key_end(uint64_t key) { return static_cast<int64_t>(key & 0x7fffffffu); }
 
-// What the search of one decode slot works on. valid == false: no drafts.
-struct NgramSlot {
+// The geometry of one decode slot, from its values alone (the XPU kernels
+// stage them in local memory). valid == false: no drafts.
+struct NgramGeometry {
   bool valid;
-  const int64_t* prompt;     // P = token_ids_all[b, 0:p]
-  const int64_t* generated;  // G = token_ids_all[b, p:p+s]
-  int64_t p, s;
+  int64_t p, s;              // |prompt|, |generated|
   int64_t max_drafts;        // md
   int32_t max_len;           // min(max_ngram_size, s): longest query
   int32_t min_len;           // min_ngram_size
 };
 
+FS_HD NgramGeometry ngram_geometry(int64_t p, int64_t s, int32_t draft_token_num, int64_t max_dec_len,
+                                   int64_t draft_cols, int64_t max_model_len, int32_t max_ngram_size,
+                                   int32_t min_ngram_size) {
+  NgramGeometry g{};
+  g.valid = false;
+  if (p < 0 || s < 0 || p > max_model_len || s > max_model_len - p) return g;
+  const int64_t md = min64(min64(static_cast<int64_t>(draft_token_num), draft_cols - 1), max_dec_len - s - 1);
+  const int64_t max_len = min64(static_cast<int64_t>(max_ngram_size), s);
+  if (md <= 0 || max_len < min_ngram_size) return g;
+  g.valid = true;
+  g.p = p;
+  g.s = s;
+  g.max_drafts = md;
+  g.max_len = static_cast<int32_t>(max_len);
+  g.min_len = min_ngram_size;
+  return g;
+}
+
+// The drafts the best key yields: how many, from which region and where they
+// start in it (start is meaningless when the count is 0).
+FS_HD int64_t ngram_draft_span(const NgramGeometry& g, uint64_t key, int* from_generated, int64_t* start) {
+  if (key == kNoMatch) return 0;
+  *from_generated = ngram_key_is_generated(key);
+  *start = ngram_key_end(key) + 1;
+  return min64(g.max_drafts, (*from_generated ? g.s : g.p) - *start);
+}
+
+// What the search of one decode slot works on: its geometry and its rows.
+struct NgramSlot : NgramGeometry {
+  const int64_t* prompt;     // P = token_ids_all[b, 0:p]
+  const int64_t* generated;  // G = token_ids_all[b, p:p+s]
+};
+
 FS_HD NgramSlot ngram_slot(const NgramMatchParams& a, int64_t b) {
   NgramSlot slot{};
-  const int64_t p = a.prompt_lens[b];
-  const int64_t s = a.step_idx[b];
-  slot.valid = false;
-  if (p < 0 || s < 0 || p > a.max_model_len || s > a.max_model_len - p) return slot;
-  const int64_t md = min64(min64(static_cast<int64_t>(a.draft_token_num[b]), a.draft_cols - 1),
-                           a.max_dec_len[b] - s - 1);
-  const int64_t max_len = min64(static_cast<int64_t>(a.max_ngram_size), s);
-  if (md <= 0 || max_len < a.min_ngram_size) return slot;
-  slot.valid = true;
+  static_cast<NgramGeometry&>(slot) =
+      ngram_geometry(a.prompt_lens[b], a.step_idx[b], a.draft_token_num[b], a.max_dec_len[b], a.draft_cols,
+                     a.max_model_len, a.max_ngram_size, a.min_ngram_size);
+  if (!slot.valid) return slot;
   slot.prompt = a.token_ids_all + b * a.max_model_len;
-  slot.generated = slot.prompt + p;
-  slot.p = p;
-  slot.s = s;
-  slot.max_drafts = md;
-  slot.max_len = static_cast<int32_t>(max_len);
-  slot.min_len = a.min_ngram_size;
+  slot.generated = slot.prompt + slot.p;
   return slot;
 }
 
 // Number of drafts the best key yields, and where they start.
 FS_HD int64_t ngram_drafts_of(const NgramSlot& slot, uint64_t key, const int64_t** first) {
-  if (key == kNoMatch) return 0;
-  const bool gen = ngram_key_is_generated(key);
-  const int64_t start = ngram_key_end(key) + 1;
-  const int64_t end = gen ? slot.s : slot.p;
-  *first = (gen ? slot.generated : slot.prompt) + start;
-  return min64(slot.max_drafts, end - start);
+  int generated = 0;
+  int64_t start = 0;
+  const int64_t count = ngram_draft_span(slot, key, &generated, &start);
+  if (count > 0) *first = (generated ? slot.generated : slot.prompt) + start;
+  return count;
 }
 
-// Pass 2, sequential over slots: the budget rule of SPEC.md. `kept` receives
-// the final seq_lens_this_time of every decode slot (others: unchanged).
-// Works in place on seq_lens_this_time, which pass 1 set to 1 + drafts.
+// Pass 2, sequential over slots: the budget rule of SPEC.md, one slot at a
+// time (the XPU kernel streams the slots through local memory). Start with
+// the number of running slots, then step through every slot in order.
+struct NgramBudget {
+  int64_t budget;   // token_budget
+  int64_t running;  // prefill + decode slots
+  int64_t used, seen;  // tokens and running slots stepped through so far
+};
+
+FS_HD bool ngram_slot_runs(int32_t enc, int32_t dec) { return is_prefill(enc) || is_decode(enc, dec); }
+
+// The final seq_lens_this_time of a slot whose pass-1 value is this_time
+// (decode slots are trimmed; others keep theirs).
+FS_HD int32_t ngram_budget_step(NgramBudget& state, int32_t enc, int32_t dec, int32_t this_time) {
+  if (is_decode(enc, dec)) {
+    const int64_t reserve = state.running - state.seen - 1;
+    const int64_t allowed = max64(0, state.budget - state.used - reserve - 1);
+    this_time = static_cast<int32_t>(1 + min64(this_time - 1, allowed));
+  } else if (!is_prefill(enc)) {
+    return this_time;
+  }
+  state.used += this_time;
+  ++state.seen;
+  return this_time;
+}
+
+// The whole pass over arrays (CPU, and one CUDA thread): in place on
+// seq_lens_this_time, which pass 1 set to 1 + drafts.
 FS_HD void ngram_apply_budget(const NgramMatchParams& a, int32_t* seq_lens_this_time,
                               const int32_t* seq_lens_encoder, const int32_t* seq_lens_decoder) {
-  int64_t running = 0;
+  NgramBudget state{a.token_budget, 0, 0, 0};
+  for (int64_t b = 0; b < a.batch; ++b) state.running += ngram_slot_runs(seq_lens_encoder[b], seq_lens_decoder[b]);
   for (int64_t b = 0; b < a.batch; ++b) {
-    running += is_prefill(seq_lens_encoder[b]) || is_decode(seq_lens_encoder[b], seq_lens_decoder[b]);
-  }
-  int64_t used = 0, seen = 0;
-  for (int64_t b = 0; b < a.batch; ++b) {
-    if (is_decode(seq_lens_encoder[b], seq_lens_decoder[b])) {
-      const int64_t reserve = running - seen - 1;
-      const int64_t allowed = max64(0, a.token_budget - used - reserve - 1);
-      const int64_t drafts = min64(seq_lens_this_time[b] - 1, allowed);
-      seq_lens_this_time[b] = static_cast<int32_t>(1 + drafts);
-    } else if (!is_prefill(seq_lens_encoder[b])) {
-      continue;
-    }
-    used += seq_lens_this_time[b];
-    ++seen;
+    seq_lens_this_time[b] = ngram_budget_step(state, seq_lens_encoder[b], seq_lens_decoder[b], seq_lens_this_time[b]);
   }
 }
 
@@ -131,6 +165,11 @@ int ngram_match_cpu(const NgramMatchParams& params);
 // when the call has enough tokens to scan), then the budget pass and its trim.
 void ngram_run_cpu(const NgramMatchParams& params,
                    void (*search_slot)(const NgramMatchParams&, int64_t));
+
+// XPU: one search launch (a cluster per slot, its cores scanning tiles), plus
+// one single-cluster budget launch when token_budget > 0 (custom_ops/xpu).
+int ngram_match_xpu(const NgramMatchParams& params, const XpuGrid& grid);
+int ngram_budget_xpu(const NgramMatchParams& params, const XpuGrid& grid);
 
 #if defined(FASTSPEC_WITH_CUDA)
 // CUDA: one search launch, plus one budget launch when token_budget > 0.

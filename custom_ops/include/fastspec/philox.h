@@ -60,13 +60,7 @@ FS_HD uint64_t rand64(int64_t seed, int64_t position, uint32_t stream) {
 }
 
 // floor(r * total / 2^64): a uniform index into [0, total) for total >= 0.
-FS_HD uint64_t scale_rand64(uint64_t r, uint64_t total) {
-#if defined(__CUDA_ARCH__)
-  return __umul64hi(r, total);
-#else
-  return static_cast<uint64_t>((static_cast<unsigned __int128>(r) * total) >> 64);
-#endif
-}
+FS_HD uint64_t scale_rand64(uint64_t r, uint64_t total) { return mul_hi64(r, total); }
 
 }  // namespace fastspec
 

@@ -25,35 +25,45 @@ struct RejectionRows {
   int64_t vocab;             // V
 };
 
+// Mass of a probability stored as `dtype` (f32, or f16 / bf16 bits).
+FS_HD int64_t prob_mass_of(const void* value, int32_t dtype) {
+  if (dtype == kProbF16) return prob_mass(f32_from_bits(f16_to_f32_bits(*static_cast<const uint16_t*>(value))));
+  if (dtype == kProbBF16) return prob_mass(f32_from_bits(bf16_to_f32_bits(*static_cast<const uint16_t*>(value))));
+  return prob_mass(*static_cast<const float*>(value));
+}
+
+// Bytes of one probability of `dtype`.
+FS_HD int prob_bytes(int32_t dtype) { return dtype == kProbF32 ? 4 : 2; }
+
 // Mass of element (t, v) of a [T, V] probability array of the given dtype.
 FS_HD int64_t rejection_mass(const void* probs, int32_t dtype, int64_t vocab, int64_t t, int64_t v) {
-  const int64_t i = t * vocab + v;
-  uint32_t bits;
-  if (dtype == kProbF16) {
-    bits = f16_to_f32_bits(static_cast<const uint16_t*>(probs)[i]);
-  } else if (dtype == kProbBF16) {
-    bits = bf16_to_f32_bits(static_cast<const uint16_t*>(probs)[i]);
-  } else {
-    return prob_mass(static_cast<const float*>(probs)[i]);
-  }
-  return prob_mass(f32_from_bits(bits));
+  return prob_mass_of(static_cast<const char*>(probs) + (t * vocab + v) * prob_bytes(dtype), dtype);
+}
+
+// The mass of one element in a draw: max(mp - mq, 0) from the residual, else mp.
+FS_HD int64_t rejection_draw_mass(int64_t mp, int64_t mq, bool residual) {
+  if (!residual) return mp;
+  return mp > mq ? mp - mq : 0;
 }
 
 FS_HD int64_t rejection_residual_mass(const RejectionRows& r, int64_t t, int64_t v) {
-  const int64_t d = rejection_mass(r.target_probs, r.dtype, r.vocab, t, v) -
-                    rejection_mass(r.draft_probs, r.dtype, r.vocab, t, v);
-  return d > 0 ? d : 0;
+  return rejection_draw_mass(rejection_mass(r.target_probs, r.dtype, r.vocab, t, v),
+                             rejection_mass(r.draft_probs, r.dtype, r.vocab, t, v), true);
+}
+
+// The acceptance test from the draft's masses under p (mp) and q (mq).
+FS_HD bool rejection_accepts_masses(int64_t mp, int64_t mq, int64_t seed, int64_t position) {
+  if (mq <= 0) return false;
+  const uint64_t a = draw_point(rand64(seed, position, kStreamAccept), mq);
+  return a < static_cast<uint64_t>(mp);
 }
 
 // The acceptance test of draft d at row t (accept_all is the caller's).
 FS_HD bool rejection_accepts(const RejectionRows& r, int64_t t, int64_t d, int64_t seed,
                              int64_t position) {
   if (d < 0 || d >= r.vocab) return false;
-  const int64_t mq = rejection_mass(r.draft_probs, r.dtype, r.vocab, t, d);
-  if (mq <= 0) return false;
-  const int64_t mp = rejection_mass(r.target_probs, r.dtype, r.vocab, t, d);
-  const uint64_t a = draw_point(rand64(seed, position, kStreamAccept), mq);
-  return a < static_cast<uint64_t>(mp);
+  return rejection_accepts_masses(rejection_mass(r.target_probs, r.dtype, r.vocab, t, d),
+                                  rejection_mass(r.draft_probs, r.dtype, r.vocab, t, d), seed, position);
 }
 
 // A draw over ascending ids from the masses residual ? max(p - q, 0) : p of

@@ -23,7 +23,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #include "fastspec/common.h"
 #include "fastspec/mass.h"
@@ -44,7 +43,7 @@ FS_HD uint32_t f32_bits(float f) {
   return __float_as_uint(f);
 #else
   uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
+  __builtin_memcpy(&u, &f, sizeof(u));  // a builtin: no std:: on the XPU path
   return u;
 #endif
 }
@@ -54,7 +53,7 @@ FS_HD float f32_from_bits(uint32_t u) {
   return __uint_as_float(u);
 #else
   float f;
-  std::memcpy(&f, &u, sizeof(f));
+  __builtin_memcpy(&f, &u, sizeof(f));
   return f;
 #endif
 }
@@ -179,6 +178,11 @@ inline int check_sampling_sizes(int64_t rows, int64_t vocab, int64_t batch, int3
 // CPU: threads across rows; every output written. Returns kOk or kInvalidArgument.
 int top_p_candidates_cpu(const TopPCandidatesParams& params);
 int sample_tokens_cpu(const SampleTokensParams& params);
+
+// XPU: one cluster per row (rows strided over clusters), the histograms in
+// shared memory, one launch per op (custom_ops/xpu).
+int top_p_candidates_xpu(const TopPCandidatesParams& params, const XpuGrid& grid);
+int sample_tokens_xpu(const SampleTokensParams& params, const XpuGrid& grid);
 
 #if defined(FASTSPEC_WITH_CUDA)
 // CUDA: one block per row, one launch, no allocation, no host synchronisation

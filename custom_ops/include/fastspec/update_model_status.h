@@ -42,8 +42,11 @@ FS_HD bool slot_running(int32_t enc, int32_t dec, bool stopped, bool blocked) {
   return (is_prefill(enc) || is_decode(enc, dec)) && !stopped && !blocked;
 }
 
-// SPEC.md's per-slot rule. Returns whether the slot is running afterwards.
-FS_HD bool update_slot(const UpdateModelStatusParams& a, int64_t b) {
+// SPEC.md's per-slot rule, all but the history: the kept tokens are left in
+// accept_tokens[b, 0:accept_num[b]], and *history_at is where they go in
+// token_ids_all[b, :] (update_slot writes them; the XPU kernel copies them
+// out of local memory). Returns whether the slot is running afterwards.
+FS_HD bool update_slot_rule(const UpdateModelStatusParams& a, int64_t b, int64_t* history_at) {
   int64_t* accepted = a.accept_tokens + b * a.draft_cols;
   const bool blocked = a.is_block_step[b];
   if (blocked) {  // wins over stopped
@@ -66,8 +69,8 @@ FS_HD bool update_slot(const UpdateModelStatusParams& a, int64_t b) {
   const int64_t count = min64(max64(a.accept_num[b], 0), a.draft_cols);
   const int64_t p = a.prompt_lens[b];
   const int64_t max_dec = a.max_dec_len[b];
-  int64_t* history = a.token_ids_all + b * a.max_model_len;
   int64_t step = a.step_idx[b];
+  *history_at = static_cast<int64_t>(static_cast<uint64_t>(p) + static_cast<uint64_t>(step));  // used only when a token is kept (then in [0, L))
   int64_t kept = 0;
   bool ended = false;
   for (int64_t k = 0; k < count && !ended; ++k) {
@@ -81,7 +84,6 @@ FS_HD bool update_slot(const UpdateModelStatusParams& a, int64_t b) {
     const bool is_end = is_end_token(token, a.end_tokens, a.num_end_tokens);
     if (step >= max_dec && !is_end) token = a.end_tokens[0];
     ended = is_end || step >= max_dec;
-    history[p + step - 1] = token;
     accepted[kept++] = token;
   }
   for (int64_t k = kept; k < a.draft_cols; ++k) accepted[k] = -1;
@@ -107,8 +109,21 @@ FS_HD bool update_slot(const UpdateModelStatusParams& a, int64_t b) {
   return slot_running(new_enc, new_dec, ended, false);
 }
 
+// The whole per-slot rule on arrays (CPU, CUDA).
+FS_HD bool update_slot(const UpdateModelStatusParams& a, int64_t b) {
+  int64_t history_at = 0;
+  const bool running = update_slot_rule(a, b, &history_at);
+  const int64_t* accepted = a.accept_tokens + b * a.draft_cols;
+  for (int32_t k = 0; k < a.accept_num[b]; ++k) a.token_ids_all[b * a.max_model_len + history_at + k] = accepted[k];
+  return running;
+}
+
 // CPU: threads across slots, then has_running. Returns kOk.
 int update_model_status_cpu(const UpdateModelStatusParams& params);
+
+// XPU: one launch of one cluster (slots strided over its cores), which also
+// writes has_running (custom_ops/xpu).
+int update_model_status_xpu(const UpdateModelStatusParams& params, const XpuGrid& grid);
 
 #if defined(FASTSPEC_WITH_CUDA)
 // CUDA: one launch of one block (slots strided over its threads), which also

@@ -114,8 +114,22 @@ FS_HD int64_t verify_correction(const VerifyDraftTokensParams& a, int64_t b, int
   return token < 0 ? a.end_tokens[0] : token;
 }
 
+// How verify_slot_with reads the strategy's rows (targets, candidates,
+// probabilities): here straight from the params (CPU, CUDA). The XPU kernel
+// streams them from global memory instead (custom_ops/xpu).
+struct VerifyRowsInMemory {
+  FS_HD bool accepts(const VerifyDraftTokensParams& a, int64_t b, int64_t t, int64_t d, int64_t position) const {
+    return verify_accepts(a, b, t, d, position);
+  }
+  FS_HD int64_t correction(const VerifyDraftTokensParams& a, int64_t b, int64_t t, int64_t position,
+                           bool rejected) const {
+    return verify_correction(a, b, t, position, rejected);
+  }
+};
+
 // SPEC.md's per-slot rule. Writes accept_tokens[b, :] and accept_num[b].
-FS_HD void verify_slot(const VerifyDraftTokensParams& a, int64_t b) {
+template <class Rows>
+FS_HD void verify_slot_with(const VerifyDraftTokensParams& a, int64_t b, const Rows& rows) {
   int64_t* out = a.accept_tokens + b * a.draft_cols;
   for (int64_t k = 0; k < a.draft_cols; ++k) out[k] = -1;
   a.accept_num[b] = 0;
@@ -152,7 +166,7 @@ FS_HD void verify_slot(const VerifyDraftTokensParams& a, int64_t b) {
   for (; i < drafts; ++i) {
     const int64_t d = a.draft_tokens[b * a.draft_cols + i + 1];
     const int64_t position = static_cast<int64_t>(static_cast<uint64_t>(a.step_idx[b]) + i);
-    if (!verify_accepts(a, b, first_row + i, d, position)) {
+    if (!rows.accepts(a, b, first_row + i, d, position)) {
       rejected = true;
       break;
     }
@@ -163,14 +177,20 @@ FS_HD void verify_slot(const VerifyDraftTokensParams& a, int64_t b) {
   }
   if (!ended) {
     const int64_t position = static_cast<int64_t>(static_cast<uint64_t>(a.step_idx[b]) + i);
-    emit(verify_correction(a, b, first_row + i, position, rejected));
+    emit(rows.correction(a, b, first_row + i, position, rejected));
   }
   a.accept_num[b] = static_cast<int32_t>(emitted);
 }
 
+FS_HD void verify_slot(const VerifyDraftTokensParams& a, int64_t b) { verify_slot_with(a, b, VerifyRowsInMemory{}); }
+
 // CPU: threads across slots. Returns kOk, or kInvalidArgument for an
 // unsupported strategy. REJECTION scans V entries per correction / bonus.
 int verify_draft_tokens_cpu(const VerifyDraftTokensParams& params);
+
+// XPU: one launch, one core per slot; each core stages its slot in local
+// memory and streams the strategy's rows from global memory (custom_ops/xpu).
+int verify_draft_tokens_xpu(const VerifyDraftTokensParams& params, const XpuGrid& grid);
 
 #if defined(FASTSPEC_WITH_CUDA)
 // CUDA: one launch, one thread per slot. No allocation, no host
