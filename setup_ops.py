@@ -30,6 +30,14 @@ standard folders are tried (``/usr/local/cuda``, ``/usr/local/cuda-*``). The
 missing toolkit an error (CI uses it); ``FASTSPEC_CUDA_ARCHS`` overrides the
 default architectures ``80;90``.
 
+XPU: the Kunlunxin XPU3 kernels (``custom_ops/xpu/*.xpu``) are always compiled
+for the host through the XPU emulation into the bindings (``backend=
+"xpu_emulator"`` of ``fastspec.kernels``). Where ``CLANG_PATH`` names an XTDK
+(it has ``bin/clang++``), they are also compiled for the device with it and
+linked, with the XRE runtime (``XRE_PATH``), into the Paddle op library, which
+then runs Paddle XPU tensors on them (``-DFASTSPEC_WITH_XPU``; needs
+``paddlepaddle-xpu``). See docs/xpu.md.
+
 ``--dry-run`` prints the compiler and linker commands without running them
 (``planned_commands()`` returns them). ``pip install .`` runs this same build
 through ``setup.py`` (``build_into()``), into the wheel's ``fastspec/_lib/``.
@@ -80,6 +88,17 @@ def find_cuda_home() -> tuple[Path | None, str]:
     return None, "no CUDA toolkit: CUDA_HOME unset and no /usr/local/cuda*/bin/nvcc"
 
 
+def find_xtdk() -> tuple[Path | None, str]:
+    """The Kunlunxin XTDK to compile the XPU kernels for the device with, and why (or why not)."""
+    value = os.environ.get("CLANG_PATH")
+    if not value:
+        return None, "no Kunlunxin XTDK toolchain (CLANG_PATH unset)"
+    home = Path(value)
+    if not (home / "bin" / "clang++").is_file():
+        return None, f"CLANG_PATH={home} has no bin/clang++"
+    return home, f"XTDK at CLANG_PATH={home}"
+
+
 def march_flags(native: bool = False) -> list[str]:
     """-march for the C++ code: none (the architecture's baseline, runs on any CPU of it)
     unless --native or FASTSPEC_MARCH asks for one."""
@@ -128,9 +147,10 @@ class Builder:
     every command it would run (cached objects included) in self.commands."""
 
     def __init__(self, jobs: int, cuda_home: Path | None, march: list[str] | None = None,
-                 lib_dir: Path = LIB_DIR, dry_run: bool = False):
+                 lib_dir: Path = LIB_DIR, dry_run: bool = False, xtdk: Path | None = None):
         self.jobs = jobs
         self.cuda_home = cuda_home
+        self.xtdk = xtdk
         self.march = list(march or [])
         self.lib_dir = Path(lib_dir)
         self.dry_run = dry_run
@@ -179,13 +199,45 @@ class Builder:
         return ["-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-DFASTSPEC_WITH_CUDA", f"-I{INCLUDE}", f"-I{GENERATED}",
                 *gencode]
 
-    def kernel_units(self) -> list[tuple[Path, list[str], list[str]]]:
+    def kernel_units(self, xpu: str = "emulated") -> list[tuple[Path, list[str], list[str]]]:
+        """Every kernel compile unit; the XPU kernels "emulated" (for the host) or "xtdk" (for the device)."""
         units = [(src, ["g++"], self.cxx_flags()) for src in sources("cpu", ".cc")]
         glue = self.cxx_flags()  # ops/: each op's OpCall glue and backend registrations
         if self.cuda_home:
             units += [(src, self.nvcc(), self.nvcc_flags()) for src in sources("cuda", ".cu")]
             glue = glue + ["-DFASTSPEC_WITH_CUDA", f"-I{self.cuda_home / 'include'}"]
+        units += self.xtdk_units() if xpu == "xtdk" else self.emulated_xpu_units()
         return units + [(src, ["g++"], glue) for src in sources("ops", ".cc")]
+
+    def emulated_xpu_units(self) -> list[tuple[Path, list[str], list[str]]]:
+        """The .xpu kernels, their launchers and the emulation, compiled by g++ for the host."""
+        flags = self.cxx_flags() + [f"-I{OPS / 'xpu'}"]
+        kernels = sources("xpu", ".xpu") + sources("xpu/emulation", ".xpu")
+        return ([(src, ["g++"], flags + ["-x", "c++"]) for src in kernels]
+                + [(src, ["g++"], flags) for src in sources("xpu/host", ".cc") + sources("xpu/emulation", ".cc")])
+
+    def xtdk_flags(self) -> list[str]:
+        """XPU_NOTES.md §6: the flags FastDeploy and Paddle compile XPU3 kernels with."""
+        includes = [f"-I{INCLUDE}", f"-I{GENERATED}", f"-I{OPS / 'xpu'}", f"-I{self.xtdk / 'include'}"]
+        xre = os.environ.get("XRE_PATH")
+        if xre:
+            includes.append(f"-I{Path(xre) / 'include'}")
+        return ["-std=c++11", "-O2", "-fno-builtin", "-fPIC", "--target=x86_64-baidu-linux-gnu", "-DFASTSPEC_XTDK",
+                "-D__XPU3__", "-fxpu-launch-return", "-Wno-int-to-void-pointer-cast", "-Wno-int-to-pointer-cast",
+                "-mllvm", "--xpu-inline-cost", "-mllvm", "--xpu-inline-hot-call", *includes]
+
+    def xtdk_units(self) -> list[tuple[Path, list[str], list[str]]]:
+        """The .xpu kernels for the device (and their launch stubs), the launchers in XTDK's host mode."""
+        clang = [str(self.xtdk / "bin" / "clang++")]
+        flags = self.xtdk_flags()
+        return ([(src, clang, flags + ["--xpu-arch=xpu3"]) for src in sources("xpu", ".xpu")]
+                + [(src, clang, flags + ["-x", "xpu", "--xpu-host-only"]) for src in sources("xpu/host", ".cc")])
+
+    def xpu_link_flags(self) -> list[str]:
+        if not self.xtdk:
+            return []
+        xre = Path(os.environ.get("XRE_PATH") or self.xtdk)
+        return [f"-L{xre / 'so'}", f"-L{xre / 'lib'}", "-lxpurt"]
 
     def cuda_link_flags(self) -> list[str]:
         if not self.cuda_home:
@@ -205,6 +257,12 @@ class Builder:
         tmp.replace(output)  # atomic: a running process never sees half a library
         log(f"wrote {output.relative_to(ROOT) if output.is_relative_to(ROOT) else output}")
 
+    def xtdk_device_objects(self, objects: list[Path]) -> list[Path]:
+        """XTDK writes each .xpu file's device binary beside its host object as NAME.device.bin.o."""
+        if not self.xtdk:
+            return []
+        return [obj.with_suffix(".device.bin.o") for obj in objects if obj.name.startswith("xpu_")]
+
     # --- the two products -------------------------------------------------
     def build_paddle_ops(self) -> None:
         with warnings.catch_warnings():
@@ -223,11 +281,15 @@ class Builder:
             if (cuda_include / "cccl").is_dir():  # CUDA 13 keeps thrust/cub here
                 defines.append(f"-I{cuda_include / 'cccl'}")
         paddle_flags = self.cxx_flags() + [f"-I{OPS / 'paddle'}"] + includes + defines
+        if self.xtdk:  # XPU tensors run on the device kernels (needs paddlepaddle-xpu's XRE/XDNN headers)
+            paddle_flags += ["-DPADDLE_WITH_XPU", "-DFASTSPEC_WITH_XPU"]
         op_units = [(GENERATED / "paddle_ops.cc", ["g++"], paddle_flags)]
-        objects = self.compile(self.kernel_units() + op_units)
+        objects = self.compile(self.kernel_units("xtdk" if self.xtdk else "emulated") + op_units)
+        objects += self.xtdk_device_objects(objects)
         lib_dirs = find_paddle_libraries(False)
         link = [f"-L{d}" for d in lib_dirs] + [f"-Wl,-rpath,{d}" for d in lib_dirs]
-        link += ["-Wl,--no-as-needed", "-l:libpaddle.so", "-Wl,--as-needed", *self.cuda_link_flags()]
+        link += ["-Wl,--no-as-needed", "-l:libpaddle.so", "-Wl,--as-needed", *self.cuda_link_flags(),
+                 *self.xpu_link_flags()]
         self.link(objects, self.lib_dir / "fastspec_ops.so", link)
 
     def build_bindings(self) -> None:
@@ -277,8 +339,9 @@ def build(args: argparse.Namespace, lib_dir: Path = LIB_DIR, skip_ops_without_pa
     cuda_home, why = (None, "disabled by --cuda off") if args.cuda == "off" else find_cuda_home()
     if args.cuda == "on" and cuda_home is None:
         raise SystemExit(f"[setup_ops] --cuda on, but {why}")
+    xtdk, xpu_why = find_xtdk()
     generate()
-    builder = Builder(max(1, args.jobs), cuda_home, march_flags(args.native), lib_dir, args.dry_run)
+    builder = Builder(max(1, args.jobs), cuda_home, march_flags(args.native), lib_dir, args.dry_run, xtdk)
 
     built, skipped = [], []
     if not args.bindings_only:
@@ -302,7 +365,11 @@ def build(args: argparse.Namespace, lib_dir: Path = LIB_DIR, skip_ops_without_pa
     log(f"backends: CPU (always); {cpu_report(builder.march)}")
     log(f"backends: CUDA {'yes' if cuda_home else 'skipped'}: {why}"
         + (f"; archs {os.environ.get('FASTSPEC_CUDA_ARCHS', DEFAULT_ARCHS)}" if cuda_home else ""))
-    log("backends: XPU skipped: no Kunlunxin XTDK toolchain (CLANG_PATH unset)")
+    log("backends: XPU emulated (host threads) in the pybind11 bindings, always")
+    if xtdk and "paddle ops" in built:
+        log(f"backends: XPU device kernels in the Paddle op library: {xpu_why}")
+    else:
+        log(f"backends: XPU device kernels skipped: {xpu_why if not xtdk else 'no Paddle op library built'}")
     return builder
 
 

@@ -12,6 +12,12 @@ New outputs (``top_p_candidates``' candidates, ``sample_tokens``' tokens,
 ``update_model_status``' ``has_running``) are the caller's arrays where given
 (CUDA Graph capture needs fixed buffers) and allocated otherwise.
 
+``backend="xpu_emulator"`` runs numpy arrays on the Kunlunxin XPU3 kernels
+(``custom_ops/xpu``) through the host emulation of the XPU, on ``xpu_grid=
+(clusters, cores)`` (default ``(12, 64)``, an XPU3's); the results are the
+CPU backend's bit for bit. ``xpu_reverse_clusters=True`` runs the clusters
+last to first (a test mode). See docs/xpu.md.
+
 numpy has no bfloat16: a ``uint16`` array passed as probabilities is read as
 bfloat16 bits. Built by ``python setup_ops.py`` (``--bindings-only`` needs no
 Paddle).
@@ -139,7 +145,7 @@ def _allocate(like: Array, array: Any, dtype: str, shape: tuple[int, ...]) -> An
 
         with cupy.cuda.Device(array.device.id):
             return cupy.empty(shape, dtype=dtype)
-    if like.meta.device != "cpu":
+    if like.framework != "numpy" and like.meta.device != "cpu":  # numpy: host memory (the emulated XPU's too)
         raise FastspecArgumentError(f"cannot allocate an output beside a {like.framework} array on "
                                     f"{like.meta.device}: pass the output")
     return np.empty(shape, dtype=dtype)
@@ -161,9 +167,38 @@ def _current_stream(array: Array, value: Any) -> int:
     return 0
 
 
+XPU_EMULATOR = "xpu_emulator"
+DEFAULT_XPU_GRID = (12, 64)
+
+
+def _on_emulated_xpu(op: OpSchema, name: str, array: Array) -> Array:
+    """An array of a backend="xpu_emulator" call, moved onto the emulated XPU (host memory is its
+    global memory), so the XPU's limits apply."""
+    if array.framework != "numpy":
+        raise FastspecArgumentError(f"{op.name}: backend='{XPU_EMULATOR}' runs on numpy arrays; argument "
+                                    f"'{name}' is a {array.framework} array on {array.meta.device}")
+    return dataclasses.replace(array, meta=dataclasses.replace(array.meta, device="xpu:0"))
+
+
+def _xpu_grid(op: OpSchema, grid: Any) -> tuple[int, int]:
+    try:
+        clusters, cores = (int(v) for v in grid)
+    except (TypeError, ValueError):
+        raise FastspecArgumentError(f"{op.name}: xpu_grid must be (clusters, cores), got {grid!r}") from None
+    if not (1 <= clusters <= 255 and 1 <= cores <= 64):
+        raise FastspecArgumentError(f"{op.name}: xpu_grid {grid!r} must have 1..255 clusters of 1..64 cores")
+    return clusters, cores
+
+
 def _prepare(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extras: dict[str, Any]) -> tuple[Any, Any]:
     """Checks a call against the schema and allocates missing outputs; returns (launch, result)."""
     arrays = {t.name: None if tensors[t.name] is None else read_array(op, t, tensors[t.name]) for t in op.tensors}
+    backend = extras.get("backend")
+    if backend not in (None, XPU_EMULATOR):
+        raise FastspecArgumentError(f"{op.name}: backend must be None (the arrays' device) or '{XPU_EMULATOR}', "
+                                    f"got {backend!r}")
+    if backend == XPU_EMULATOR:
+        arrays = {name: a and _on_emulated_xpu(op, name, a) for name, a in arrays.items()}
     checked = validate(op, {name: a and a.meta for name, a in arrays.items()}, attrs)
     anchor_name = checked.used[0]
     anchor = arrays[anchor_name]
@@ -176,6 +211,8 @@ def _prepare(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extra
         if values[out.name] is None:
             values[out.name] = _allocate(anchor, tensors[anchor_name], out.dtypes[0], _output_shape(out, checked.dims))
             arrays[out.name] = read_array(op, out, values[out.name])
+            if backend == XPU_EMULATOR:
+                arrays[out.name] = _on_emulated_xpu(op, out.name, arrays[out.name])
     if checked.backend not in BACKENDS:
         raise FastspecArgumentError(f"{op.name}: no kernel for device {checked.device}")
     used = set(checked.used) | set(op.output_names)
@@ -185,12 +222,13 @@ def _prepare(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extra
         value = checked.attrs[attr.name]
         attr_values.append(attr.choices.index(value) if attr.kind == "str" else int(value))
     stream = extras.get("stream")
-    if checked.backend != "cpu" and stream is None:
+    if checked.backend == "cuda" and stream is None:
         stream = _current_stream(anchor, tensors[anchor_name])
+    grid = _xpu_grid(op, extras.get("xpu_grid") or DEFAULT_XPU_GRID)
     args = (op.name, BACKENDS[checked.backend],
             [r.address if r else 0 for r in refs], [DTYPE_CODES.get(r.meta.dtype, -1) if r else -1 for r in refs],
             [list(r.meta.shape) if r else [] for r in refs], [r is not None for r in refs], attr_values,
-            int(stream or 0), int(extras.get("num_threads") or 0))
+            int(stream or 0), int(extras.get("num_threads") or 0), grid, bool(extras.get("xpu_reverse_clusters")))
     return functools.partial(module().run, *args), pack_result(op, values)
 
 
@@ -216,9 +254,15 @@ _SETUP = ">>> import numpy as np, fastspec.kernels as fs; T = np.array"
 _EXTRAS = (
     inspect.Parameter("num_threads", inspect.Parameter.KEYWORD_ONLY, default=0),
     inspect.Parameter("stream", inspect.Parameter.KEYWORD_ONLY, default=None),
+    inspect.Parameter("backend", inspect.Parameter.KEYWORD_ONLY, default=None),
+    inspect.Parameter("xpu_grid", inspect.Parameter.KEYWORD_ONLY, default=DEFAULT_XPU_GRID),
+    inspect.Parameter("xpu_reverse_clusters", inspect.Parameter.KEYWORD_ONLY, default=False),
 )
 _EXTRA_DOC = ("    num_threads (CPU only): 1 keeps the work on the calling thread, 0 uses the kernels' pool.\n"
-              "    stream (CUDA only): the CUDA stream handle; default: the framework's current stream.")
+              "    stream (CUDA only): the CUDA stream handle; default: the framework's current stream.\n"
+              "    backend: None runs on the arrays' device; 'xpu_emulator' runs numpy arrays on the XPU kernels,\n"
+              "        emulated on host threads, with xpu_grid=(clusters, cores) and, as a test mode,\n"
+              "        xpu_reverse_clusters=True.")
 
 
 def _op(name: str) -> Any:

@@ -30,6 +30,11 @@ PROBS = ("float32", "float16", "bfloat16")  # probability rows; computed in floa
 PER_REQUEST = "[B] | [B, 1]"  # SPEC.md: every per-request tensor may be [B] or [B, 1]
 INT32_MAX = 2**31 - 1
 CUDA_MAX_BATCH = 4096  # custom_ops/include/fastspec/common.h kMaxCudaBatch (a test checks they agree)
+# The XPU kernels keep a slot's rows in local memory (custom_ops/xpu/xpu_types.h; a test checks they agree).
+XPU_MAX_DRAFTS = 127  # K: a [K + 1] int64 row is 1 KB
+XPU_MAX_END_TOKENS = 64  # E
+_XPU_LIMITS = {"K": XPU_MAX_DRAFTS}
+_XPU_LIMITS_E = {"K": XPU_MAX_DRAFTS, "E": XPU_MAX_END_TOKENS}
 MAX_CANDIDATE_LEN = 1024  # custom_ops/include/fastspec/sampling.h kMaxCandidateLen (likewise)
 
 _DIM = re.compile(r"^([A-Za-z_]\w*)(?:\s*\+\s*(\d+))?$")
@@ -200,7 +205,7 @@ def _ngram_op(name: str, summary: str, details: str, example: str) -> OpSchema:
     """ngram_match and ngram_append take the same tensors and attributes and share their rules."""
     return OpSchema(name=name, summary=summary, details=details, example=example, tensors=_NGRAM_TENSORS,
                     attrs=_NGRAM_ATTRS, result="NgramDrafts", symbol_ranges={"L": (0, INT32_MAX), "K": (0, None)},
-                    device_limits={"cuda": {"B": CUDA_MAX_BATCH}})
+                    device_limits={"cuda": {"B": CUDA_MAX_BATCH}, "xpu": _XPU_LIMITS})
 
 
 NGRAM_MATCH = _ngram_op(
@@ -374,7 +379,7 @@ VERIFY_DRAFT_TOKENS = OpSchema(
     result="VerifyResult",
     strategy_attr="strategy",
     symbol_ranges={"K": (0, None), "E": (1, None), "Kc": (1, MAX_CANDIDATE_LEN), "V": (1, INT32_MAX)},
-    device_limits={"cuda": {"B": CUDA_MAX_BATCH}},
+    device_limits={"cuda": {"B": CUDA_MAX_BATCH}, "xpu": _XPU_LIMITS_E},
     example=(
         ">>> accept_tokens, accept_num = fs.verify_draft_tokens(  # drafts 5 6 7; the target says 5 6 9 ...\n"
         "...     T([[-1, -1, -1, -1]], dtype='int64'), T([0], dtype='int32'),\n"
@@ -424,7 +429,7 @@ UPDATE_MODEL_STATUS = OpSchema(
     attrs=(),
     result="ModelStatus",
     symbol_ranges={"K": (0, None), "E": (1, None), "L": (0, INT32_MAX)},
-    device_limits={"cuda": {"B": CUDA_MAX_BATCH}},
+    device_limits={"cuda": {"B": CUDA_MAX_BATCH}, "xpu": _XPU_LIMITS_E},
     example=(
         ">>> status = fs.update_model_status(  # one decode slot accepts 5 6 after token 4\n"
         "...     T([0], dtype='int32'), T([3], dtype='int32'), T([2], dtype='int32'), T([1], dtype='int64'),\n"

@@ -16,7 +16,8 @@ void bind_ops(py::module_& m) {
       "run",
       [](const std::string& op, int backend, const std::vector<uintptr_t>& data, const std::vector<int>& dtypes,
          const std::vector<std::vector<int64_t>>& shapes, const std::vector<bool>& present,
-         const std::vector<int64_t>& attrs, uintptr_t stream, int num_threads) {
+         const std::vector<int64_t>& attrs, uintptr_t stream, int num_threads, std::pair<int, int> xpu_grid,
+         bool xpu_reverse_clusters) {
         const size_t n = data.size();
         if (dtypes.size() != n || shapes.size() != n || present.size() != n) {
           throw std::invalid_argument(op + ": run() needs one dtype, shape and presence flag per tensor");
@@ -35,6 +36,9 @@ void bind_ops(py::module_& m) {
         call.backend = static_cast<fastspec::Backend>(backend);
         call.stream = ptr<void>(stream);
         call.num_threads = num_threads;
+        call.xpu_grid.clusters = xpu_grid.first;
+        call.xpu_grid.cores = xpu_grid.second;
+        call.xpu_grid.reverse_clusters = xpu_reverse_clusters;
         int status;
         {
           py::gil_scoped_release release;
@@ -46,6 +50,7 @@ void bind_ops(py::module_& m) {
         }
         if (status != fastspec::kOk) {
           std::string what = std::to_string(status);
+          if (status == fastspec::kXpuEmulationError) what = std::string("XPU emulation: ") + fastspec::xpu_emulation_error();
 #if defined(FASTSPEC_WITH_CUDA)
           if (call.backend == fastspec::Backend::kCuda) what = cudaGetErrorString(static_cast<cudaError_t>(status));
 #endif
@@ -54,7 +59,20 @@ void bind_ops(py::module_& m) {
       },
       py::arg("op"), py::arg("backend"), py::arg("data"), py::arg("dtypes"), py::arg("shapes"), py::arg("present"),
       py::arg("attrs"), py::arg("stream") = 0, py::arg("num_threads") = 0,
+      py::arg("xpu_grid") = std::pair<int, int>(12, 64), py::arg("xpu_reverse_clusters") = false,
       "Runs `op` on raw tensors (schema order); fastspec.kernels checks the call first");
+  m.def(
+      "xpu_probe",
+      [](int which, std::pair<int, int> grid, std::vector<int> in) {
+        fastspec::XpuGrid g;
+        g.clusters = grid.first;
+        g.cores = grid.second;
+        std::vector<int> out(static_cast<size_t>(g.clusters) * g.cores, 0);
+        const int status = fastspec::xpu_probe(which, in.data(), out.data(), static_cast<int>(in.size()), g);
+        return py::make_tuple(status, std::string(status == fastspec::kOk ? "" : fastspec::xpu_emulation_error()), out);
+      },
+      py::arg("which"), py::arg("grid"), py::arg("values"),
+      "runs emulation probe `which` (custom_ops/xpu/emulation/probes.xpu): (status, broken rule, out per core)");
   m.def("backends", [](const std::string& op) { return std::string(fastspec::backends_of(op.c_str())); },
         "the backends this build has a kernel of `op` for, e.g. 'cpu, cuda'");
 }

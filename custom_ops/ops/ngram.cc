@@ -37,6 +37,9 @@ static_assert(arg::ngram_append::max_dec_len == a::max_dec_len, "ngram_append ta
 
 FASTSPEC_REGISTER(ngram_match, kCpu, [](const OpCall& c) { return ngram_match_cpu(ngram_params(c)); });
 FASTSPEC_REGISTER(ngram_append, kCpu, [](const OpCall& c) { return ngram_append_cpu(ngram_params(c)); });
+// The XPU kernels: emulated on the host, or real under XTDK (custom_ops/xpu).
+FASTSPEC_REGISTER(ngram_match, kXpu, [](const OpCall& c) { return ngram_match_xpu(ngram_params(c), c.xpu()); });
+FASTSPEC_REGISTER(ngram_append, kXpu, [](const OpCall& c) { return ngram_append_xpu(ngram_params(c), c.xpu()); });
 #if defined(FASTSPEC_WITH_CUDA)
 FASTSPEC_REGISTER(ngram_match, kCuda, [](const OpCall& c) {
   return static_cast<int>(ngram_match_cuda(ngram_params(c), static_cast<cudaStream_t>(c.stream)));

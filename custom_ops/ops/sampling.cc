@@ -50,6 +50,9 @@ SampleTokensParams sample_params(const OpCall& c) {
 
 FASTSPEC_REGISTER(top_p_candidates, kCpu, [](const OpCall& c) { return top_p_candidates_cpu(candidates_params(c)); });
 FASTSPEC_REGISTER(sample_tokens, kCpu, [](const OpCall& c) { return sample_tokens_cpu(sample_params(c)); });
+// The XPU kernels: emulated on the host, or real under XTDK (custom_ops/xpu).
+FASTSPEC_REGISTER(top_p_candidates, kXpu, [](const OpCall& c) { return top_p_candidates_xpu(candidates_params(c), c.xpu()); });
+FASTSPEC_REGISTER(sample_tokens, kXpu, [](const OpCall& c) { return sample_tokens_xpu(sample_params(c), c.xpu()); });
 #if defined(FASTSPEC_WITH_CUDA)
 FASTSPEC_REGISTER(top_p_candidates, kCuda, [](const OpCall& c) {
   return static_cast<int>(top_p_candidates_cuda(candidates_params(c), static_cast<cudaStream_t>(c.stream)));

@@ -34,6 +34,8 @@ UpdateModelStatusParams update_params(const OpCall& c) {
 }  // namespace
 
 FASTSPEC_REGISTER(update_model_status, kCpu, [](const OpCall& c) { return update_model_status_cpu(update_params(c)); });
+// The XPU kernels: emulated on the host, or real under XTDK (custom_ops/xpu).
+FASTSPEC_REGISTER(update_model_status, kXpu, [](const OpCall& c) { return update_model_status_xpu(update_params(c), c.xpu()); });
 #if defined(FASTSPEC_WITH_CUDA)
 FASTSPEC_REGISTER(update_model_status, kCuda, [](const OpCall& c) {
   return static_cast<int>(update_model_status_cuda(update_params(c), static_cast<cudaStream_t>(c.stream)));

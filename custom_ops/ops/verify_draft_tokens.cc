@@ -66,6 +66,8 @@ VerifyDraftTokensParams verify_params(const OpCall& c) {
 }  // namespace
 
 FASTSPEC_REGISTER(verify_draft_tokens, kCpu, [](const OpCall& c) { return verify_draft_tokens_cpu(verify_params(c)); });
+// The XPU kernels: emulated on the host, or real under XTDK (custom_ops/xpu).
+FASTSPEC_REGISTER(verify_draft_tokens, kXpu, [](const OpCall& c) { return verify_draft_tokens_xpu(verify_params(c), c.xpu()); });
 #if defined(FASTSPEC_WITH_CUDA)
 FASTSPEC_REGISTER(verify_draft_tokens, kCuda, [](const OpCall& c) {
   return static_cast<int>(verify_draft_tokens_cuda(verify_params(c), static_cast<cudaStream_t>(c.stream)));

@@ -23,6 +23,9 @@
 #ifdef FASTSPEC_WITH_CUDA
 #include <cuda_runtime_api.h>
 #endif
+#ifdef FASTSPEC_WITH_XPU  // paddlepaddle-xpu with XRE/XDNN headers: not compilable against the CPU wheel
+#include "paddle/phi/backends/xpu/xpu_context.h"
+#endif
 
 namespace fastspec_paddle {
 
@@ -193,7 +196,18 @@ class Call {
       call.stream = anchor.stream();
 #endif
     } else if (anchor.place().GetType() == phi::AllocationType::XPU) {
+#ifdef FASTSPEC_WITH_XPU
+      // Paddle's stream and cluster count for this device (as FastDeploy's XPU ops take them).
+      const auto* context = static_cast<const phi::XPUContext*>(
+          paddle::experimental::DeviceContextPool::Instance().Get(anchor.place()));
       call.backend = fastspec::Backend::kXpu;
+      call.stream = context->stream();
+      call.xpu_grid.clusters = context->x_context()->ncluster();
+      call.xpu_grid.cores = 64;
+#else
+      fail("this build has no XPU kernels for Paddle tensors (build with an XTDK: CLANG_PATH; the emulated "
+           "XPU runs in fastspec.kernels with backend='xpu_emulator')");
+#endif
     } else {
       fail("no kernel for place " + anchor.place().DebugString() + " (this build has " +
            fastspec::backends_of(spec_.name) + ")");

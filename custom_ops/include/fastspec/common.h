@@ -44,6 +44,12 @@ struct XpuGrid {
   void* stream = nullptr;  // XPUStream under XTDK; unused by the emulation
 };
 
+// The emulated XPU (custom_ops/xpu/emulation): the rule its last launch broke
+// ("" when none), and a kernel per broken rule for the emulation's own tests
+// (out[global core] = what that core saw; see emulation/probes.xpu).
+const char* xpu_emulation_error();
+int xpu_probe(int which, const int* in, int* out, int n, const XpuGrid& grid);
+
 // Slot kinds (SPEC.md "Conventions").
 FS_HD bool is_prefill(int32_t seq_len_encoder) { return seq_len_encoder > 0; }
 FS_HD bool is_decode(int32_t seq_len_encoder, int32_t seq_len_decoder) {

@@ -31,8 +31,9 @@ struct OpCall {
   const TensorRef* tensors = nullptr;  // schema order: inputs, then new outputs
   const int64_t* attrs = nullptr;      // schema order; bool 0 / 1, a string as its index in the choices
   Backend backend = Backend::kCpu;
-  void* stream = nullptr;              // cudaStream_t on CUDA; unused on the CPU
+  void* stream = nullptr;              // cudaStream_t on CUDA, XPUStream on the XPU; unused on the CPU
   int32_t num_threads = 0;             // CPU: 1 runs on the calling thread, else the pool
+  XpuGrid xpu_grid;                    // XPU: the launch's clusters x cores (its stream is `stream`)
 
   const TensorRef& tensor(int index) const { return tensors[index]; }
   int64_t size(int index, int axis) const { return tensors[index].shape[axis]; }
@@ -41,6 +42,11 @@ struct OpCall {
     return tensors[index].present ? static_cast<T*>(tensors[index].data) : nullptr;
   }
   int64_t attr(int index) const { return attrs[index]; }
+  XpuGrid xpu() const {
+    XpuGrid grid = xpu_grid;
+    grid.stream = stream;
+    return grid;
+  }
 };
 
 // A launcher returns kOk or an error code of its backend (a cudaError_t value on CUDA).

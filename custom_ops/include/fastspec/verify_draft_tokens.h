@@ -63,12 +63,10 @@ FS_HD int64_t verify_candidate_len(const VerifyDraftTokensParams& a, int64_t t) 
   return min64(max64(a.candidate_lens[t], 0), a.candidate_cols);
 }
 
-// Is draft d accepted by output row t (deciding `position` of request b)? A
-// negative draft never is (the op never emits -1), not even under accept_all.
+// Does the strategy accept draft d >= 0 at output row t (deciding `position`
+// of request b)? accept_all and negative drafts are verify_slot_with's.
 FS_HD bool verify_accepts(const VerifyDraftTokensParams& a, int64_t b, int64_t t, int64_t d,
                           int64_t position) {
-  if (d < 0) return false;
-  if (a.accept_all) return true;
   if (a.strategy == kVerifyRejection) return rejection_accepts(a.rejection, t, d, a.seed[b], position);
   if (a.strategy == kVerifyTopp) {
     const int64_t* ids = a.candidate_ids + t * a.candidate_cols;
@@ -83,8 +81,8 @@ FS_HD bool verify_accepts(const VerifyDraftTokensParams& a, int64_t b, int64_t t
 
 // The correction / bonus token of output row t, deciding position `position`
 // of request b; `rejected`: a draft was judged and rejected at this row (only
-// REJECTION tells the two apart: residual vs target draw). Anything that is
-// not a real token becomes end_tokens[0].
+// REJECTION tells the two apart: residual vs target draw). -1 (or any
+// negative value) when the row has none: verify_slot_with emits end_tokens[0].
 FS_HD int64_t verify_correction(const VerifyDraftTokensParams& a, int64_t b, int64_t t,
                                 int64_t position, bool rejected) {
   int64_t token = -1;
@@ -111,7 +109,7 @@ FS_HD int64_t verify_correction(const VerifyDraftTokensParams& a, int64_t b, int
   } else {
     token = a.target_tokens[t];
   }
-  return token < 0 ? a.end_tokens[0] : token;
+  return token;
 }
 
 // How verify_slot_with reads the strategy's rows (targets, candidates,
@@ -127,7 +125,9 @@ struct VerifyRowsInMemory {
   }
 };
 
-// SPEC.md's per-slot rule. Writes accept_tokens[b, :] and accept_num[b].
+// SPEC.md's per-slot rule. Writes accept_tokens[b, :] and accept_num[b]. A
+// negative draft is never accepted (the op never emits -1), not even under
+// accept_all; a correction that is not a real token becomes end_tokens[0].
 template <class Rows>
 FS_HD void verify_slot_with(const VerifyDraftTokensParams& a, int64_t b, const Rows& rows) {
   int64_t* out = a.accept_tokens + b * a.draft_cols;
@@ -166,7 +166,7 @@ FS_HD void verify_slot_with(const VerifyDraftTokensParams& a, int64_t b, const R
   for (; i < drafts; ++i) {
     const int64_t d = a.draft_tokens[b * a.draft_cols + i + 1];
     const int64_t position = static_cast<int64_t>(static_cast<uint64_t>(a.step_idx[b]) + i);
-    if (!rows.accepts(a, b, first_row + i, d, position)) {
+    if (d < 0 || !(a.accept_all || rows.accepts(a, b, first_row + i, d, position))) {
       rejected = true;
       break;
     }
@@ -177,7 +177,8 @@ FS_HD void verify_slot_with(const VerifyDraftTokensParams& a, int64_t b, const R
   }
   if (!ended) {
     const int64_t position = static_cast<int64_t>(static_cast<uint64_t>(a.step_idx[b]) + i);
-    emit(rows.correction(a, b, first_row + i, position, rejected));
+    const int64_t token = rows.correction(a, b, first_row + i, position, rejected);
+    emit(token < 0 ? a.end_tokens[0] : token);
   }
   a.accept_num[b] = static_cast<int32_t>(emitted);
 }

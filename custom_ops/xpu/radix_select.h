@@ -1,0 +1,203 @@
+// The row machinery of top_p_candidates.xpu and sample_tokens.xpu: a cluster
+// works on one row of probabilities; its cores stream the row through LM in
+// tiles (core c takes tiles c, c + cores, ...) and meet in shared memory.
+//
+// radix_select finds the same cut as the CPU and CUDA kernels (sampling.h:
+// the cut is defined by the contract, not by how it is found), with 8-bit
+// digits so that every core's histogram of a level fits its LM (256 buckets:
+// counts, masses, the last id seen: 4 KB). Each level the cores merge their
+// histograms into shared memory with atomic adds, core 0 walks the buckets
+// from the top to the one where the weight reaches the target, and every core
+// reads the choice back. A bucket that ends up holding one element is that
+// element: the core that saw it left its id in `last` (with one element there
+// is exactly one writer).
+#pragma once
+
+#include "fastspec/sampling.h"
+#include "xpu_kernel.h"
+
+namespace fastspec {
+namespace xpu {
+
+constexpr int kDigitBits = 8;
+constexpr int kBuckets = 1 << kDigitBits;
+constexpr int kProbTile = 128;  // probabilities per copy: 512 B of f32
+
+struct SelectShared {
+  unsigned int count[kBuckets];
+  unsigned long long mass[kBuckets];
+  int last[kBuckets];
+  long long partial_count[kMaxCores], partial_mass[kMaxCores];
+  int chosen;
+  long long chosen_above_weight, chosen_above_mass;
+};
+
+struct SelectLocal {  // one core's histogram of a level and its probability tile
+  unsigned int count[kBuckets];
+  unsigned long long mass[kBuckets];
+  int last[kBuckets];
+  unsigned char tile[kProbTile * 4];
+};
+static_assert(sizeof(SelectLocal) <= kLocalBufferBudget, "radix_select: local memory budget");
+
+// One row of probabilities in global memory.
+struct ProbRow {
+  const unsigned char __global_ptr__* data;
+  int32_t dtype;  // ProbDtype
+  int64_t vocab;
+  int id_bits;
+
+  __device__ int bytes() const { return dtype == kProbF32 ? 4 : 2; }
+  // Elements [v0, v0 + n) into the LM tile (n <= kProbTile).
+  __device__ void load(int64_t v0, int n, unsigned char* tile) const {
+    GM2LM(data + v0 * bytes(), tile, n * bytes());
+  }
+  // The order key (sampling.h prob_key) of element j of a loaded tile.
+  __device__ uint32_t key(const unsigned char* tile, int j) const {
+    if (dtype == kProbF32) {
+      uint32_t bits;
+      __builtin_memcpy(&bits, tile + 4 * j, 4);
+      return prob_key(bits);
+    }
+    uint16_t half;
+    __builtin_memcpy(&half, tile + 2 * j, 2);
+    return prob_key(dtype == kProbF16 ? f16_to_f32_bits(half) : bf16_to_f32_bits(half));
+  }
+  __device__ uint64_t combined(uint32_t k, int64_t v) const { return combined_key(k, v, vocab, id_bits); }
+  __device__ uint64_t combined_at(int64_t v) const {
+    unsigned char tile[4];
+    load(v, 1, tile);
+    return combined(key(tile, 0), v);
+  }
+};
+
+// Number of valid entries and their total mass, on every core of the cluster.
+static inline __device__ void row_totals(const ProbRow& row, _shared_ptr_ SelectShared* sm, int64_t* n_valid,
+                                         int64_t* total_mass) {
+  const int me = core_id(), cores = core_num();
+  unsigned char tile[kProbTile * 4];
+  long long n = 0, mass = 0;
+  for (int64_t v0 = static_cast<int64_t>(me) * kProbTile; v0 < row.vocab; v0 += static_cast<int64_t>(cores) * kProbTile) {
+    const int count = static_cast<int>(min64(kProbTile, row.vocab - v0));
+    row.load(v0, count, tile);
+    for (int j = 0; j < count; ++j) {
+      const uint32_t k = row.key(tile, j);
+      n += k != 0;
+      mass += mass_of_bits(k);
+    }
+  }
+  sm->partial_count[me] = n;
+  sm->partial_mass[me] = mass;
+  mfence_sm();
+  sync_all();
+  long long n_all = 0, mass_all = 0;
+  for (int c = 0; c < cores; ++c) {
+    n_all += sm->partial_count[c];
+    mass_all += sm->partial_mass[c];
+  }
+  sync_all();  // every core has read the partials before they are written again
+  *n_valid = n_all;
+  *total_mass = mass_all;
+}
+
+struct SelectResult {
+  uint64_t cut;
+  int64_t mass_upto;  // mass of every element from the top down to the cut, inclusive
+};
+
+// The cut of the set {combined >= lower} where the cumulative weight (count,
+// or mass when by_mass) in probability order first reaches target
+// (1 <= target <= the set's weight): sampling.h's contract, on every core.
+static inline __device__ SelectResult radix_select(const ProbRow& row, uint64_t lower, int64_t target, bool by_mass,
+                                                   _shared_ptr_ SelectShared* sm) {
+  const int me = core_id(), cores = core_num();
+  unsigned int count[kBuckets];
+  unsigned long long mass[kBuckets];
+  int last[kBuckets];
+  unsigned char tile[kProbTile * 4];
+  const int width = combined_width(row.id_bits);
+  uint64_t prefix = 0;
+  int done = 0;
+  long long above_weight = 0, above_mass = 0;
+  for (;;) {
+    const int shift = width - done > kDigitBits ? width - done - kDigitBits : 0;
+    const int digits = width - done - shift;
+    const int high = shift + digits;  // <= 62: the digits above are the prefix's
+    const uint64_t mask = (uint64_t{1} << digits) - 1;
+    const uint64_t want_high = prefix >> high;
+    for (int d = me; d < kBuckets; d += cores) {
+      sm->count[d] = 0;
+      sm->mass[d] = 0;
+      sm->last[d] = -1;
+    }
+    for (int d = 0; d < kBuckets; ++d) {
+      count[d] = 0;
+      mass[d] = 0;
+    }
+    for (int64_t v0 = static_cast<int64_t>(me) * kProbTile; v0 < row.vocab; v0 += static_cast<int64_t>(cores) * kProbTile) {
+      const int n = static_cast<int>(min64(kProbTile, row.vocab - v0));
+      row.load(v0, n, tile);
+      for (int j = 0; j < n; ++j) {
+        const uint32_t k = row.key(tile, j);
+        const uint64_t c = row.combined(k, v0 + j);
+        if (c < lower || (c >> high) != want_high) continue;
+        const int d = static_cast<int>((c >> shift) & mask);
+        count[d] += 1;
+        mass[d] += static_cast<unsigned long long>(mass_of_bits(k));
+        last[d] = static_cast<int>(v0 + j);
+      }
+    }
+    mfence_sm();
+    sync_all();  // shared histogram zeroed by every core
+    for (int d = 0; d < kBuckets; ++d) {
+      if (count[d] == 0) continue;
+      atomicadd(&sm->count[d], count[d]);
+      if (mass[d] != 0) atomicadd(&sm->mass[d], mass[d]);
+      sm->last[d] = last[d];  // read only when the bucket holds one element: one writer
+    }
+    mfence_sm();
+    sync_all();
+    if (me == 0) {  // the bucket where the weight from the top first reaches the target
+      const long long need = target - above_weight;  // >= 1
+      long long weight_above = 0, mass_above = 0;
+      sm->chosen = 0;
+      sm->chosen_above_weight = 0;
+      sm->chosen_above_mass = 0;
+      for (int d = kBuckets - 1; d >= 0; --d) {
+        const long long w = by_mass ? static_cast<long long>(sm->mass[d]) : static_cast<long long>(sm->count[d]);
+        if (weight_above + w >= need) {
+          sm->chosen = d;
+          sm->chosen_above_weight = weight_above;
+          sm->chosen_above_mass = mass_above;
+          break;
+        }
+        weight_above += w;
+        mass_above += static_cast<long long>(sm->mass[d]);
+      }
+      mfence_sm();
+    }
+    sync_all();
+    const int d = sm->chosen;
+    above_weight += sm->chosen_above_weight;
+    above_mass += sm->chosen_above_mass;
+    const unsigned int chosen_count = sm->count[d];
+    const int chosen_last = sm->last[d];
+    sync_all();  // every core has read the level before the next one clears it
+    prefix |= static_cast<uint64_t>(d) << shift;
+    done += digits;
+    if (chosen_count == 1 || shift == 0) {
+      const uint64_t cut = chosen_count == 1 ? row.combined_at(chosen_last) : prefix;
+      return {cut, above_mass + mass_of_bits(cut_bits(cut, row.id_bits))};
+    }
+  }
+}
+
+// The request of output row t (sampling.h row_request), from global memory.
+static inline __device__ bool row_request_at(const int __global_ptr__* batch_id_per_token_output, int64_t t,
+                                             int64_t batch, int64_t* b) {
+  const int32_t id = load_scalar(batch_id_per_token_output, t);
+  return row_request(&id, 0, batch, b);
+}
+
+}  // namespace xpu
+}  // namespace fastspec
