@@ -12,7 +12,17 @@ import pytest
 import fastspec.kernels as kernels
 import fastspec.ops as ops
 from fastspec import reference as ref
-from fastspec.schema import CUDA_MAX_BATCH, MAX_CANDIDATE_LEN, SCHEMAS, STRATEGIES, STREAM_DRAFT, STREAM_TARGET, VerifyStrategy
+from fastspec.schema import (
+    CUDA_MAX_BATCH,
+    MAX_CANDIDATE_LEN,
+    SCHEMAS,
+    STRATEGIES,
+    STREAM_DRAFT,
+    STREAM_TARGET,
+    XPU_MAX_DRAFTS,
+    XPU_MAX_END_TOKENS,
+    VerifyStrategy,
+)
 
 INCLUDE = Path(__file__).resolve().parent.parent / "custom_ops" / "include" / "fastspec"
 
@@ -20,6 +30,9 @@ INCLUDE = Path(__file__).resolve().parent.parent / "custom_ops" / "include" / "f
 def test_constants_agree_with_the_kernels_and_the_reference():
     assert re.search(rf"kMaxCudaBatch = {CUDA_MAX_BATCH};", (INCLUDE / "common.h").read_text())
     assert re.search(rf"kMaxCandidateLen = {MAX_CANDIDATE_LEN};", (INCLUDE / "sampling.h").read_text())
+    xpu_types = (INCLUDE.parent.parent / "xpu" / "xpu_types.h").read_text()
+    assert re.search(rf"kMaxDraftCols = {XPU_MAX_DRAFTS + 1};", xpu_types)
+    assert re.search(rf"kMaxEndTokens = {XPU_MAX_END_TOKENS};", xpu_types)
     assert (STREAM_TARGET, STREAM_DRAFT) == (ref.STREAM_TARGET, ref.STREAM_DRAFT)
     assert tuple(s.value for s in VerifyStrategy) == STRATEGIES
 
@@ -39,7 +52,8 @@ def test_registered_paddle_op_matches_the_schema(name):
 @pytest.mark.parametrize("name", list(SCHEMAS))
 def test_signatures_follow_the_spec_order(name):
     op = SCHEMAS[name]
-    for front_end, extra in ((ops, ()), (kernels, op.output_names + ("num_threads", "stream"))):
+    launch = ("num_threads", "stream", "backend", "xpu_grid", "xpu_reverse_clusters")
+    for front_end, extra in ((ops, ()), (kernels, op.output_names + launch)):
         params = list(inspect.signature(getattr(front_end, name)).parameters)
         assert params == [*op.input_names, *(n for n in extra if n in op.output_names), *op.attr_names,
                           *(n for n in extra if n not in op.output_names)]

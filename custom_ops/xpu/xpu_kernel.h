@@ -15,6 +15,10 @@
 #include "kernels.h"  // the launchers' declarations: a definition that drifts fails to compile
 #endif
 
+#if defined(FASTSPEC_CHECK_32BIT)  // the 32-bit compile check (tests/xpu/test_compile_32bit.py)
+static_assert(sizeof(void*) == 4 && sizeof(long) == 4, "the 32-bit check must compile for a 32-bit target");
+#endif
+
 namespace fastspec {
 namespace xpu {
 

@@ -1,0 +1,83 @@
+"""The whole speculative loop on the emulated XPU: propose (ngram_match) -> targets (sample_tokens or
+top_p_candidates) -> verify_draft_tokens -> update_model_status, 50 steps, run once on the XPU
+kernels and once on the CPU kernels (fastspec.kernels, numpy state): the state must stay identical
+after every step. The loop itself is tests/ops/test_spec_loop.py's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastspec import kernels
+from tests.ops.test_spec_loop import (
+    COMPARED,
+    K,
+    K_CAND,
+    NGRAM_NAMES,
+    STEPS,
+    UPDATE_NAMES,
+    initial_state,
+    markov_table,
+    step_once,
+)
+from tests.xpu.launches import LAUNCHES, describe
+
+
+class KernelLoop:
+    """The loop's state as numpy arrays, advanced in place by fastspec.kernels with `options`
+    (the CPU kernels for {}, the emulated XPU for backend='xpu_emulator')."""
+
+    def __init__(self, state: dict[str, np.ndarray], options: dict):
+        self.s = {name: value.copy() for name, value in state.items()}
+        self.options = options
+
+    def get(self, name: str) -> np.ndarray:
+        return self.s[name].copy()
+
+    def set(self, name: str, value: np.ndarray) -> None:
+        self.s[name] = np.ascontiguousarray(value).copy()
+
+    def propose(self) -> None:
+        kernels.ngram_match(*(self.s[n] for n in NGRAM_NAMES), max_ngram_size=3, **self.options)
+
+    def targets(self, strategy, probs, batch_ids, cu) -> dict:
+        s = self.s
+        if strategy == "topp":
+            ids, scores, lens = kernels.top_p_candidates(probs, s["top_p"], batch_ids, max_candidate_len=K_CAND,
+                                                         **self.options)
+            return {"candidate_ids": ids, "candidate_scores": scores, "candidate_lens": lens}
+        return {"target_tokens": kernels.sample_tokens(probs, s["top_p"], s["top_k"], s["seed"], s["step_idx"],
+                                                       batch_ids, cu, **self.options)}
+
+    def verify(self, strategy, rows: dict, cu) -> None:
+        s = self.s
+        kernels.verify_draft_tokens(
+            s["accept_tokens"], s["accept_num"], s["draft_tokens"], rows.get("target_tokens"),
+            rows.get("candidate_ids"), rows.get("candidate_scores"), rows.get("candidate_lens"), s["seed"],
+            s["step_idx"], s["stop_flags"], s["is_block_step"], s["seq_lens_encoder"], s["seq_lens_this_time"],
+            cu, s["reasoning_status"], s["max_dec_len"], s["end_tokens"], strategy=strategy, **self.options)
+
+    def update(self) -> bool:
+        status = kernels.update_model_status(*(self.s[n] for n in UPDATE_NAMES), **self.options)
+        return bool(status.has_running[0])
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "target_match", "topp"])
+def test_fifty_steps_on_the_xpu_equal_the_cpu_loop(strategy):
+    rng = np.random.default_rng(2024)
+    table = markov_table(rng)
+    state = initial_state(rng, table)
+    if strategy == "greedy":
+        state["top_k"][:] = 1
+    cpu = KernelLoop(state, {})
+    accepted = 0
+    for step in range(STEPS):
+        options = LAUNCHES[step % len(LAUNCHES)]  # the grid may change from step to step
+        xpu = KernelLoop({name: cpu.get(name) for name in cpu.s}, options)
+        running_cpu = step_once(cpu, strategy, table, step, state)
+        running_xpu = step_once(xpu, strategy, table, step, state)
+        for name in COMPARED:
+            np.testing.assert_array_equal(xpu.get(name), cpu.get(name), err_msg=f"{name} at step {step} {describe(options)}")
+        assert running_xpu == running_cpu
+        accepted += int(np.maximum(cpu.get("accept_num") - 1, 0).sum())
+    assert accepted > 20 and K > 1  # drafts were accepted: the loop exercised the verify path
