@@ -53,6 +53,45 @@ def test_native_build_is_opt_in(setup_ops, monkeypatch, how):
     assert cpu and all("-march=native" in cmd for cmd in cpu)
 
 
+def xpu_kernel_compiles(commands: list[list[str]]) -> dict[str, list[list[str]]]:
+    """The compile commands of the .xpu files, by compiler name."""
+    found: dict[str, list[list[str]]] = {}
+    for cmd in commands:
+        if "-c" in cmd and cmd[cmd.index("-c") + 1].endswith(".xpu"):
+            found.setdefault(Path(cmd[0]).name, []).append(cmd)
+    return found
+
+
+def test_the_emulated_xpu_kernels_are_always_built(setup_ops, monkeypatch):
+    monkeypatch.delenv("CLANG_PATH", raising=False)
+    commands = setup_ops.planned_commands(["--cuda", "off"])
+    by_compiler = xpu_kernel_compiles(commands)
+    assert set(by_compiler) == {"g++"}  # no XTDK here: the host emulation only
+    names = {Path(cmd[cmd.index("-c") + 1]).name for cmd in by_compiler["g++"]}
+    assert {"ngram_match.xpu", "sample_tokens.xpu", "verify_draft_tokens.xpu", "probes.xpu"} <= names
+    assert all(cmd[cmd.index("-c") - 2:cmd.index("-c")] == ["-x", "c++"] for cmd in by_compiler["g++"])
+
+
+def test_an_xtdk_compiles_the_kernels_for_the_device(setup_ops, monkeypatch, tmp_path):
+    """With CLANG_PATH naming an XTDK, the Paddle op library gets the device kernels (XPU_NOTES §6
+    flags) and the XRE runtime; the bindings keep the emulation."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "clang++").write_text("#!/bin/sh\n")
+    monkeypatch.setenv("CLANG_PATH", str(tmp_path))
+    monkeypatch.setenv("XRE_PATH", str(tmp_path / "xre"))
+    commands = setup_ops.planned_commands(["--cuda", "off"])
+    xtdk = xpu_kernel_compiles(commands)["clang++"]
+    assert len(xtdk) == 6  # the op kernels, not the emulation's probes
+    for cmd in xtdk:
+        assert {"--xpu-arch=xpu3", "-std=c++11", "-DFASTSPEC_XTDK", "-D__XPU3__", "-fxpu-launch-return"} <= set(cmd)
+    launchers = [cmd for cmd in commands if "--xpu-host-only" in cmd]
+    assert len(launchers) == 5 and all(cmd[cmd.index("-x") + 1] == "xpu" for cmd in launchers)
+    op_library = next(cmd for cmd in commands if cmd[:2] == ["g++", "-shared"] and "-lxpurt" in cmd)
+    assert any(arg.endswith(".device.bin.o") for arg in op_library)
+    paddle_ops = next(cmd for cmd in commands if cmd[-3].endswith("paddle_ops.cc"))
+    assert "-DFASTSPEC_WITH_XPU" in paddle_ops
+
+
 def test_dry_run_prints_the_commands():
     result = subprocess.run([sys.executable, "setup_ops.py", "--dry-run", "--bindings-only", "--cuda", "off"],
                             cwd=ROOT, capture_output=True, text=True, check=True,
