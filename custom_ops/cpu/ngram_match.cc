@@ -57,7 +57,9 @@ constexpr int64_t kParallelTokens = 1 << 16;
 void ngram_run_cpu(const NgramMatchParams& a, void (*search_slot)(const NgramMatchParams&, int64_t)) {
   int64_t tokens = 0;
   for (int64_t b = 0; b < a.batch; ++b) {
-    tokens += min64(max64(a.prompt_lens[b], 0) + max64(a.step_idx[b], 0), a.max_model_len);
+    // each term clamped to [0, L] first, so the sum cannot overflow whatever the per-slot values
+    tokens += min64(min64(max64(a.prompt_lens[b], 0), a.max_model_len) + min64(max64(a.step_idx[b], 0), a.max_model_len),
+                    a.max_model_len);
   }
   const auto search = [&a, search_slot](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) search_slot(a, b);

@@ -64,6 +64,18 @@ constexpr int64_t kMaxCudaBatch = 4096;
 FS_HD int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 FS_HD int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
+// a - b, saturated to the int64 range instead of wrapping (undefined behaviour).
+// The rules compare such differences with small counts, so a saturated value
+// decides exactly as the mathematical one does (SPEC.md's rules hold for every
+// int64 input, as in the reference's unbounded integers).
+FS_HD int64_t sub_sat64(int64_t a, int64_t b) {
+  const int64_t lo = static_cast<int64_t>(~(~uint64_t{0} >> 1));  // INT64_MIN
+  const int64_t hi = static_cast<int64_t>(~uint64_t{0} >> 1);     // INT64_MAX
+  if (b > 0 && a < lo + b) return lo;
+  if (b < 0 && a > hi + b) return hi;
+  return a - b;
+}
+
 // The high 64 bits of a * b, from 32-bit pieces (no unsigned __int128: the
 // XPU is a 32-bit device). The CPU runs this same code, so the CPU tests
 // check the arithmetic the XPU kernels use.

@@ -74,7 +74,9 @@ FS_HD NgramGeometry ngram_geometry(int64_t p, int64_t s, int32_t draft_token_num
   NgramGeometry g{};
   g.valid = false;
   if (p < 0 || s < 0 || p > max_model_len || s > max_model_len - p) return g;
-  const int64_t md = min64(min64(static_cast<int64_t>(draft_token_num), draft_cols - 1), max_dec_len - s - 1);
+  // max_dec_len - s - 1 may leave the int64 range (max_dec_len near INT64_MIN): saturate.
+  const int64_t md = min64(min64(static_cast<int64_t>(draft_token_num), draft_cols - 1),
+                           sub_sat64(sub_sat64(max_dec_len, s), 1));
   const int64_t max_len = min64(static_cast<int64_t>(max_ngram_size), s);
   if (md <= 0 || max_len < min_ngram_size) return g;
   g.valid = true;
@@ -137,7 +139,7 @@ FS_HD bool ngram_slot_runs(int32_t enc, int32_t dec) { return is_prefill(enc) ||
 FS_HD int32_t ngram_budget_step(NgramBudget& state, int32_t enc, int32_t dec, int32_t this_time) {
   if (is_decode(enc, dec)) {
     const int64_t reserve = state.running - state.seen - 1;
-    const int64_t allowed = max64(0, state.budget - state.used - reserve - 1);
+    const int64_t allowed = max64(0, sub_sat64(sub_sat64(sub_sat64(state.budget, state.used), reserve), 1));
     this_time = static_cast<int32_t>(1 + min64(this_time - 1, allowed));
   } else if (!is_prefill(enc)) {
     return this_time;
