@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "fastspec/op_call.h"
+#include "paddle/common/enforce.h"
 #include "paddle/extension.h"
 
 #ifdef FASTSPEC_WITH_CUDA
@@ -28,6 +29,13 @@
 #endif
 
 namespace fastspec_paddle {
+
+// Every refusal of the guard: Paddle's InvalidArgument (a Python ValueError). Unlike PD_THROW's
+// exception, Paddle's static-graph executor keeps its message (it turns any other exception into a
+// bare "std::exception"), so a static graph's error names the op and the argument too.
+[[noreturn]] inline void throw_invalid(const std::string& message) {
+  PADDLE_THROW(common::errors::InvalidArgument("%s", message.c_str()));
+}
 
 struct DimSpec {
   int symbol;  // index into OpSpec::symbols, -1 for a literal size
@@ -94,7 +102,7 @@ inline int64_t choice_index(const char* op, const char* attr, const std::string&
     if (lower == choice) return index;
     ++index;
   }
-  PD_THROW(std::string(op) + ": attribute '" + attr + "' has no choice '" + value + "'");
+  throw_invalid(std::string(op) + ": attribute '" + attr + "' has no choice '" + value + "'");
 }
 
 class Call {
@@ -118,6 +126,7 @@ class Call {
     const int64_t strategy = spec_.strategy_attr >= 0 ? attrs_[spec_.strategy_attr] : -1;
     const paddle::Place& place = tensors_[first_present()].place();
     int first_multi = -1;
+    std::vector<int> absent_needed;  // tensors the call needs that came absent (or empty)
     for (int i = 0; i < spec_.num_inputs; ++i) {
       const TensorSpec& ts = spec_.tensors[i];
       fastspec::TensorRef& ref = refs_[i];
@@ -127,7 +136,11 @@ class Call {
         continue;
       }
       // Paddle hands an empty optional tensor (T == 0) to a kernel as absent: no rows, nothing read.
-      if (!ref.present) continue;
+      // Whether it may be empty is checked once the other tensors have bound the sizes.
+      if (!ref.present) {
+        if (!ts.optional || ts.needed_by != 0) absent_needed.push_back(i);  // not a truly optional one
+        continue;
+      }
       const paddle::Tensor& t = tensors_[i];
       if (ref.dtype < 0 || !((ts.dtypes >> ref.dtype) & 1u)) {
         fail(std::string("argument '") + ts.name + "' has an unsupported dtype");
@@ -144,6 +157,7 @@ class Call {
              place.DebugString());
       }
     }
+    for (int i : absent_needed) expect_may_be_empty(spec_.tensors[i]);
     for (int s = 0; s < spec_.num_symbols; ++s) {
       const Range& r = spec_.ranges[s];
       if (!bound_[s]) continue;  // no tensor gave it (attribute ranges: expect_range)
@@ -270,7 +284,23 @@ class Call {
     fail(std::string("argument '") + ts.name + "' has shape " + shape_text(shape) + ", not the schema's");
   }
 
-  [[noreturn]] void fail(const std::string& message) const { PD_THROW(std::string(spec_.name) + ": " + message); }
+  // A tensor the call needs came absent: fine only if it could be empty, i.e. some dimension of its
+  // shape may be 0 with the sizes the other tensors bound (else it silently drops every row).
+  void expect_may_be_empty(const TensorSpec& ts) const {
+    const ShapeSpec& s = ts.shapes[0];
+    std::string sizes;
+    for (int a = 0; a < s.rank; ++a) {
+      const DimSpec& d = s.dims[a];
+      if (d.symbol < 0 ? d.offset == 0 : (!bound_[d.symbol] || dims_[d.symbol] + d.offset == 0)) return;
+      sizes += std::string(a ? ", " : "") + (d.symbol < 0 ? std::to_string(d.offset)
+                                                         : std::string(spec_.symbols[d.symbol]) + " = " +
+                                                               std::to_string(dims_[d.symbol] + d.offset));
+    }
+    fail(std::string("argument '") + ts.name + "' is missing or empty, but the call needs it with shape [" + sizes +
+         "]");
+  }
+
+  [[noreturn]] void fail(const std::string& message) const { throw_invalid(std::string(spec_.name) + ": " + message); }
 
   const OpSpec& spec_;
   std::vector<fastspec::TensorRef> refs_;

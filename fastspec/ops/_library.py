@@ -83,7 +83,7 @@ def run_op(op: OpSchema, inputs: dict[str, Any], attrs: list[Any]) -> dict[str, 
     if paddle.framework.in_dynamic_or_pir_mode():
         try:
             outs = _C_ops._run_custom_op(name, *inputs.values(), *attrs)
-        except OSError as error:  # the run-time shape guard (static graphs whose shapes were unknown)
+        except (OSError, ValueError) as error:  # the C++ guard (static graphs whose shapes were unknown)
             text, public = str(error), f"{op.name}: "
             if public not in text:
                 raise
