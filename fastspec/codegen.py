@@ -81,8 +81,13 @@ def _attr_decl(attr: Attr) -> str:
 
 def _param(tensor: Tensor) -> str:
     if tensor.optional or tensor.needed_by:
-        return f"const paddle::optional<paddle::Tensor>& {tensor.name}"
+        return f"{'' if tensor.inplace else 'const '}paddle::optional<paddle::Tensor>& {tensor.name}"
     return f"{'' if tensor.inplace else 'const '}paddle::Tensor& {tensor.name}"
+
+
+def _declared(tensor: Tensor, name: str) -> str:
+    """A name in PD_BUILD_OP's lists: optional tensors (and their in-place outputs) as paddle::Optional."""
+    return f'paddle::Optional("{name}")' if tensor.optional or tensor.needed_by else f'"{name}"'
 
 
 def _infer_shape(op: OpSchema) -> list[str]:
@@ -92,7 +97,7 @@ def _infer_shape(op: OpSchema) -> list[str]:
     needs_attrs = any(d.symbol in op.attr_names for t in op.outputs for alt in t.shapes for d in alt)
     if needs_attrs:
         params += [f"{_attr_param(a)} {a.name}" for a in op.attrs]
-    results = [t.name for t in op.inputs if t.inplace]
+    results = [t.name for t in op.inputs if t.inplace and not t.optional]  # optional ones: Paddle's to infer
     for out in op.outputs:
         dims = []
         for dim in out.shapes[0]:
@@ -113,7 +118,7 @@ def _infer_shape(op: OpSchema) -> list[str]:
 def _infer_dtype(op: OpSchema) -> list[str]:
     params = [f"{'const paddle::optional<paddle::DataType>&' if t.optional or t.needed_by else 'paddle::DataType'} "
               f"{t.name}" for t in op.inputs]
-    results = [t.name for t in op.inputs if t.inplace]
+    results = [t.name for t in op.inputs if t.inplace and not t.optional]
     results += [f"paddle::DataType::{PADDLE_DTYPES[t.dtypes[0]]}" for t in op.outputs]
     return [f"std::vector<paddle::DataType> {op.name}_dtype({', '.join(params)}) {{",
             f"  return {{{', '.join(results)}}};", "}"]
@@ -189,8 +194,9 @@ def paddle_ops() -> str:
     for op in SCHEMAS.values():
         inputs = ", ".join(f'paddle::Optional("{t.name}")' if t.optional or t.needed_by else f'"{t.name}"'
                            for t in op.inputs)
-        outputs = ", ".join([f'"{t.name}_out"' for t in op.inputs if t.inplace] + [f'"{t.name}"' for t in op.outputs])
-        inplace = ", ".join(f'{{"{t.name}", "{t.name}_out"}}' for t in op.inputs if t.inplace)
+        outputs = ", ".join([_declared(t, f"{t.name}_out") for t in op.inputs if t.inplace]
+                            + [f'"{t.name}"' for t in op.outputs])
+        inplace = ", ".join(f"{{{_declared(t, t.name)}, {_declared(t, f'{t.name}_out')}}}" for t in op.inputs if t.inplace)
         out += [f"PD_BUILD_OP(fastspec_{op.name})",
                 f"    .Inputs({{{inputs}}})",
                 f"    .Outputs({{{outputs}}})"]

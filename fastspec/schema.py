@@ -160,8 +160,9 @@ class OpSchema:
 
     @property
     def returns(self) -> tuple[str, ...]:
-        """What the op returns, in order: its in-place tensors, then its new ones."""
-        return tuple(t.name for t in self.inputs if t.inplace) + self.output_names
+        """What the op returns, in order: its in-place tensors (but optional ones, which the caller
+        holds), then its new ones."""
+        return tuple(t.name for t in self.inputs if t.inplace and not t.optional) + self.output_names
 
     def tensor(self, name: str) -> Tensor:
         return next(t for t in self.tensors if t.name == name)
@@ -191,6 +192,10 @@ _NGRAM_TENSORS = (
     _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
     _per_request("seq_lens_decoder", "int32", "tokens in the cache (> 0 with no prefill: a decode slot)"),
     _per_request("max_dec_len", "int64", "a request never drafts past ``max_dec_len - 1`` generated tokens"),
+    Tensor("ngram_anchor", ("int64",), "[B]",
+           "anchored drafting (docs/ops/ngram_match.md): the row position the slot's previous drafts were "
+           "copied from, -1 for none; updated in place. Left out: every step searches afresh",
+           inplace=True, optional=True),
 )
 
 _NGRAM_ATTRS = (

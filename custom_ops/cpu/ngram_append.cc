@@ -34,6 +34,8 @@ uint64_t scan(const NgramAppendSlot& slot, int generated, int64_t last_end, uint
 
 void search_slot(const NgramMatchParams& a, int64_t b) {
   const int32_t enc = a.seq_lens_encoder[b];
+  const int64_t anchor_in = a.ngram_anchor ? a.ngram_anchor[b] : -1;
+  if (a.ngram_anchor) a.ngram_anchor[b] = -1;  // kept only by a slot that drafts from a source below
   if (is_prefill(enc)) return;
   int64_t* drafts = a.draft_tokens + b * a.draft_cols;
   if (!is_decode(enc, a.seq_lens_decoder[b])) {
@@ -42,12 +44,30 @@ void search_slot(const NgramMatchParams& a, int64_t b) {
     return;
   }
   const NgramAppendSlot slot = ngram_append_slot(a, b);
+  if (slot.room > 0 && a.ngram_anchor) {
+    int64_t count = 0, from = 0;
+    const int64_t anchor =
+        ngram_append_anchored(RowRef{slot.prompt}, RowRef{slot.model}, slot, a.draft_cols, anchor_in, &count, &from);
+    if (anchor >= 0) {
+      for (int64_t j = 0; j < count; ++j) drafts[1 + slot.kept + j] = slot.prompt[from + j];
+      for (int64_t k = 1 + slot.kept + count; k < a.draft_cols; ++k) drafts[k] = -1;
+      a.ngram_anchor[b] = anchor;
+      a.seq_lens_this_time[b] = static_cast<int32_t>(1 + slot.kept + count);
+      return;
+    }
+  }
   uint64_t best = kNoMatch;
   if (slot.searchable) {
     best = scan(slot, 0, slot.p - 2, best);
     if (best == kNoMatch || ngram_key_length(best) < slot.max_len) {
       best = scan(slot, 1, slot.s + slot.kept - 2, best);
     }
+  }
+  if (a.ngram_anchor) {
+    int generated = 0;
+    int64_t start = 0;
+    const int64_t n = ngram_append_span(slot, best, &generated, &start);
+    a.ngram_anchor[b] = ngram_append_search_anchor(slot, n, generated, start);
   }
   a.seq_lens_this_time[b] = static_cast<int32_t>(1 + ngram_append_write(slot, best, drafts, a.draft_cols));
 }

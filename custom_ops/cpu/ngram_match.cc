@@ -33,20 +33,28 @@ inline uint64_t scan_region(const int64_t* region, int64_t last_end, const Ngram
 void search_slot(const NgramMatchParams& a, int64_t b) {
   int64_t* drafts = a.draft_tokens + b * a.draft_cols;
   const int32_t enc = a.seq_lens_encoder[b];
-  if (is_prefill(enc)) return;
-  int64_t count = 0;
+  int64_t count = 0, anchor = -1;
+  const bool decode = is_decode(enc, a.seq_lens_decoder[b]);
   const NgramSlot slot = ngram_slot(a, b);
-  if (is_decode(enc, a.seq_lens_decoder[b]) && slot.valid) {
-    uint64_t best = scan_region(slot.prompt, slot.p - 2, slot, 0, kNoMatch);
-    if (best == kNoMatch || ngram_key_length(best) < slot.max_len) {
-      best = scan_region(slot.generated, slot.s - 2, slot, 1, best);
-    }
+  if (!is_prefill(enc) && decode && slot.valid) {
     const int64_t* first = nullptr;
-    count = ngram_drafts_of(slot, best, &first);
+    if (a.ngram_anchor) anchor = ngram_anchored_drafts(RowRef{slot.prompt}, slot, a.draft_cols, a.ngram_anchor[b], &count);
+    if (anchor >= 0) {
+      first = slot.prompt + anchor;
+    } else if (slot.searchable) {
+      uint64_t best = scan_region(slot.prompt, slot.p - 2, slot, 0, kNoMatch);
+      if (best == kNoMatch || ngram_key_length(best) < slot.max_len) {
+        best = scan_region(slot.generated, slot.s - 2, slot, 1, best);
+      }
+      count = ngram_drafts_of(slot, best, &first);
+      anchor = count > 0 ? first - slot.prompt : -1;  // the row position of the drafts' source
+    }
     for (int64_t k = 0; k < count; ++k) drafts[1 + k] = first[k];
   }
+  if (a.ngram_anchor) a.ngram_anchor[b] = anchor;  // -1 for prefill, inactive and draftless slots
+  if (is_prefill(enc)) return;
   for (int64_t k = 1 + count; k < a.draft_cols; ++k) drafts[k] = -1;
-  a.seq_lens_this_time[b] = is_decode(enc, a.seq_lens_decoder[b]) ? static_cast<int32_t>(1 + count) : 0;
+  a.seq_lens_this_time[b] = decode ? static_cast<int32_t>(1 + count) : 0;
 }
 
 // Below this many tokens to search, a thread team costs more than it saves.

@@ -23,9 +23,11 @@ __device__ void scan(const NgramAppendSlot& slot, int generated, int64_t last_en
 __global__ void __launch_bounds__(kThreads) ngram_append_kernel(NgramMatchParams a) {
   const int64_t b = blockIdx.x;
   const int32_t enc = a.seq_lens_encoder[b];
+  const bool decode = is_decode(enc, a.seq_lens_decoder[b]);
+  if (a.ngram_anchor && threadIdx.x == 0 && !decode) a.ngram_anchor[b] = -1;
   if (is_prefill(enc)) return;
   int64_t* drafts = a.draft_tokens + b * a.draft_cols;
-  if (!is_decode(enc, a.seq_lens_decoder[b])) {
+  if (!decode) {
     for (int64_t k = 1 + threadIdx.x; k < a.draft_cols; k += kThreads) drafts[k] = -1;
     if (threadIdx.x == 0) a.seq_lens_this_time[b] = 0;
     return;
@@ -34,9 +36,17 @@ __global__ void __launch_bounds__(kThreads) ngram_append_kernel(NgramMatchParams
   // thread 0 overwrites it only after the barriers below.
   const NgramAppendSlot slot = ngram_append_slot(a, b);
   __shared__ unsigned long long best;
-  if (threadIdx.x == 0) best = kNoMatch;
+  __shared__ int64_t anchor, count, from;
+  if (threadIdx.x == 0) {
+    best = kNoMatch;
+    anchor = -1;  // anchored drafting: a short serial check
+    if (a.ngram_anchor && slot.room > 0) {
+      anchor = ngram_append_anchored(RowRef{slot.prompt}, RowRef{slot.model}, slot, a.draft_cols, a.ngram_anchor[b],
+                                     &count, &from);
+    }
+  }
   __syncthreads();
-  if (slot.searchable) {
+  if (slot.searchable && anchor < 0) {
     scan(slot, 0, slot.p - 2, &best);
     __syncthreads();
     const bool full = best != kNoMatch && ngram_key_length(best) == slot.max_len;
@@ -44,9 +54,21 @@ __global__ void __launch_bounds__(kThreads) ngram_append_kernel(NgramMatchParams
     if (!full) scan(slot, 1, slot.s + slot.kept - 2, &best);
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    a.seq_lens_this_time[b] = static_cast<int32_t>(1 + ngram_append_write(slot, best, drafts, a.draft_cols));
+  if (threadIdx.x != 0) return;
+  if (anchor >= 0) {  // the anchored continuation
+    for (int64_t j = 0; j < count; ++j) drafts[1 + slot.kept + j] = slot.prompt[from + j];
+    for (int64_t k = 1 + slot.kept + count; k < a.draft_cols; ++k) drafts[k] = -1;
+    a.ngram_anchor[b] = anchor;
+    a.seq_lens_this_time[b] = static_cast<int32_t>(1 + slot.kept + count);
+    return;
   }
+  if (a.ngram_anchor) {
+    int generated = 0;
+    int64_t start = 0;
+    const int64_t n = ngram_append_span(slot, best, &generated, &start);
+    a.ngram_anchor[b] = ngram_append_search_anchor(slot, n, generated, start);
+  }
+  a.seq_lens_this_time[b] = static_cast<int32_t>(1 + ngram_append_write(slot, best, drafts, a.draft_cols));
 }
 
 }  // namespace

@@ -45,25 +45,39 @@ __device__ void scan_region(const int64_t* region, int64_t last_end, const Ngram
 __global__ void __launch_bounds__(kThreads) ngram_search_kernel(NgramMatchParams a) {
   const int64_t b = blockIdx.x;
   const int32_t enc = a.seq_lens_encoder[b];
-  if (is_prefill(enc)) return;
+  if (is_prefill(enc)) {
+    if (a.ngram_anchor && threadIdx.x == 0) a.ngram_anchor[b] = -1;
+    return;
+  }
   const bool decode = is_decode(enc, a.seq_lens_decoder[b]);
   const NgramSlot slot = ngram_slot(a, b);
 
   __shared__ unsigned long long best;
-  __shared__ int64_t count;
+  __shared__ int64_t count, anchor;
   __shared__ const int64_t* first;
-  if (threadIdx.x == 0) best = kNoMatch;
+  if (threadIdx.x == 0) {
+    best = kNoMatch;
+    anchor = -1;  // anchored drafting: a short serial check of at most (K + 1)^2 tokens
+    if (a.ngram_anchor && decode && slot.valid) {
+      anchor = ngram_anchored_drafts(RowRef{slot.prompt}, slot, a.draft_cols, a.ngram_anchor[b], &count);
+    }
+  }
   __syncthreads();
-  if (decode && slot.valid) {
+  const bool search = decode && slot.searchable && anchor < 0;
+  if (search) {
     scan_region(slot.prompt, slot.p - 2, slot, 0, &best);
     const bool scan_generated = best == kNoMatch || ngram_key_length(best) < slot.max_len;
     __syncthreads();  // every thread has read `best` before the next scan updates it
     if (scan_generated) scan_region(slot.generated, slot.s - 2, slot, 1, &best);
   }
   if (threadIdx.x == 0) {
-    const int64_t* start = nullptr;
-    count = decode && slot.valid ? ngram_drafts_of(slot, best, &start) : 0;
+    const int64_t* start = slot.prompt + (anchor >= 0 ? anchor : 0);
+    if (anchor < 0) {
+      count = search ? ngram_drafts_of(slot, best, &start) : 0;
+      anchor = count > 0 ? start - slot.prompt : -1;  // the row position of the drafts' source
+    }
     first = start;
+    if (a.ngram_anchor) a.ngram_anchor[b] = anchor;
     a.seq_lens_this_time[b] = decode ? static_cast<int32_t>(1 + count) : 0;
   }
   __syncthreads();

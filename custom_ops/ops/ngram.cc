@@ -22,6 +22,7 @@ NgramMatchParams ngram_params(const OpCall& c) {
   p.seq_lens_encoder = c.data<const int32_t>(a::seq_lens_encoder);
   p.seq_lens_decoder = c.data<const int32_t>(a::seq_lens_decoder);
   p.max_dec_len = c.data<const int64_t>(a::max_dec_len);
+  p.ngram_anchor = c.data<int64_t>(a::ngram_anchor);  // nullptr when left out
   p.batch = c.size(a::token_ids_all, 0);
   p.max_model_len = c.size(a::token_ids_all, 1);
   p.draft_cols = c.size(a::draft_tokens, 1);

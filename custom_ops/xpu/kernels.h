@@ -15,14 +15,15 @@ FS_XPU_KERNEL_DECL void ngram_match_kernel(const xpu_int64* token_ids_all, const
                                            const xpu_int64* step_idx, const int* draft_token_num,
                                            xpu_int64* draft_tokens, int* seq_lens_this_time,
                                            const int* seq_lens_encoder, const int* seq_lens_decoder,
-                                           const xpu_int64* max_dec_len, xpu_int64 batch, xpu_int64 max_model_len,
-                                           xpu_int64 draft_cols, int max_ngram_size, int min_ngram_size);
+                                           const xpu_int64* max_dec_len, xpu_int64* ngram_anchor, xpu_int64 batch,
+                                           xpu_int64 max_model_len, xpu_int64 draft_cols, int max_ngram_size,
+                                           int min_ngram_size);
 
 FS_XPU_KERNEL_DECL void ngram_append_kernel(const xpu_int64* token_ids_all, const xpu_int64* prompt_lens,
                                             const xpu_int64* step_idx, const int* draft_token_num,
                                             xpu_int64* draft_tokens, int* seq_lens_this_time,
                                             const int* seq_lens_encoder, const int* seq_lens_decoder,
-                                            const xpu_int64* max_dec_len, xpu_int64 batch,
+                                            const xpu_int64* max_dec_len, xpu_int64* ngram_anchor, xpu_int64 batch,
                                             xpu_int64 max_model_len, xpu_int64 draft_cols, int max_ngram_size,
                                             int min_ngram_size);
 

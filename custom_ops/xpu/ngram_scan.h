@@ -58,6 +58,13 @@ static inline __device__ int32_t match_length(const TokenSource& region, int64_t
   return m;
 }
 
+// A row of tokens in global memory, read one value at a time: the Row of the
+// anchored-drafting rules (ngram_match.h), which read at most (K + 1)^2 tokens.
+struct GmRow {
+  const xpu_int64 __global_ptr__* tokens;
+  __device__ int64_t operator()(int64_t i) const { return load_scalar(tokens, i); }
+};
+
 struct ScanShared {
   unsigned long long best[kMaxCores];
   int full[kMaxCores];

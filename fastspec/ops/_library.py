@@ -94,7 +94,7 @@ def run_op(op: OpSchema, inputs: dict[str, Any], attrs: list[Any]) -> dict[str, 
     from paddle.base.layer_helper import LayerHelper
 
     helper = LayerHelper(name)
-    outputs = {f"{t.name}_out": inputs[t.name] for t in op.inputs if t.inplace}
+    outputs = {f"{t.name}_out": inputs[t.name] for t in op.inputs if t.inplace and inputs[t.name] is not None}
     outputs.update({t: helper.create_variable(dtype="float32") for t in new})
     helper.append_op(
         type=name,

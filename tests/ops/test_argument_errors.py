@@ -34,6 +34,7 @@ def valid_call(name: str) -> tuple[dict[str, np.ndarray], dict]:
             "draft_token_num": np.array([3, 3], i32), "draft_tokens": np.full((2, 4), -1, i64),
             "seq_lens_this_time": np.array([1, 1], i32), "seq_lens_encoder": np.zeros(2, i32),
             "seq_lens_decoder": np.array([6, 6], i32), "max_dec_len": np.array([100, 100], i64),
+            "ngram_anchor": np.array([-1, 2], i64),
         }, {"max_ngram_size": 2}
     probs = np.array([[0.1, 0.6, 0.3], [0.5, 0.25, 0.25]], np.float32)
     if name == "top_p_candidates":

@@ -57,6 +57,33 @@ FS_HD int64_t ngram_append_span(const NgramAppendGeometry& g, uint64_t key, int*
   return min64(g.room, (*from_generated ? g.s + g.kept : g.p) - *start);
 }
 
+// ngram_append's anchored continuation: the source continues after G and also
+// agrees with the kept model drafts D (read through `model`, D[j] for j <
+// kept). Returns the new anchor (the source of D[0]) and, through *count and
+// *from, how many drafts to append from which row position; -1 when the
+// search must run. Needs g.room > 0 (a valid geometry with room to append).
+template <class Row, class Drafts>
+FS_HD int64_t ngram_append_anchored(const Row& row, const Drafts& model, const NgramAppendGeometry& g,
+                                    int64_t draft_cols, int64_t anchor, int64_t* count, int64_t* from) {
+  int64_t end = 0;
+  const int64_t start = ngram_anchor_continuation(row, g.p, g.s, draft_cols - 1, anchor, &end);
+  if (start < 0 || start + g.kept >= end) return -1;
+  for (int64_t j = 0; j < g.kept; ++j) {
+    if (row(start + j) != model(j)) return -1;
+  }
+  *from = start + g.kept;
+  *count = min64(g.room, end - *from);
+  return start;
+}
+
+// The anchor the search's appended drafts leave: their row position (in G'
+// terms) minus the kept model drafts, or -1.
+FS_HD int64_t ngram_append_search_anchor(const NgramAppendGeometry& g, int64_t count, int from_generated,
+                                         int64_t start) {
+  const int64_t at = (from_generated ? g.p + start : start) - g.kept;
+  return count > 0 && at >= 0 ? at : -1;
+}
+
 // One decode slot: its geometry, the prompt P, the generated tokens G and the
 // kept model drafts D (G' = G ++ D is the extended generated sequence).
 struct NgramAppendSlot : NgramAppendGeometry {

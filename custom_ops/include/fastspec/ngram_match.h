@@ -25,6 +25,7 @@ struct NgramMatchParams {
   const int32_t* seq_lens_encoder;    // [B]
   const int32_t* seq_lens_decoder;    // [B]
   const int64_t* max_dec_len;         // [B]
+  int64_t* ngram_anchor;              // [B] in place, or nullptr: anchored drafting (below)
   int64_t batch;                      // B
   int64_t max_model_len;              // L
   int64_t draft_cols;                 // K + 1
@@ -59,9 +60,10 @@ FS_HD int ngram_key_is_generated(uint64_t key) { return static_cast<int>((key >>
 FS_HD int64_t ngram_key_end(uint64_t key) { return static_cast<int64_t>(key & 0x7fffffffu); }
 
 // The geometry of one decode slot, from its values alone (the XPU kernels
-// stage them in local memory). valid == false: no drafts.
+// stage them in local memory). valid == false: no drafts. searchable: valid
+// and a query length exists (anchored drafting needs only valid).
 struct NgramGeometry {
-  bool valid;
+  bool valid, searchable;
   int64_t p, s;              // |prompt|, |generated|
   int64_t max_drafts;        // md
   int32_t max_len;           // min(max_ngram_size, s): longest query
@@ -72,14 +74,15 @@ FS_HD NgramGeometry ngram_geometry(int64_t p, int64_t s, int32_t draft_token_num
                                    int64_t draft_cols, int64_t max_model_len, int32_t max_ngram_size,
                                    int32_t min_ngram_size) {
   NgramGeometry g{};
-  g.valid = false;
+  g.valid = g.searchable = false;
   if (p < 0 || s < 0 || p > max_model_len || s > max_model_len - p) return g;
   // max_dec_len - s - 1 may leave the int64 range (max_dec_len near INT64_MIN): saturate.
   const int64_t md = min64(min64(static_cast<int64_t>(draft_token_num), draft_cols - 1),
                            sub_sat64(sub_sat64(max_dec_len, s), 1));
   const int64_t max_len = min64(static_cast<int64_t>(max_ngram_size), s);
-  if (md <= 0 || max_len < min_ngram_size) return g;
+  if (md <= 0) return g;
   g.valid = true;
+  g.searchable = max_len >= min_ngram_size;
   g.p = p;
   g.s = s;
   g.max_drafts = md;
@@ -91,7 +94,7 @@ FS_HD NgramGeometry ngram_geometry(int64_t p, int64_t s, int32_t draft_token_num
 // The drafts the best key yields: how many, from which region and where they
 // start in it (start is meaningless when the count is 0).
 FS_HD int64_t ngram_draft_span(const NgramGeometry& g, uint64_t key, int* from_generated, int64_t* start) {
-  if (key == kNoMatch) return 0;
+  if (!g.searchable || key == kNoMatch) return 0;
   *from_generated = ngram_key_is_generated(key);
   *start = ngram_key_end(key) + 1;
   return min64(g.max_drafts, (*from_generated ? g.s : g.p) - *start);
@@ -112,6 +115,51 @@ FS_HD NgramSlot ngram_slot(const NgramMatchParams& a, int64_t b) {
   slot.prompt = a.token_ids_all + b * a.max_model_len;
   slot.generated = slot.prompt + slot.p;
   return slot;
+}
+
+// ---- anchored drafting (docs/ops/ngram_match.md "Anchored drafting") --------
+// The anchor is the row position the slot's draft column 1 was copied from.
+// Rules read the row through a Row functor (a pointer here; global memory on
+// the XPU) and only at positions in [0, p + s).
+
+struct RowRef {
+  const int64_t* tokens;
+  FS_HD int64_t operator()(int64_t i) const { return tokens[i]; }
+};
+
+// Where the source at `anchor` continues: the largest m in [1, min(K + 1, s)]
+// with anchor + m < end and row[anchor, anchor + m) == row[p + s - m, p + s)
+// gives anchor + m; -1 when none does. *end: the source region's end (p for a
+// prompt source, p + s otherwise). Needs a valid geometry (0 <= p, s; p + s <= L).
+template <class Row>
+FS_HD int64_t ngram_anchor_continuation(const Row& row, int64_t p, int64_t s, int64_t k, int64_t anchor,
+                                        int64_t* end) {
+  const int64_t known = p + s;
+  if (anchor < 0 || anchor >= known) return -1;
+  *end = anchor < p ? p : known;
+  for (int64_t m = min64(k + 1, s); m >= 1; --m) {
+    if (anchor + m >= *end) continue;
+    bool same = true;
+    for (int64_t i = 0; i < m && same; ++i) same = row(anchor + i) == row(known - m + i);
+    if (same) return anchor + m;
+  }
+  return -1;
+}
+
+// ngram_match's anchored drafts: their row position (the new anchor) and
+// count, or -1 when the search must run. Needs g.valid (not g.searchable).
+template <class Row>
+FS_HD int64_t ngram_anchored_drafts(const Row& row, const NgramGeometry& g, int64_t draft_cols, int64_t anchor,
+                                    int64_t* count) {
+  int64_t end = 0;
+  const int64_t start = ngram_anchor_continuation(row, g.p, g.s, draft_cols - 1, anchor, &end);
+  if (start >= 0) *count = min64(g.max_drafts, end - start);
+  return start;
+}
+
+// The anchor the search's drafts leave: the row position of their source.
+FS_HD int64_t ngram_search_anchor(const NgramGeometry& g, int64_t count, int from_generated, int64_t start) {
+  return count > 0 ? (from_generated ? g.p + start : start) : -1;
 }
 
 // Number of drafts the best key yields, and where they start.

@@ -1,0 +1,105 @@
+"""Anchored n-gram drafting (ngram_anchor) on every front end: the Paddle op, the CPU kernels and the
+emulated XPU kernels against the numpy reference, on random batches with anchors of every kind and
+on a copying loop where anchors carry over from step to step."""
+
+from __future__ import annotations
+
+import numpy as np
+import paddle
+import pytest
+
+import fastspec.ops as ops
+from fastspec import kernels
+from fastspec import reference as ref
+from tests.ngram_append_cases import random_append_case
+from tests.ngram_cases import ARRAY_NAMES, random_case
+
+CASES = {"ngram_match": random_case, "ngram_append": random_append_case}
+
+
+def random_anchors(rng: np.random.Generator, arrays: dict) -> np.ndarray:
+    """Valid, stale, -1, past the known tokens, negative and extreme anchors."""
+    known = np.clip(arrays["prompt_lens"].reshape(-1) + arrays["step_idx"].reshape(-1), 0, arrays["token_ids_all"].shape[1])
+    kinds = rng.integers(0, 6, known.shape[0])
+    anchors = np.where(kinds == 0, -1, 0)
+    anchors = np.where(kinds == 1, rng.integers(0, np.maximum(known, 1)), anchors)  # anywhere in the known tokens
+    anchors = np.where(kinds == 2, np.maximum(known - rng.integers(1, 4, known.shape[0]), 0), anchors)  # near the end
+    anchors = np.where(kinds == 3, known + rng.integers(0, 3, known.shape[0]), anchors)  # the future
+    anchors = np.where(kinds == 4, -rng.integers(2, 100, known.shape[0]), anchors)
+    anchors = np.where(kinds == 5, rng.choice([2**63 - 1, -(2**63), 2**31]), anchors)
+    return anchors.astype(np.int64)
+
+
+def run(op: str, arrays: dict, attrs: dict, anchors: np.ndarray, front_end: str) -> tuple[np.ndarray, ...]:
+    copies = {name: arrays[name].copy() for name in ARRAY_NAMES}
+    anchor = anchors.copy()
+    if front_end == "paddle":
+        tensors = {name: paddle.to_tensor(copies[name]) for name in ARRAY_NAMES}
+        anchor_tensor = paddle.to_tensor(anchor)
+        drafts, lens = getattr(ops, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=anchor_tensor)
+        return drafts.numpy(), lens.numpy(), anchor_tensor.numpy()
+    options = {"backend": "xpu_emulator", "xpu_grid": (3, 16)} if front_end == "xpu" else {}
+    drafts, lens = getattr(kernels, op)(*(copies[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=anchor, **options)
+    return drafts, lens, anchor
+
+
+@pytest.mark.parametrize("front_end", ["paddle", "cpu", "xpu"])
+@pytest.mark.parametrize("op", sorted(CASES))
+def test_random_batches_with_anchors_match_the_reference(op, front_end):
+    rng = np.random.default_rng(15 + len(op))
+    for case in range(300 if front_end != "xpu" else 150):
+        arrays, attrs = CASES[op](rng)
+        anchors = random_anchors(rng, arrays)
+        expected = getattr(ref, op)(*(arrays[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=anchors)
+        got = run(op, arrays, attrs, anchors, front_end)
+        for name, g, e in zip(("draft_tokens", "seq_lens_this_time", "ngram_anchor"), got, expected):
+            np.testing.assert_array_equal(g, e, err_msg=f"{name} case {case} {attrs}")
+
+
+@pytest.mark.parametrize("front_end", ["cpu", "xpu"])
+def test_a_copying_loop_keeps_its_anchors(front_end):
+    """Several requests copy long stretches of their prompt with edits; each step the oracle accepts
+    the drafts that agree with the true text and emits the next true token. The kernels' drafts and
+    anchors equal the reference's every step, and the anchors do carry over (the rule is exercised)."""
+    rng = np.random.default_rng(3)
+    batch, k, length = 6, 4, 400
+    prompts = [rng.integers(0, 50, int(rng.integers(60, 120))) for _ in range(batch)]
+    truth = []
+    for prompt in prompts:  # the output copies the prompt in pieces, with a few edited tokens
+        out = np.concatenate([prompt[int(rng.integers(0, 20)):], prompt[: int(rng.integers(10, 40))]])
+        edits = rng.random(len(out)) < 0.03
+        out[edits] = rng.integers(50, 60, int(edits.sum()))
+        truth.append(out)
+    row = np.zeros((batch, length), np.int64)
+    for b in range(batch):
+        row[b, : len(prompts[b])] = prompts[b]
+        row[b, len(prompts[b])] = truth[b][0]  # the first generated token
+    arrays = {
+        "token_ids_all": row, "prompt_lens": np.array([len(p) for p in prompts], np.int64),
+        "step_idx": np.ones(batch, np.int64), "draft_token_num": np.full(batch, k, np.int32),
+        "draft_tokens": np.full((batch, k + 1), -1, np.int64), "seq_lens_this_time": np.ones(batch, np.int32),
+        "seq_lens_encoder": np.zeros(batch, np.int32), "seq_lens_decoder": np.ones(batch, np.int32),
+        "max_dec_len": np.array([len(t) for t in truth], np.int64),
+    }
+    anchors = np.full(batch, -1, np.int64)
+    continued = 0
+    for step in range(40):
+        expected = ref.ngram_match(*(arrays[name] for name in ARRAY_NAMES), max_ngram_size=3, ngram_anchor=anchors)
+        got = run("ngram_match", arrays, {"max_ngram_size": 3}, anchors, front_end)
+        for name, g, e in zip(("draft_tokens", "seq_lens_this_time", "ngram_anchor"), got, expected):
+            np.testing.assert_array_equal(g, e, err_msg=f"{name} at step {step}")
+        drafts, lens, new_anchors = expected
+        for b in range(batch):  # the oracle: accept the agreeing drafts, then emit the true next token
+            s, p = int(arrays["step_idx"][b]), int(arrays["prompt_lens"][b])
+            if s >= len(truth[b]) - 1:
+                continue
+            accepted = 0
+            while accepted < lens[b] - 1 and s + accepted < len(truth[b]) and drafts[b, 1 + accepted] == truth[b][s + accepted]:
+                accepted += 1
+            new = truth[b][s : min(s + accepted + 1, len(truth[b]))]
+            row[b, p + s : p + s + len(new)] = new
+            arrays["step_idx"][b] = s + len(new)
+            continued += int(anchors[b] >= 0 and new_anchors[b] == anchors[b] + len(new) - 0 * accepted)
+        arrays["draft_tokens"] = drafts.copy()
+        anchors = new_anchors.copy()
+    assert continued > 0
