@@ -50,6 +50,7 @@ class SpeculativeConfig:
     max_ngram_size: int = 3
     min_ngram_size: int = 1
     token_budget: int = 0  # tokens per step over all requests; <= 0 means unlimited
+    anchored: bool = False  # anchored n-gram drafting (docs/ops/ngram_match.md): keep copying from the last source
     accept_policy: str = "normal"  # normal | accept_all | reject_all (debugging / benchmarks)
     num_model_steps: int = 0  # mtp: draft-model steps (0 = K); the other K - steps drafts come from ngram_append
     chain_hidden_states: bool = True  # mtp: each draft step's output hidden state feeds the next step
@@ -82,6 +83,8 @@ class SpeculativeConfig:
         if self.speculative and k < 1:
             raise ConfigError(f"method '{self.method}' needs num_speculative_tokens >= 1, got {k}")
         _check_int("num_model_steps", self.num_model_steps, low=0, high=k if self.method == "mtp" else None)
+        if not isinstance(self.anchored, bool):
+            raise ConfigError(f"anchored must be a boolean, got {type(self.anchored).__name__} {self.anchored!r}")
         if not isinstance(self.chain_hidden_states, bool):
             raise ConfigError(f"chain_hidden_states must be a boolean, got {type(self.chain_hidden_states).__name__} {self.chain_hidden_states!r}")
         if self.verify_strategy == "rejection" and self.method == "ngram":

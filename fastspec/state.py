@@ -34,7 +34,8 @@ class SpecState:
         seq_lens_encoder, seq_lens_decoder, seq_lens_this_time, accept_num, draft_token_num,
         top_k, reasoning_status int32 [B]; stop_flags, is_block_step bool [B];
         temperature, top_p float32 [B]; draft_tokens, accept_tokens int64 [B, K + 1];
-        end_tokens int64 [E]; cu_seqlens_q_output int32 [B + 1];
+        end_tokens int64 [E]; cu_seqlens_q_output int32 [B + 1]; ngram_anchor int64 [B] (anchored n-gram
+        drafting: where each slot's drafts were copied from, -1 for none; reset for a new request);
         batch_id_per_token_output int32 [B * (K + 1)] (rows past the packed ones are -1).
     """
 
@@ -79,6 +80,7 @@ class SpecState:
         self.top_p = full([b], 1.0, "float32")
         self.draft_tokens = full([b, k + 1], -1, "int64")
         self.accept_tokens = full([b, k + 1], -1, "int64")
+        self.ngram_anchor = full([b], -1, "int64")
         self.end_tokens = paddle.to_tensor(np.asarray(end_tokens, dtype=np.int64), place=self.place)
         self.cu_seqlens_q_output = full([b + 1], 0, "int32")
         self.batch_id_per_token_output = full([b * (k + 1)], -1, "int32")
@@ -129,6 +131,7 @@ class SpecState:
         self.is_block_step[slot] = False
         self.draft_tokens[slot] = -1
         self.accept_tokens[slot] = -1
+        self.ngram_anchor[slot] = -1  # a new request copies from nowhere yet
         self.request_of_slot[slot] = request_id
         return slot
 
@@ -153,6 +156,7 @@ class SpecState:
         self.accept_num[slot] = 0
         self.stop_flags[slot] = True
         self.draft_tokens[slot] = -1
+        self.ngram_anchor[slot] = -1
         self.request_of_slot[slot] = None
         self._free.append(slot)
         self._free.sort()

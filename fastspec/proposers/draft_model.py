@@ -96,6 +96,7 @@ class DraftModelProposer(Proposer):
         max_ngram_size: int = 3,
         min_ngram_size: int = 1,
         token_budget: int = 0,
+        anchored: bool = False,
     ) -> None:
         super().__init__(num_speculative_tokens)
         k = num_speculative_tokens
@@ -110,6 +111,7 @@ class DraftModelProposer(Proposer):
         self.sample_drafts = bool(sample_drafts)
         self.static = bool(static)
         self.max_ngram_size, self.min_ngram_size, self.token_budget = max_ngram_size, min_ngram_size, token_budget
+        self.anchored = bool(anchored)  # hybrid columns: anchored n-gram drafting (state.ngram_anchor)
         self.target_hidden: paddle.Tensor | None = None  # [B, H], written by observe_target
         self.buffers: dict[str, paddle.Tensor] = {}
         self.draft_probs: paddle.Tensor | None = None  # [B, K, V] q of each draft column
@@ -125,6 +127,7 @@ class DraftModelProposer(Proposer):
             max_ngram_size=config.max_ngram_size,
             min_ngram_size=config.min_ngram_size,
             token_budget=config.token_budget,
+            anchored=getattr(config, "anchored", False),
         )
         kwargs.update(overrides)
         return cls(draft_model, config.num_speculative_tokens, **kwargs)
@@ -243,6 +246,7 @@ class DraftModelProposer(Proposer):
             state.token_ids_all, state.prompt_lens, state.step_idx, state.draft_token_num, state.draft_tokens,
             state.seq_lens_this_time, state.seq_lens_encoder, state.seq_lens_decoder, state.max_dec_len,
             max_ngram_size=self.max_ngram_size, min_ngram_size=self.min_ngram_size, token_budget=self.token_budget,
+            ngram_anchor=state.ngram_anchor if self.anchored else None,
         )
         final_lens = paddle.where(decode, paddle.clip(state.seq_lens_this_time - 1, min=0), paddle.zeros_like(lens))
         self._keep_probs(q_model, paddle.minimum(lens, final_lens), state)

@@ -12,15 +12,18 @@ from fastspec.state import SpecState
 class NgramProposer(Proposer):
     """Copies what followed the newest n-gram's earlier occurrence (prompt first, then output)."""
 
-    def __init__(self, num_speculative_tokens: int, max_ngram_size: int = 3, min_ngram_size: int = 1, token_budget: int = 0):
+    def __init__(self, num_speculative_tokens: int, max_ngram_size: int = 3, min_ngram_size: int = 1, token_budget: int = 0,
+                 anchored: bool = False):
         super().__init__(num_speculative_tokens)
         self.max_ngram_size = max_ngram_size
         self.min_ngram_size = min_ngram_size
         self.token_budget = token_budget
+        self.anchored = anchored  # keep copying from where the last drafts came from (state.ngram_anchor)
 
     @classmethod
     def from_config(cls, config) -> NgramProposer:
-        return cls(config.num_speculative_tokens, config.max_ngram_size, config.min_ngram_size, config.token_budget)
+        return cls(config.num_speculative_tokens, config.max_ngram_size, config.min_ngram_size, config.token_budget,
+                   anchored=getattr(config, "anchored", False))
 
     def propose(self, state: SpecState) -> Proposal:
         if state.num_speculative_tokens != self.num_speculative_tokens:
@@ -41,6 +44,7 @@ class NgramProposer(Proposer):
             max_ngram_size=self.max_ngram_size,
             min_ngram_size=self.min_ngram_size,
             token_budget=self.token_budget,
+            ngram_anchor=state.ngram_anchor if self.anchored else None,
         )
         # ngram_match wrote in place; hand the same drafts back through the checked contract
         decode = paddle.logical_and(state.seq_lens_encoder == 0, state.seq_lens_decoder > 0)

@@ -103,3 +103,26 @@ def test_a_copying_loop_keeps_its_anchors(front_end):
         arrays["draft_tokens"] = drafts.copy()
         anchors = new_anchors.copy()
     assert continued > 0
+
+
+@pytest.mark.parametrize("op", sorted(CASES))
+def test_static_graph_with_and_without_anchors(op):
+    from tests.ops.test_ngram_anchor_reference import PROMPT, slot
+
+    arrays = slot(PROMPT, [1, 2, 3, 4])
+    for anchor in (None, np.array([7], np.int64)):
+        paddle.enable_static()
+        try:
+            program = paddle.static.Program()
+            with paddle.static.program_guard(program):
+                feeds = {n: paddle.static.data(n, list(arrays[n].shape), str(arrays[n].dtype)) for n in ARRAY_NAMES}
+                held = None if anchor is None else paddle.static.data("ngram_anchor", [1], "int64")
+                out = getattr(ops, op)(*(feeds[n] for n in ARRAY_NAMES), max_ngram_size=2, ngram_anchor=held)
+            feed = dict(arrays, **({} if anchor is None else {"ngram_anchor": anchor}))
+            got = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=feed,
+                                                                fetch_list=list(out) + ([] if held is None else [held]))
+        finally:
+            paddle.disable_static()
+        expected = getattr(ref, op)(*(arrays[n] for n in ARRAY_NAMES), max_ngram_size=2, ngram_anchor=anchor)
+        for g, e in zip(got, expected):
+            np.testing.assert_array_equal(g, e)
