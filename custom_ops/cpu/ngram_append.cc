@@ -44,32 +44,18 @@ void search_slot(const NgramMatchParams& a, int64_t b) {
     return;
   }
   const NgramAppendSlot slot = ngram_append_slot(a, b);
+  int64_t anchor = -1, count = 0, from = 0;
   if (slot.room > 0 && a.ngram_anchor) {
-    int64_t count = 0, from = 0;
-    const int64_t anchor =
-        ngram_append_anchored(RowRef{slot.prompt}, RowRef{slot.model}, slot, a.draft_cols, anchor_in, &count, &from);
-    if (anchor >= 0) {
-      for (int64_t j = 0; j < count; ++j) drafts[1 + slot.kept + j] = slot.prompt[from + j];
-      for (int64_t k = 1 + slot.kept + count; k < a.draft_cols; ++k) drafts[k] = -1;
-      a.ngram_anchor[b] = anchor;
-      a.seq_lens_this_time[b] = static_cast<int32_t>(1 + slot.kept + count);
-      return;
-    }
+    anchor = ngram_append_anchored(RowRef{slot.prompt}, RowRef{slot.model}, slot, a.draft_cols, anchor_in, &count, &from);
   }
   uint64_t best = kNoMatch;
-  if (slot.searchable) {
+  if (slot.searchable && anchor < 0) {
     best = scan(slot, 0, slot.p - 2, best);
     if (best == kNoMatch || ngram_key_length(best) < slot.max_len) {
       best = scan(slot, 1, slot.s + slot.kept - 2, best);
     }
   }
-  if (a.ngram_anchor) {
-    int generated = 0;
-    int64_t start = 0;
-    const int64_t n = ngram_append_span(slot, best, &generated, &start);
-    a.ngram_anchor[b] = ngram_append_search_anchor(slot, n, generated, start);
-  }
-  a.seq_lens_this_time[b] = static_cast<int32_t>(1 + ngram_append_write(slot, best, drafts, a.draft_cols));
+  ngram_append_finish(a, b, slot, best, anchor, count, from);
 }
 
 }  // namespace

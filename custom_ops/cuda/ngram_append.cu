@@ -54,21 +54,7 @@ __global__ void __launch_bounds__(kThreads) ngram_append_kernel(NgramMatchParams
     if (!full) scan(slot, 1, slot.s + slot.kept - 2, &best);
   }
   __syncthreads();
-  if (threadIdx.x != 0) return;
-  if (anchor >= 0) {  // the anchored continuation
-    for (int64_t j = 0; j < count; ++j) drafts[1 + slot.kept + j] = slot.prompt[from + j];
-    for (int64_t k = 1 + slot.kept + count; k < a.draft_cols; ++k) drafts[k] = -1;
-    a.ngram_anchor[b] = anchor;
-    a.seq_lens_this_time[b] = static_cast<int32_t>(1 + slot.kept + count);
-    return;
-  }
-  if (a.ngram_anchor) {
-    int generated = 0;
-    int64_t start = 0;
-    const int64_t n = ngram_append_span(slot, best, &generated, &start);
-    a.ngram_anchor[b] = ngram_append_search_anchor(slot, n, generated, start);
-  }
-  a.seq_lens_this_time[b] = static_cast<int32_t>(1 + ngram_append_write(slot, best, drafts, a.draft_cols));
+  if (threadIdx.x == 0) ngram_append_finish(a, b, slot, best, anchor, count, from);
 }
 
 }  // namespace

@@ -143,6 +143,27 @@ FS_HD int64_t ngram_append_write(const NgramAppendSlot& slot, uint64_t key, int6
   return count;
 }
 
+// The end of a decode slot on arrays (CPU, and one CUDA thread): writes the
+// anchored continuation (anchor >= 0: `count` drafts from row position `from`)
+// or the best key's drafts, the new anchor and seq_lens_this_time.
+FS_HD void ngram_append_finish(const NgramMatchParams& a, int64_t b, const NgramAppendSlot& slot, uint64_t best,
+                               int64_t anchor, int64_t count, int64_t from) {
+  int64_t* drafts = a.draft_tokens + b * a.draft_cols;
+  int64_t total = 0;
+  if (anchor >= 0) {
+    for (int64_t j = 0; j < count; ++j) drafts[1 + slot.kept + j] = slot.prompt[from + j];
+    total = slot.kept + count;
+    for (int64_t k = 1 + total; k < a.draft_cols; ++k) drafts[k] = -1;
+  } else {
+    int generated = 0;
+    int64_t start = 0;
+    anchor = ngram_append_search_anchor(slot, ngram_append_span(slot, best, &generated, &start), generated, start);
+    total = ngram_append_write(slot, best, drafts, a.draft_cols);
+  }
+  if (a.ngram_anchor) a.ngram_anchor[b] = anchor;
+  a.seq_lens_this_time[b] = static_cast<int32_t>(1 + total);
+}
+
 // CPU: both passes. Returns kOk.
 int ngram_append_cpu(const NgramMatchParams& params);
 
