@@ -157,7 +157,8 @@ FS_HD void ngram_append_finish(const NgramMatchParams& a, int64_t b, const Ngram
   } else {
     int generated = 0;
     int64_t start = 0;
-    anchor = ngram_append_search_anchor(slot, ngram_append_span(slot, best, &generated, &start), generated, start);
+    const int64_t appended = ngram_append_span(slot, best, &generated, &start);  // before reading generated, start
+    anchor = ngram_append_search_anchor(slot, appended, generated, start);
     total = ngram_append_write(slot, best, drafts, a.draft_cols);
   }
   if (a.ngram_anchor) a.ngram_anchor[b] = anchor;
