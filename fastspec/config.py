@@ -50,7 +50,7 @@ class SpeculativeConfig:
     max_ngram_size: int = 3
     min_ngram_size: int = 1
     token_budget: int = 0  # tokens per step over all requests; <= 0 means unlimited
-    anchored: bool = False  # anchored n-gram drafting (docs/ops/ngram_match.md): keep copying from the last source
+    anchored: bool = True  # anchored n-gram drafting (docs/ops/ngram_match.md): keep copying from the last source
     accept_policy: str = "normal"  # normal | accept_all | reject_all (debugging / benchmarks)
     num_model_steps: int = 0  # mtp: draft-model steps (0 = K); the other K - steps drafts come from ngram_append
     chain_hidden_states: bool = True  # mtp: each draft step's output hidden state feeds the next step

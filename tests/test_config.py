@@ -36,6 +36,7 @@ def test_replace_validates():
 
 INVALID = [
     ({"methd": "ngram"}, "unknown key 'methd'"),
+    ({"method": "ngram", "num_speculative_tokens": 2, "anchored": "yes"}, "anchored must be a boolean"),
     ({"sampling": {"temprature": 1.0}}, "unknown key 'sampling.temprature'"),
     ({"method": "beam"}, "method must be one of"),
     ({"method": 3}, "method must be a string"),

@@ -51,7 +51,7 @@ def test_a_new_request_starts_without_an_anchor():
     assert int(state.ngram_anchor[slot]) == -1
 
 
-def test_the_config_switch_reaches_the_proposer():
-    config = SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": 3, "anchored": True})
-    assert NgramProposer.from_config(config).anchored is True
-    assert NgramProposer.from_config(SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": 3})).anchored is False
+def test_the_config_switch_reaches_the_proposer_and_is_on_by_default():
+    config = SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": 3, "anchored": False})
+    assert NgramProposer.from_config(config).anchored is False
+    assert NgramProposer.from_config(SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": 3})).anchored is True
