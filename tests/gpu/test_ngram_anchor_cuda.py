@@ -11,8 +11,10 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 from fastspec import kernels  # noqa: E402
 from fastspec import reference as ref  # noqa: E402
 from fastspec.testing.cuda import capture, copy_into, to_device, to_host  # noqa: E402
-from tests.ngram_cases import ARRAY_NAMES  # noqa: E402
-from tests.ops.test_ngram_anchor import CASES, random_anchors  # noqa: E402
+from tests.ngram_append_cases import random_append_case  # noqa: E402
+from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case  # noqa: E402
+
+CASES = {"ngram_match": random_case, "ngram_append": random_append_case}
 
 
 def assert_same(got, expected, context=""):

@@ -12,22 +12,9 @@ import fastspec.ops as ops
 from fastspec import kernels
 from fastspec import reference as ref
 from tests.ngram_append_cases import random_append_case
-from tests.ngram_cases import ARRAY_NAMES, random_case
+from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case
 
 CASES = {"ngram_match": random_case, "ngram_append": random_append_case}
-
-
-def random_anchors(rng: np.random.Generator, arrays: dict) -> np.ndarray:
-    """Valid, stale, -1, past the known tokens, negative and extreme anchors."""
-    known = np.clip(arrays["prompt_lens"].reshape(-1) + arrays["step_idx"].reshape(-1), 0, arrays["token_ids_all"].shape[1])
-    kinds = rng.integers(0, 6, known.shape[0])
-    anchors = np.where(kinds == 0, -1, 0)
-    anchors = np.where(kinds == 1, rng.integers(0, np.maximum(known, 1)), anchors)  # anywhere in the known tokens
-    anchors = np.where(kinds == 2, np.maximum(known - rng.integers(1, 4, known.shape[0]), 0), anchors)  # near the end
-    anchors = np.where(kinds == 3, known + rng.integers(0, 3, known.shape[0]), anchors)  # the future
-    anchors = np.where(kinds == 4, -rng.integers(2, 100, known.shape[0]), anchors)
-    anchors = np.where(kinds == 5, rng.choice([2**63 - 1, -(2**63), 2**31]), anchors)
-    return anchors.astype(np.int64)
 
 
 def run(op: str, arrays: dict, attrs: dict, anchors: np.ndarray, front_end: str) -> tuple[np.ndarray, ...]:
