@@ -90,7 +90,7 @@ def report_summary(text: str) -> tuple[str, str]:
     where = re.sub(r"^.*?/custom_ops/", "custom_ops/", error.split(": runtime error:")[0]) if "runtime error" in error else ""
     kind = error.split("runtime error:")[-1].split(":")[0].strip() if "runtime error" in error else error.split("ERROR: ")[-1]
     kind = re.sub(r" on address 0x[0-9a-f]+.*", "", kind)
-    frame0 = re.sub(r"^#0 0x[0-9a-f]+ in ", "", frames[0]) if frames else ""
+    frame0 = re.sub(r"\S*/custom_ops/", "custom_ops/", re.sub(r"^#0 0x[0-9a-f]+ in ", "", frames[0])) if frames else ""
     return f"{where or frame0}: {kind}", "\n".join([error.strip(), *frames])
 
 

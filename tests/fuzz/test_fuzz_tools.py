@@ -20,6 +20,7 @@ from tests.fuzz.campaign import make_case
 from tests.fuzz.case import Case, from_json, is_strided, strided_view, to_json
 from tests.fuzz.check import run_case
 from tests.fuzz.malform import malform
+from tests.fuzz.supervisor import report_summary
 from tests.fuzz.targets import TARGETS
 from tests.fuzz.values import adversarial, case_dims
 
@@ -143,3 +144,19 @@ def test_a_worker_that_dies_is_a_finding_and_the_campaign_resumes(tmp_path):
     totals = summary["totals"]["update_model_status"]
     assert totals["cases"] == 6 and totals["crashes"] == 1
     assert totals["ok"] + totals["rejected"] == 5
+
+
+def test_a_sanitizer_report_is_summarised_by_its_place_and_kind():
+    ubsan = ("noise\n/x/y/custom_ops/cpu/ngram_match.cc:60:20: runtime error: signed integer overflow: "
+             "5 + 9223372036854775807 cannot be represented in type 'long int'\n"
+             "    #0 0x7f in fastspec::ngram_run_cpu(...) /x/y/custom_ops/cpu/ngram_match.cc:60\n")
+    asan = ("==1==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x60c0 at pc 0x7f\n"
+            "    #0 0x7f2 in scan_region /x/y/custom_ops/cpu/ngram_match.cc:21\n"
+            "    #1 0x7f3 in search_slot /x/y/custom_ops/cpu/ngram_match.cc:40\n")
+    signature, excerpt = report_summary(ubsan)
+    assert signature == "custom_ops/cpu/ngram_match.cc:60:20: signed integer overflow"
+    assert "#0" in excerpt and "noise" not in excerpt
+    signature, excerpt = report_summary(asan)
+    assert signature == "scan_region custom_ops/cpu/ngram_match.cc:21: AddressSanitizer: heap-buffer-overflow"
+    assert "#1" in excerpt
+    assert report_summary("Traceback ...\nValueError: boom\n")[0] == "ValueError: boom"
