@@ -70,7 +70,7 @@ def under_sanitizers() -> bool:
 def replay(args: argparse.Namespace) -> int:
     """One case in this process (re-executed under the sanitizers first when asked)."""
     if args.sanitize and not under_sanitizers():
-        env = sanitizer.environment()
+        env = sanitizer.environment(stacks=True)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
         os.execve(sys.executable, [sys.executable, "-m", "tests.fuzz", *sys.argv[1:]], env)
     import numpy as np

@@ -70,38 +70,44 @@ def make_case(target: str, seed: int, index: int) -> Case:
 
 @dataclass
 class Tally:
-    """What a campaign over one target saw."""
+    """What a campaign over one target saw (``found``: the findings themselves, this process's)."""
 
     target: str
     cases: int = 0
     ok: int = 0
     rejected: int = 0  # broken on purpose and refused by the schema: expected, not findings
     xpu: int = 0
+    crashes: int = 0  # cases that killed their process (a sanitizer report, a signal)
+    findings: int = 0
     seconds: float = 0.0
-    findings: list[dict] = field(default_factory=list)
+    found: list[dict] = field(default_factory=list)
 
     def count(self, case: Case, outcome: Outcome) -> None:
         self.cases += 1
         self.ok += outcome.kind == "ok"
         self.rejected += outcome.kind == "rejected"
+        self.findings += outcome.is_finding
         self.xpu += case.options.get("backend") == "xpu_emulator"
 
-    def as_dict(self) -> dict:
-        return asdict(self)
+    def counts(self) -> dict:
+        """Every field but ``found``: what a worker reports and carries over a crash."""
+        return {k: v for k, v in asdict(self).items() if k != "found"}
 
 
 def run_range(target: str, seed: int, start: int, stop: int, *,
               before: Callable[[int, Tally], None] | None = None,
               on_finding: Callable[[dict], None] | None = None,
               on_progress: Callable[[Tally], None] | None = None,
-              progress_seconds: float = 1.0) -> Tally:
+              progress_seconds: float = 1.0, carried: dict | None = None) -> Tally:
     """Cases ``start .. stop - 1`` of ``target``; ``before(index, tally)`` runs before each case
-    (the worker records the case and the counts so far there, so a crash names the case)."""
-    tally = Tally(target)
+    (the worker records the case and the counts so far there, so a crash names the case).
+    ``carried``: counts of earlier cases of the same campaign to count on from."""
+    tally = Tally(**{"target": target, **(carried or {})})
+    offset = tally.seconds
     began = last = time.perf_counter()
     for index in range(start, stop):
         if before:
-            tally.seconds = time.perf_counter() - began
+            tally.seconds = offset + time.perf_counter() - began
             before(index, tally)
         case = make_case(target, seed, index)
         outcome = run_case(case)
@@ -109,13 +115,12 @@ def run_range(target: str, seed: int, start: int, stop: int, *,
         if outcome.is_finding:
             finding = {"target": target, "seed": seed, "index": index, "kind": outcome.finding,
                        "detail": outcome.detail, "case": case.describe()}
-            tally.findings.append(finding)
+            tally.found.append(finding)
             if on_finding:
                 on_finding(finding)
         now = time.perf_counter()
-        tally.seconds = now - began
+        tally.seconds = offset + now - began
         if on_progress and now - last >= progress_seconds:
             last = now
             on_progress(tally)
-    tally.seconds = time.perf_counter() - began
     return tally

@@ -1,10 +1,11 @@
 """Runs a campaign in worker processes and survives them dying.
 
 Each target's cases are split in two halves (the second with ``FASTSPEC_SIMD=off``: the
-portable loops), plus one unit for the corpus; ``jobs`` workers run at a time. A worker that
-dies (a sanitizer report aborts it) or falls silent (a hang) becomes a finding named by the
-case it had started (its state file), and a new worker resumes after that case, up to
-``max_crashes`` per target. Every finding is written, with its case, under ``out``.
+portable loops), plus one unit for the corpus; ``jobs`` workers run at a time. A worker reports
+the cases that killed its forked children itself (tests/fuzz/worker.py); a worker that dies
+itself (the corpus runs in the worker) or falls silent (a hang) becomes a finding named by the
+case it had started (its state file), and a new worker resumes after that case. A range stops
+after ``max_crashes``. Every finding is written, with its case, under ``out``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import re
 import signal
 import subprocess
 import sys
@@ -25,9 +25,10 @@ from . import sanitizer
 from .case import save
 from .campaign import make_case
 from .corpus import CORPUS_DIR
+from .reports import death, report_summary
 
 ROOT = Path(__file__).resolve().parents[2]
-COUNTS = ("cases", "ok", "rejected", "xpu")
+COUNTS = ("cases", "ok", "rejected", "xpu", "crashes")
 
 
 @dataclass
@@ -40,13 +41,13 @@ class Unit:
     simd: str = ""  # FASTSPEC_SIMD for its workers ("": the best the CPU has)
     crashes: int = 0
 
-    def command(self, seed: int, state: Path, abort_at: int) -> list[str]:
+    def command(self, seed: int, state: Path, abort_at: int, max_crashes: int) -> list[str]:
         worker = [sys.executable, "-m", "tests.fuzz.worker", "--state", str(state)]
         if self.target == "corpus":
             return worker + ["--corpus", str(CORPUS_DIR.relative_to(ROOT)), "--skip", str(self.start)]
         extra = ["--abort-at", str(abort_at)] if abort_at >= 0 else []
         return worker + ["--target", self.target, "--seed", str(seed), "--start", str(self.start),
-                         "--stop", str(self.stop), *extra]
+                         "--stop", str(self.stop), "--max-crashes", str(max(1, max_crashes - self.crashes)), *extra]
 
 
 @dataclass
@@ -77,23 +78,6 @@ class Running:
     hung: bool = False
 
 
-def report_summary(text: str) -> tuple[str, str]:
-    """(signature, excerpt) of a sanitizer report: the error line and the first frames."""
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if "runtime error:" in line or "ERROR: AddressSanitizer" in line
-                  or "ERROR: UndefinedBehaviorSanitizer" in line), None)
-    if start is None:  # no sanitizer report: the last words (an exception, a signal)
-        last = next((line.strip() for line in reversed(lines) if line.strip()), "")
-        return last[:300], "\n".join(lines[-15:])
-    error = lines[start]
-    frames = [line.strip() for line in lines[start + 1:start + 30] if re.match(r"\s+#[0-4] ", line)]
-    where = re.sub(r"^.*?/custom_ops/", "custom_ops/", error.split(": runtime error:")[0]) if "runtime error" in error else ""
-    kind = error.split("runtime error:")[-1].split(":")[0].strip() if "runtime error" in error else error.split("ERROR: ")[-1]
-    kind = re.sub(r" on address 0x[0-9a-f]+.*", "", kind)
-    frame0 = re.sub(r"\S*/custom_ops/", "custom_ops/", re.sub(r"^#0 0x[0-9a-f]+ in ", "", frames[0])) if frames else ""
-    return f"{where or frame0}: {kind}", "\n".join([error.strip(), *frames])
-
-
 class Supervisor:
     def __init__(self, *, targets: list[str], cases: int, seed: int, jobs: int, sanitize: bool, corpus: bool,
                  out: Path, max_crashes: int = 2000, hang_seconds: float = 300.0, abort_at: int = -1,
@@ -122,7 +106,7 @@ class Supervisor:
         env = dict(self.env)
         if unit.simd:
             env["FASTSPEC_SIMD"] = unit.simd
-        process = subprocess.Popen(unit.command(self.seed, state, self.abort_at), cwd=ROOT, env=env,
+        process = subprocess.Popen(unit.command(self.seed, state, self.abort_at, self.max_crashes), cwd=ROOT, env=env,
                                    stdout=subprocess.PIPE, stderr=open(stderr, "w"), text=True,  # noqa: SIM115
                                    start_new_session=True)
         running = Running(unit, process, state, stderr, time.monotonic())
@@ -178,6 +162,8 @@ class Supervisor:
             running.ended = kind == "end"
         elif kind == "finding":
             self._record(running.unit, event)
+        elif kind == "note":
+            print(f"[fuzz] {running.unit.target}: {event['text']}", flush=True)
 
     def _finished(self, running: Running) -> None:
         code = running.process.wait()
@@ -191,7 +177,7 @@ class Supervisor:
         if not died:
             return
         signature, excerpt = report_summary(running.stderr.read_text(errors="replace"))
-        what = f"hang (no answer in {self.hang_seconds:.0f} s)" if running.hung else f"crash (exit {code})"
+        what = f"hang (no answer in {self.hang_seconds:.0f} s)" if running.hung else death(code)
         unit = running.unit
         position = state.get("number" if unit.target == "corpus" else "index")
         if position is None:
@@ -267,7 +253,8 @@ class Supervisor:
         library = "ASan + UBSan bindings" if self.sanitize else "normal bindings"
         print(f"seed {self.seed}, {library}, {elapsed:.0f} s wall, {len(self.findings)} findings")
         by_kind: dict[tuple[str, str, str], list[dict]] = {}
-        for f in self.findings:
+        order = list(self.totals)
+        for f in sorted(self.findings, key=lambda f: order.index(f["target"]) if f["target"] in order else -1):
             by_kind.setdefault((f["target"], f["kind"], f.get("signature") or ""), []).append(f)
         for (target, kind, signature), group in by_kind.items():
             first = group[0]

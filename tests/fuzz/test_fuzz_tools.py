@@ -20,7 +20,7 @@ from tests.fuzz.campaign import make_case
 from tests.fuzz.case import Case, from_json, is_strided, strided_view, to_json
 from tests.fuzz.check import run_case
 from tests.fuzz.malform import malform
-from tests.fuzz.supervisor import report_summary
+from tests.fuzz.reports import report_summary
 from tests.fuzz.targets import TARGETS
 from tests.fuzz.values import adversarial, case_dims
 
@@ -124,7 +124,8 @@ def test_the_sanitizer_environment_preloads_the_runtimes():
     assert "libasan" in Path(preload[0]).name and "libubsan" in Path(preload[1]).name and preload[2] == "/other.so"
     assert all(Path(p).exists() for p in preload[:2])
     assert {"detect_leaks=0", "abort_on_error=1", "verbosity=1"} <= set(env["ASAN_OPTIONS"].split(":"))
-    assert "halt_on_error=1" in env["UBSAN_OPTIONS"].split(":")
+    assert {"halt_on_error=1", "print_stacktrace=0"} <= set(env["UBSAN_OPTIONS"].split(":"))
+    assert "print_stacktrace=1" in sanitizer.environment({}, stacks=True)["UBSAN_OPTIONS"].split(":")
     assert env[kernels.KERNELS_LIB_ENV] == "sanitize"
 
 
