@@ -46,8 +46,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     corpus = parser.add_mutually_exclusive_group()
     corpus.add_argument("--no-corpus", action="store_true", help="do not replay tests/fuzz/corpus")
     corpus.add_argument("--corpus-only", action="store_true", help="replay the corpus only")
-    parser.add_argument("--max-crashes", type=int, default=2000,
-                        help="crashes per half of a target before that half stops (default 2000)")
+    parser.add_argument("--max-crashes", type=int, default=5000,
+                        help="crashes per half of a target before that half stops (default 5000)")
     parser.add_argument("--hang-seconds", type=float, default=300.0, help="a worker silent this long is a hang")
     parser.add_argument("--progress-seconds", type=float, default=15.0)
     parser.add_argument("--out", type=Path, default=OUT, help="findings and the run's summary (build/fuzz)")

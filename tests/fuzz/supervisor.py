@@ -80,7 +80,7 @@ class Running:
 
 class Supervisor:
     def __init__(self, *, targets: list[str], cases: int, seed: int, jobs: int, sanitize: bool, corpus: bool,
-                 out: Path, max_crashes: int = 2000, hang_seconds: float = 300.0, abort_at: int = -1,
+                 out: Path, max_crashes: int = 5000, hang_seconds: float = 300.0, abort_at: int = -1,
                  progress_seconds: float = 15.0):
         self.seed, self.jobs, self.sanitize, self.out = seed, max(1, jobs), sanitize, out
         self.max_crashes, self.hang_seconds, self.abort_at = max_crashes, hang_seconds, abort_at

@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--start", type=int, default=0)
     parser.add_argument("--stop", type=int, default=0)
-    parser.add_argument("--max-crashes", type=int, default=2000)
+    parser.add_argument("--max-crashes", type=int, default=5000)
     parser.add_argument("--corpus")
     parser.add_argument("--skip", type=int, default=0, help="corpus files to skip (resuming after a crash)")
     parser.add_argument("--state", type=Path, required=True)
