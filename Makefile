@@ -4,6 +4,8 @@
 # Both create .venv, install requirements.txt and build the native code first
 # (cached: a second run rebuilds nothing). CUDA kernels are compiled whenever
 # a CUDA toolkit is found; BUILD_FLAGS="--cuda on" makes that mandatory (CI).
+#   make fuzz        the fuzzer's long campaign under ASan + UBSan (docs/fuzzing.md)
+#   make fuzz-short  its short campaign (CI)
 
 PYTHON ?= python3
 VENV := .venv
@@ -11,8 +13,9 @@ PY := $(VENV)/bin/python
 BUILD_FLAGS ?=
 DEMO_ARGS ?=
 PYTEST_ARGS ?=
+FUZZ_ARGS ?=
 
-.PHONY: setup build demo test bench clean
+.PHONY: setup build demo test bench clean sanitize-build fuzz fuzz-short
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +39,16 @@ bench: build
 	$(PY) bench/bench_ngram_append.py
 	$(PY) bench/bench_sampling.py
 	$(PY) bench/bench_verify_update.py
+
+# The pybind11 bindings under ASan + UBSan, into build/sanitize/ (never over fastspec/_lib).
+sanitize-build: setup
+	$(PY) setup_ops.py --bindings-only --sanitize
+
+fuzz: sanitize-build
+	$(PY) -m tests.fuzz --long --sanitize $(FUZZ_ARGS)
+
+fuzz-short: sanitize-build
+	$(PY) -m tests.fuzz --short --sanitize $(FUZZ_ARGS)
 
 clean:
 	rm -rf build fastspec/_lib/*.so

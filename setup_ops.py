@@ -2,7 +2,7 @@
 """Build fastspec's native code.
 
     python setup_ops.py [install] [--cuda auto|on|off] [--bindings-only] [--jobs N]
-                        [--native] [--dry-run]
+                        [--native] [--sanitize] [--dry-run]
 
 Builds, into ``fastspec/_lib/``:
   * ``fastspec_ops.so``: the Paddle custom-op library (CPU kernels always, CUDA
@@ -38,6 +38,11 @@ linked, with the XRE runtime (``XRE_PATH``), into the Paddle op library, which
 then runs Paddle XPU tensors on them (``-DFASTSPEC_WITH_XPU``; needs
 ``paddlepaddle-xpu``). See docs/xpu.md.
 
+``--bindings-only --sanitize`` builds the bindings with AddressSanitizer and
+UndefinedBehaviorSanitizer (CUDA off, ``-O1 -g``) into ``build/sanitize/``,
+never over the normal library; only the fuzzer loads it
+(``FASTSPEC_KERNELS_LIB=sanitize``, docs/fuzzing.md).
+
 ``--dry-run`` prints the compiler and linker commands without running them
 (``planned_commands()`` returns them). ``pip install .`` runs this same build
 through ``setup.py`` (``build_into()``), into the wheel's ``fastspec/_lib/``.
@@ -63,6 +68,9 @@ INCLUDE = OPS / "include"
 BUILD = ROOT / "build"
 GENERATED = BUILD / "gen"  # C++ generated from fastspec/schema.py (fastspec/codegen.py)
 LIB_DIR = ROOT / "fastspec" / "_lib"
+SANITIZE_LIB_DIR = BUILD / "sanitize"  # fastspec.kernels.SANITIZE_LIB_DIR (a test checks they agree)
+# ASan + UBSan, every report fatal; -O1 -g keep the reports' stacks readable.
+SANITIZE_FLAGS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1"]
 DEFAULT_ARCHS = "80;90"
 
 
@@ -147,8 +155,10 @@ class Builder:
     every command it would run (cached objects included) in self.commands."""
 
     def __init__(self, jobs: int, cuda_home: Path | None, march: list[str] | None = None,
-                 lib_dir: Path = LIB_DIR, dry_run: bool = False, xtdk: Path | None = None):
+                 lib_dir: Path = LIB_DIR, dry_run: bool = False, xtdk: Path | None = None,
+                 sanitize: bool = False):
         self.jobs = jobs
+        self.sanitize = sanitize
         self.cuda_home = cuda_home
         self.xtdk = xtdk
         self.march = list(march or [])
@@ -187,7 +197,8 @@ class Builder:
 
     # --- compiler command lines -------------------------------------------
     def cxx_flags(self) -> list[str]:
-        return ["-std=c++17", "-O3", "-fPIC", "-pthread", f"-I{INCLUDE}", f"-I{GENERATED}", *self.march]
+        optimise = SANITIZE_FLAGS if self.sanitize else ["-O3"]
+        return ["-std=c++17", *optimise, "-fPIC", "-pthread", f"-I{INCLUDE}", f"-I{GENERATED}", *self.march]
 
     def nvcc(self) -> list[str]:
         return [str(self.cuda_home / "bin" / "nvcc")]
@@ -248,7 +259,8 @@ class Builder:
 
     def link(self, objects: list[Path], output: Path, extra: list[str]) -> None:
         tmp = output.with_suffix(f"{output.suffix}.{os.getpid()}.tmp")
-        cmd = ["g++", "-shared", "-pthread", *map(str, objects), "-o", str(tmp), *extra]
+        sanitizers = SANITIZE_FLAGS[:1] if self.sanitize else []  # links libasan and libubsan
+        cmd = ["g++", "-shared", "-pthread", *sanitizers, *map(str, objects), "-o", str(tmp), *extra]
         if self.dry_run:
             self.commands.append(cmd)
             return
@@ -316,6 +328,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="parallel compiles (default: FASTSPEC_BUILD_JOBS, else the CPU count)")
     parser.add_argument("--native", action="store_true",
                         help="-march=native: for this machine's CPU only (default: portable)")
+    parser.add_argument("--sanitize", action="store_true",
+                        help="with --bindings-only: the bindings under ASan + UBSan (CUDA off) into build/sanitize/, "
+                             "for the fuzzer (docs/fuzzing.md)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the compiler and linker commands, run nothing")
     return parser.parse_args(argv)
@@ -336,12 +351,19 @@ def build(args: argparse.Namespace, lib_dir: Path = LIB_DIR, skip_ops_without_pa
     """Builds what args ask for into lib_dir (records the commands only with
     args.dry_run). Without Paddle the op library is an error, or, with
     skip_ops_without_paddle, skipped with a warning."""
-    cuda_home, why = (None, "disabled by --cuda off") if args.cuda == "off" else find_cuda_home()
+    if args.sanitize:
+        if not args.bindings_only:
+            raise SystemExit("[setup_ops] --sanitize builds the pybind11 bindings only: add --bindings-only")
+        if args.cuda == "on":
+            raise SystemExit("[setup_ops] --sanitize builds without CUDA: drop --cuda on")
+        lib_dir = SANITIZE_LIB_DIR
+    cuda_home, why = (None, "disabled by --cuda off") if args.cuda == "off" or args.sanitize else find_cuda_home()
     if args.cuda == "on" and cuda_home is None:
         raise SystemExit(f"[setup_ops] --cuda on, but {why}")
     xtdk, xpu_why = find_xtdk()
     generate()
-    builder = Builder(max(1, args.jobs), cuda_home, march_flags(args.native), lib_dir, args.dry_run, xtdk)
+    builder = Builder(max(1, args.jobs), cuda_home, march_flags(args.native), lib_dir, args.dry_run, xtdk,
+                      sanitize=args.sanitize)
 
     built, skipped = [], []
     if not args.bindings_only:
@@ -357,6 +379,10 @@ def build(args: argparse.Namespace, lib_dir: Path = LIB_DIR, skip_ops_without_pa
     builder.build_bindings()
     built.append("pybind11 bindings")
     if args.dry_run:
+        return builder
+    if args.sanitize:
+        log(f"built the pybind11 bindings with ASan + UBSan into {lib_dir.relative_to(ROOT)}/ (CUDA off); "
+            "the fuzzer loads them: python -m tests.fuzz --sanitize")
         return builder
 
     log(f"built {' and '.join(built)}")

@@ -20,7 +20,9 @@ last to first (a test mode). See docs/xpu.md.
 
 numpy has no bfloat16: a ``uint16`` array passed as probabilities is read as
 bfloat16 bits. Built by ``python setup_ops.py`` (``--bindings-only`` needs no
-Paddle).
+Paddle). ``FASTSPEC_KERNELS_LIB=sanitize`` loads the bindings built with ASan and
+UBSan (``python setup_ops.py --bindings-only --sanitize``) instead: the fuzzer's
+library, which needs the sanitizer runtimes preloaded (docs/fuzzing.md).
 """
 
 from __future__ import annotations
@@ -28,8 +30,11 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
+import importlib.util
 import inspect
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,11 +46,30 @@ from fastspec.schema import SCHEMAS, OpSchema, Tensor, VerifyStrategy
 from fastspec.validate import TensorMeta, validate
 
 BACKENDS = {"cpu": 0, "cuda": 1, "xpu": 2}  # op_call.h Backend
+KERNELS_LIB_ENV = "FASTSPEC_KERNELS_LIB"  # unset: fastspec/_lib; "sanitize": SANITIZE_LIB_DIR
+SANITIZE_LIB_DIR = Path(__file__).resolve().parent.parent / "build" / "sanitize"  # setup_ops.py's
+
+
+def _load_sanitized() -> Any:
+    """The bindings built by ``setup_ops.py --bindings-only --sanitize`` (a source tree only)."""
+    found = sorted(SANITIZE_LIB_DIR.glob("fastspec_kernels*.so"))
+    if not found:
+        raise FastspecBuildError(f"{KERNELS_LIB_ENV}=sanitize, but {SANITIZE_LIB_DIR} has no fastspec_kernels library: "
+                                 "run `python setup_ops.py --bindings-only --sanitize`")
+    spec = importlib.util.spec_from_file_location("fastspec_kernels", found[0])
+    library = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(library)
+    return library
 
 
 @functools.cache
 def module() -> Any:
-    """The compiled ``fastspec_kernels`` extension."""
+    """The compiled ``fastspec_kernels`` extension (``FASTSPEC_KERNELS_LIB`` picks which)."""
+    which = os.environ.get(KERNELS_LIB_ENV, "")
+    if which == "sanitize":
+        return _load_sanitized()
+    if which not in ("", "default"):
+        raise FastspecBuildError(f"{KERNELS_LIB_ENV} must be unset, 'default' or 'sanitize', got {which!r}")
     try:
         from fastspec._lib import fastspec_kernels
     except ImportError as error:

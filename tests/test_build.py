@@ -102,6 +102,31 @@ def test_dry_run_prints_the_commands():
     assert "-march" not in result.stdout
 
 
+def test_the_sanitized_bindings_are_a_separate_build(setup_ops, monkeypatch):
+    """--bindings-only --sanitize: every compile and the link carry ASan + UBSan (every report
+    fatal), no CUDA, and the library goes to build/sanitize/ (where fastspec.kernels looks for it
+    under FASTSPEC_KERNELS_LIB=sanitize), never over fastspec/_lib."""
+    from fastspec import kernels
+
+    monkeypatch.delenv("FASTSPEC_MARCH", raising=False)
+    commands = setup_ops.planned_commands(["--bindings-only", "--sanitize"])
+    flags = {"-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1"}
+    sources = compiles(commands)
+    assert sources and all(flags <= set(cmd) and "-O3" not in cmd for cmd in sources)
+    assert not any(Path(cmd[cmd.index("-c") + 1]).suffix == ".cu" or "-DFASTSPEC_WITH_CUDA" in cmd
+                   for cmd in commands if "-c" in cmd)
+    [link] = [cmd for cmd in commands if cmd[:2] == ["g++", "-shared"]]
+    assert "-fsanitize=address,undefined" in link
+    output = Path(link[link.index("-o") + 1])
+    assert output.parent == setup_ops.SANITIZE_LIB_DIR == kernels.SANITIZE_LIB_DIR
+    assert output.name.startswith("fastspec_kernels")
+    normal = setup_ops.planned_commands(["--bindings-only", "--cuda", "off"])
+    objects = lambda cmds: {cmd[cmd.index("-o") + 1] for cmd in cmds}  # noqa: E731
+    assert not objects(sources) & objects(compiles(normal))  # cached apart: the flags are in the key
+    with pytest.raises(SystemExit, match="--bindings-only"):
+        setup_ops.planned_commands(["--sanitize"])
+
+
 # Run in a fresh process (FASTSPEC_SIMD is read once): the level the kernels chose, then
 # the CPU kernels against the numpy reference on rows and token runs long enough for the
 # SIMD loops (near-flat rows included). Prints the level.

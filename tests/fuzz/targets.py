@@ -1,0 +1,87 @@
+"""What the fuzzer calls: every op (verify_draft_tokens once per strategy), with the generator of
+its well-formed calls and its numpy reference (``fastspec.reference``).
+
+A reference returns the expected value of every tensor the op returns (its in-place tensors,
+then its new ones), by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from fastspec import reference as ref
+from fastspec.schema import STRATEGIES
+from tests.ngram_cases import ARRAY_NAMES as NGRAM_NAMES
+from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
+
+from .gen_ngram import ngram_call
+from .gen_sampling import candidates_call, sample_call
+from .gen_verify_update import update_call, verify_call
+
+Arrays = dict[str, np.ndarray | None]
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    op: str
+    generate: Callable[[np.random.Generator], tuple[Arrays, dict]]
+    reference: Callable[[Arrays, dict], dict[str, np.ndarray]]
+    xpu_share: float = 0.125  # of its cases on the emulated XPU (a sampling row there costs ~20x the CPU's)
+
+
+def _ngram_reference(function):
+    def expected(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+        # The reference tries every n from max_ngram_size down, literally; no n above the longest
+        # sequence searched (L generated tokens plus K model drafts) can match, so the fuzzer's
+        # max_ngram_size = 2^31 - 1 is cut to that length here (the same answer, in seconds).
+        longest = a["token_ids_all"].shape[1] + a["draft_tokens"].shape[1]
+        attrs = {**attrs, "max_ngram_size": min(attrs["max_ngram_size"], longest)}
+        attrs["min_ngram_size"] = min(attrs.get("min_ngram_size", 1), longest + 1)
+        drafts, lens = function(*(a[name] for name in NGRAM_NAMES), **attrs)
+        return {"draft_tokens": drafts, "seq_lens_this_time": lens}
+
+    return expected
+
+
+def _candidates_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    ids, scores, lens = ref.top_p_candidates(a["probs"], a["top_p"], a["batch_id_per_token_output"], **attrs)
+    return {"candidate_ids": ids, "candidate_scores": scores, "candidate_lens": lens}
+
+
+def _sample_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    names = ("probs", "top_p", "top_k", "seed", "step_idx", "batch_id_per_token_output", "cu_seqlens_q_output")
+    tokens = ref.sample_tokens(*(a[n] for n in names), stream=attrs.get("rand_stream", ref.STREAM_TARGET))
+    return {"tokens": tokens}
+
+
+def _verify_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    strategy = getattr(attrs["strategy"], "value", attrs["strategy"])
+    flags = {k: attrs[k] for k in ("accept_all", "reject_all") if k in attrs}
+    tokens, num = ref.verify_draft_tokens(*(a[name] for name in VERIFY_NAMES), strategy=strategy,
+                                          target_probs=a.get("target_probs"), draft_probs=a.get("draft_probs"),
+                                          **flags)
+    return {"accept_tokens": tokens, "accept_num": num}
+
+
+def _update_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    return dict(zip((*UPDATE_OUTPUTS, "has_running"), ref.update_model_status(*(a[name] for name in UPDATE_NAMES))))
+
+
+def _verify(strategy: str) -> Target:
+    return Target(f"verify_draft_tokens[{strategy}]", "verify_draft_tokens",
+                  lambda rng: verify_call(rng, strategy), _verify_reference)
+
+
+TARGETS: dict[str, Target] = {t.name: t for t in (
+    Target("ngram_match", "ngram_match", lambda rng: ngram_call(rng, append=False), _ngram_reference(ref.ngram_match)),
+    Target("ngram_append", "ngram_append", lambda rng: ngram_call(rng, append=True),
+           _ngram_reference(ref.ngram_append)),
+    Target("top_p_candidates", "top_p_candidates", candidates_call, _candidates_reference, xpu_share=0.05),
+    Target("sample_tokens", "sample_tokens", sample_call, _sample_reference, xpu_share=0.05),
+    *(_verify(strategy) for strategy in STRATEGIES),
+    Target("update_model_status", "update_model_status", update_call, _update_reference),
+)}
