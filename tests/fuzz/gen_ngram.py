@@ -2,7 +2,8 @@
 
 The tests' batches (every slot kind, planted repeats, binding budgets, invalid geometry)
 plus what they leave out: attributes at the ends of their ranges, per-request tensors
-shaped ``[B, 1]``, and now and then a batch large enough for the CPU kernel to thread.
+shaped ``[B, 1]``, anchors (``ngram_anchor``) of every kind in half the calls, and now and then a
+batch large enough for the CPU kernel to thread.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.ngram_append_cases import random_append_case
-from tests.ngram_cases import random_case
+from tests.ngram_cases import random_anchors, random_case
 
 from .values import INT32_MAX, INT32_MIN
 
@@ -29,4 +30,6 @@ def ngram_call(rng: np.random.Generator, append: bool) -> tuple[dict, dict]:
     roll = rng.random()
     if roll < 0.05:
         attrs["token_budget"] = int(rng.choice([INT32_MAX, INT32_MIN, 1, batch, batch + 1]))
+    if rng.random() < 0.5:  # anchored drafting: valid, stale, -1, future, negative and extreme anchors
+        arrays["ngram_anchor"] = random_anchors(rng, arrays)
     return arrays, attrs

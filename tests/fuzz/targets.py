@@ -41,8 +41,8 @@ def _ngram_reference(function):
         longest = a["token_ids_all"].shape[1] + a["draft_tokens"].shape[1]
         attrs = {**attrs, "max_ngram_size": min(attrs["max_ngram_size"], longest)}
         attrs["min_ngram_size"] = min(attrs.get("min_ngram_size", 1), longest + 1)
-        drafts, lens = function(*(a[name] for name in NGRAM_NAMES), **attrs)
-        return {"draft_tokens": drafts, "seq_lens_this_time": lens}
+        result = function(*(a[name] for name in NGRAM_NAMES), **attrs, ngram_anchor=a.get("ngram_anchor"))
+        return dict(zip(("draft_tokens", "seq_lens_this_time", "ngram_anchor"), result))
 
     return expected
 
