@@ -119,16 +119,25 @@ class Supervisor:
         self.lines.put((running, None))
 
     def run(self) -> int:
+        """The campaign; 1 on any finding. Interrupted (Ctrl-C, SIGTERM): the figures so far, and 130."""
         active: list[Running] = []
+        began = time.monotonic()
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl-C: finish below
         try:
-            return self._run(active)
+            self._run(active, began)
+        except KeyboardInterrupt:
+            print("[fuzz] interrupted: the figures so far", flush=True)
+            self.print_summary(time.monotonic() - began, self._live_totals(active), interrupted=True)
+            return 130
         finally:
-            for running in active:  # interrupted: no worker outlives the campaign
+            signal.signal(signal.SIGTERM, previous)
+            for running in active:  # no worker outlives the campaign
                 if running.process.poll() is None:
                     os.killpg(running.process.pid, signal.SIGKILL)
+        self.print_summary(time.monotonic() - began, self.totals)
+        return 1 if self.findings else 0
 
-    def _run(self, active: list) -> int:
-        began = time.monotonic()
+    def _run(self, active: list, began: float) -> None:
         last_print = time.monotonic()
         while self.pending or active:
             while self.pending and len(active) < self.jobs:
@@ -152,8 +161,6 @@ class Supervisor:
             if time.monotonic() - last_print >= self.progress_seconds:
                 last_print = time.monotonic()
                 self.print_progress(active, time.monotonic() - began)
-        self.print_summary(time.monotonic() - began)
-        return 1 if self.findings else 0
 
     def _event(self, running: Running, event: dict) -> None:
         kind = event.pop("event")
@@ -241,14 +248,21 @@ class Supervisor:
         return live
 
     def print_progress(self, active: list[Running], elapsed: float) -> None:
-        parts = [f"{name} {t.cases} ({t.rate:.0f}/s, {t.findings} found)"
-                 for name, t in self._live_totals(active).items() if t.cases]
+        live = self._live_totals(active)
+        parts = [f"{name} {t.cases} ({t.rate:.0f}/s, {t.findings} found)" for name, t in live.items() if t.cases]
         print(f"[fuzz] {elapsed:.0f}s: " + "; ".join(parts), flush=True)
+        self.write_summary(elapsed, live, interrupted=True)  # so far: survives a kill
 
-    def print_summary(self, elapsed: float) -> None:
+    def write_summary(self, elapsed: float, totals: dict[str, Totals], interrupted: bool) -> None:
+        summary = {"seed": self.seed, "sanitize": self.sanitize, "wall_seconds": elapsed, "complete": not interrupted,
+                   "totals": {k: vars(v) for k, v in totals.items()}, "findings": self.findings}
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "last_run.json").write_text(json.dumps(summary, indent=1) + "\n")
+
+    def print_summary(self, elapsed: float, totals: dict[str, Totals], interrupted: bool = False) -> None:
         print(f"\n{'target':34} {'cases':>7} {'ok':>7} {'refused':>7} {'xpu':>6} {'crashes':>7} {'cases/s':>8} "
               f"{'findings':>8}")
-        for name, t in self.totals.items():
+        for name, t in totals.items():
             print(f"{name:34} {t.cases:7} {t.ok:7} {t.rejected:7} {t.xpu:6} {t.crashes:7} {t.rate:8.0f} {t.findings:8}")
         library = "ASan + UBSan bindings" if self.sanitize else "normal bindings"
         print(f"seed {self.seed}, {library}, {elapsed:.0f} s wall, {len(self.findings)} findings")
@@ -260,7 +274,4 @@ class Supervisor:
             first = group[0]
             print(f"  {len(group):5} x {kind} in {target}: {signature or self._first_line(first)}")
             print(f"          e.g. {first['replay']}" + (f"  (case: {first['saved']})" if "saved" in first else ""))
-        summary = {"seed": self.seed, "sanitize": self.sanitize, "wall_seconds": elapsed,
-                   "totals": {k: vars(v) for k, v in self.totals.items()}, "findings": self.findings}
-        self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "last_run.json").write_text(json.dumps(summary, indent=1) + "\n")
+        self.write_summary(elapsed, totals, interrupted)

@@ -161,3 +161,21 @@ def test_a_sanitizer_report_is_summarised_by_its_place_and_kind():
     assert signature == "scan_region custom_ops/cpu/ngram_match.cc:21: AddressSanitizer: heap-buffer-overflow"
     assert "#1" in excerpt
     assert report_summary("Traceback ...\nValueError: boom\n")[0] == "ValueError: boom"
+
+
+def test_a_terminated_campaign_leaves_its_figures_and_no_worker(tmp_path):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.fuzz", "--cases", "100000", "--targets", "update_model_status", "--no-corpus",
+         "--jobs", "1", "--progress-seconds", "1", "--out", str(tmp_path)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for line in process.stdout:  # the first progress line: cases are running
+        if line.startswith("[fuzz] ") and "/s" in line:
+            break
+    process.terminate()
+    output = process.communicate(timeout=60)[0]
+    assert process.returncode == 130, output
+    assert "interrupted" in output and "update_model_status" in output
+    summary = json.loads((tmp_path / "last_run.json").read_text())
+    assert summary["complete"] is False and summary["totals"]["update_model_status"]["cases"] > 0
+    workers = subprocess.run(["pgrep", "-f", f"tests.fuzz.worker --state {tmp_path}"], capture_output=True, text=True)
+    assert workers.stdout.strip() == ""
