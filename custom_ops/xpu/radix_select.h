@@ -47,21 +47,14 @@ struct ProbRow {
   int64_t vocab;
   int id_bits;
 
-  __device__ int bytes() const { return dtype == kProbF32 ? 4 : 2; }
+  __device__ int bytes() const { return prob_bytes(dtype); }
   // Elements [v0, v0 + n) into the LM tile (n <= kProbTile).
   __device__ void load(int64_t v0, int n, unsigned char* tile) const {
     GM2LM(data + v0 * bytes(), tile, n * bytes());
   }
   // The order key (sampling.h prob_key) of element j of a loaded tile.
   __device__ uint32_t key(const unsigned char* tile, int j) const {
-    if (dtype == kProbF32) {
-      uint32_t bits;
-      __builtin_memcpy(&bits, tile + 4 * j, 4);
-      return prob_key(bits);
-    }
-    uint16_t half;
-    __builtin_memcpy(&half, tile + 2 * j, 2);
-    return prob_key(dtype == kProbF16 ? f16_to_f32_bits(half) : bf16_to_f32_bits(half));
+    return prob_key(prob_bits_at(tile + j * bytes(), dtype));
   }
   __device__ uint64_t combined(uint32_t k, int64_t v) const { return combined_key(k, v, vocab, id_bits); }
   __device__ uint64_t combined_at(int64_t v) const {

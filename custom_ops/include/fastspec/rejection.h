@@ -27,13 +27,8 @@ struct RejectionRows {
 
 // Mass of a probability stored as `dtype` (f32, or f16 / bf16 bits).
 FS_HD int64_t prob_mass_of(const void* value, int32_t dtype) {
-  if (dtype == kProbF16) return prob_mass(f32_from_bits(f16_to_f32_bits(*static_cast<const uint16_t*>(value))));
-  if (dtype == kProbBF16) return prob_mass(f32_from_bits(bf16_to_f32_bits(*static_cast<const uint16_t*>(value))));
-  return prob_mass(*static_cast<const float*>(value));
+  return prob_mass(f32_from_bits(prob_bits_at(value, dtype)));
 }
-
-// Bytes of one probability of `dtype`.
-FS_HD int prob_bytes(int32_t dtype) { return dtype == kProbF32 ? 4 : 2; }
 
 // Mass of element (t, v) of a [T, V] probability array of the given dtype.
 FS_HD int64_t rejection_mass(const void* probs, int32_t dtype, int64_t vocab, int64_t t, int64_t v) {

@@ -72,6 +72,29 @@ FS_HD uint32_t f16_to_f32_bits(uint16_t h) {
   return sign | f32_bits(static_cast<float>(mant) * 5.9604644775390625e-08f);  // 2^-24; 0 stays 0
 }
 
+// Bytes of one probability stored as `dtype`.
+FS_HD int prob_bytes(int32_t dtype) { return dtype == kProbF32 ? 4 : 2; }
+
+// The f32 bits of the probability stored at `value` as `dtype` (fp16 / bf16
+// widened exactly). Read bytewise off the device, so `value` may sit anywhere
+// in a byte buffer (the XPU kernels' LM tiles) without breaking alignment or
+// aliasing rules.
+FS_HD uint32_t prob_bits_at(const void* value, int32_t dtype) {
+#if defined(__CUDA_ARCH__)
+  if (dtype == kProbF32) return __float_as_uint(*static_cast<const float*>(value));
+  const uint16_t half = *static_cast<const uint16_t*>(value);
+#else
+  if (dtype == kProbF32) {
+    uint32_t bits;
+    __builtin_memcpy(&bits, value, 4);
+    return bits;
+  }
+  uint16_t half;
+  __builtin_memcpy(&half, value, 2);
+#endif
+  return dtype == kProbF16 ? f16_to_f32_bits(half) : bf16_to_f32_bits(half);
+}
+
 // The order key of a probability: its f32 bits when valid, 0 otherwise.
 FS_HD uint32_t prob_key(uint32_t f32bits) {
   return (f32bits - 1u) < 0x7f7fffffu ? f32bits : 0u;  // [1, 0x7f7fffff]: finite, > 0
