@@ -6,7 +6,8 @@ layers, ``hidden`` and ``residual``; the input of layer ``i`` is their sum (``hi
 before the first layer, where ``residual`` is None). The mixin collects that sum at the
 configured layer indices:
 
-- index ``i`` is the input of layer ``i``; ``0`` is the embeddings;
+- index ``i`` is the input of layer ``i``; ``0`` is the embeddings; ``num_layers`` is the
+  output of the last layer (its ``hidden + residual``, before the final norm), as vLLM allows;
 - the default indices are ``(2, num_layers // 2, num_layers - 3)`` (EAGLE3's choice);
 - with no indices configured the model returns only ``hidden`` and collecting costs one
   attribute test per layer (no tensor is built or kept).
@@ -20,6 +21,7 @@ Use in a model::
             for i, layer in enumerate(self.layers):
                 aux.collect(i, hidden, residual)
                 hidden, residual = layer(hidden, residual)
+            aux.collect(len(self.layers), hidden, residual)   # index L: the last layer's output
             hidden = self.norm(hidden if residual is None else hidden + residual)
             return aux.output(hidden)          # hidden, or (hidden, [aux...])
 
@@ -104,12 +106,12 @@ class AuxHiddenStatesMixin:
 
         Args:
             layer_ids: ``"default"`` for ``(2, num_layers // 2, num_layers - 3)``, a sequence
-                of indices in ``[0, num_layers)`` (0 = the embeddings, i = the input of layer
-                i), or None to switch collecting off (the model returns ``hidden`` only).
+                of indices in ``[0, num_layers]`` (0 = the embeddings, i = the input of layer
+                i, num_layers = the last layer's output), or None to switch collecting off (the model returns ``hidden`` only).
             num_layers: the layer count, when the model does not expose it.
 
         Raises:
-            ValueError: an index outside ``[0, num_layers)``, an empty sequence, or the default
+            ValueError: an index outside ``[0, num_layers]``, a repeated index, an empty sequence, or the default
                 on a model with fewer than 3 layers.
             TypeError: an index that is not an int.
         """
@@ -128,8 +130,11 @@ class AuxHiddenStatesMixin:
             for i in ids:
                 if not isinstance(i, int) or isinstance(i, bool):
                     raise TypeError(f"aux hidden states: layer id {i!r} is not an int")
-                if not 0 <= i < n:
-                    raise ValueError(f"aux hidden states: layer id {i} outside [0, num_layers = {n})")
+                if not 0 <= i <= n:
+                    raise ValueError(f"aux hidden states: layer id {i} outside [0, num_layers = {n}] "
+                                     f"(0: the embeddings, {n}: the last layer's output)")
+            if len(set(ids)) != len(ids):
+                raise ValueError(f"aux hidden states: layer ids {list(ids)} repeat a layer")
         self._aux_layer_ids = tuple(int(i) for i in ids)
         return self._aux_layer_ids
 

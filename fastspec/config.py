@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-METHODS = ("none", "naive", "ngram", "mtp")
+METHODS = ("none", "naive", "ngram", "mtp", "eagle3")
+DRAFT_MODEL_METHODS = ("mtp", "eagle3")  # a draft head fed with the target's hidden states
 STRATEGIES = ("topp", "greedy", "target_match", "rejection")
 ACCEPT_POLICIES = ("normal", "accept_all", "reject_all")
 MAX_CANDIDATE_LEN = 1024  # SPEC.md: top_p_candidates takes at most 1024 candidates
@@ -43,7 +44,7 @@ class SamplingConfig:
 class SpeculativeConfig:
     """What the runner does each step. See docs/python_api.md for every key."""
 
-    method: str = "none"  # none | naive | ngram | mtp
+    method: str = "none"  # none | naive | ngram | mtp | eagle3
     num_speculative_tokens: int = 0  # K: drafts per request per step
     verify_strategy: str = "topp"  # topp | greedy | target_match | rejection (mtp only); case-insensitive
     max_candidate_len: int = 5  # TOPP: candidates kept per row
@@ -54,12 +55,13 @@ class SpeculativeConfig:
     accept_policy: str = "normal"  # normal | accept_all | reject_all (debugging / benchmarks)
     num_model_steps: int = 0  # mtp: draft-model steps (0 = K); the other K - steps drafts come from ngram_append
     chain_hidden_states: bool = True  # mtp: each draft step's output hidden state feeds the next step
+    aux_layer_ids: list | None = None  # eagle3: the target layers whose states the head reads (None: (2, L // 2, L - 3))
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
 
     @property
     def speculative(self) -> bool:
         """True when a proposer drafts tokens and the verify path runs."""
-        return self.method in ("ngram", "mtp")
+        return self.method in ("ngram",) + DRAFT_MODEL_METHODS
 
     def validate(self) -> SpeculativeConfig:
         """Checks every field; normalises the string fields to lower case. Returns self."""
@@ -82,17 +84,30 @@ class SpeculativeConfig:
             )
         if self.speculative and k < 1:
             raise ConfigError(f"method '{self.method}' needs num_speculative_tokens >= 1, got {k}")
-        _check_int("num_model_steps", self.num_model_steps, low=0, high=k if self.method == "mtp" else None)
+        _check_int("num_model_steps", self.num_model_steps, low=0, high=k if self.method in DRAFT_MODEL_METHODS else None)
+        self._check_aux_layer_ids()
         if not isinstance(self.anchored, bool):
             raise ConfigError(f"anchored must be a boolean, got {type(self.anchored).__name__} {self.anchored!r}")
         if not isinstance(self.chain_hidden_states, bool):
             raise ConfigError(f"chain_hidden_states must be a boolean, got {type(self.chain_hidden_states).__name__} {self.chain_hidden_states!r}")
         if self.verify_strategy == "rejection" and self.method == "ngram":
-            raise ConfigError("verify_strategy 'rejection' needs draft probabilities: use method 'mtp' (ngram drafts have none)")
+            raise ConfigError("verify_strategy 'rejection' needs draft probabilities: use method 'mtp' or 'eagle3' (ngram drafts have none)")
         if not isinstance(self.sampling, SamplingConfig):
             raise ConfigError(f"sampling must be a mapping, got {type(self.sampling).__name__}")
         self.sampling.validate()
         return self
+
+    def _check_aux_layer_ids(self) -> None:
+        ids = self.aux_layer_ids
+        if ids is None:
+            return
+        if not isinstance(ids, (list, tuple)) or not ids:
+            raise ConfigError(f"aux_layer_ids must be a non-empty list of layer indices or null, got {ids!r}")
+        for i, value in enumerate(ids):
+            _check_int(f"aux_layer_ids[{i}]", value, low=0)
+        if len(set(ids)) != len(ids):
+            raise ConfigError(f"aux_layer_ids must not repeat a layer, got {list(ids)}")
+        self.aux_layer_ids = list(ids)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> SpeculativeConfig:

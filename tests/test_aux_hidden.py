@@ -37,6 +37,7 @@ class TinyDecoder(nn.Layer, AuxHiddenStatesMixin):
         for i, layer in enumerate(self.layers):
             aux.collect(i, hidden, residual)
             hidden, residual = layer(hidden, residual)
+        aux.collect(len(self.layers), hidden, residual)
         return aux.output(self.norm(hidden + residual))
 
     def layer_inputs_by_hand(self, ids) -> list[np.ndarray]:
@@ -46,7 +47,7 @@ class TinyDecoder(nn.Layer, AuxHiddenStatesMixin):
         for layer in self.layers:
             inputs.append(x.numpy())
             x = x + layer.mlp(layer.norm(x))
-        return inputs
+        return inputs + [x.numpy()]  # index L: the last layer's output
 
 
 IDS = paddle.to_tensor([[1, 2, 3, 4], [5, 6, 7, 8]], dtype="int64")
@@ -85,7 +86,7 @@ def test_explicit_indices_equal_layer_inputs_including_embeddings():
     np.testing.assert_array_equal(plain_model_out.numpy(), hidden.numpy())  # collecting changes nothing
 
 
-@pytest.mark.parametrize("ids, error", [((0, 5), ValueError), ((-1,), ValueError), ((), ValueError), ((1.0,), TypeError)])
+@pytest.mark.parametrize("ids, error", [((0, 6), ValueError), ((1, 1), ValueError), ((-1,), ValueError), ((), ValueError), ((1.0,), TypeError)])
 def test_bad_indices(ids, error):
     with pytest.raises(error, match="layer"):
         TinyDecoder(5).configure_aux_hidden_states(ids)
@@ -94,3 +95,13 @@ def test_bad_indices(ids, error):
 def test_default_needs_three_layers():
     with pytest.raises(ValueError, match="num_layers >= 3"):
         TinyDecoder(2).configure_aux_hidden_states()
+
+
+def test_index_num_layers_is_the_last_layer_output():
+    model = TinyDecoder(5)
+    model.configure_aux_hidden_states((5, 0))
+    hidden, aux = model(IDS)
+    expected = model.layer_inputs_by_hand(IDS)
+    np.testing.assert_allclose(aux[0].numpy(), expected[5], rtol=1e-6, atol=1e-6)
+    # the final norm reads that same stream: the last aux state is what the model normalises
+    np.testing.assert_allclose(model.norm(aux[0]).numpy(), hidden.numpy(), rtol=1e-6, atol=1e-6)

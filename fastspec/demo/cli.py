@@ -4,6 +4,7 @@
     python -m fastspec.demo --short    # the CI smoke run (seconds), on the fixed builtin corpus
     python -m fastspec.demo --corpus builtin   # the full run on the fixed corpus (reproducible figures)
     python -m fastspec.demo --method mtp   # draft-model speculation (configs/mtp.yaml)
+    python -m fastspec.demo --method eagle3   # an EAGLE3 head over the target's aux hidden states
 
 Runs the same requests with speculation off and on, prints a summary table (mean accepted
 length, per-position acceptance, steps saved, wall time per token, lossless check), sweeps the
@@ -27,14 +28,17 @@ from fastspec.demo.workload import CORPORA, ROOT, copy_edit_workload
 warnings.filterwarnings("ignore", message="No ccache found")
 
 DEFAULT_CONFIG = ROOT / "configs" / "ngram.yaml"
-MTP_CONFIG = ROOT / "configs" / "mtp.yaml"
+EAGLE3_DEMO_LAYERS = 4  # the demo's targets under eagle3: 4 layers, so configs/eagle3.yaml's ids 1, 2, 4 exist
+METHOD_CONFIGS = {"mtp": ROOT / "configs" / "mtp.yaml", "eagle3": ROOT / "configs" / "eagle3.yaml"}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m fastspec.demo", description=__doc__.split("\n\n")[0])
-    p.add_argument("--config", default=None, help="YAML config (default: configs/ngram.yaml; configs/mtp.yaml for --method mtp)")
-    p.add_argument("--method", choices=["ngram", "mtp", "none", "naive"], default=None,
-                   help="override the config's method (mtp: a draft head fed with the target's hidden states)")
+    p.add_argument("--config", default=None,
+                   help="YAML config (default: configs/ngram.yaml; configs/<method>.yaml for --method mtp / eagle3)")
+    p.add_argument("--method", choices=["ngram", "mtp", "eagle3", "none", "naive"], default=None,
+                   help="override the config's method (mtp: a draft head fed with the target's hidden states; "
+                        "eagle3: a head fed with the target's aux hidden states)")
     p.add_argument("--k", type=int, default=None, help="num_speculative_tokens (default 5)")
     p.add_argument("--strategy", default="target_match", help="verify strategy: topp | greedy | target_match | rejection (mtp)")
     p.add_argument("--batch-size", type=int, default=4, help="slots decoded together")
@@ -89,7 +93,7 @@ def make_config(args):
     from fastspec.config import SpeculativeConfig
 
     if args.config is None:
-        args.config = str(MTP_CONFIG if args.method == "mtp" else DEFAULT_CONFIG)
+        args.config = str(METHOD_CONFIGS.get(args.method, DEFAULT_CONFIG))
     config = SpeculativeConfig.from_yaml(args.config)
     changes = {"verify_strategy": args.strategy}
     if args.method is not None:
@@ -107,6 +111,28 @@ def make_config(args):
         sampling["top_p"] = args.top_p
     changes["sampling"] = sampling
     return config.replace(**changes)
+
+
+def with_draft_head(config, model, workload, args):
+    """Methods mtp / eagle3: the target also returns hidden states (eagle3: its aux states
+    through ``AuxHiddenStatesMixin``) and a draft head reads them. Returns (target, head or None)."""
+    from fastspec.demo import draft_models as dm
+    from fastspec.proposers import Eagle3DraftHead
+
+    vocab, end = workload.tokenizer.vocab_size, workload.tokenizer.END
+    if config.method == "mtp":
+        if args.model == "replay":
+            return dm.ReplayHiddenStates(model), dm.ReplayDraftHead(workload.references, vocab, end_token=end, peak=0.9)
+        return dm.GridHiddenStates(model), dm.TinyDraftHead(vocab, 64, seed=args.seed + 1)
+    if config.method == "eagle3":
+        if args.model == "replay":
+            ids = config.aux_layer_ids or "default"
+            target = dm.ReplayAuxHiddenStates(model, ids, num_layers=EAGLE3_DEMO_LAYERS)
+            target.layer_ids = target.aux_layer_ids
+            return target, dm.ReplayEagle3Head(workload.references, vocab, target.layer_ids, end_token=end, peak=0.9)
+        target = dm.GridAuxHiddenStates(model, config.aux_layer_ids or "default")
+        return target, Eagle3DraftHead(vocab, model.tok.weight.shape[1], num_aux=len(target.layer_ids), seed=args.seed + 1)
+    return model, None
 
 
 def run_one(label, model, workload, config, args, max_model_len, warmup=False, draft_model=None):
@@ -219,24 +245,17 @@ def main(argv=None) -> int:
     if args.model == "replay":
         model = ReplayModel(workload.references, vocab, end_token=workload.tokenizer.END, peak=args.peak, seed=args.seed)
     else:
-        model = TinyTransformer(vocab, max_model_len, seed=args.seed)
-    draft_model = None
-    if config.method == "mtp":  # the target also returns its hidden states; a draft head reads them
-        from fastspec.demo.draft_models import GridHiddenStates, ReplayDraftHead, ReplayHiddenStates, TinyDraftHead
-
-        if args.model == "replay":
-            model = ReplayHiddenStates(model)
-            draft_model = ReplayDraftHead(workload.references, vocab, end_token=workload.tokenizer.END, peak=0.9)
-        else:
-            model = GridHiddenStates(model)
-            draft_model = TinyDraftHead(vocab, 64, seed=args.seed + 1)
+        layers = EAGLE3_DEMO_LAYERS if config.method == "eagle3" else 2
+        model = TinyTransformer(vocab, max_model_len, n_layers=layers, seed=args.seed)
+    model, draft_model = with_draft_head(config, model, workload, args)
     print(f"fastspec demo: {requests} requests of ~{chunk} file tokens from the {args.corpus} corpus (vocab {vocab}), "
           f"batch {args.batch_size}, device {args.device}, model {args.model}")
     print(f"  config: method {config.method}, K {config.num_speculative_tokens}, strategy {config.verify_strategy}, "
           f"n-gram {config.min_ngram_size}..{config.max_ngram_size}, temperature {config.sampling.temperature}, "
           f"top_p {config.sampling.top_p}"
           + (f", model steps {config.num_model_steps or config.num_speculative_tokens}, chained {config.chain_hidden_states}"
-             if config.method == "mtp" else ""))
+             if config.method in ("mtp", "eagle3") else "")
+          + (f", aux layers {list(model.layer_ids)}" if config.method == "eagle3" else ""))
 
     spec_off = config.replace(method="none", num_speculative_tokens=0)
     for warm in (spec_off, config):  # first calls pay one-time costs; keep them out of the timings

@@ -14,6 +14,10 @@ last hidden state at output row ``t``.
   ``[request, k]`` (k = the index of the generated token the row predicts); the head predicts
   reference token ``k + 1`` (with probability ``peak``, else a fixed wrong token) and outputs
   ``[request, k + 1]``, so chained hidden states keep it on track and unchained ones do not.
+- EAGLE3 (``--method eagle3``): ``GridAuxHiddenStates`` returns a ``TinyTransformer``'s aux
+  states (through ``AuxHiddenStatesMixin``) concatenated per row, for ``Eagle3DraftHead``;
+  ``ReplayAuxHiddenStates`` + ``ReplayEagle3Head`` are the replay stand-ins: a made-up residual
+  stream ``(i + 1) * [request, k]`` at layer input ``i``, which the head's fixed fusion undoes.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import paddle
 from paddle import nn
+
+from fastspec.aux_hidden import AuxHiddenStatesMixin
 
 
 class TinyDraftHead(nn.Layer):
@@ -36,7 +42,7 @@ class TinyDraftHead(nn.Layer):
         self.norm_hidden = nn.LayerNorm(hidden_size)
         self.mix = nn.Linear(2 * hidden_size, hidden_size)
         self.head = nn.Linear(hidden_size, vocab_size)
-        self.vocab_size = vocab_size
+        self.vocab_size, self.hidden_size, self.input_hidden_size = vocab_size, hidden_size, hidden_size
         self.eval()
 
     def forward(self, input_ids: paddle.Tensor, hidden: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
@@ -100,6 +106,7 @@ class ReplayDraftHead(nn.Layer):
             table[r, : len(ref)] = ref
         self.table = paddle.to_tensor(table.reshape(-1))
         self.width, self.rows, self.vocab_size, self.peak = width, n, vocab_size, float(peak)
+        self.hidden_size = self.input_hidden_size = 2  # [request, k]
 
     def forward(self, input_ids: paddle.Tensor, hidden: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
         request = paddle.clip(hidden[:, 0], 0, self.rows - 1).astype("int64")
@@ -110,3 +117,57 @@ class ReplayDraftHead(nn.Layer):
         token = paddle.where(roll < self.peak, token, wrong)
         logits = nn.functional.one_hot(token, self.vocab_size).astype("float32") * 20.0
         return logits, hidden + paddle.to_tensor([0.0, 1.0], dtype="float32")
+
+
+class GridAuxHiddenStates:
+    """Calls a ``TinyTransformer`` with aux states configured (``layer_ids``, default EAGLE3's)
+    and returns ``(logits, hidden [T, n * d])``: the aux states of the output rows, concatenated."""
+
+    def __init__(self, model: Any, layer_ids: Sequence[int] | str = "default") -> None:
+        self.model = model
+        self.layer_ids = model.configure_aux_hidden_states(layer_ids)
+
+    def __call__(self, inputs: Any) -> tuple[paddle.Tensor, paddle.Tensor]:
+        from fastspec.proposers.eagle3 import concat_aux_rows
+
+        logits, aux = self.model.run(inputs)
+        return logits, concat_aux_rows(aux, inputs.row_slot, inputs.row_pos)
+
+
+class ReplayAuxHiddenStates(AuxHiddenStatesMixin):
+    """Wraps a ``ReplayModel`` as a ``num_layers``-layer decoder whose residual stream at layer
+    input ``i`` is ``(i + 1) * [request, k]``; returns ``(logits, [T, 2 n])``, the mixin's aux
+    states at ``layer_ids`` concatenated."""
+
+    def __init__(self, model: Callable, layer_ids: Sequence[int], num_layers: int = 4) -> None:
+        self.model, self.num_layers = model, num_layers
+        self.configure_aux_hidden_states(layer_ids)
+
+    def __call__(self, inputs: Any) -> tuple[paddle.Tensor, paddle.Tensor]:
+        logits, base = ReplayHiddenStates(self.model)(inputs)
+        collector = self.aux_collector()
+        for i in range(self.num_layers + 1):  # layer inputs 0..L-1, then L: the last layer's output
+            collector.collect(i, base * float(i + 1), None)
+        _, aux = collector.output(base)
+        return logits, paddle.concat(aux, axis=-1)
+
+
+class ReplayEagle3Head(ReplayDraftHead):
+    """``ReplayDraftHead`` behind an EAGLE3 fusion: a ``[B, 2 n]`` input (the aux states of
+    ``ReplayAuxHiddenStates`` at ``layer_ids``) is fused back to ``[request, k]`` by a fixed
+    linear map; a ``[B, 2]`` input (its own chained output) is used as it is."""
+
+    def __init__(self, references: Mapping[int, Sequence[int]], vocab_size: int, layer_ids: Sequence[int],
+                 end_token: int = 0, peak: float = 0.9) -> None:
+        super().__init__(references, vocab_size, end_token=end_token, peak=peak)
+        n = len(layer_ids)
+        fuse = np.zeros((2 * n, 2), np.float32)
+        for j, layer in enumerate(layer_ids):
+            fuse[2 * j, 0] = fuse[2 * j + 1, 1] = 1.0 / (n * (layer + 1))
+        self.fuse = paddle.to_tensor(fuse)
+        self.input_hidden_size = 2 * n
+
+    def forward(self, input_ids: paddle.Tensor, hidden: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
+        if hidden.shape[-1] == self.input_hidden_size:
+            hidden = paddle.round(paddle.matmul(hidden, self.fuse))
+        return super().forward(input_ids, hidden)

@@ -19,6 +19,8 @@ import numpy as np
 import paddle
 from paddle import nn
 
+from fastspec.aux_hidden import AuxHiddenStatesMixin
+
 if TYPE_CHECKING:
     from fastspec.runner import ModelInputs
 
@@ -49,8 +51,12 @@ class _Block(nn.Layer):
         return x + self.mlp(self.ln2(x))
 
 
-class TinyTransformer(nn.Layer):
-    """Random-init causal transformer: ``vocab_size`` tokens, ``max_len`` positions."""
+class TinyTransformer(nn.Layer, AuxHiddenStatesMixin):
+    """Random-init causal transformer: ``vocab_size`` tokens, ``max_len`` positions.
+
+    EAGLE3 aux hidden states: ``configure_aux_hidden_states(ids)`` then ``run(inputs)`` returns
+    the residual stream at those layer inputs (``n_layers``: the last block's output) too.
+    """
 
     def __init__(self, vocab_size: int, max_len: int, d_model: int = 64, n_layers: int = 2, n_heads: int = 4, seed: int = 0):
         super().__init__()
@@ -59,6 +65,7 @@ class TinyTransformer(nn.Layer):
         self.tok = nn.Embedding(vocab_size, d_model)
         self.pos = nn.Embedding(max_len, d_model)
         self.blocks = nn.LayerList([_Block(d_model, n_heads) for _ in range(n_layers)])
+        self.num_layers = n_layers
         self.ln = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab_size)
         # Sharper logits than the default init so greedy text has structure (and repeats).
@@ -68,20 +75,28 @@ class TinyTransformer(nn.Layer):
         self._mask = paddle.to_tensor(causal)
         self.eval()
 
-    @paddle.no_grad()
     def forward(self, inputs: ModelInputs) -> paddle.Tensor:
+        return self.run(inputs)[0]
+
+    @paddle.no_grad()
+    def run(self, inputs: ModelInputs) -> tuple[paddle.Tensor, list[paddle.Tensor] | None]:
+        """``(logits [T, V], aux)``: aux is None, or the configured layers' ``[B, L, d]`` grids."""
         tokens = inputs.tokens
         if tokens.shape[1] != self.max_len:
             raise ValueError(f"TinyTransformer: expected {self.max_len} positions, got {tokens.shape[1]}")
         ids = paddle.clip(tokens, 0, self.vocab_size - 1)
         pos = paddle.arange(self.max_len, dtype="int64").unsqueeze(0)
         x = self.tok(ids) + self.pos(pos)
-        for block in self.blocks:
+        collector = self.aux_collector()
+        for i, block in enumerate(self.blocks):
+            collector.collect(i, x, None)  # one residual stream: the block's input is x itself
             x = block(x, self._mask)
-        x = self.ln(x)
+        collector.collect(len(self.blocks), x, None)
+        out = collector.output(self.ln(x))
+        x, aux = out if isinstance(out, tuple) else (out, None)
         flat = x.reshape([-1, x.shape[-1]])
         index = paddle.to_tensor(inputs.row_slot.astype(np.int64) * self.max_len + inputs.row_pos)
-        return self.head(paddle.gather(flat, index))
+        return self.head(paddle.gather(flat, index)), aux
 
 
 class ReplayModel:

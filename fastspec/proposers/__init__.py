@@ -1,8 +1,9 @@
 """Draft proposers: ``Proposer`` (the contract), ``NgramProposer``, ``DraftModelProposer`` (MTP /
-EAGLE heads, hybrid with n-gram) and ``ExtractHiddenStatesProposer``."""
+EAGLE3 heads, hybrid with n-gram; ``Eagle3DraftHead``) and ``ExtractHiddenStatesProposer``."""
 
 from fastspec.proposers.base import Proposal, ProposalError, Proposer
-from fastspec.proposers.draft_model import DraftModelProposer
+from fastspec.proposers.draft_model import DraftModelProposer, DraftShapeError
+from fastspec.proposers.eagle3 import Eagle3DraftHead, concat_aux_rows
 from fastspec.proposers.extract_hidden import ExtractHiddenStatesProposer
 from fastspec.proposers.ngram import NgramProposer
 
@@ -10,14 +11,17 @@ from fastspec.proposers.ngram import NgramProposer
 def make_proposer(config, draft_model=None):
     """The proposer a config asks for, or None for methods without drafts.
 
-    Method ``mtp`` needs ``draft_model`` (a Paddle draft layer, see ``DraftModelProposer``).
+    Methods ``mtp`` and ``eagle3`` need ``draft_model`` (a Paddle draft layer, see
+    ``DraftModelProposer``; for eagle3 one whose first step takes the target's aux states, such
+    as ``Eagle3DraftHead``).
     """
     if config.method == "ngram":
         return NgramProposer.from_config(config)
-    if config.method == "mtp":
+    if config.method in ("mtp", "eagle3"):
         if draft_model is None:
             raise ValueError(
-                "method 'mtp' needs a draft model: pass generate(..., draft_model=layer) or proposer=DraftModelProposer(...)"
+                f"method '{config.method}' needs a draft model: pass generate(..., draft_model=layer) or "
+                "proposer=DraftModelProposer(...)"
             )
         return DraftModelProposer.from_config(config, draft_model)
     return None
@@ -25,6 +29,9 @@ def make_proposer(config, draft_model=None):
 
 __all__ = [
     "DraftModelProposer",
+    "DraftShapeError",
+    "Eagle3DraftHead",
+    "concat_aux_rows",
     "ExtractHiddenStatesProposer",
     "NgramProposer",
     "Proposal",

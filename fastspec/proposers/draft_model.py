@@ -1,25 +1,33 @@
 """``DraftModelProposer``: MTP / EAGLE-style drafts from a small Paddle draft layer.
 
-The draft layer is any callable ``draft_model(input_ids int64 [B], hidden float32 [B, H])
--> (logits [B, V], hidden_out [B, H])``. One *draft step* feeds every slot's last token and a
+The draft layer is any callable ``draft_model(input_ids int64 [B], hidden float32 [B, H_in or
+H]) -> (logits [B, V], hidden_out [B, H])``. One *draft step* feeds every slot's last token and a
 hidden state and takes the next draft token from the logits (argmax, or a seeded draw whose
 probabilities are kept for REJECTION verification). ``num_model_steps`` steps write
-``draft_tokens[:, 1..num_model_steps]``; with ``chain_hidden_states`` each step's output hidden
-state is the next step's input, otherwise every step reads the target's hidden state.
+``draft_tokens[:, 1..num_model_steps]``.
+
+Widths. The first draft step reads the target's hidden state (width ``H_in``: ``H`` for MTP,
+the concatenated aux hidden states ``3H`` for EAGLE3); every step outputs width ``H``. With
+``chain_hidden_states`` each later step reads the previous step's output (width ``H``),
+otherwise the target's hidden state again. The widths come from the head
+(``input_hidden_size``, ``hidden_size``, ``vocab_size`` attributes, or the constructor's
+arguments; an undeclared ``H_in`` is learnt from the first ``observe_target``, an undeclared
+``H`` equals ``H_in``). They are fixed once the buffers exist: a hidden state or a head output
+of another width raises ``DraftShapeError`` and leaves the buffers as they were.
 
 Where the first inputs come from: after each step the runner hands the target's hidden states
 of the packed rows to ``observe_target``; the proposer keeps, per slot, the hidden state of the
 row that produced the last accepted token (MTP pairs the hidden state at position j with the
 token at j + 1 to predict j + 2). The last accepted token is ``draft_tokens[b, 0]``.
 
-Persistent buffers. The inputs of a draft step (``input_ids``, ``hidden``, ``position``,
-``seed``) are tensors allocated once and only ever written in place, and a draft step
-writes its results (the next input token, the chained hidden state, the next position) back
-into those same tensors. A captured graph of one draft step (``static=True``: the step compiled
-with ``paddle.jit.to_static`` and bound to the buffers once, at capture) therefore replays
-correctly: each replay reads what the previous one wrote. Rebinding an attribute to a fresh
-tensor instead (``self.hidden = hidden_out``) would leave a captured graph reading the stale
-buffer: the known bug this layout rules out, and what the tests check.
+Persistent buffers. ``buffers`` holds the target's hidden states, the inputs of a draft step
+(``input_ids``, ``hidden``, ``position``, ``seed``) and ``draft_probs``: tensors allocated once
+and only ever written in place. A draft step writes its results (the next input token, the
+chained hidden state, the next position) back into those same tensors, so a captured graph of
+one draft step (``static=True``: the step compiled with ``paddle.jit.to_static`` and bound to
+the buffers once) replays correctly: each replay reads what the previous one wrote. Rebinding an
+attribute to a fresh tensor instead would leave a captured graph reading the stale buffer: the
+known bug this layout rules out, and what the tests check.
 
 Hybrid drafting: when ``num_speculative_tokens > num_model_steps`` the remaining columns are
 filled by the ``ngram_append`` op from an n-gram match of the generated tokens extended by the
@@ -39,25 +47,45 @@ from fastspec.reference.rng import STREAM_DRAFT
 from fastspec.state import SpecState
 
 
+class DraftShapeError(ValueError):
+    """A hidden state or a draft head's output does not have the shape its buffers were sized for."""
+
+
 def _zeros(shape: list[int], dtype: str, place) -> paddle.Tensor:
     return paddle.to_tensor(np.zeros(shape, dtype=dtype), place=place)
+
+
+def _width(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"DraftModelProposer: {name} must be a positive int, got {value!r}")
+    return int(value)
 
 
 class _DraftStep:
     """One draft step over bound buffers: eager, or compiled once (static) and replayed.
 
     The buffers are bound when the step is built: replaying always reads and writes those very
-    tensors, as a captured CUDA Graph would.
+    tensors, as a captured CUDA Graph would. Every output is checked against the shape of the
+    buffer it goes to before anything is written.
     """
 
-    def __init__(self, fn: Callable, inputs: tuple, writes: tuple, static: bool) -> None:
+    def __init__(self, fn: Callable, inputs: tuple, writes: tuple, shapes: tuple, static: bool) -> None:
         self._fn = paddle.jit.to_static(fn, full_graph=True) if static else fn
         self._inputs = inputs
         self._writes = writes  # per output: the buffer it is written into, or None
+        self._shapes = shapes  # per output: (name, the shape it must have) or None
 
     def replay(self) -> tuple:
         with paddle.no_grad():  # inference: no backward program (the custom ops have none)
             outs = self._fn(*self._inputs)
+        for out, expected in zip(outs, self._shapes):
+            if expected is not None and list(out.shape) != expected[1]:
+                raise DraftShapeError(
+                    f"DraftModelProposer: the draft head's {expected[0]} must have shape {expected[1]} "
+                    f"(the width its buffers were sized for), got {list(out.shape)}"
+                )
         for out, buffer in zip(outs, self._writes):
             if buffer is not None:
                 paddle.assign(out, output=buffer)
@@ -68,7 +96,7 @@ class DraftModelProposer(Proposer):
     """Drafts from a Paddle draft layer fed with the target's hidden states.
 
     Args:
-        draft_model: ``(input_ids [B] int64, hidden [B, H] float32) -> (logits [B, V], hidden_out [B, H])``.
+        draft_model: ``(input_ids [B] int64, hidden [B, H_in or H] float32) -> (logits [B, V], hidden_out [B, H])``.
         num_speculative_tokens: K, draft columns.
         num_model_steps: draft-model steps per proposal (default K); K - num_model_steps columns
             come from ngram_append.
@@ -77,11 +105,15 @@ class DraftModelProposer(Proposer):
         sample_drafts: draw drafts from softmax(logits) with the request's seed on the DRAFT
             random stream (their probabilities are kept for REJECTION); False: argmax (smallest
             id on ties).
+        keep_draft_probs: keep ``draft_probs [B, K, V]`` (what REJECTION verifies against);
+            default: when drafts are sampled. Without it the proposer keeps no ``[B, K, V]`` tensor.
         static: run the draft step as a compiled program bound to the persistent buffers.
-        max_ngram_size, min_ngram_size, token_budget: the n-gram part of hybrid drafting.
+        input_hidden_size, hidden_size, vocab_size: the head's widths (default: its attributes of
+            those names; see the module docstring).
+        max_ngram_size, min_ngram_size, token_budget, anchored: the n-gram part of hybrid drafting.
 
     Raises:
-        ValueError: num_model_steps outside [1, K], or bad n-gram settings.
+        ValueError: num_model_steps outside [1, K], bad n-gram settings or widths.
     """
 
     def __init__(
@@ -92,7 +124,11 @@ class DraftModelProposer(Proposer):
         num_model_steps: int | None = None,
         chain_hidden_states: bool = True,
         sample_drafts: bool = False,
+        keep_draft_probs: bool | None = None,
         static: bool = False,
+        input_hidden_size: int | None = None,
+        hidden_size: int | None = None,
+        vocab_size: int | None = None,
         max_ngram_size: int = 3,
         min_ngram_size: int = 1,
         token_budget: int = 0,
@@ -109,17 +145,19 @@ class DraftModelProposer(Proposer):
         self.num_model_steps = steps
         self.chain_hidden_states = bool(chain_hidden_states)
         self.sample_drafts = bool(sample_drafts)
+        self.keep_draft_probs = self.sample_drafts if keep_draft_probs is None else bool(keep_draft_probs)
         self.static = bool(static)
+        self.input_hidden_size = _width(input_hidden_size or getattr(draft_model, "input_hidden_size", None), "input_hidden_size")
+        self.hidden_size = _width(hidden_size or getattr(draft_model, "hidden_size", None), "hidden_size")
+        self.vocab_size = _width(vocab_size or getattr(draft_model, "vocab_size", None), "vocab_size")
         self.max_ngram_size, self.min_ngram_size, self.token_budget = max_ngram_size, min_ngram_size, token_budget
         self.anchored = bool(anchored)  # hybrid columns: anchored n-gram drafting (state.ngram_anchor)
-        self.target_hidden: paddle.Tensor | None = None  # [B, H], written by observe_target
         self.buffers: dict[str, paddle.Tensor] = {}
-        self.draft_probs: paddle.Tensor | None = None  # [B, K, V] q of each draft column
-        self._step: _DraftStep | None = None
+        self._steps: tuple[_DraftStep, _DraftStep] | None = None
 
     @classmethod
     def from_config(cls, config, draft_model, **overrides: Any) -> DraftModelProposer:
-        """From a SpeculativeConfig's mtp keys (num_model_steps, chain_hidden_states, ...)."""
+        """From a SpeculativeConfig's mtp / eagle3 keys (num_model_steps, chain_hidden_states, ...)."""
         kwargs = dict(
             num_model_steps=getattr(config, "num_model_steps", 0) or None,
             chain_hidden_states=getattr(config, "chain_hidden_states", True),
@@ -132,34 +170,77 @@ class DraftModelProposer(Proposer):
         kwargs.update(overrides)
         return cls(draft_model, config.num_speculative_tokens, **kwargs)
 
+    @property
+    def target_hidden(self) -> paddle.Tensor | None:
+        """``[B, H_in]``: per slot, the target's hidden state of its last committed token."""
+        return self.buffers.get("target_hidden")
+
+    @property
+    def draft_probs(self) -> paddle.Tensor | None:
+        """``[B, K, V]``: q of each draft column (with ``keep_draft_probs``, once a proposal ran)."""
+        return self.buffers.get("draft_probs")
+
+    @property
+    def ready(self) -> bool:
+        """True once the buffers exist (the widths are known and a state was seen)."""
+        return bool(self.buffers)
+
     # -- target hidden states ---------------------------------------------------------------
 
     def observe_target(self, state: SpecState, hidden: paddle.Tensor) -> None:
         """Keeps, per slot that committed tokens this step, the target's hidden state of the row
         that produced its last committed token. Called after the state update, with ``hidden``
-        ``[T, H]`` in the packed row order of the step."""
+        ``[T, H_in]`` in the packed row order of the step (rows past the packed ones are ignored).
+
+        Raises:
+            DraftShapeError: ``hidden`` is not 2-D or its width is not the head's input width.
+        """
+        if len(hidden.shape) != 2:
+            raise DraftShapeError(f"DraftModelProposer.observe_target: hidden must be [T, H_in], got shape {list(hidden.shape)}")
+        width = int(hidden.shape[1])
+        if self.input_hidden_size is None:
+            self.input_hidden_size = width
+        elif width != self.input_hidden_size:
+            raise DraftShapeError(
+                f"DraftModelProposer.observe_target: hidden must be [T, {self.input_hidden_size}] (the draft head's "
+                f"input width), got {list(hidden.shape)}"
+            )
+        self.prepare(state)
         rows = int(hidden.shape[0])
-        b = state.max_num_seqs
-        if self.target_hidden is None or list(self.target_hidden.shape) != [b, int(hidden.shape[1])]:
-            self.target_hidden = _zeros([b, int(hidden.shape[1])], "float32", state.place)
-            self.buffers.clear()
-            self._step = None
         if rows == 0:
             return
+        target = self.buffers["target_hidden"]
         num = state.accept_num.reshape([-1])
         last_row = paddle.clip(state.cu_seqlens_q_output[:-1] + num - 1, 0, rows - 1).astype("int64")
         gathered = paddle.gather(hidden.astype("float32"), last_row)
-        kept = (num > 0).unsqueeze(-1)
-        paddle.assign(paddle.where(kept, gathered, self.target_hidden), output=self.target_hidden)
+        kept = num > 0
+        paddle.assign(paddle.where(kept.unsqueeze(-1), gathered, target), output=target)
+        paddle.assign(paddle.logical_or(self.buffers["observed"], kept), output=self.buffers["observed"])
 
-    # -- buffers and the draft step ---------------------------------------------------------
+    # -- buffers and the draft steps --------------------------------------------------------
 
-    def _ensure_buffers(self, state: SpecState) -> None:
+    def prepare(self, state: SpecState) -> None:
+        """Allocates the persistent buffers for ``state`` once the input width is known.
+
+        Raises:
+            DraftShapeError: the buffers exist for a different number of slots.
+        """
+        b = state.max_num_seqs
         if self.buffers:
+            if int(self.buffers["input_ids"].shape[0]) != b:
+                raise DraftShapeError(
+                    f"DraftModelProposer: its buffers hold {int(self.buffers['input_ids'].shape[0])} slots, the state has {b}"
+                )
             return
-        b, h = state.max_num_seqs, int(self.target_hidden.shape[1])
+        if self.input_hidden_size is None:
+            return  # nothing known yet: the first observe_target sets the width
+        h_in = self.input_hidden_size
+        h = self.hidden_size or h_in
+        self.hidden_size = h
         place = state.place
         self.buffers = {
+            "target_hidden": _zeros([b, h_in], "float32", place),
+            "observed": paddle.to_tensor(np.zeros(b, bool), place=place),  # the slot's target_hidden is set
             "input_ids": _zeros([b], "int64", place),
             "hidden": _zeros([b, h], "float32", place),
             "position": _zeros([b], "int64", place),
@@ -169,6 +250,8 @@ class DraftModelProposer(Proposer):
             "top_p": paddle.to_tensor(np.ones(b, np.float32), place=place),
             "top_k": _zeros([b], "int32", place),
         }
+        if self.keep_draft_probs and self.vocab_size is not None:
+            self.buffers["draft_probs"] = _zeros([b, self.num_speculative_tokens, self.vocab_size], "float32", place)
 
     def _step_fn(self, input_ids, hidden, position, seed, rows, cu, top_p, top_k):
         logits, hidden_out = self.draft_model(input_ids, hidden)
@@ -179,22 +262,32 @@ class DraftModelProposer(Proposer):
             token = ops.sample_tokens(probs, top_p, top_k, seed, position, rows, cu, rand_stream=STREAM_DRAFT)
         else:
             token = paddle.argmax(probs, axis=-1)
-            probs = paddle.nn.functional.one_hot(token, probs.shape[-1]).astype("float32")
+            if self.keep_draft_probs:
+                probs = paddle.nn.functional.one_hot(token, probs.shape[-1]).astype("float32")
         return token, probs, hidden_out.astype("float32"), position + 1
 
-    def _draft_step(self) -> _DraftStep:
-        if self._step is None:
-            names = ("input_ids", "hidden", "position", "seed", "rows", "cu", "top_p", "top_k")
+    def _draft_steps(self) -> tuple[_DraftStep, _DraftStep]:
+        """The first step (reads the target's hidden state) and the later ones (the chained
+        hidden state, or the target's again), each built once over the buffers."""
+        if self._steps is None:
             buf = self.buffers
-            writes = (buf["input_ids"], None, buf["hidden"] if self.chain_hidden_states else None, buf["position"])
+            b, h = int(buf["input_ids"].shape[0]), self.hidden_size
             step_fn = self._step_fn
 
             # to_static converts plain functions with named arguments (a method needs an nn.Layer owner)
             def fn(input_ids, hidden, position, seed, rows, cu, top_p, top_k):
                 return step_fn(input_ids, hidden, position, seed, rows, cu, top_p, top_k)
 
-            self._step = _DraftStep(fn, tuple(buf[n] for n in names), writes, self.static)
-        return self._step
+            writes = (buf["input_ids"], None, buf["hidden"] if self.chain_hidden_states else None, buf["position"])
+            vocab = [b, self.vocab_size] if self.vocab_size is not None else None
+            shapes = (None, ("probabilities", vocab) if vocab else None, ("hidden output", [b, h]), None)
+            rest = ("position", "seed", "rows", "cu", "top_p", "top_k")
+            later = "hidden" if self.chain_hidden_states else "target_hidden"
+            self._steps = tuple(
+                _DraftStep(fn, tuple(buf[n] for n in (("input_ids", source) + rest)), writes, shapes, self.static)
+                for source in ("target_hidden", later)
+            )
+        return self._steps
 
     # -- proposing --------------------------------------------------------------------------
 
@@ -205,27 +298,24 @@ class DraftModelProposer(Proposer):
             raise ValueError(
                 f"DraftModelProposer: the state holds {state.num_speculative_tokens} draft columns, the proposer drafts {k}"
             )
+        self.prepare(state)
+        if not self.ready:  # no width known and no target forward yet: nothing to draft from
+            return Proposal(paddle.full([b, k], -1, dtype="int64"), paddle.zeros([b], dtype="int32"))
+        buf = self.buffers
         running = paddle.logical_not(paddle.logical_or(state.stop_flags, state.is_block_step))
         decode = paddle.logical_and(running, paddle.logical_and(state.seq_lens_encoder == 0, state.seq_lens_decoder > 0))
-        if self.target_hidden is None:  # no target forward yet: nothing to draft from
-            self.draft_probs = None
-            empty = paddle.full([b, k], -1, dtype="int64")
-            return Proposal(empty, paddle.zeros([b], dtype="int32"))
-        self._ensure_buffers(state)
-        buf = self.buffers
+        decode = paddle.logical_and(decode, buf["observed"])  # no target hidden state yet: no drafts
         paddle.assign(state.draft_tokens[:, 0], output=buf["input_ids"])
-        paddle.assign(self.target_hidden, output=buf["hidden"])
         paddle.assign(state.step_idx, output=buf["position"])
         paddle.assign(state.seed, output=buf["seed"])
 
-        step = self._draft_step()
+        first, later = self._draft_steps()
         tokens, probs = [], []
-        for _ in range(steps):
-            token, q, _, _ = step.replay()
-            tokens.append(token.reshape([-1, 1]).clone())
-            probs.append(q.unsqueeze(1).clone())
+        for i in range(steps):
+            token, q, _, _ = (first if i == 0 else later).replay()
+            tokens.append(token.reshape([-1, 1]))
+            probs.append(q)
         drafts = paddle.concat(tokens, axis=1)
-        q_model = paddle.concat(probs, axis=1)  # [B, steps, V]
 
         # lens: leading valid drafts, bounded by draft_token_num and max_dec_len - step_idx - 1
         valid = paddle.cumprod((drafts >= 0).astype("int32"), dim=1).sum(axis=1).astype("int64")
@@ -235,36 +325,40 @@ class DraftModelProposer(Proposer):
         if steps < k:
             drafts = paddle.concat([drafts, paddle.full([b, k - steps], -1, dtype="int64")], axis=1)
         proposal = Proposal(drafts, lens)
-        if steps == k:
-            self._keep_probs(q_model, lens, state)
-            return proposal
+        if steps < k:  # hybrid: model drafts first, then ngram_append fills the remaining columns in place
+            self.check(proposal, b)
+            self.write(proposal, state)
+            ops.ngram_append(
+                state.token_ids_all, state.prompt_lens, state.step_idx, state.draft_token_num, state.draft_tokens,
+                state.seq_lens_this_time, state.seq_lens_encoder, state.seq_lens_decoder, state.max_dec_len,
+                max_ngram_size=self.max_ngram_size, min_ngram_size=self.min_ngram_size, token_budget=self.token_budget,
+                ngram_anchor=state.ngram_anchor if self.anchored else None,
+            )
+            final_lens = paddle.where(decode, paddle.clip(state.seq_lens_this_time - 1, min=0), paddle.zeros_like(lens))
+            lens = paddle.minimum(lens, final_lens)
+            proposal = Proposal(state.draft_tokens[:, 1:].clone(), final_lens)
+        if self.keep_draft_probs:
+            self._keep_probs(probs, lens, proposal, state)
+        return proposal
 
-        # hybrid: model drafts first, then ngram_append fills the remaining columns in place
-        self.check(proposal, b)
-        self.write(proposal, state)
-        ops.ngram_append(
-            state.token_ids_all, state.prompt_lens, state.step_idx, state.draft_token_num, state.draft_tokens,
-            state.seq_lens_this_time, state.seq_lens_encoder, state.seq_lens_decoder, state.max_dec_len,
-            max_ngram_size=self.max_ngram_size, min_ngram_size=self.min_ngram_size, token_budget=self.token_budget,
-            ngram_anchor=state.ngram_anchor if self.anchored else None,
-        )
-        final_lens = paddle.where(decode, paddle.clip(state.seq_lens_this_time - 1, min=0), paddle.zeros_like(lens))
-        self._keep_probs(q_model, paddle.minimum(lens, final_lens), state)
-        return Proposal(state.draft_tokens[:, 1:].clone(), final_lens)
-
-    def _keep_probs(self, q_model: paddle.Tensor, model_lens: paddle.Tensor, state: SpecState) -> None:
-        """draft_probs [B, K, V]: the model's q for its columns, one-hot of the draft for n-gram
-        columns (a deterministic proposal), zeros past the drafts."""
+    def _keep_probs(self, probs: list[paddle.Tensor], model_lens: paddle.Tensor, proposal: Proposal, state: SpecState) -> None:
+        """Writes draft_probs [B, K, V] in place: the model's q for its columns, one-hot of the
+        draft for n-gram columns (a deterministic proposal), zeros past the drafts."""
         b, k = state.max_num_seqs, self.num_speculative_tokens
-        vocab = int(q_model.shape[-1])
-        if q_model.shape[1] < k:
-            q_model = paddle.concat([q_model, paddle.zeros([b, k - q_model.shape[1], vocab], dtype="float32")], axis=1)
+        vocab = int(probs[0].shape[-1])
+        if "draft_probs" not in self.buffers:  # the vocabulary was not declared: learnt from the first logits
+            self.vocab_size = vocab
+            self.buffers["draft_probs"] = _zeros([b, k, vocab], "float32", state.place)
+        zeros = paddle.zeros([b, vocab], dtype="float32")
+        q = paddle.stack(probs + [zeros] * (k - len(probs)), axis=1)
         cols = paddle.arange(k, dtype="int32").unsqueeze(0)
         from_model = (cols < model_lens.reshape([-1, 1])).unsqueeze(-1)
-        drafts = state.draft_tokens[:, 1:]
-        one_hot = paddle.nn.functional.one_hot(paddle.clip(drafts, 0, vocab - 1), vocab).astype("float32")
-        one_hot = one_hot * ((drafts >= 0) & (drafts < vocab)).astype("float32").unsqueeze(-1)
-        self.draft_probs = paddle.where(from_model, q_model, one_hot)
+        q = paddle.where(from_model, q, paddle.zeros_like(q))
+        drafts = proposal.tokens
+        live = (cols < proposal.lens.reshape([-1, 1])) & (drafts >= 0) & (drafts < vocab)
+        one = live.unsqueeze(-1) & paddle.logical_not(from_model)
+        q = paddle.put_along_axis(q, paddle.clip(drafts, 0, vocab - 1).unsqueeze(-1), one.astype("float32"), axis=-1, reduce="add")
+        paddle.assign(q, output=self.buffers["draft_probs"])
 
     def draft_probs_rows(self, state: SpecState, num_rows: int, vocab_size: int | None = None) -> paddle.Tensor | None:
         """The draft probabilities in packed row order ``[T, V]`` for REJECTION verification:

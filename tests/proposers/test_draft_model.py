@@ -13,8 +13,9 @@ BASES = [7, 42, 13]
 TARGET_H = [3, 5, 8]
 
 
-def proposer_with_target(k: int, steps: int, chained: bool, static: bool, state) -> DraftModelProposer:
-    proposer = DraftModelProposer(RevealLayer(), k, num_model_steps=steps, chain_hidden_states=chained, static=static)
+def proposer_with_target(k: int, steps: int, chained: bool, static: bool, state, keep_probs: bool = False) -> DraftModelProposer:
+    proposer = DraftModelProposer(RevealLayer(), k, num_model_steps=steps, chain_hidden_states=chained, static=static,
+                                  keep_draft_probs=keep_probs)
     # the target's hidden state of each slot's last committed token, via observe_target:
     # one row per slot, accept_num 1 -> row b
     b = state.max_num_seqs
@@ -101,12 +102,14 @@ def test_hybrid_fills_the_remaining_slots_from_the_ngram_continuation():
     assert proposal.lens.numpy().tolist() == [4] and state.seq_lens_this_time.numpy().tolist() == [5]
     # max_dec_len bounds model + n-gram drafts together
     state = decode_state([7], k, prompt=prompt, step=3, max_dec_len=6)  # md = 2
-    proposal = proposer_with_target(k, steps, True, False, state)(state)
+    proposer = proposer_with_target(k, steps, True, False, state, keep_probs=True)
+    proposal = proposer(state)
     assert proposal.tokens.numpy().tolist() == [[307, 61, -1, -1]]
     # the draft probabilities: the model's q for column 0, one-hot for the n-gram columns
     q = proposer.draft_probs.numpy()
     assert q.shape == (1, 4, 10_000)
-    assert q[0, 0, 307] == pytest.approx(1.0) and q[0, 1, 61] == 1.0 and q[0, 2, 62] == 1.0
+    assert q[0, 0, 307] == pytest.approx(1.0) and q[0, 1, 61] == 1.0
+    assert (q[0, 2:] == 0).all()  # zeros past the drafts
 
 
 def test_hybrid_respects_the_token_budget():
@@ -147,7 +150,7 @@ def test_sampled_drafts_keep_their_probabilities_and_are_reproducible():
 def test_draft_probs_rows_follow_the_packing():
     k = 2
     state = decode_state(BASES, k)
-    proposer = proposer_with_target(k, k, True, False, state)
+    proposer = proposer_with_target(k, k, True, False, state, keep_probs=True)
     proposer(state)
     state.pack_rows()  # rows: 3 per slot
     rows = proposer.draft_probs_rows(state, state.num_rows).numpy()
