@@ -4,20 +4,20 @@ from pathlib import Path
 
 import pytest
 
-from fastspec.config import ConfigError, SpeculativeConfig, load_config
+from fastspec.config import METHODS, ConfigError, SpeculativeConfig, load_config
 
 CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.yaml"))
 
 
 def test_configs_exist_for_every_method():
     methods = {load_config(p).method for p in CONFIGS}
-    assert methods == {"none", "naive", "ngram", "mtp"}
+    assert methods == set(METHODS)
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
 def test_every_yaml_loads(path):
     config = load_config(path)
-    assert config.method in ("none", "naive", "ngram", "mtp")
+    assert config.method in METHODS
     assert config.speculative == (config.num_speculative_tokens > 0)
 
 
@@ -77,3 +77,20 @@ def test_invalid_yaml_names_the_file(tmp_path):
     path.write_text("- just\n- a list\n")
     with pytest.raises(ConfigError, match="config must be a mapping"):
         load_config(path)
+
+
+@pytest.mark.parametrize("ids, message", [
+    ([], "non-empty"), (3, "non-empty"), ([1, -1], r"aux_layer_ids\[1\]"), ([1, 1.5], r"aux_layer_ids\[1\]"),
+    ([2, 2], "repeat"),
+])
+def test_bad_aux_layer_ids(ids, message):
+    with pytest.raises(ConfigError, match=message):
+        SpeculativeConfig.from_dict({"method": "eagle3", "num_speculative_tokens": 2, "aux_layer_ids": ids})
+
+
+def test_eagle3_takes_the_draft_model_keys_and_rejection():
+    config = SpeculativeConfig.from_dict({"method": "eagle3", "num_speculative_tokens": 3, "num_model_steps": 2,
+                                          "verify_strategy": "rejection", "aux_layer_ids": [0, 4]})
+    assert config.speculative and config.aux_layer_ids == [0, 4]
+    with pytest.raises(ConfigError, match="num_model_steps"):
+        SpeculativeConfig.from_dict({"method": "eagle3", "num_speculative_tokens": 3, "num_model_steps": 4})
