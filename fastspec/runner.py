@@ -19,6 +19,7 @@ from fastspec.config import SpeculativeConfig
 from fastspec.proposers import Proposer, make_proposer
 from fastspec.sampler import Sampler
 from fastspec.state import RequestParams, SpecState
+from fastspec.step import SpecStep
 
 STAGES = ("insert", "propose", "pack", "model", "sample", "collect")
 
@@ -68,6 +69,7 @@ class GenerationStats:
     accepted_per_position: list = field(default_factory=list)
     wall_time: float = 0.0
     stage_time: dict = field(default_factory=lambda: {s: 0.0 for s in STAGES})
+    program_builds: dict = field(default_factory=dict)  # step_mode static / cuda_graph: builds of each program
 
     @property
     def mean_accepted_length(self) -> float:
@@ -106,6 +108,7 @@ class GenerationStats:
             "wall_time_s": self.wall_time,
             "tokens_per_second": self.tokens_per_second,
             "stage_time_s": dict(self.stage_time),
+            "program_builds": dict(self.program_builds),
         }
 
 
@@ -134,6 +137,8 @@ def generate(
     proposer: Proposer | None = None,
     progress: Callable[[int, int, int], None] | None = None,
     draft_model: Callable | None = None,
+    step_mode: str | None = None,
+    on_step: Callable[[SpecState], None] | None = None,
 ) -> GenerationResult:
     """Generates a continuation of every prompt with ``model``, speculating as ``config`` says.
 
@@ -149,7 +154,12 @@ def generate(
         params: per-request sampling parameters (default: ``default_params``).
         proposer: overrides the proposer the config names.
         progress: called after each step with (finished requests, total requests, generated tokens).
-        draft_model: method mtp: the Paddle draft layer the proposer runs (see DraftModelProposer).
+        draft_model: methods mtp / eagle3: the Paddle draft layer the proposer runs (see DraftModelProposer).
+        step_mode: None runs each stage op by op; ``"static"`` runs the step as two programs built
+            once and replayed (``fastspec.step.SpecStep``: propose + pack, then sample / verify +
+            update), ``"cuda_graph"`` captures them in CUDA Graphs (Paddle GPU builds),
+            ``"eager"`` runs SpecStep's code op by op.
+        on_step: called with the state after each step's update, before finished requests leave.
     """
     config.validate()
     params = list(params) if params is not None else default_params(config, len(prompts))
@@ -158,10 +168,13 @@ def generate(
     if proposer is None and config.speculative:
         proposer = make_proposer(config, draft_model)
     wants_hidden = hasattr(proposer, "observe_target")
+    if config.speculative and config.verify_strategy == "rejection" and not hasattr(proposer, "draft_probs_rows"):
+        raise ValueError(f"generate: strategy 'rejection' needs a proposer with draft probabilities, got {type(proposer).__name__}")
     batch = max_num_seqs or max(1, len(prompts))
     length = max_model_len or (max((len(p) for p in prompts), default=1) + max((q.max_dec_len for q in params), default=1))
     state = SpecState(batch, length, config.num_speculative_tokens, end_tokens, place)
     sampler = Sampler(config)
+    step = SpecStep(state, sampler, proposer, mode=step_mode) if step_mode is not None else None
     stats = GenerationStats(
         proposed_per_position=[0] * config.num_speculative_tokens,
         accepted_per_position=[0] * config.num_speculative_tokens,
@@ -178,10 +191,13 @@ def generate(
                 i = waiting.popleft()
                 state.insert(prompts[i], params[i], request_id=i)
         with clock("propose"):
-            if proposer is not None:
+            if step is not None:
+                step.prepare()  # proposes and packs the rows on the device
+            elif proposer is not None:
                 proposer(state)
         with clock("pack"):
-            state.pack_rows()
+            if step is None:
+                state.pack_rows()
             inputs, drafted = _model_inputs(state)
         with clock("model"):
             logits = model(inputs)
@@ -192,14 +208,17 @@ def generate(
                 raise ValueError(f"generate: {type(proposer).__name__} needs the target's hidden states: "
                                  "the model must return (logits [T, V], hidden [T, H])")
         with clock("sample"):
-            draft_probs = None
-            if config.speculative and sampler.strategy == "rejection":
-                if not hasattr(proposer, "draft_probs_rows"):
-                    raise ValueError(f"generate: strategy 'rejection' needs a proposer with draft probabilities, got {type(proposer).__name__}")
-                draft_probs = proposer.draft_probs_rows(state, logits.shape[0], logits.shape[-1])
-            sampler(logits, state, draft_probs=draft_probs)
-            if wants_hidden:
-                proposer.observe_target(state, hidden)
+            if step is not None:
+                step.finish(logits, hidden)
+            else:
+                draft_probs = None
+                if config.speculative and sampler.strategy == "rejection":
+                    draft_probs = proposer.draft_probs_rows(state, logits.shape[0], logits.shape[-1])
+                sampler(logits, state, draft_probs=draft_probs)
+                if wants_hidden:
+                    proposer.observe_target(state, hidden)
+        if on_step is not None:
+            on_step(state)
         with clock("collect"):
             _count(stats, state, drafted, reject_all=sampler.reject_all)
             for slot in state.finished_slots():
@@ -210,6 +229,8 @@ def generate(
         if progress is not None:
             progress(finished, len(prompts), stats.generated_tokens)
     stats.wall_time = time.perf_counter() - start
+    if step is not None:
+        stats.program_builds = dict(step.builds)
     return GenerationResult(outputs, stats)
 
 

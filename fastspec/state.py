@@ -188,6 +188,24 @@ class SpecState:
         self.num_rows = int(cu[-1])
         return self.num_rows
 
+    def pack_rows_on_device(self) -> paddle.Tensor:
+        """``pack_rows`` with tensor ops only (no host read; what a static or captured step runs):
+        writes cu_seqlens_q_output and batch_id_per_token_output in place and returns the packed
+        row count as an int32 [1] tensor. ``num_rows`` is left to the caller."""
+        running = paddle.logical_not(paddle.logical_or(self.stop_flags, self.is_block_step))
+        prefill = paddle.logical_and(running, self.seq_lens_encoder > 0)
+        decode = paddle.logical_and(running, paddle.logical_and(self.seq_lens_encoder == 0, self.seq_lens_decoder > 0))
+        zero = paddle.zeros_like(self.seq_lens_this_time)
+        rows = paddle.where(prefill, paddle.ones_like(zero), paddle.where(decode, paddle.maximum(self.seq_lens_this_time, zero), zero))
+        cu = paddle.concat([paddle.zeros([1], dtype="int32"), paddle.cumsum(rows, axis=0).astype("int32")])
+        row = paddle.arange(self.batch_id_per_token_output.shape[0], dtype="int32")
+        # row r belongs to the slot b with cu[b] <= r < cu[b + 1]: the count of cu[1:] entries <= r
+        slot = paddle.searchsorted(cu[1:], row, out_int32=True, right=True)
+        ids = paddle.where(row < cu[-1:], slot, paddle.full_like(slot, -1))
+        paddle.assign(cu, output=self.cu_seqlens_q_output)
+        paddle.assign(ids, output=self.batch_id_per_token_output)
+        return cu[-1:]
+
     def row_batch_ids(self, num_rows: int | None = None) -> paddle.Tensor:
         """The first ``num_rows`` (default: the packed ones) entries of batch_id_per_token_output."""
         n = self.num_rows if num_rows is None else num_rows

@@ -30,6 +30,8 @@ class Proposer(ABC):
     slot; a prefill slot keeps its prompt length, an inactive slot gets 0).
     """
 
+    static_step_safe = False  # True: propose keeps to fixed shapes and device tensors (see fastspec.step)
+
     def __init__(self, num_speculative_tokens: int) -> None:
         if num_speculative_tokens < 1:
             raise ValueError(f"{type(self).__name__}: num_speculative_tokens must be >= 1, got {num_speculative_tokens}")

@@ -21,13 +21,14 @@ row that produced the last accepted token (MTP pairs the hidden state at positio
 token at j + 1 to predict j + 2). The last accepted token is ``draft_tokens[b, 0]``.
 
 Persistent buffers. ``buffers`` holds the target's hidden states, the inputs of a draft step
-(``input_ids``, ``hidden``, ``position``, ``seed``) and ``draft_probs``: tensors allocated once
-and only ever written in place. A draft step writes its results (the next input token, the
-chained hidden state, the next position) back into those same tensors, so a captured graph of
-one draft step (``static=True``: the step compiled with ``paddle.jit.to_static`` and bound to
-the buffers once) replays correctly: each replay reads what the previous one wrote. Rebinding an
-attribute to a fresh tensor instead would leave a captured graph reading the stale buffer: the
-known bug this layout rules out, and what the tests check.
+(``input_ids``, ``hidden``, ``position``: where the last draft step left them) and
+``draft_probs``: tensors allocated once and only ever written in place, each once per proposal.
+Within a proposal the draft steps pass their results to the next step as values (a static
+program must not read back a tensor it wrote in place). So a whole proposal can sit in a
+compiled or captured step (``fastspec.step.SpecStep``) and read the target's hidden states the
+last step left in ``target_hidden``; rebinding an attribute to a fresh tensor instead would leave
+a captured graph reading a stale buffer: the known bug this layout rules out, and what the tests
+check. ``static=True`` compiles the draft step itself with ``paddle.jit.to_static``.
 
 Hybrid drafting: when ``num_speculative_tokens > num_model_steps`` the remaining columns are
 filled by the ``ngram_append`` op from an n-gram match of the generated tokens extended by the
@@ -63,35 +64,6 @@ def _width(value: Any, name: str) -> int | None:
     return int(value)
 
 
-class _DraftStep:
-    """One draft step over bound buffers: eager, or compiled once (static) and replayed.
-
-    The buffers are bound when the step is built: replaying always reads and writes those very
-    tensors, as a captured CUDA Graph would. Every output is checked against the shape of the
-    buffer it goes to before anything is written.
-    """
-
-    def __init__(self, fn: Callable, inputs: tuple, writes: tuple, shapes: tuple, static: bool) -> None:
-        self._fn = paddle.jit.to_static(fn, full_graph=True) if static else fn
-        self._inputs = inputs
-        self._writes = writes  # per output: the buffer it is written into, or None
-        self._shapes = shapes  # per output: (name, the shape it must have) or None
-
-    def replay(self) -> tuple:
-        with paddle.no_grad():  # inference: no backward program (the custom ops have none)
-            outs = self._fn(*self._inputs)
-        for out, expected in zip(outs, self._shapes):
-            if expected is not None and list(out.shape) != expected[1]:
-                raise DraftShapeError(
-                    f"DraftModelProposer: the draft head's {expected[0]} must have shape {expected[1]} "
-                    f"(the width its buffers were sized for), got {list(out.shape)}"
-                )
-        for out, buffer in zip(outs, self._writes):
-            if buffer is not None:
-                paddle.assign(out, output=buffer)
-        return outs
-
-
 class DraftModelProposer(Proposer):
     """Drafts from a Paddle draft layer fed with the target's hidden states.
 
@@ -115,6 +87,8 @@ class DraftModelProposer(Proposer):
     Raises:
         ValueError: num_model_steps outside [1, K], bad n-gram settings or widths.
     """
+
+    static_step_safe = True  # fixed shapes, device tensors only: it can sit in a SpecStep program
 
     def __init__(
         self,
@@ -153,7 +127,7 @@ class DraftModelProposer(Proposer):
         self.max_ngram_size, self.min_ngram_size, self.token_budget = max_ngram_size, min_ngram_size, token_budget
         self.anchored = bool(anchored)  # hybrid columns: anchored n-gram drafting (state.ngram_anchor)
         self.buffers: dict[str, paddle.Tensor] = {}
-        self._steps: tuple[_DraftStep, _DraftStep] | None = None
+        self._step: Callable | None = None
 
     @classmethod
     def from_config(cls, config, draft_model, **overrides: Any) -> DraftModelProposer:
@@ -244,7 +218,6 @@ class DraftModelProposer(Proposer):
             "input_ids": _zeros([b], "int64", place),
             "hidden": _zeros([b, h], "float32", place),
             "position": _zeros([b], "int64", place),
-            "seed": _zeros([b], "int64", place),
             "rows": paddle.to_tensor(np.arange(b, dtype=np.int32), place=place),
             "cu": paddle.to_tensor(np.arange(b + 1, dtype=np.int32), place=place),
             "top_p": paddle.to_tensor(np.ones(b, np.float32), place=place),
@@ -266,28 +239,35 @@ class DraftModelProposer(Proposer):
                 probs = paddle.nn.functional.one_hot(token, probs.shape[-1]).astype("float32")
         return token, probs, hidden_out.astype("float32"), position + 1
 
-    def _draft_steps(self) -> tuple[_DraftStep, _DraftStep]:
-        """The first step (reads the target's hidden state) and the later ones (the chained
-        hidden state, or the target's again), each built once over the buffers."""
-        if self._steps is None:
-            buf = self.buffers
-            b, h = int(buf["input_ids"].shape[0]), self.hidden_size
-            step_fn = self._step_fn
+    def _draft_step(self) -> Callable:
+        """One draft step, ``(input_ids, hidden, position, seed) -> (token, q, hidden_out, position + 1)``,
+        eager or compiled once per input width (``static``); its outputs are checked against the
+        buffers' shapes."""
+        if self._step is None:
+            buf, step_fn = self.buffers, self._step_fn
 
             # to_static converts plain functions with named arguments (a method needs an nn.Layer owner)
             def fn(input_ids, hidden, position, seed, rows, cu, top_p, top_k):
                 return step_fn(input_ids, hidden, position, seed, rows, cu, top_p, top_k)
 
-            writes = (buf["input_ids"], None, buf["hidden"] if self.chain_hidden_states else None, buf["position"])
-            vocab = [b, self.vocab_size] if self.vocab_size is not None else None
-            shapes = (None, ("probabilities", vocab) if vocab else None, ("hidden output", [b, h]), None)
-            rest = ("position", "seed", "rows", "cu", "top_p", "top_k")
-            later = "hidden" if self.chain_hidden_states else "target_hidden"
-            self._steps = tuple(
-                _DraftStep(fn, tuple(buf[n] for n in (("input_ids", source) + rest)), writes, shapes, self.static)
-                for source in ("target_hidden", later)
-            )
-        return self._steps
+            compiled = paddle.jit.to_static(fn, full_graph=True) if self.static else fn
+            b = int(buf["input_ids"].shape[0])
+            expected = {"hidden output": (2, [b, self.hidden_size])}
+            if self.vocab_size is not None:
+                expected["probabilities"] = (1, [b, self.vocab_size])
+
+            def step(input_ids, hidden, position, seed):
+                outs = compiled(input_ids, hidden, position, seed, buf["rows"], buf["cu"], buf["top_p"], buf["top_k"])
+                for what, (index, shape) in expected.items():
+                    if list(outs[index].shape) != shape:
+                        raise DraftShapeError(
+                            f"DraftModelProposer: the draft head's {what} must have shape {shape} "
+                            f"(the width its buffers were sized for), got {list(outs[index].shape)}"
+                        )
+                return outs
+
+            self._step = step
+        return self._step
 
     # -- proposing --------------------------------------------------------------------------
 
@@ -305,16 +285,22 @@ class DraftModelProposer(Proposer):
         running = paddle.logical_not(paddle.logical_or(state.stop_flags, state.is_block_step))
         decode = paddle.logical_and(running, paddle.logical_and(state.seq_lens_encoder == 0, state.seq_lens_decoder > 0))
         decode = paddle.logical_and(decode, buf["observed"])  # no target hidden state yet: no drafts
-        paddle.assign(state.draft_tokens[:, 0], output=buf["input_ids"])
-        paddle.assign(state.step_idx, output=buf["position"])
-        paddle.assign(state.seed, output=buf["seed"])
 
-        first, later = self._draft_steps()
+        # the steps pass their results along as values; each buffer is written once, at the end
+        # (a static program must not read a tensor it has written in place earlier in the program)
+        step = self._draft_step()
+        input_ids, hidden, position = state.draft_tokens[:, 0], buf["target_hidden"], state.step_idx
         tokens, probs = [], []
-        for i in range(steps):
-            token, q, _, _ = (first if i == 0 else later).replay()
-            tokens.append(token.reshape([-1, 1]))
-            probs.append(q)
+        with paddle.no_grad():  # inference: no backward program (the custom ops have none)
+            for _ in range(steps):
+                input_ids, q, hidden_out, position = step(input_ids, hidden, position, state.seed)
+                hidden = hidden_out if self.chain_hidden_states else buf["target_hidden"]
+                tokens.append(input_ids.reshape([-1, 1]))
+                probs.append(q)
+        paddle.assign(input_ids, output=buf["input_ids"])
+        paddle.assign(position, output=buf["position"])
+        if self.chain_hidden_states:
+            paddle.assign(hidden_out, output=buf["hidden"])
         drafts = paddle.concat(tokens, axis=1)
 
         # lens: leading valid drafts, bounded by draft_token_num and max_dec_len - step_idx - 1

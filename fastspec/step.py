@@ -1,0 +1,184 @@
+"""``SpecStep``: one speculative step as two fixed programs a runner builds once and replays.
+
+A step is ``prepare`` (propose drafts, then pack the output rows on the device) -> the runner's
+model forward -> ``finish`` (the Sampler's forward: verify or sample, then
+``update_model_status``; a draft-model proposer then keeps the target's hidden states). The
+model sits between the two, so a step is two programs:
+
+- ``prepare()``: no inputs; reads and writes the state's tensors (and the proposer's buffers)
+  in place;
+- ``finish(logits, hidden=None)``: ``logits [max_rows, V]`` and ``hidden [max_rows, H]`` in
+  fixed shapes, ``max_rows = max_num_seqs * (K + 1)``; rows past the packed ones are padding
+  (``batch_id_per_token_output`` is -1 there) and are ignored. ``pad_rows`` pads a
+  ``[T, ...]`` model output.
+
+Modes: ``"eager"`` runs the same Python code op by op; ``"static"`` compiles each program once
+with ``paddle.jit.to_static`` (``builds`` counts the compilations) and replays it; on a Paddle
+GPU build ``"cuda_graph"`` captures each program once in a ``paddle.device.cuda.graphs.CUDAGraph``
+and replays the graph (``docs/draft_model.md``). What makes that possible: every tensor a step
+touches is allocated before the first build and only written in place; nothing in a program
+reads a tensor's value on the host or branches on it; every shape is fixed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Callable, Iterator
+
+import paddle
+
+from fastspec.proposers.base import Proposer
+from fastspec.sampler import Sampler
+from fastspec.state import SpecState
+
+MODES = ("eager", "static", "cuda_graph")
+
+
+class SpecStep:
+    """Propose -> [model] -> sample / verify -> update, as two programs over ``state``.
+
+    Args:
+        state: the batch; every program reads and writes its tensors in place.
+        sampler: the Sampler of the config.
+        proposer: a proposer whose ``propose`` keeps to fixed shapes and device tensors
+            (``NgramProposer``, ``DraftModelProposer``; ``static_step_safe`` says so), or None.
+        mode: ``"eager"``, ``"static"`` or ``"cuda_graph"``.
+
+    Raises:
+        ValueError: an unknown mode, a proposer that cannot sit in a static step, or a draft
+            model whose widths are not declared (the buffers must exist before the first build).
+        RuntimeError: ``cuda_graph`` without a Paddle CUDA build or off a GPU place.
+    """
+
+    def __init__(self, state: SpecState, sampler: Sampler, proposer: Proposer | None = None, mode: str = "static") -> None:
+        if mode not in MODES:
+            raise ValueError(f"SpecStep: mode must be one of {list(MODES)}, got {mode!r}")
+        if proposer is not None and not getattr(proposer, "static_step_safe", False):
+            raise ValueError(f"SpecStep: {type(proposer).__name__} reads host values while proposing; it cannot run in a "
+                             "static step (use NgramProposer or DraftModelProposer, or mode 'eager')")
+        if mode == "cuda_graph":
+            _check_cuda_graphs(state)
+        self.state, self.sampler, self.proposer, self.mode = state, sampler, proposer, mode
+        self.max_rows = state.max_num_seqs * (state.num_speculative_tokens + 1)
+        self.observes = hasattr(proposer, "observe_target")
+        if self.observes:
+            proposer.prepare(state)
+            if not proposer.ready or (sampler.strategy == "rejection" and proposer.draft_probs is None):
+                raise ValueError(
+                    "SpecStep: the draft model's buffers must exist before the step is built: declare the head's "
+                    "input_hidden_size, hidden_size and vocab_size (attributes, or DraftModelProposer arguments)"
+                )
+        self.builds = {"prepare": 0, "finish": 0}
+        builds = self.builds
+
+        # to_static needs named arguments; the Python bodies run only when a program is built
+        def prepare_program(dummy):
+            builds["prepare"] += 1
+            if proposer is not None:
+                proposer(state)
+            return state.pack_rows_on_device()
+
+        def finish_program(logits, hidden=None):
+            builds["finish"] += 1
+            draft_probs = None
+            if sampler.config.speculative and sampler.strategy == "rejection":
+                draft_probs = proposer.draft_probs_rows(state, self.max_rows)
+            has_running = sampler(logits, state, draft_probs=draft_probs)
+            if self.observes:
+                proposer.observe_target(state, hidden)
+            return has_running
+
+        compile_ = (lambda f: paddle.jit.to_static(f, full_graph=True)) if mode == "static" else (lambda f: f)
+        self._prepare, self._finish = compile_(prepare_program), compile_(finish_program)
+        self._graphs: dict[str, object] = {}
+        self._graph_io: dict[str, tuple] = {}
+
+    # -- running ----------------------------------------------------------------------------
+
+    def prepare(self) -> int:
+        """Proposes and packs this step's rows; returns T, the packed rows (read on the host
+        for the runner's model inputs, after the program ran)."""
+        with paddle.no_grad():
+            total = self._run("prepare", self._prepare, (self._dummy(),))
+        self.state.num_rows = int(total.numpy().reshape(-1)[0])
+        return self.state.num_rows
+
+    def finish(self, logits: paddle.Tensor, hidden: paddle.Tensor | None = None) -> paddle.Tensor:
+        """Samples / verifies and updates the state from the model's outputs at the packed rows
+        (``[T, V]`` and ``[T, H]``, padded here to ``max_rows``); returns ``has_running`` bool [1]."""
+        if self.observes and hidden is None:
+            raise ValueError(f"SpecStep.finish: {type(self.proposer).__name__} needs the target's hidden states")
+        args = (self.pad_rows(logits),) + ((self.pad_rows(hidden.astype("float32")),) if self.observes else ())
+        with paddle.no_grad():
+            return self._run("finish", self._finish, args)
+
+    def pad_rows(self, x: paddle.Tensor) -> paddle.Tensor:
+        """``[T, ...]`` -> ``[max_rows, ...]`` with zero rows after the packed ones."""
+        rows = int(x.shape[0])
+        if rows > self.max_rows:
+            raise ValueError(f"SpecStep: {rows} rows, at most max_num_seqs * (K + 1) = {self.max_rows}")
+        if rows == self.max_rows:
+            return x
+        return paddle.concat([x, paddle.zeros([self.max_rows - rows] + list(x.shape[1:]), dtype=x.dtype)], axis=0)
+
+    def _dummy(self) -> paddle.Tensor:
+        if not hasattr(self, "_dummy_tensor"):
+            self._dummy_tensor = paddle.zeros([1], dtype="int32")
+        return self._dummy_tensor
+
+    def _run(self, name: str, program: Callable, args: tuple) -> paddle.Tensor:
+        if self.mode == "eager":
+            return program(*args)
+        with _slices_before_writes_allowed():
+            return program(*args) if self.mode == "static" else self._replay_graph(name, program, args)
+
+    def _replay_graph(self, name: str, program: Callable, args: tuple) -> paddle.Tensor:
+        """Captures ``program`` once over fixed input buffers, then copies each call's inputs into
+        those buffers and replays the graph (Paddle GPU builds only; not runnable on CPU)."""
+        from paddle.device.cuda.graphs import CUDAGraph
+
+        if name not in self._graphs:
+            # capture records the kernels without running them, so the state is not advanced twice;
+            # allocations made while capturing come from the graph's own memory pool
+            inputs = tuple(paddle.zeros_like(a) for a in args)
+            graph = CUDAGraph()
+            graph.capture_begin()
+            output = program(*inputs)
+            graph.capture_end()
+            self._graphs[name], self._graph_io[name] = graph, (inputs, output)
+        inputs, output = self._graph_io[name]
+        for buffer, a in zip(inputs, args):
+            paddle.assign(a, output=buffer)
+        self._graphs[name].replay()
+        return output
+
+
+@contextlib.contextmanager
+def _slices_before_writes_allowed() -> Iterator[None]:
+    """Lets to_static build a program in which a state tensor is sliced and later written in place.
+
+    Paddle refuses that pattern because in dygraph a slice is a view that would see the later
+    write, while in a static program it is a copy taken before it. The step's code never reads a
+    slice after writing its tensor (it would differ between the eager and static modes, which the
+    tests compare bit for bit), so the two agree; the check is switched off only while building.
+    """
+    key = "stride_in_no_check_dy2st_diff"
+    old = os.environ.get(key)
+    os.environ[key] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[key]
+        else:
+            os.environ[key] = old
+
+
+def _check_cuda_graphs(state: SpecState) -> None:
+    from paddle.device.cuda.graphs import is_cuda_graph_supported
+
+    if not is_cuda_graph_supported():
+        raise RuntimeError("SpecStep: mode 'cuda_graph' needs a Paddle build with CUDA (this one has none)")
+    if not isinstance(state.place, paddle.CUDAPlace):
+        raise RuntimeError(f"SpecStep: mode 'cuda_graph' needs the state on a GPU place, got {state.place}")

@@ -1,0 +1,126 @@
+"""One step, one static program: SpecStep's programs are built once and their replays equal the
+runner's op-by-op steps bit for bit (tokens, lengths, flags, token_ids_all), for ngram, hybrid,
+mtp and eagle3 and every verify strategy, on a batch whose requests finish at different times."""
+
+from __future__ import annotations
+
+import numpy as np
+import paddle
+import pytest
+
+from fastspec.config import SpeculativeConfig
+from fastspec.demo.draft_models import ReplayAuxHiddenStates, ReplayDraftHead, ReplayEagle3Head, ReplayHiddenStates
+from fastspec.demo.models import ReplayModel
+from fastspec.proposers import ExtractHiddenStatesProposer
+from fastspec.runner import generate
+from fastspec.sampler import Sampler
+from fastspec.state import RequestParams, SpecState
+from fastspec.step import SpecStep
+from tests.test_runner import copy_task
+
+V, K, SLOTS, MIN_STEPS = 64, 3, 2, 30
+SNAPSHOT = ("accept_tokens", "accept_num", "draft_tokens", "seq_lens_this_time", "seq_lens_encoder",
+            "seq_lens_decoder", "step_idx", "stop_flags", "token_ids_all", "ngram_anchor", "cu_seqlens_q_output",
+            "batch_id_per_token_output")
+AUX_IDS = (1, 2, 4)
+
+
+def workload():
+    """Eight requests for two slots with max_dec_len 12..47: they finish (and are replaced) at different steps."""
+    prompts, refs = copy_task(8, length=60, seed=5)
+    params = [RequestParams(seed=11 + i, max_dec_len=12 + 5 * i, temperature=1.0, top_p=0.9) for i in range(8)]
+    return prompts, refs, params
+
+
+def target_and_head(method: str, refs):
+    model = ReplayModel(refs, V, end_token=0)
+    if method in ("mtp", "hybrid"):
+        return ReplayHiddenStates(model), ReplayDraftHead(refs, V, end_token=0, peak=0.8)
+    if method == "eagle3":
+        return ReplayAuxHiddenStates(model, AUX_IDS, num_layers=4), ReplayEagle3Head(refs, V, AUX_IDS, end_token=0, peak=0.8)
+    return model, None
+
+
+def run(method: str, strategy: str, step_mode: str | None, greedy: bool = False):
+    prompts, refs, params = workload()
+    if greedy:
+        params = [RequestParams(p.seed, p.max_dec_len, 0.0) for p in params]
+    target, head = target_and_head(method, refs)
+    config = SpeculativeConfig.from_dict({
+        "method": "mtp" if method == "hybrid" else method, "num_speculative_tokens": 0 if method == "naive" else K,
+        "num_model_steps": 1 if method == "hybrid" else 0, "verify_strategy": strategy, "max_candidate_len": 4,
+        "aux_layer_ids": list(AUX_IDS),
+    })
+    steps = []
+    result = generate(target, prompts, config, max_num_seqs=SLOTS, end_tokens=[0], params=params, draft_model=head,
+                      step_mode=step_mode, on_step=lambda s: steps.append({n: getattr(s, n).numpy().copy() for n in SNAPSHOT}))
+    return result, steps
+
+
+CASES = [("ngram", s) for s in ("greedy", "target_match", "topp")] + [
+    (m, s) for m in ("hybrid", "mtp", "eagle3") for s in ("greedy", "target_match", "topp", "rejection")
+] + [("naive", "topp")]
+
+
+@pytest.mark.parametrize("method, strategy", CASES, ids=[f"{m}-{s}" for m, s in CASES])
+def test_static_steps_equal_the_eager_steps_bit_for_bit(method, strategy):
+    eager, eager_steps = run(method, strategy, None)
+    static, static_steps = run(method, strategy, "static")
+    assert len(static_steps) == len(eager_steps) >= MIN_STEPS
+    for i, (want, got) in enumerate(zip(eager_steps, static_steps)):
+        for name in SNAPSHOT:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"step {i}: {name}")
+    for a, b in zip(eager.outputs, static.outputs):
+        np.testing.assert_array_equal(a, b)
+    assert static.stats.program_builds == {"prepare": 1, "finish": 1}  # built once, replayed every step
+    if method != "naive":
+        assert static.stats.accepted_tokens > 0  # the drafts really were verified and accepted
+
+
+def test_greedy_static_step_equals_spec_off():
+    off, _ = run("naive", "topp", None, greedy=True)
+    on, _ = run("mtp", "greedy", "static", greedy=True)
+    for a, b in zip(off.outputs, on.outputs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_spec_step_eager_mode_runs_the_same_code():
+    eager, _ = run("hybrid", "rejection", "eager")
+    static, _ = run("hybrid", "rejection", "static")
+    for a, b in zip(eager.outputs, static.outputs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_device_packing_equals_the_host_packing():
+    state = SpecState(4, 32, 2, [0], "cpu")
+    for i, prompt in enumerate(([1, 2, 3], [4, 5], [6], [7, 8, 9, 10])):
+        state.insert(prompt, RequestParams(seed=i, max_dec_len=8))
+    state.seq_lens_encoder[1] = 0  # slot 1 decodes with 3 rows, slot 2 is stopped, slot 3 prefills
+    state.seq_lens_decoder[1] = 4
+    state.seq_lens_this_time[1] = 3
+    state.stop_flags[2] = True
+    host_rows = state.pack_rows()
+    host = (state.cu_seqlens_q_output.numpy().copy(), state.batch_id_per_token_output.numpy().copy())
+    paddle.assign(paddle.full_like(state.cu_seqlens_q_output, 7), output=state.cu_seqlens_q_output)
+    paddle.assign(paddle.full_like(state.batch_id_per_token_output, 7), output=state.batch_id_per_token_output)
+    device_rows = state.pack_rows_on_device()
+    assert int(device_rows.numpy()[0]) == host_rows == 1 + 3 + 1
+    np.testing.assert_array_equal(state.cu_seqlens_q_output.numpy(), host[0])
+    np.testing.assert_array_equal(state.batch_id_per_token_output.numpy(), host[1])
+
+
+def test_what_cannot_be_a_static_step_is_refused_by_name():
+    config = SpeculativeConfig.from_dict({"method": "mtp", "num_speculative_tokens": 1, "verify_strategy": "greedy"})
+    state = SpecState(2, 16, 1, [0], "cpu")
+    with pytest.raises(ValueError, match="ExtractHiddenStatesProposer reads host values"):
+        SpecStep(state, Sampler(config), ExtractHiddenStatesProposer(), mode="static")
+    with pytest.raises(ValueError, match="mode must be one of"):
+        SpecStep(state, Sampler(config), None, mode="graph")
+    with pytest.raises(RuntimeError, match="cuda_graph.*CUDA"):
+        SpecStep(state, Sampler(config), None, mode="cuda_graph")
+
+    from fastspec.proposers import DraftModelProposer
+    from tests.proposers.draft_helpers import RevealLayer
+
+    with pytest.raises(ValueError, match="declare the head's"):  # widths unknown before the first forward
+        SpecStep(state, Sampler(config), DraftModelProposer(RevealLayer(), 1), mode="static")
