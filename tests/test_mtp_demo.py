@@ -1,4 +1,4 @@
-"""The README's main job with method mtp (configs/mtp.yaml): `python -m fastspec.demo --method mtp`.
+"""The README's main job with methods mtp and eagle3 (configs/mtp.yaml, configs/eagle3.yaml).
 
 On the fixed builtin corpus (fastspec/demo/data/), like tests/test_demo.py.
 """
@@ -24,3 +24,16 @@ def test_demo_method_mtp_rejection_short(tmp_path):
                      "--out", str(tmp_path)]) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["spec_on"]["mean_accepted_length"] > 1.5
+
+
+def test_demo_method_eagle3_with_the_static_step(tmp_path, capsys):
+    """The README's eagle3 command: the demo's target exposes its aux states through the mixin."""
+    assert cli.main(["--short", "--corpus", "builtin", "--method", "eagle3", "--static-step", "--no-plot",
+                     "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "method eagle3" in out and "aux layers [1, 2, 4]" in out and "PASS" in out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["config"]["aux_layer_ids"] == [1, 2, 4]
+    assert summary["spec_on"]["program_builds"] == {"prepare": 1, "finish": 1}
+    assert summary["spec_on"]["mean_accepted_length"] > 2.0
+    assert summary["spec_on"]["generated_tokens"] == summary["spec_off"]["generated_tokens"]

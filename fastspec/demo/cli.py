@@ -54,6 +54,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=None, help="override sampling.temperature")
     p.add_argument("--top-p", type=float, default=1.0,
                    help="sampling.top_p (default 1.0: the replay model really samples, ~8%% of tokens leave the reference)")
+    p.add_argument("--static-step", action="store_true",
+                   help="run the spec-on step as two programs built once and replayed (fastspec.step.SpecStep)")
     p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     p.add_argument("--seed", type=int, default=0, help="workload and sampling seed")
     p.add_argument("--short", action="store_true", help="a small workload for CI")
@@ -135,7 +137,7 @@ def with_draft_head(config, model, workload, args):
     return model, None
 
 
-def run_one(label, model, workload, config, args, max_model_len, warmup=False, draft_model=None):
+def run_one(label, model, workload, config, args, max_model_len, warmup=False, draft_model=None, step_mode=None):
     from fastspec.runner import generate
     from fastspec.state import RequestParams
 
@@ -146,7 +148,7 @@ def run_one(label, model, workload, config, args, max_model_len, warmup=False, d
     bar = None if warmup else ProgressBar(label)
     result = generate(model, workload.prompts[:count], config, max_num_seqs=args.batch_size, max_model_len=max_model_len,
                       end_tokens=[workload.tokenizer.END], place=args.device, params=params, progress=bar,
-                      draft_model=draft_model)
+                      draft_model=draft_model, step_mode=step_mode)
     if bar is not None:
         bar.close()
     return result
@@ -258,10 +260,12 @@ def main(argv=None) -> int:
           + (f", aux layers {list(model.layer_ids)}" if config.method == "eagle3" else ""))
 
     spec_off = config.replace(method="none", num_speculative_tokens=0)
+    step_mode = "static" if args.static_step else None
     for warm in (spec_off, config):  # first calls pay one-time costs; keep them out of the timings
         run_one("warm-up", model, workload, warm, args, max_model_len, warmup=True, draft_model=draft_model)
     off = run_one("spec off", model, workload, spec_off, args, max_model_len)
-    on = run_one(f"spec on ({config.method})", model, workload, config, args, max_model_len, draft_model=draft_model)
+    on = run_one(f"spec on ({config.method})", model, workload, config, args, max_model_len, draft_model=draft_model,
+                 step_mode=step_mode)
     verdict, check_text = lossless_check(off, on, config.verify_strategy)
     sweep = {}
     if config.method == "ngram":  # the sweep is about n-gram drafts
@@ -270,6 +274,9 @@ def main(argv=None) -> int:
                                config.replace(max_ngram_size=n, min_ngram_size=n), args, max_model_len)
 
     print()
+    if step_mode:
+        print(f"static step: {on.stats.steps} steps replayed programs built {on.stats.program_builds} "
+              "(the build time is inside the spec-on wall time)")
     print(table(off, on, check_text))
     if sweep:
         print("by n-gram size (min = max = n): "
