@@ -79,7 +79,8 @@ class DraftModelProposer(Proposer):
             id on ties).
         keep_draft_probs: keep ``draft_probs [B, K, V]`` (what REJECTION verifies against);
             default: when drafts are sampled. Without it the proposer keeps no ``[B, K, V]`` tensor.
-        static: run the draft step as a compiled program bound to the persistent buffers.
+        static: compile the draft step with ``paddle.jit.to_static`` (one program per input width);
+            ``fastspec.step.SpecStep`` compiles or captures the whole step instead.
         input_hidden_size, hidden_size, vocab_size: the head's widths (default: its attributes of
             those names; see the module docstring).
         max_ngram_size, min_ngram_size, token_budget, anchored: the n-gram part of hybrid drafting.
@@ -287,7 +288,7 @@ class DraftModelProposer(Proposer):
         decode = paddle.logical_and(decode, buf["observed"])  # no target hidden state yet: no drafts
 
         # the steps pass their results along as values; each buffer is written once, at the end
-        # (a static program must not read a tensor it has written in place earlier in the program)
+        # (in a static program, a tensor written in place twice may read back as after the first write)
         step = self._draft_step()
         input_ids, hidden, position = state.draft_tokens[:, 0], buf["target_hidden"], state.step_idx
         tokens, probs = [], []
