@@ -1,6 +1,6 @@
 """``Sampler``: one forward for every backend: logits -> probs -> tokens -> state update.
 
-The ops run wherever the state's tensors live (CPU or GPU; XPU kernels are planned); nothing
+The ops run wherever the state's tensors live (CPU, GPU, or an XPU in a build with the XPU toolchain); nothing
 here picks a place.
 Two paths share one ending:
 
