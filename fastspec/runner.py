@@ -15,10 +15,13 @@ from typing import Callable, Sequence
 import numpy as np
 import paddle
 
+from fastspec.adaptive import DraftLengthController
 from fastspec.config import SpeculativeConfig
+from fastspec.cost_model import StepCostModel, make_cost_model
 from fastspec.proposers import Proposer, make_proposer
 from fastspec.sampler import Sampler
 from fastspec.state import RequestParams, SpecState
+from fastspec.trace import AcceptanceTrace, StepRecord
 
 STAGES = ("insert", "propose", "pack", "model", "sample", "collect")
 
@@ -134,6 +137,8 @@ def generate(
     proposer: Proposer | None = None,
     progress: Callable[[int, int, int], None] | None = None,
     draft_model: Callable | None = None,
+    trace: AcceptanceTrace | None = None,
+    cost_model: StepCostModel | None = None,
 ) -> GenerationResult:
     """Generates a continuation of every prompt with ``model``, speculating as ``config`` says.
 
@@ -150,6 +155,9 @@ def generate(
         proposer: overrides the proposer the config names.
         progress: called after each step with (finished requests, total requests, generated tokens).
         draft_model: method mtp: the Paddle draft layer the proposer runs (see DraftModelProposer).
+        trace: records every request's offered and accepted drafts at every step (fastspec.trace).
+        cost_model: with ``adaptive.enabled``: the step cost the draft-length controller weighs
+            drafts against (default: what ``config.adaptive`` names; fastspec.cost_model).
     """
     config.validate()
     params = list(params) if params is not None else default_params(config, len(prompts))
@@ -162,6 +170,7 @@ def generate(
     length = max_model_len or (max((len(p) for p in prompts), default=1) + max((q.max_dec_len for q in params), default=1))
     state = SpecState(batch, length, config.num_speculative_tokens, end_tokens, place)
     sampler = Sampler(config)
+    adaptive = _draft_length_controller(config, state, cost_model)
     stats = GenerationStats(
         proposed_per_position=[0] * config.num_speculative_tokens,
         accepted_per_position=[0] * config.num_speculative_tokens,
@@ -176,10 +185,16 @@ def generate(
         with clock("insert"):
             while waiting and state.free_slots:
                 i = waiting.popleft()
-                state.insert(prompts[i], params[i], request_id=i)
+                slot = state.insert(prompts[i], params[i], request_id=i)
+                if adaptive is not None:
+                    adaptive.reset_slot(slot)
         with clock("propose"):
+            if adaptive is not None:
+                adaptive.plan(state)  # draft_token_num for this step
             if proposer is not None:
                 proposer(state)
+            if adaptive is not None:
+                adaptive.note_offered(state)
         with clock("pack"):
             state.pack_rows()
             inputs, drafted = _model_inputs(state)
@@ -191,6 +206,8 @@ def generate(
             if wants_hidden and hidden is None:
                 raise ValueError(f"generate: {type(proposer).__name__} needs the target's hidden states: "
                                  "the model must return (logits [T, V], hidden [T, H])")
+        if adaptive is not None:
+            adaptive.cost_model.record(state.num_rows, clock.last)
         with clock("sample"):
             draft_probs = None
             if config.speculative and sampler.strategy == "rejection":
@@ -200,8 +217,12 @@ def generate(
             sampler(logits, state, draft_probs=draft_probs)
             if wants_hidden:
                 proposer.observe_target(state, hidden)
+            if adaptive is not None:
+                adaptive.observe(state)
         with clock("collect"):
-            _count(stats, state, drafted, reject_all=sampler.reject_all)
+            _count(stats, state, drafted, reject_all=sampler.reject_all, trace=trace)
+            if adaptive is not None:
+                adaptive.refresh_costs()
             for slot in state.finished_slots():
                 outputs[state.request_of_slot[slot]] = state.output(slot)
                 state.free(slot)
@@ -211,6 +232,15 @@ def generate(
             progress(finished, len(prompts), stats.generated_tokens)
     stats.wall_time = time.perf_counter() - start
     return GenerationResult(outputs, stats)
+
+
+def _draft_length_controller(config: SpeculativeConfig, state: SpecState,
+                             cost_model: StepCostModel | None) -> DraftLengthController | None:
+    """The adaptive draft-length controller when the config asks for one (and drafts exist)."""
+    if not (config.adaptive.enabled and config.speculative):
+        return None
+    cost_model = cost_model if cost_model is not None else make_cost_model(config.adaptive)
+    return DraftLengthController.from_config(config, state.max_num_seqs, cost_model, place=state.place)
 
 
 def _model_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple[bool, np.ndarray]]]:
@@ -248,7 +278,8 @@ def _model_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple[bool, 
     return inputs, drafted
 
 
-def _count(stats: GenerationStats, state: SpecState, drafted: dict[int, tuple[bool, np.ndarray]], reject_all: bool) -> None:
+def _count(stats: GenerationStats, state: SpecState, drafted: dict[int, tuple[bool, np.ndarray]], reject_all: bool,
+           trace: AcceptanceTrace | None = None) -> None:
     """Adds one step's kept tokens to the counters, split into accepted drafts and bonus tokens.
 
     The kept tokens are the accepted drafts, then one token of the target's own. Under every
@@ -258,6 +289,7 @@ def _count(stats: GenerationStats, state: SpecState, drafted: dict[int, tuple[bo
     """
     accept_num = state.accept_num.numpy()
     accept_tokens = state.accept_tokens.numpy()
+    step = StepRecord(state.num_rows)
     for b, (decode, drafts) in drafted.items():
         kept = int(accept_num[b])
         accepted = 0
@@ -274,6 +306,9 @@ def _count(stats: GenerationStats, state: SpecState, drafted: dict[int, tuple[bo
         if decode:
             stats.decode_request_steps += 1
             stats.decode_tokens += kept
+        step.add(state.request_of_slot[b], decode, len(drafts), accepted, kept)
+    if trace is not None:
+        trace.record(step)
 
 
 class _Clock:
@@ -281,7 +316,7 @@ class _Clock:
 
     def __init__(self, stats: GenerationStats, place) -> None:
         self.stats, self.sync = stats, not isinstance(place, paddle.CPUPlace)
-        self.stage = ""
+        self.stage, self.last = "", 0.0
 
     def __call__(self, stage: str) -> _Clock:
         self.stage = stage
@@ -293,4 +328,5 @@ class _Clock:
     def __exit__(self, *exc) -> None:
         if self.sync:
             paddle.device.synchronize()
-        self.stats.stage_time[self.stage] += time.perf_counter() - self.t0
+        self.last = time.perf_counter() - self.t0  # the adaptive controller's measured cost reads it
+        self.stats.stage_time[self.stage] += self.last
