@@ -10,7 +10,8 @@ adds. Column 0 stands for the request's own token and is always 1. Before the pr
     write       draft_token_num[b] = the drafts of slot b among them
 
 This is the best split of one step's tokens between requests: a draft is taken when its
-expected tokens pay for the time it adds to the step, at the step's own rate. While the forward
+expected tokens pay for the time it adds to the step, at the step's own rate (equal estimates,
+as of fresh requests, are ordered by slot, so the split is exact). While the forward
 is memory-bound (batch 1) extra tokens are free and every draft with a chance is taken; once
 compute-bound (a large batch) a draft must be nearly certain. ``cost(n)`` comes from a
 ``fastspec.cost_model`` (measured or roofline) as a table refreshed between steps.
@@ -40,6 +41,7 @@ from fastspec.cost_model import StepCostModel
 from fastspec.state import SpecState
 
 MIN_STEP_SECONDS = 1e-9  # keeps the rate finite before a measured curve has data
+TIE_BREAK = 2.0**-22  # per slot: above float32's step near 1, far below any difference that matters
 
 
 class DraftLengthController:
@@ -62,7 +64,7 @@ class DraftLengthController:
         cost_model: StepCostModel,
         *,
         learning_rate: float = 0.3,
-        relax_rate: float = 0.02,
+        relax_rate: float = 0.2,
         prior: float = 0.6,
         probe_interval: int = 16,
         place=None,
@@ -81,6 +83,8 @@ class DraftLengthController:
         self._offered_rows = self._tensor(np.zeros(b, dtype=np.int32))  # (decode rows) * (K + 2)
         self._probe = self._tensor(_probe_ring(b, k, self.probe_interval))  # [R >= B, K + 1]
         self._cost = self._tensor(np.ones(b * (k + 1), dtype=np.float32))  # cost of 1 .. B (K + 1) tokens
+        # equal estimates (fresh requests) must not tie: the threshold would take all of them
+        self._tie_break = self._tensor(-TIE_BREAK * np.arange(b, dtype=np.float32)[:, None])  # [B, 1]
         self._cost_version: int | None = None
         self.refresh_costs()
 
@@ -116,7 +120,7 @@ class DraftLengthController:
         if self.probe_interval:  # a config constant, not a tensor value
             paddle.assign(paddle.roll(self._probe, 1, axis=0), output=self._probe)
             worth = paddle.maximum(worth, self._probe[: self.max_num_seqs])
-        worth = worth * decode
+        worth = worth * decode + self._tie_break
         ranked = paddle.sort(worth.reshape([-1]), descending=True)
         rate = paddle.cumsum(ranked) / self._cost  # expected tokens per second with the n best
         threshold = paddle.gather(ranked, paddle.argmax(rate))

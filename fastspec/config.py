@@ -47,7 +47,7 @@ class AdaptiveConfig:
 
     enabled: bool = False
     learning_rate: float = 0.3  # weight of one step's outcome in a position's acceptance estimate
-    relax_rate: float = 0.02  # per step, an untried position's estimate moves this far toward the prior
+    relax_rate: float = 0.2  # per step, an untried position's estimate moves this far toward the prior
     prior: float = 0.6  # P(draft i accepted | drafts before it accepted) of a new request
     probe_interval: int = 16  # every this many steps a request is offered one draft at least; 0: never
     cost_model: str = "measured"  # measured (the runner's own forwards) | roofline (target_model on gpu)
