@@ -136,6 +136,7 @@ def plot(path: Path, rows: list[dict], title: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default=str(BASE_CONFIG), help="the adaptive policy's YAML (its adaptive section)")
     parser.add_argument("--target-model", default="llama-3.1-8b", choices=sorted(TARGET_MODELS))
     parser.add_argument("--gpu", default="h100-sxm", choices=sorted(GPUS))
     parser.add_argument("--launch-us", type=float, default=100.0, help="fixed cost of a step (microseconds)")
@@ -147,7 +148,7 @@ def main() -> int:
     batches = [1, 32] if args.quick else [int(b) for b in args.batches.split(",")]
 
     cost = RooflineCost.named(args.target_model, args.gpu, args.launch_us)
-    base = SpeculativeConfig.from_yaml(BASE_CONFIG).replace(
+    base = SpeculativeConfig.from_yaml(args.config).replace(
         adaptive={"target_model": args.target_model, "gpu": args.gpu, "launch_us": args.launch_us})
     title = (f"simulated times (roofline: {args.target_model} BF16 on {args.gpu}, ridge {cost.ridge_tokens:.0f} tokens/step), "
              f"measured acceptance (n-gram drafts, TARGET_MATCH, replay target)")

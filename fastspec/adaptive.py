@@ -1,35 +1,40 @@
 """``DraftLengthController``: how many drafts each request verifies, step by step.
 
-Per slot it keeps ``acceptance[b, i]``, an estimate of P(draft i accepted | drafts before it
+Per slot it keeps ``acceptance[b, 1..K]``, an estimate of P(draft i accepted | drafts before it
 accepted); the product over positions (``cumprod``) is the expected number of tokens draft ``i``
-adds. Column 0 stands for the request's own token and is always 1. Before the proposer runs,
-``plan`` picks the drafts that make the step pay best:
+adds. Column 0 is 1 while the slot decodes and 0 otherwise, so the products of a slot that is
+free or prefilling are 0. Before the proposer runs, ``plan`` picks the drafts that make the step
+pay best:
 
-    candidates  every decode slot's own token (worth 1) and its K drafts (worth cumprod)
+    candidates  every decoding slot's own token (worth 1) and its K drafts (worth cumprod)
     choose      the n best candidates, n maximising  expected tokens(n) / cost(n tokens)
     write       draft_token_num[b] = the drafts of slot b among them
 
 This is the best split of one step's tokens between requests: a draft is taken when its
 expected tokens pay for the time it adds to the step, at the step's own rate (equal estimates,
-as of fresh requests, are ordered by slot, so the split is exact). While the forward
-is memory-bound (batch 1) extra tokens are free and every draft with a chance is taken; once
+as of fresh requests, are ordered by slot, so the split is exact). While the forward is
+memory-bound (batch 1) extra tokens are free and every draft with a chance is taken; once
 compute-bound (a large batch) a draft must be nearly certain. ``cost(n)`` comes from a
 ``fastspec.cost_model`` (measured or roofline) as a table refreshed between steps.
 
-After the proposer, ``note_offered`` keeps how many drafts each slot was really offered (the
-proposer may find fewer than planned); after the state update, ``observe`` folds the step into
-the estimates: a position tried moves ``learning_rate`` toward 1 (accepted) or 0 (rejected), a
-position not offered relaxes ``relax_rate`` toward the prior, and a position offered behind a
-rejected draft learns nothing. Every (offered, accept_num) pair has its update precomputed, so
-observe is one table look-up and one multiply-add.
+After the state update, ``observe`` folds the step into the estimates. A slot was offered
+``rows - 1`` drafts, ``rows`` being its output rows (``cu_seqlens_q_output``, which the update
+leaves alone; the proposer may have found fewer drafts than planned), and accepted
+``accept_num - 1``: a position tried moves ``learning_rate`` toward 1 (accepted) or 0 (the first
+rejected); a position not offered relaxes ``relax_rate`` toward the prior; a position offered
+behind a rejected draft learns nothing; a slot with rows (prefill or decode) decodes next step.
+Every (rows, accept_num) pair has its update precomputed, so observe is one table look-up and one
+multiply-add.
 
-Probing: every ``probe_interval`` steps each slot (staggered across slots) values its first draft
-at 1, so a request that fell to 0 drafts is offered one and, when the text turns copy-heavy,
-earns its drafts back.
+Probing: every ``probe_interval`` steps each slot (staggered across slots) plans as if its first
+draft were sure, so a request that fell to 0 drafts is offered some again and, when the text
+turns copy-heavy, earns them back. Between probes, untried positions relaxing toward the prior
+bring drafts back wherever the step can afford them.
 
-Every per-step method uses device tensors only (no host read, no Python branch on a value), and
-every tensor is allocated once and updated in place: the steps can sit in a captured graph.
-``reset_slot`` and ``refresh_costs`` run on the host between steps.
+``plan`` and ``observe`` use device tensors only (no host read, no Python branch on a value), and
+every tensor is allocated once and updated in place, so they can sit in a captured step.
+``reset_slot`` (a request enters or leaves a slot) and ``refresh_costs`` run on the host between
+steps.
 """
 
 from __future__ import annotations
@@ -76,11 +81,10 @@ class DraftLengthController:
         self.cost_model = cost_model
         self.probe_interval = int(probe_interval)
         self.place = place if place is not None else paddle.framework._current_expected_place()
-        self._fresh = np.array([1.0] + [prior] * k, dtype=np.float32)
+        self._fresh = np.array([0.0] + [prior] * k, dtype=np.float32)  # not decoding yet
         self.acceptance = self._tensor(np.tile(self._fresh, (b, 1)))  # [B, K + 1]
         scale, shift = _update_tables(k, learning_rate, relax_rate, prior)
         self._scale, self._shift = self._tensor(scale), self._tensor(shift)  # [(K + 2)^2, K + 1]
-        self._offered_rows = self._tensor(np.zeros(b, dtype=np.int32))  # (decode rows) * (K + 2)
         self._probe = self._tensor(_probe_ring(b, k, self.probe_interval))  # [R >= B, K + 1]
         self._cost = self._tensor(np.ones(b * (k + 1), dtype=np.float32))  # cost of 1 .. B (K + 1) tokens
         # equal estimates (fresh requests) must not tie: the threshold would take all of them
@@ -98,7 +102,7 @@ class DraftLengthController:
     # -- between steps (host) ---------------------------------------------------------------
 
     def reset_slot(self, slot: int) -> None:
-        """A new request in ``slot``: forget the previous request's estimates."""
+        """A request enters or leaves ``slot``: back to the prior, not decoding until its prefill ran."""
         self.acceptance[slot] = self._tensor(self._fresh)
 
     def refresh_costs(self) -> None:
@@ -114,29 +118,21 @@ class DraftLengthController:
 
     def plan(self, state: SpecState) -> None:
         """Writes ``state.draft_token_num`` (in place) for the coming proposal."""
-        # a decode slot feeds one token before drafting; a prefill feeds its prompt (= encoder length)
-        decode = (state.seq_lens_this_time > state.seq_lens_encoder).astype("float32").unsqueeze(-1)
-        worth = paddle.cumprod(self.acceptance, dim=1)
+        estimates = self.acceptance
         if self.probe_interval:  # a config constant, not a tensor value
             paddle.assign(paddle.roll(self._probe, 1, axis=0), output=self._probe)
-            worth = paddle.maximum(worth, self._probe[: self.max_num_seqs])
-        worth = worth * decode + self._tie_break
+            estimates = paddle.maximum(estimates, self._probe[: self.max_num_seqs])
+        worth = paddle.cumprod(estimates, dim=1) + self._tie_break
         ranked = paddle.sort(worth.reshape([-1]), descending=True)
         rate = paddle.cumsum(ranked) / self._cost  # expected tokens per second with the n best
         threshold = paddle.gather(ranked, paddle.argmax(rate))
-        drafts = paddle.sum(worth[:, 1:] >= threshold, axis=1, dtype="int32")
-        paddle.assign(drafts, output=state.draft_token_num)
-
-    def note_offered(self, state: SpecState) -> None:
-        """After the proposer: keeps the drafts each slot was offered (0 for non-decode slots)."""
-        k = self.num_speculative_tokens
-        rows = paddle.clip(state.seq_lens_this_time - state.seq_lens_encoder, 0, k + 1)
-        paddle.assign(rows * (k + 2), output=self._offered_rows)
+        paddle.assign(paddle.sum(worth[:, 1:] >= threshold, axis=1, dtype="int32"), output=state.draft_token_num)
 
     def observe(self, state: SpecState) -> None:
-        """After the state update: folds this step's ``accept_num`` into the estimates."""
-        last = (self.num_speculative_tokens + 2) ** 2 - 1
-        index = paddle.clip(self._offered_rows + state.accept_num, 0, last)
+        """After the state update: folds this step's rows and ``accept_num`` into the estimates."""
+        k = self.num_speculative_tokens
+        cu = state.cu_seqlens_q_output
+        index = paddle.clip((cu[1:] - cu[:-1]) * (k + 2) + state.accept_num, 0, (k + 2) ** 2 - 1)
         self.acceptance.multiply_(paddle.gather(self._scale, index))
         self.acceptance.add_(paddle.gather(self._shift, index))
 
@@ -152,8 +148,8 @@ class DraftLengthController:
 
 def _update_tables(k: int, learning_rate: float, relax_rate: float, prior: float) -> tuple[np.ndarray, np.ndarray]:
     """``scale, shift [(K + 2)^2, K + 1]``: row ``rows * (K + 2) + accept_num`` is the update
-    ``estimate * scale + shift`` of a slot that fed ``rows`` tokens (1 + drafts offered; 0: not
-    decoding) and kept ``accept_num`` (accepted drafts + 1)."""
+    ``estimate * scale + shift`` of a slot that had ``rows`` output rows (1 + drafts offered; 1 for
+    a prefill, 0 without rows) and kept ``accept_num`` tokens (accepted drafts + 1)."""
     scale = np.ones(((k + 2) ** 2, k + 1), dtype=np.float32)
     shift = np.zeros_like(scale)
     for rows in range(k + 2):
@@ -161,6 +157,8 @@ def _update_tables(k: int, learning_rate: float, relax_rate: float, prior: float
         for kept in range(k + 2):
             accepted = min(max(kept - 1, 0), offered)
             row = rows * (k + 2) + kept
+            if rows > 0:  # it ran this step: it decodes next step (a leaving request is reset by the host)
+                scale[row, 0], shift[row, 0] = 0.0, 1.0
             for i in range(1, k + 1):  # column i: draft i
                 if i <= offered and i <= accepted + 1:  # tried: accepted or the first rejected
                     weight, target = learning_rate, float(i <= accepted)

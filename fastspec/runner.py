@@ -193,8 +193,6 @@ def generate(
                 adaptive.plan(state)  # draft_token_num for this step
             if proposer is not None:
                 proposer(state)
-            if adaptive is not None:
-                adaptive.note_offered(state)
         with clock("pack"):
             state.pack_rows()
             inputs, drafted = _model_inputs(state)
@@ -226,6 +224,8 @@ def generate(
             for slot in state.finished_slots():
                 outputs[state.request_of_slot[slot]] = state.output(slot)
                 state.free(slot)
+                if adaptive is not None:
+                    adaptive.reset_slot(slot)
                 finished += 1
         stats.steps += 1
         if progress is not None:

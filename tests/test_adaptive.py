@@ -35,32 +35,32 @@ class LineCost:
         pass
 
 
-def decode_slots(batch: int, k: int = K) -> SpecState:
-    """A state whose ``batch`` slots are all decoding (one committed token fed per step)."""
-    state = SpecState(batch, 32, k, [0], "cpu")
-    state.seq_lens_encoder[:] = 0
-    state.seq_lens_decoder[:] = 8
-    state.seq_lens_this_time[:] = 1
-    state.stop_flags[:] = False
-    return state
-
-
 def controller(batch: int, cost, **kw) -> DraftLengthController:
+    """A controller whose ``batch`` slots all decode (as after their prefill step)."""
     kw = {"learning_rate": 0.3, "relax_rate": 0.0, "prior": 0.6, "probe_interval": 0, **kw}
-    return DraftLengthController(batch, K, cost, place="cpu", **kw)
+    ctl = DraftLengthController(batch, K, cost, place="cpu", **kw)
+    ctl.acceptance[:, 0] = 1.0
+    return ctl
+
+
+def new_state(batch: int) -> SpecState:
+    return SpecState(batch, 32, K, [0], "cpu")
+
+
+def finish_step(ctl: DraftLengthController, state: SpecState, rows, kept) -> None:
+    """What the runner leaves after a step: each slot's output rows and kept tokens; then observe."""
+    cu = np.concatenate([[0], np.cumsum(rows)]).astype(np.int32)
+    state.cu_seqlens_q_output[:] = paddle.to_tensor(cu)
+    state.accept_num[:] = paddle.to_tensor(np.asarray(kept, dtype=np.int32))
+    ctl.observe(state)
 
 
 def step(ctl: DraftLengthController, state: SpecState, accepted) -> np.ndarray:
-    """One step as the runner drives it: plan; the proposer offers every planned draft; the target
-    accepts ``accepted(planned)`` of them. Returns the planned counts."""
+    """One step of decoding slots: plan; the proposer offers every planned draft; the target accepts
+    ``accepted(planned)`` of them. Returns the planned counts."""
     ctl.plan(state)
     planned = state.draft_token_num.numpy().copy()
-    state.seq_lens_this_time[:] = paddle.to_tensor((1 + planned).astype(np.int32))
-    ctl.note_offered(state)
-    kept = 1 + np.minimum(np.asarray(accepted(planned)), planned)
-    state.accept_num[:] = paddle.to_tensor(kept.astype(np.int32))
-    ctl.observe(state)
-    state.seq_lens_this_time[:] = 1  # what update_model_status leaves for a running decode slot
+    finish_step(ctl, state, 1 + planned, 1 + np.minimum(np.asarray(accepted(planned)), planned))
     return planned
 
 
@@ -89,7 +89,7 @@ STEEP = LineCost(0.75, 0.25)
 def test_fresh_request_takes_the_hand_derived_count():
     # prior 0.6: worth 0.6, 0.36, 0.216, ...: rates 1, 1.28, 1.307, 1.243, ... -> 2 drafts
     ctl = controller(1, STEEP)
-    state = decode_slots(1)
+    state = new_state(1)
     ctl.plan(state)
     assert state.draft_token_num.numpy().tolist() == [2]
 
@@ -97,13 +97,14 @@ def test_fresh_request_takes_the_hand_derived_count():
 def test_a_request_that_never_accepts_drops_to_zero_then_probes_then_comes_back():
     probe = 4
     ctl = controller(1, STEEP, probe_interval=probe)
-    state = decode_slots(1)
+    state = new_state(1)
     # the first probe lands on step 3 (slot 0's mark is rolled to the top every 4 steps)
     never = [step(ctl, state, lambda k: [0])[0] for _ in range(24)]
     # worth of draft 1 after n rejections: 0.6 * 0.7^n: 0.6 -> 2 drafts, 0.42 and 0.294 -> 1, then
-    # below 0.25 -> none, except the probe every 4 steps (worth 1 on its step)
+    # below 0.25 -> none, except every 4th step, a probe: draft 1 counts as sure and draft 2 keeps
+    # its untried 0.6, rates 2 / 1.25, 2.6 / 1.5, 2.96 / 1.75 for 1, 2, 3 drafts -> 2
     assert never[:3] == [2, 1, 1]
-    assert never[3:] == [1 if (i + 1) % probe == 0 else 0 for i in range(3, 24)]
+    assert never[3:] == [2 if (i + 1) % probe == 0 else 0 for i in range(3, 24)]
     # the text turns copy-heavy: the next probe is accepted and the drafts come back, up to K
     back = [step(ctl, state, lambda k: k)[0] for _ in range(24)]
     first = next(i for i, k in enumerate(back) if k > 0)
@@ -116,7 +117,7 @@ def test_a_request_that_never_accepts_drops_to_zero_then_probes_then_comes_back(
 
 def test_without_probes_a_request_at_zero_stays_at_zero():
     ctl = controller(1, STEEP, probe_interval=0)
-    state = decode_slots(1)
+    state = new_state(1)
     history = [step(ctl, state, lambda k: [0])[0] for _ in range(8)]
     assert history[3:] == [0] * 5
     assert [step(ctl, state, lambda k: k)[0] for _ in range(8)] == [0] * 8  # nothing offered, nothing learnt
@@ -124,20 +125,18 @@ def test_without_probes_a_request_at_zero_stays_at_zero():
 
 def test_untried_positions_relax_back_to_the_prior():
     ctl = controller(1, STEEP, relax_rate=0.5, probe_interval=0)
-    state = decode_slots(1)
+    state = new_state(1)
     for _ in range(6):
         step(ctl, state, lambda k: [0])
     low = ctl.expected_tokens()[0, 0]
     for _ in range(3):  # idle steps (no drafts offered): draft 1 moves halfway to 0.6 each step
-        ctl.note_offered(state)
-        state.accept_num[:] = 1
-        ctl.observe(state)
+        finish_step(ctl, state, [1], [1])
     assert ctl.expected_tokens()[0, 0] == pytest.approx(0.6 + (low - 0.6) * 0.125, rel=1e-5)
 
 
 def test_positions_behind_a_rejected_draft_learn_nothing():
     ctl = controller(1, LineCost(1.0, 0.0))  # flat: every draft with a chance is taken
-    state = decode_slots(1)
+    state = new_state(1)
     step(ctl, state, lambda k: [1])  # 5 offered, the first accepted, the second rejected
     conditional = ctl.acceptance.numpy()[0, 1:]
     np.testing.assert_allclose(conditional, [0.6 + 0.3 * 0.4, 0.6 * 0.7, 0.6, 0.6, 0.6], rtol=1e-6)
@@ -150,7 +149,7 @@ ROOFLINE = RooflineCost.named("llama-3.1-8b", "h100-sxm")  # flat up to 295 toke
 
 def test_batch_one_on_the_roofline_takes_every_draft():
     ctl = controller(1, ROOFLINE)
-    state = decode_slots(1)
+    state = new_state(1)
     ctl.plan(state)
     assert state.draft_token_num.numpy().tolist() == [K]
 
@@ -160,7 +159,7 @@ def test_a_compute_bound_batch_takes_only_the_free_tokens():
     # 39 free tokens go to draft 1 of the first 39 slots (equal estimates are ordered by slot);
     # past the ridge a draft must be worth ~0.94 tokens, which 0.6 is not
     ctl = controller(256, ROOFLINE)
-    state = decode_slots(256)
+    state = new_state(256)
     ctl.plan(state)
     planned = state.draft_token_num.numpy()
     assert planned.sum() == int(ROOFLINE.ridge_tokens) - 256 == 39
@@ -170,13 +169,13 @@ def test_a_compute_bound_batch_takes_only_the_free_tokens():
 def test_a_middle_batch_fills_the_free_tokens_by_worth():
     # 64 slots: 295 - 64 = 231 free drafts; worth 0.6 (64), 0.36 (64), 0.216 (64), then 0.13 (39 of 64)
     ctl = controller(64, ROOFLINE)
-    state = decode_slots(64)
+    state = new_state(64)
     ctl.plan(state)
     np.testing.assert_array_equal(state.draft_token_num.numpy(), [4] * 39 + [3] * 25)
 
 
 def test_a_steeper_curve_takes_fewer_drafts():
-    state = decode_slots(4)
+    state = new_state(4)
     counts = []
     for slope in (0.0, 0.05, 0.25, 1.0):
         ctl = controller(4, LineCost(1.0 - slope, slope))
@@ -195,7 +194,7 @@ def test_the_plan_is_the_best_split_of_the_step(seed):
     ctl = controller(3, cost)
     conditional = rng.uniform(0.05, 1.0, size=(3, K))
     set_estimates(ctl, conditional)
-    state = decode_slots(3)
+    state = new_state(3)
     ctl.plan(state)
     planned = state.draft_token_num.numpy()
     worth = np.cumprod(conditional, axis=1)
@@ -203,34 +202,36 @@ def test_the_plan_is_the_best_split_of_the_step(seed):
     assert rate == pytest.approx(best_counts_by_brute_force(worth, cost), rel=1e-5)
 
 
-def test_slots_that_are_not_decoding_get_no_drafts_and_cost_nothing():
-    ctl = controller(3, ROOFLINE)
-    state = decode_slots(3)
-    state.seq_lens_encoder[1] = 7  # a prefill (its prompt fed this step)
-    state.seq_lens_this_time[1] = 7
-    state.seq_lens_this_time[2] = 0  # free
+def test_a_new_request_drafts_after_its_prefill_and_a_free_slot_never():
+    # steep curve: a lone decoding slot takes 2 drafts (see above); 4 slots where only slot 0 decodes
+    ctl = controller(4, STEEP)
+    state = new_state(4)
+    ctl.reset_slot(1)  # a request arrives: its prefill runs this step
+    ctl.reset_slot(2)  # a request left; the slot stays free
+    ctl.reset_slot(3)
     ctl.plan(state)
-    assert state.draft_token_num.numpy().tolist() == [K, 0, 0]
-    ctl.note_offered(state)  # a prefill offers nothing: its estimates must not move toward 0
-    state.accept_num[:] = paddle.to_tensor(np.array([1, 1, 0], np.int32))
-    ctl.observe(state)
-    np.testing.assert_allclose(ctl.acceptance.numpy()[1:, 1:], 0.6, rtol=1e-6)
+    assert state.draft_token_num.numpy().tolist() == [2, 0, 0, 0]
+    finish_step(ctl, state, [3, 1, 0, 0], [1, 1, 0, 0])  # slot 1's prefill row kept its first token
+    np.testing.assert_allclose(ctl.acceptance.numpy()[1:, 1:], 0.6, rtol=1e-6)  # the prefill taught nothing
+    ctl.plan(state)
+    planned = state.draft_token_num.numpy()
+    assert planned[1] > 0 and planned[2:].tolist() == [0, 0]
 
 
 def test_reset_slot_forgets_the_previous_request():
     ctl = controller(2, STEEP)
-    state = decode_slots(2)
+    state = new_state(2)
     for _ in range(5):
         step(ctl, state, lambda k: [0, 0])
     ctl.reset_slot(1)
-    np.testing.assert_allclose(ctl.expected_tokens()[1], 0.6 ** np.arange(1, K + 1), rtol=1e-6)
+    np.testing.assert_allclose(ctl.acceptance.numpy()[1], [0.0] + [0.6] * K, rtol=1e-6)  # prior, not decoding yet
     assert ctl.expected_tokens()[0, 0] < 0.6 * 0.7 + 1e-6  # slot 0 keeps its own history
 
 
 def test_the_same_inputs_give_the_same_decisions():
     def run():
         ctl = controller(8, ROOFLINE, probe_interval=3, relax_rate=0.1)
-        state = decode_slots(8)
+        state = new_state(8)
         rng = np.random.default_rng(7)
         return [step(ctl, state, lambda k: rng.integers(0, k + 1)).tolist() for _ in range(12)]
 
@@ -239,8 +240,8 @@ def test_the_same_inputs_give_the_same_decisions():
 
 def test_buffers_are_written_in_place():
     ctl = controller(4, STEEP, probe_interval=2)
-    state = decode_slots(4)
-    tensors = [state.draft_token_num, ctl.acceptance, ctl._probe, ctl._offered_rows]
+    state = new_state(4)
+    tensors = [state.draft_token_num, ctl.acceptance, ctl._probe]
     pointers = [t.data_ptr() for t in tensors]
     for _ in range(3):
         step(ctl, state, lambda k: k // 2)
@@ -249,7 +250,7 @@ def test_buffers_are_written_in_place():
 
 def test_the_step_methods_never_read_a_tensor_on_the_host(monkeypatch):
     ctl = controller(4, ROOFLINE, probe_interval=2, relax_rate=0.1)
-    state = decode_slots(4)
+    state = new_state(4)
 
     def refuse(*args, **kwargs):
         raise AssertionError("host read inside a step method")
@@ -258,5 +259,4 @@ def test_the_step_methods_never_read_a_tensor_on_the_host(monkeypatch):
         monkeypatch.setattr(paddle.Tensor, name, refuse, raising=False)
     for _ in range(3):
         ctl.plan(state)
-        ctl.note_offered(state)
         ctl.observe(state)
