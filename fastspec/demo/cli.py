@@ -7,7 +7,8 @@
 
 Runs the same requests with speculation off and on, prints a summary table (mean accepted
 length, per-position acceptance, steps saved, wall time per token, lossless check), sweeps the
-n-gram size, and writes ``summary.json`` and ``acceptance.png`` to ``--out``.
+n-gram size, runs the adaptive draft length beside fixed K (``--no-adaptive`` skips it), and
+writes ``summary.json`` and ``acceptance.png`` to ``--out``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fastspec.cost_model import MeasuredCost
 from fastspec.demo.workload import CORPORA, ROOT, copy_edit_workload
 
 # Paddle warns on import that ccache is missing; it only matters when compiling through Paddle.
@@ -55,6 +57,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--short", action="store_true", help="a small workload for CI")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG")
     p.add_argument("--out", default="demo_out", help="folder for summary.json and acceptance.png")
+    p.add_argument("--no-adaptive", action="store_true", help="skip the adaptive draft-length run")
     return p.parse_args(argv)
 
 
@@ -109,7 +112,7 @@ def make_config(args):
     return config.replace(**changes)
 
 
-def run_one(label, model, workload, config, args, max_model_len, warmup=False, draft_model=None):
+def run_one(label, model, workload, config, args, max_model_len, warmup=False, draft_model=None, cost_model=None):
     from fastspec.runner import generate
     from fastspec.state import RequestParams
 
@@ -120,7 +123,7 @@ def run_one(label, model, workload, config, args, max_model_len, warmup=False, d
     bar = None if warmup else ProgressBar(label)
     result = generate(model, workload.prompts[:count], config, max_num_seqs=args.batch_size, max_model_len=max_model_len,
                       end_tokens=[workload.tokenizer.END], place=args.device, params=params, progress=bar,
-                      draft_model=draft_model)
+                      draft_model=draft_model, cost_model=cost_model)
     if bar is not None:
         bar.close()
     return result
@@ -250,8 +253,22 @@ def main(argv=None) -> int:
             sweep[n] = run_one(f"n-gram size {n}", model, workload,
                                config.replace(max_ngram_size=n, min_ngram_size=n), args, max_model_len)
 
+    adaptive = None
+    if config.speculative and not args.no_adaptive:  # the draft-length controller beside fixed K
+        from fastspec.demo.adaptive_view import adaptive_config, comparison_table
+
+        cost = MeasuredCost() if config.adaptive.cost_model == "measured" else None
+        run_one("warm-up", model, workload, adaptive_config(config), args, max_model_len, warmup=True, draft_model=draft_model)
+        adaptive = run_one("adaptive", model, workload, adaptive_config(config), args, max_model_len,
+                           draft_model=draft_model, cost_model=cost)
+        adaptive_verdict, adaptive_check = lossless_check(off, adaptive, config.verify_strategy)
+        verdict = "FAIL" if "FAIL" in (verdict, adaptive_verdict) else verdict
+
     print()
     print(table(off, on, check_text))
+    if adaptive is not None:
+        print()
+        print(comparison_table(off, on, adaptive, config.num_speculative_tokens, adaptive_check, cost or config.adaptive))
     if sweep:
         print("by n-gram size (min = max = n): "
               + ", ".join(f"n={n}: accepted length {r.stats.mean_accepted_length:.2f}, drafts in "
@@ -268,6 +285,7 @@ def main(argv=None) -> int:
         "steps_saved": off.stats.steps - on.stats.steps,
         "lossless": verdict,
         "by_ngram_size": {n: r.stats.summary() for n, r in sweep.items()},
+        "adaptive": adaptive.stats.summary() if adaptive is not None else None,
         "total_time_s": time.perf_counter() - t0,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
