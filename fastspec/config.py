@@ -15,7 +15,7 @@ METHODS = ("none", "naive", "ngram", "mtp")
 STRATEGIES = ("topp", "greedy", "target_match", "rejection")
 ACCEPT_POLICIES = ("normal", "accept_all", "reject_all")
 MAX_CANDIDATE_LEN = 1024  # SPEC.md: top_p_candidates takes at most 1024 candidates
-MAX_PROBE_INTERVAL = 1024  # the controller keeps one probe mask per phase of the interval
+MAX_PROBE_INTERVAL = 1024  # bounds the controller's probe ring (up to B + interval rows)
 
 
 class ConfigError(ValueError):
@@ -49,7 +49,7 @@ class AdaptiveConfig:
     learning_rate: float = 0.3  # weight of one step's outcome in a position's acceptance estimate
     relax_rate: float = 0.2  # per step, an untried position's estimate moves this far toward the prior
     prior: float = 0.6  # P(draft i accepted | drafts before it accepted) of a new request
-    probe_interval: int = 16  # every this many steps a request is offered one draft at least; 0: never
+    probe_interval: int = 16  # every this many steps a request plans as if its first draft were sure; 0: never
     cost_model: str = "measured"  # measured (the runner's own forwards) | roofline (target_model on gpu)
     target_model: str = "llama-3.1-8b"  # roofline: a model of fastspec.cost_model.TARGET_MODELS
     gpu: str = "h100-sxm"  # roofline: a GPU of fastspec.cost_model.GPUS

@@ -49,7 +49,7 @@ GPUS = {
 }
 TARGET_MODELS = {
     "llama-3.1-8b": TargetModel(8.03e9),  # Llama 3.1 8B, BF16
-    "qwen2.5-7b": TargetModel(7.62e9),  # Qwen2.5 7B, BF16
+    "qwen2.5-7b": TargetModel(7.61e9),  # Qwen2.5 7B, BF16
 }
 
 

@@ -14,12 +14,17 @@ def adaptive_config(config):
     return config.replace(adaptive={"enabled": True})
 
 
+def measured_cost(config) -> MeasuredCost | None:
+    """The cost model the demo hands the runner when the config measures (so it can show the fit)."""
+    return MeasuredCost() if config.adaptive.cost_model == "measured" else None
+
+
 def drafts_per_step(stats) -> float:
     """Drafts verified per decode request-step."""
     return stats.proposed_tokens / stats.decode_request_steps if stats.decode_request_steps else 0.0
 
 
-def comparison_table(off, fixed, adaptive, k: int, check_text: str, cost) -> str:
+def comparison_table(off, fixed, adaptive, k: int, check_text: str, cost: MeasuredCost | None = None) -> str:
     """Spec off | fixed K | adaptive: steps, accepted length, drafts verified, wall time, lossless."""
     ms = lambda r: f"{1000.0 * r.stats.wall_time / max(r.stats.generated_tokens, 1):.2f} ms"  # noqa: E731
     runs = (off, fixed, adaptive)

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 
-from fastspec.cost_model import MeasuredCost
 from fastspec.demo.workload import CORPORA, ROOT, copy_edit_workload
 
 # Paddle warns on import that ccache is missing; it only matters when compiling through Paddle.
@@ -255,9 +254,9 @@ def main(argv=None) -> int:
 
     adaptive = None
     if config.speculative and not args.no_adaptive:  # the draft-length controller beside fixed K
-        from fastspec.demo.adaptive_view import adaptive_config, comparison_table
+        from fastspec.demo.adaptive_view import adaptive_config, comparison_table, measured_cost
 
-        cost = MeasuredCost() if config.adaptive.cost_model == "measured" else None
+        cost = measured_cost(config)  # None: the roofline the config names
         run_one("warm-up", model, workload, adaptive_config(config), args, max_model_len, warmup=True, draft_model=draft_model)
         adaptive = run_one("adaptive", model, workload, adaptive_config(config), args, max_model_len,
                            draft_model=draft_model, cost_model=cost)
@@ -268,7 +267,7 @@ def main(argv=None) -> int:
     print(table(off, on, check_text))
     if adaptive is not None:
         print()
-        print(comparison_table(off, on, adaptive, config.num_speculative_tokens, adaptive_check, cost or config.adaptive))
+        print(comparison_table(off, on, adaptive, config.num_speculative_tokens, adaptive_check, cost))
     if sweep:
         print("by n-gram size (min = max = n): "
               + ", ".join(f"n={n}: accepted length {r.stats.mean_accepted_length:.2f}, drafts in "
