@@ -29,9 +29,11 @@ class StepRecord:
     kept: list = field(default_factory=list)
 
     def add(self, request: int, decode: bool, offered: int, accepted: int, kept: int) -> None:
-        for column, value in ((self.requests, request), (self.decode, decode), (self.offered, offered),
-                              (self.accepted, accepted), (self.kept, kept)):
-            column.append(value)
+        self.requests.append(request)
+        self.decode.append(decode)
+        self.offered.append(offered)
+        self.accepted.append(accepted)
+        self.kept.append(kept)
 
 
 class AcceptanceTrace:
