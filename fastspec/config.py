@@ -16,6 +16,7 @@ DRAFT_MODEL_METHODS = ("mtp", "eagle3")  # a draft head fed with the target's hi
 STRATEGIES = ("topp", "greedy", "target_match", "rejection")
 ACCEPT_POLICIES = ("normal", "accept_all", "reject_all")
 MAX_CANDIDATE_LEN = 1024  # SPEC.md: top_p_candidates takes at most 1024 candidates
+MAX_PROBE_INTERVAL = 1024  # bounds the controller's probe ring (up to B + interval rows)
 
 
 class ConfigError(ValueError):
@@ -41,6 +42,35 @@ class SamplingConfig:
 
 
 @dataclass
+class AdaptiveConfig:
+    """The draft-length controller (``fastspec.adaptive``): per request and per step, how many of
+    the K drafts are worth verifying. See docs/python_api.md and docs/performance.md."""
+
+    enabled: bool = False
+    learning_rate: float = 0.3  # weight of one step's outcome in a position's acceptance estimate
+    relax_rate: float = 0.2  # per step, an untried position's estimate moves this far toward the prior
+    prior: float = 0.6  # P(draft i accepted | drafts before it accepted) of a new request
+    probe_interval: int = 16  # every this many steps a request plans as if its first draft were sure; 0: never
+    cost_model: str = "measured"  # measured (the runner's own forwards) | roofline (target_model on gpu)
+    target_model: str = "llama-3.1-8b"  # roofline: a model of fastspec.cost_model.TARGET_MODELS
+    gpu: str = "h100-sxm"  # roofline: a GPU of fastspec.cost_model.GPUS
+    launch_us: float = 100.0  # roofline: fixed cost of one step (launches, sampling), microseconds
+
+    def validate(self) -> None:
+        from fastspec.cost_model import COST_MODELS, GPUS, TARGET_MODELS
+
+        _check_bool("adaptive.enabled", self.enabled)
+        _check_number("adaptive.learning_rate", self.learning_rate, low=0.0, high=1.0, low_open=True)
+        _check_number("adaptive.relax_rate", self.relax_rate, low=0.0, high=1.0)
+        _check_number("adaptive.prior", self.prior, low=0.0, high=1.0)
+        _check_int("adaptive.probe_interval", self.probe_interval, low=0, high=MAX_PROBE_INTERVAL)
+        self.cost_model = _check_choice("adaptive.cost_model", self.cost_model, COST_MODELS)
+        self.target_model = _check_choice("adaptive.target_model", self.target_model, tuple(TARGET_MODELS))
+        self.gpu = _check_choice("adaptive.gpu", self.gpu, tuple(GPUS))
+        _check_number("adaptive.launch_us", self.launch_us, low=0.0)
+
+
+@dataclass
 class SpeculativeConfig:
     """What the runner does each step. See docs/python_api.md for every key."""
 
@@ -57,6 +87,7 @@ class SpeculativeConfig:
     chain_hidden_states: bool = True  # mtp: each draft step's output hidden state feeds the next step
     aux_layer_ids: list | None = None  # eagle3: the target layers whose states the head reads (None: (2, L // 2, L - 3))
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    adaptive: AdaptiveConfig = field(default_factory=AdaptiveConfig)
 
     @property
     def speculative(self) -> bool:
@@ -95,6 +126,9 @@ class SpeculativeConfig:
         if not isinstance(self.sampling, SamplingConfig):
             raise ConfigError(f"sampling must be a mapping, got {type(self.sampling).__name__}")
         self.sampling.validate()
+        if not isinstance(self.adaptive, AdaptiveConfig):
+            raise ConfigError(f"adaptive must be a mapping, got {type(self.adaptive).__name__}")
+        self.adaptive.validate()
         return self
 
     def _check_aux_layer_ids(self) -> None:
@@ -116,11 +150,8 @@ class SpeculativeConfig:
             raise ConfigError(f"config must be a mapping, got {type(data).__name__}")
         data = dict(data or {})
         _check_keys("", data, cls)
-        sampling = data.pop("sampling", None) or {}
-        if not isinstance(sampling, dict):
-            raise ConfigError(f"sampling must be a mapping, got {type(sampling).__name__}")
-        _check_keys("sampling.", sampling, SamplingConfig)
-        return cls(**data, sampling=SamplingConfig(**sampling)).validate()
+        sections = {name: _section(name, data.pop(name, None), kind) for name, kind in SECTIONS.items()}
+        return cls(**data, **sections).validate()
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> SpeculativeConfig:
@@ -138,11 +169,12 @@ class SpeculativeConfig:
             raise ConfigError(f"{path}: {e}") from None
 
     def replace(self, **changes: Any) -> SpeculativeConfig:
-        """A validated copy with some top-level fields changed (``sampling`` may be a dict)."""
+        """A validated copy with some top-level fields changed (``sampling`` and ``adaptive`` may be
+        dicts of the keys to change)."""
         data = self.to_dict()
         for key, value in changes.items():
-            if key == "sampling" and isinstance(value, dict):
-                data["sampling"].update(value)
+            if key in SECTIONS and isinstance(value, dict):
+                data[key].update(value)
             else:
                 data[key] = value
         return SpeculativeConfig.from_dict(data)
@@ -156,11 +188,28 @@ def load_config(path: str | Path) -> SpeculativeConfig:
     return SpeculativeConfig.from_yaml(path)
 
 
+SECTIONS = {"sampling": SamplingConfig, "adaptive": AdaptiveConfig}  # nested mappings of the YAML
+
+
+def _section(name: str, data: Any, kind: type) -> Any:
+    """A nested mapping (``sampling:``, ``adaptive:``) as its dataclass; unknown keys are errors."""
+    data = data or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{name} must be a mapping, got {type(data).__name__}")
+    _check_keys(f"{name}.", data, kind)
+    return kind(**data)
+
+
 def _check_keys(prefix: str, data: dict[str, Any], kind: type) -> None:
     known = [f.name for f in dataclasses.fields(kind)]
     for key in data:
         if key not in known:
             raise ConfigError(f"unknown key '{prefix}{key}' (known keys: {', '.join(known)})")
+
+
+def _check_bool(name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} must be a boolean, got {type(value).__name__} {value!r}")
 
 
 def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:

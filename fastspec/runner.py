@@ -15,11 +15,14 @@ from typing import Callable, Sequence
 import numpy as np
 import paddle
 
+from fastspec.adaptive import DraftLengthController
 from fastspec.config import SpeculativeConfig
+from fastspec.cost_model import StepCostModel, make_cost_model
 from fastspec.proposers import Proposer, make_proposer
 from fastspec.sampler import Sampler
 from fastspec.state import RequestParams, SpecState
 from fastspec.step import SpecStep
+from fastspec.trace import AcceptanceTrace, StepRecord
 
 STAGES = ("insert", "propose", "pack", "model", "sample", "collect")
 
@@ -139,12 +142,14 @@ def generate(
     draft_model: Callable | None = None,
     step_mode: str | None = None,
     on_step: Callable[[SpecState], None] | None = None,
+    trace: AcceptanceTrace | None = None,
+    cost_model: StepCostModel | None = None,
 ) -> GenerationResult:
     """Generates a continuation of every prompt with ``model``, speculating as ``config`` says.
 
     Args:
         model: ``model(ModelInputs) -> logits [T, V]``, or ``(logits, hidden [T, H])`` for proposers
-            that read the target's hidden states (method mtp; see docs/draft_model.md).
+            that read the target's hidden states (methods mtp, eagle3; see docs/draft_model.md).
         prompts: token-id sequences.
         config: a validated ``SpeculativeConfig``.
         max_num_seqs: batch slots (default: all prompts at once); more prompts wait for a slot.
@@ -160,6 +165,9 @@ def generate(
             update), ``"cuda_graph"`` captures them in CUDA Graphs (Paddle GPU builds),
             ``"eager"`` runs SpecStep's code op by op.
         on_step: called with the state after each step's update, before finished requests leave.
+        trace: records every request's offered and accepted drafts at every step (fastspec.trace).
+        cost_model: with ``adaptive.enabled``: the step cost the draft-length controller weighs
+            drafts against (default: what ``config.adaptive`` names; fastspec.cost_model).
     """
     config.validate()
     params = list(params) if params is not None else default_params(config, len(prompts))
@@ -174,7 +182,8 @@ def generate(
     length = max_model_len or (max((len(p) for p in prompts), default=1) + max((q.max_dec_len for q in params), default=1))
     state = SpecState(batch, length, config.num_speculative_tokens, end_tokens, place)
     sampler = Sampler(config)
-    step = SpecStep(state, sampler, proposer, mode=step_mode) if step_mode is not None else None
+    adaptive = _draft_length_controller(config, state, cost_model)
+    step = SpecStep(state, sampler, proposer, mode=step_mode, controller=adaptive) if step_mode is not None else None
     stats = GenerationStats(
         proposed_per_position=[0] * config.num_speculative_tokens,
         accepted_per_position=[0] * config.num_speculative_tokens,
@@ -189,12 +198,17 @@ def generate(
         with clock("insert"):
             while waiting and state.free_slots:
                 i = waiting.popleft()
-                state.insert(prompts[i], params[i], request_id=i)
+                slot = state.insert(prompts[i], params[i], request_id=i)
+                if adaptive is not None:
+                    adaptive.reset_slot(slot)
         with clock("propose"):
             if step is not None:
-                step.prepare()  # proposes and packs the rows on the device
-            elif proposer is not None:
-                proposer(state)
+                step.prepare()  # plans the draft lengths, proposes and packs the rows on the device
+            else:
+                if adaptive is not None:
+                    adaptive.plan(state)  # draft_token_num for this step
+                if proposer is not None:
+                    proposer(state)
         with clock("pack"):
             if step is None:
                 state.pack_rows()
@@ -207,9 +221,11 @@ def generate(
             if wants_hidden and hidden is None:
                 raise ValueError(f"generate: {type(proposer).__name__} needs the target's hidden states: "
                                  "the model must return (logits [T, V], hidden [T, H])")
+        if adaptive is not None:
+            adaptive.cost_model.record(state.num_rows, clock.last)
         with clock("sample"):
             if step is not None:
-                step.finish(logits, hidden)
+                step.finish(logits, hidden)  # sample / verify, update, observe_target, adaptive observe
             else:
                 draft_probs = None
                 if config.speculative and sampler.strategy == "rejection":
@@ -217,13 +233,19 @@ def generate(
                 sampler(logits, state, draft_probs=draft_probs)
                 if wants_hidden:
                     proposer.observe_target(state, hidden)
+                if adaptive is not None:
+                    adaptive.observe(state)
         if on_step is not None:
             on_step(state)
         with clock("collect"):
-            _count(stats, state, drafted, reject_all=sampler.reject_all)
+            _count(stats, state, drafted, reject_all=sampler.reject_all, trace=trace)
+            if adaptive is not None:
+                adaptive.refresh_costs()
             for slot in state.finished_slots():
                 outputs[state.request_of_slot[slot]] = state.output(slot)
                 state.free(slot)
+                if adaptive is not None:
+                    adaptive.reset_slot(slot)
                 finished += 1
         stats.steps += 1
         if progress is not None:
@@ -232,6 +254,15 @@ def generate(
     if step is not None:
         stats.program_builds = dict(step.builds)
     return GenerationResult(outputs, stats)
+
+
+def _draft_length_controller(config: SpeculativeConfig, state: SpecState,
+                             cost_model: StepCostModel | None) -> DraftLengthController | None:
+    """The adaptive draft-length controller when the config asks for one (and drafts exist)."""
+    if not (config.adaptive.enabled and config.speculative):
+        return None
+    cost_model = cost_model if cost_model is not None else make_cost_model(config.adaptive)
+    return DraftLengthController.from_config(config, state.max_num_seqs, cost_model, place=state.place)
 
 
 def _model_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple[bool, np.ndarray]]]:
@@ -269,7 +300,8 @@ def _model_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple[bool, 
     return inputs, drafted
 
 
-def _count(stats: GenerationStats, state: SpecState, drafted: dict[int, tuple[bool, np.ndarray]], reject_all: bool) -> None:
+def _count(stats: GenerationStats, state: SpecState, drafted: dict[int, tuple[bool, np.ndarray]], reject_all: bool,
+           trace: AcceptanceTrace | None = None) -> None:
     """Adds one step's kept tokens to the counters, split into accepted drafts and bonus tokens.
 
     The kept tokens are the accepted drafts, then one token of the target's own. Under every
@@ -279,6 +311,7 @@ def _count(stats: GenerationStats, state: SpecState, drafted: dict[int, tuple[bo
     """
     accept_num = state.accept_num.numpy()
     accept_tokens = state.accept_tokens.numpy()
+    step = StepRecord(state.num_rows)
     for b, (decode, drafts) in drafted.items():
         kept = int(accept_num[b])
         accepted = 0
@@ -295,6 +328,9 @@ def _count(stats: GenerationStats, state: SpecState, drafted: dict[int, tuple[bo
         if decode:
             stats.decode_request_steps += 1
             stats.decode_tokens += kept
+        step.add(state.request_of_slot[b], decode, len(drafts), accepted, kept)
+    if trace is not None:
+        trace.record(step)
 
 
 class _Clock:
@@ -302,7 +338,7 @@ class _Clock:
 
     def __init__(self, stats: GenerationStats, place) -> None:
         self.stats, self.sync = stats, not isinstance(place, paddle.CPUPlace)
-        self.stage = ""
+        self.stage, self.last = "", 0.0
 
     def __call__(self, stage: str) -> _Clock:
         self.stage = stage
@@ -314,4 +350,5 @@ class _Clock:
     def __exit__(self, *exc) -> None:
         if self.sync:
             paddle.device.synchronize()
-        self.stats.stage_time[self.stage] += time.perf_counter() - self.t0
+        self.last = time.perf_counter() - self.t0  # the adaptive controller's measured cost reads it
+        self.stats.stage_time[self.stage] += self.last

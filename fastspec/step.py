@@ -28,6 +28,7 @@ from typing import Callable, Iterator
 
 import paddle
 
+from fastspec.adaptive import DraftLengthController
 from fastspec.proposers.base import Proposer
 from fastspec.sampler import Sampler
 from fastspec.state import SpecState
@@ -44,6 +45,8 @@ class SpecStep:
         proposer: a proposer whose ``propose`` keeps to fixed shapes and device tensors
             (``NgramProposer``, ``DraftModelProposer``; ``static_step_safe`` says so), or None.
         mode: ``"eager"``, ``"static"`` or ``"cuda_graph"``.
+        controller: an adaptive draft-length controller: ``plan`` opens ``prepare``, ``observe``
+            closes ``finish`` (its host-side ``reset_slot`` / ``refresh_costs`` stay between steps).
 
     Raises:
         ValueError: an unknown mode, a proposer that cannot sit in a static step, or a draft
@@ -51,7 +54,8 @@ class SpecStep:
         RuntimeError: ``cuda_graph`` without a Paddle CUDA build or off a GPU place.
     """
 
-    def __init__(self, state: SpecState, sampler: Sampler, proposer: Proposer | None = None, mode: str = "static") -> None:
+    def __init__(self, state: SpecState, sampler: Sampler, proposer: Proposer | None = None, mode: str = "static",
+                 controller: DraftLengthController | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"SpecStep: mode must be one of {list(MODES)}, got {mode!r}")
         if proposer is not None and not getattr(proposer, "static_step_safe", False):
@@ -75,6 +79,8 @@ class SpecStep:
         # to_static needs named arguments; the Python bodies run only when a program is built
         def prepare_program(dummy):
             builds["prepare"] += 1
+            if controller is not None:
+                controller.plan(state)
             if proposer is not None:
                 proposer(state)
             return state.pack_rows_on_device()
@@ -87,6 +93,8 @@ class SpecStep:
             has_running = sampler(logits, state, draft_probs=draft_probs)
             if self.observes:
                 proposer.observe_target(state, hidden)
+            if controller is not None:
+                controller.observe(state)
             return has_running
 
         compile_ = (lambda f: paddle.jit.to_static(f, full_graph=True)) if mode == "static" else (lambda f: f)

@@ -21,7 +21,7 @@ from tests.test_runner import copy_task
 V, K, SLOTS, MIN_STEPS = 64, 3, 2, 30
 SNAPSHOT = ("accept_tokens", "accept_num", "draft_tokens", "seq_lens_this_time", "seq_lens_encoder",
             "seq_lens_decoder", "step_idx", "stop_flags", "token_ids_all", "ngram_anchor", "cu_seqlens_q_output",
-            "batch_id_per_token_output")
+            "batch_id_per_token_output", "draft_token_num")
 AUX_IDS = (1, 2, 4)
 
 
@@ -41,7 +41,7 @@ def target_and_head(method: str, refs):
     return model, None
 
 
-def run(method: str, strategy: str, step_mode: str | None, greedy: bool = False):
+def run(method: str, strategy: str, step_mode: str | None, greedy: bool = False, adaptive: bool = False):
     prompts, refs, params = workload()
     if greedy:
         params = [RequestParams(p.seed, p.max_dec_len, 0.0) for p in params]
@@ -50,6 +50,8 @@ def run(method: str, strategy: str, step_mode: str | None, greedy: bool = False)
         "method": "mtp" if method == "hybrid" else method, "num_speculative_tokens": 0 if method == "naive" else K,
         "num_model_steps": 1 if method == "hybrid" else 0, "verify_strategy": strategy, "max_candidate_len": 4,
         "aux_layer_ids": list(AUX_IDS),
+        # a deterministic cost (the roofline, not measured times) so both runs plan the same
+        "adaptive": {"enabled": adaptive, "cost_model": "roofline", "probe_interval": 4, "launch_us": 0.0},
     })
     steps = []
     result = generate(target, prompts, config, max_num_seqs=SLOTS, end_tokens=[0], params=params, draft_model=head,
@@ -75,6 +77,20 @@ def test_static_steps_equal_the_eager_steps_bit_for_bit(method, strategy):
     assert static.stats.program_builds == {"prepare": 1, "finish": 1}  # built once, replayed every step
     if method != "naive":
         assert static.stats.accepted_tokens > 0  # the drafts really were verified and accepted
+
+
+@pytest.mark.parametrize("method, strategy", [("ngram", "topp"), ("hybrid", "rejection"), ("eagle3", "target_match")])
+def test_the_adaptive_controller_inside_the_static_step(method, strategy):
+    """plan opens the prepare program and observe closes the finish program: same plans, same bits."""
+    eager, eager_steps = run(method, strategy, None, adaptive=True)
+    static, static_steps = run(method, strategy, "static", adaptive=True)
+    assert len(static_steps) == len(eager_steps) >= MIN_STEPS
+    for i, (want, got) in enumerate(zip(eager_steps, static_steps)):
+        for name in SNAPSHOT:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"step {i}: {name}")
+    assert static.stats.program_builds == {"prepare": 1, "finish": 1}
+    plans = np.array([s["draft_token_num"] for s in eager_steps])
+    assert len(np.unique(plans)) > 1  # the controller really varied the draft lengths
 
 
 def test_greedy_static_step_equals_spec_off():

@@ -8,7 +8,8 @@
 
 Runs the same requests with speculation off and on, prints a summary table (mean accepted
 length, per-position acceptance, steps saved, wall time per token, lossless check), sweeps the
-n-gram size, and writes ``summary.json`` and ``acceptance.png`` to ``--out``.
+n-gram size, runs the adaptive draft length beside fixed K (``--no-adaptive`` skips it), and
+writes ``summary.json`` and ``acceptance.png`` to ``--out``.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--short", action="store_true", help="a small workload for CI")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG")
     p.add_argument("--out", default="demo_out", help="folder for summary.json and acceptance.png")
+    p.add_argument("--no-adaptive", action="store_true", help="skip the adaptive draft-length run")
     return p.parse_args(argv)
 
 
@@ -137,7 +139,8 @@ def with_draft_head(config, model, workload, args):
     return model, None
 
 
-def run_one(label, model, workload, config, args, max_model_len, warmup=False, draft_model=None, step_mode=None):
+def run_one(label, model, workload, config, args, max_model_len, warmup=False, draft_model=None, step_mode=None,
+            cost_model=None):
     from fastspec.runner import generate
     from fastspec.state import RequestParams
 
@@ -148,7 +151,7 @@ def run_one(label, model, workload, config, args, max_model_len, warmup=False, d
     bar = None if warmup else ProgressBar(label)
     result = generate(model, workload.prompts[:count], config, max_num_seqs=args.batch_size, max_model_len=max_model_len,
                       end_tokens=[workload.tokenizer.END], place=args.device, params=params, progress=bar,
-                      draft_model=draft_model, step_mode=step_mode)
+                      draft_model=draft_model, step_mode=step_mode, cost_model=cost_model)
     if bar is not None:
         bar.close()
     return result
@@ -273,11 +276,25 @@ def main(argv=None) -> int:
             sweep[n] = run_one(f"n-gram size {n}", model, workload,
                                config.replace(max_ngram_size=n, min_ngram_size=n), args, max_model_len)
 
+    adaptive = None
+    if config.speculative and not args.no_adaptive:  # the draft-length controller beside fixed K
+        from fastspec.demo.adaptive_view import adaptive_config, comparison_table, measured_cost
+
+        cost = measured_cost(config)  # None: the roofline the config names
+        run_one("warm-up", model, workload, adaptive_config(config), args, max_model_len, warmup=True, draft_model=draft_model)
+        adaptive = run_one("adaptive", model, workload, adaptive_config(config), args, max_model_len,
+                           draft_model=draft_model, cost_model=cost, step_mode=step_mode)
+        adaptive_verdict, adaptive_check = lossless_check(off, adaptive, config.verify_strategy)
+        verdict = "FAIL" if "FAIL" in (verdict, adaptive_verdict) else verdict
+
     print()
     if step_mode:
         print(f"static step: {on.stats.steps} steps replayed programs built {on.stats.program_builds} "
               "(the build time is inside the spec-on wall time)")
     print(table(off, on, check_text))
+    if adaptive is not None:
+        print()
+        print(comparison_table(off, on, adaptive, config.num_speculative_tokens, adaptive_check, cost))
     if sweep:
         print("by n-gram size (min = max = n): "
               + ", ".join(f"n={n}: accepted length {r.stats.mean_accepted_length:.2f}, drafts in "
@@ -294,6 +311,7 @@ def main(argv=None) -> int:
         "steps_saved": off.stats.steps - on.stats.steps,
         "lossless": verdict,
         "by_ngram_size": {n: r.stats.summary() for n, r in sweep.items()},
+        "adaptive": adaptive.stats.summary() if adaptive is not None else None,
         "total_time_s": time.perf_counter() - t0,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))

@@ -1,4 +1,5 @@
-"""The demo's copy-heavy workload: "rewrite this file with small edits", on chunks of text files.
+"""The demo's workloads, on chunks of text files: copy-heavy ("rewrite this file with small
+edits") and open-ended ("continue this text" with text from another file).
 
 Two corpora feed it:
 
@@ -29,6 +30,7 @@ TEXT_SUFFIXES = (".py", ".md", ".h", ".cc", ".cu", ".yaml")
 SKIP_DIRS = {".venv", "build", "demo_out", "__pycache__", ".git", "bench"}
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
 INSTRUCTION = "Rewrite this file with small edits:\n"
+CONTINUE = "Continue this text:\n"
 ANSWER = "\n### rewritten:\n"
 
 
@@ -87,23 +89,60 @@ def copy_edit_workload(num_requests: int, chunk_tokens: int, edit_rate: float = 
     ``edit_rate`` of the remaining words for other words of the chunk: small edits, mostly copy.
     """
     rng = np.random.default_rng(seed)
-    files = corpus_files(corpus)
-    if not files:
-        raise RuntimeError(f"no text files found for corpus {corpus!r}")
-    picked = [files[i] for i in rng.choice(len(files), size=num_requests, replace=num_requests > len(files))]
-    texts = {p: p.read_text(errors="replace") for p in picked}
+    picked, texts = _pick_files(corpus, num_requests, rng)
     tokenizer = WordTokenizer([*texts.values(), INSTRUCTION, ANSWER])
     prompts, references, sources = [], {}, []
     for i, path in enumerate(picked):
-        words = _TOKEN.findall(texts[path])
-        start = int(rng.integers(0, max(1, len(words) - chunk_tokens)))
-        chunk = words[start : start + chunk_tokens]
+        chunk, source = _chunk(path, texts[path], chunk_tokens, rng)
         rewritten = _edit(chunk, edit_rate, rng)
         prompts.append(tokenizer.encode(INSTRUCTION) + [tokenizer.ids[w] for w in chunk] + tokenizer.encode(ANSWER))
         references[i] = [tokenizer.ids[w] for w in rewritten]
-        line = texts[path].count("\n", 0, len("".join(words[:start]))) + 1
-        sources.append(f"{_shown(path)}:{line}")
+        sources.append(source)
     return Workload(tokenizer, prompts, references, sources)
+
+
+def continuation_workload(num_requests: int, chunk_tokens: int, seed: int = 0, corpus: str = "repo") -> Workload:
+    """``num_requests`` open-ended requests: the prompt is a chunk of one file of ``corpus``, the
+    reference continuation a chunk of about ``chunk_tokens`` tokens of another file.
+
+    The answer is text the prompt does not contain, so drafts looked up in the prompt or the
+    output are right only where text repeats itself (common words, punctuation, indentation):
+    the case where speculation rarely pays. ``sources`` name "prompt -> reference" chunks.
+    """
+    rng = np.random.default_rng(seed)
+    picked, texts = _pick_files(corpus, num_requests, rng)
+    files = sorted(texts)
+    if len(files) < 2:
+        files = corpus_files(corpus)[:2]
+        texts.update({p: p.read_text(errors="replace") for p in files if p not in texts})
+    tokenizer = WordTokenizer([*texts.values(), CONTINUE])
+    prompts, references, sources = [], {}, []
+    for i, path in enumerate(picked):
+        others = [p for p in files if p != path]
+        other = others[int(rng.integers(0, len(others)))]
+        prompt, prompt_source = _chunk(path, texts[path], chunk_tokens, rng)
+        answer, answer_source = _chunk(other, texts[other], chunk_tokens, rng)
+        prompts.append(tokenizer.encode(CONTINUE) + [tokenizer.ids[w] for w in prompt])
+        references[i] = [tokenizer.ids[w] for w in answer]
+        sources.append(f"{prompt_source} -> {answer_source}")
+    return Workload(tokenizer, prompts, references, sources)
+
+
+def _pick_files(corpus: str, count: int, rng: np.random.Generator) -> tuple[list[Path], dict[Path, str]]:
+    """``count`` files of ``corpus`` drawn at random (with repeats when it has fewer), and their texts."""
+    files = corpus_files(corpus)
+    if not files:
+        raise RuntimeError(f"no text files found for corpus {corpus!r}")
+    picked = [files[i] for i in rng.choice(len(files), size=count, replace=count > len(files))]
+    return picked, {p: p.read_text(errors="replace") for p in picked}
+
+
+def _chunk(path: Path, text: str, chunk_tokens: int, rng: np.random.Generator) -> tuple[list[str], str]:
+    """A random run of ``chunk_tokens`` tokens of ``text``, and "path:first_line" of it."""
+    words = _TOKEN.findall(text)
+    start = int(rng.integers(0, max(1, len(words) - chunk_tokens)))
+    line = text.count("\n", 0, len("".join(words[:start]))) + 1
+    return words[start : start + chunk_tokens], f"{_shown(path)}:{line}"
 
 
 def _shown(path: Path) -> str:

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""What the adaptive draft-length controller adds to a step, on CPU.
+
+    python bench/bench_adaptive_controller.py
+
+Times ``plan`` (before the proposer) and ``observe`` (after the state update) of
+``fastspec.adaptive.DraftLengthController`` on a state of B decoding slots, K = 5, with random
+rows and accept counts; Paddle eager ops on this machine's CPU, median of many calls after warm-up. The issue's target: under 20 us per step at B = 256. Writes
+bench/results/adaptive_controller.json.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import fmt_time, machine, median_seconds, write_json  # noqa: E402
+
+K = 5
+BATCHES = (1, 64, 256)
+TARGET_S = 20e-6
+
+
+def build(batch: int):
+    """A state of ``batch`` decode slots and a controller over it (roofline cost)."""
+    import paddle
+
+    from fastspec.adaptive import DraftLengthController
+    from fastspec.cost_model import RooflineCost
+    from fastspec.state import SpecState
+
+    paddle.set_device("cpu")
+    rng = np.random.default_rng(0)
+    state = SpecState(batch, 64, K, [0], "cpu")
+    rows = rng.integers(1, K + 2, batch)
+    state.cu_seqlens_q_output[:] = paddle.to_tensor(np.concatenate([[0], np.cumsum(rows)]).astype(np.int32))
+    state.accept_num[:] = paddle.to_tensor(rng.integers(1, rows + 1).astype(np.int32))
+    controller = DraftLengthController(batch, K, RooflineCost.named("llama-3.1-8b", "h100-sxm"))
+    controller.acceptance[:, 0] = 1.0  # every slot decoding
+    return state, controller
+
+
+def main() -> int:
+    import paddle
+
+    records = []
+    with paddle.no_grad():
+        for batch in BATCHES:
+            state, controller = build(batch)
+            parts = {"plan": lambda: controller.plan(state), "observe": lambda: controller.observe(state)}
+            times = {name: median_seconds(fn, repeat=400, warmup=20, budget_s=3.0) for name, fn in parts.items()}
+            total = sum(times.values())
+            records.append({"batch": batch, "k": K, **{f"{n}_s": t for n, t in times.items()}, "per_step_s": total})
+            print(f"B={batch:<4} K={K}: plan {fmt_time(times['plan'])}  observe {fmt_time(times['observe'])}  "
+                  f"per step {fmt_time(total)}", flush=True)
+    at_256 = next(r["per_step_s"] for r in records if r["batch"] == 256)
+    verdict = "met" if at_256 < TARGET_S else f"missed by {at_256 / TARGET_S:.1f}x"
+    print(f"target: under {TARGET_S * 1e6:.0f} us per step at B = 256: {verdict} ({at_256 * 1e6:.0f} us)")
+    path = write_json("adaptive_controller", {"benchmark": "adaptive_controller", "device": "cpu", "target_s": TARGET_S,
+                                              "machine": machine(), "records": records})
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
