@@ -38,11 +38,6 @@ namespace {
 
 constexpr int kTopShift = 20;  // key >> 20: the top 11 of the key's 31 bits
 
-struct SelectResult {
-  uint64_t cut;        // combined key of the element where the weight reaches the target
-  int64_t mass_upto;   // mass of every set element with combined >= cut
-};
-
 // Scratch of one thread (heap, reused across rows and calls).
 struct Scratch {
   int64_t count[2][kRadixBuckets];  // two copies: consecutive entries rarely share a chain
@@ -715,11 +710,19 @@ SelectResult select_by_mass(const uint64_t* keys, int64_t n, int id_bits, int64_
   return {w[n - 1], cum};  // unreachable: target <= the list's mass
 }
 
-// The token of a by-mass row (top-p threshold 1 <= thr <= total over every
-// valid entry, keys in [lo, max_key]) drawn with `random`.
+// Where a near-flat row's set S lies after flat_select: the gathered members
+// of the bucket that straddles the cut, [blo, btop), and every key >= btop
+// (their mass per kDrawBlock ids in s.block_mass).
+struct FlatBucket {
+  uint32_t blo, btop;
+  int64_t n;  // bucket keys gathered (ids ascending)
+};
+
+// S's cut and mass for a by-mass row (top-p threshold 1 <= thr <= total over
+// every valid entry, keys in [lo, max_key]).
 template <typename Tag>
-int64_t sample_flat(const Row<Tag>& row, uint32_t lo, uint32_t max_key, int64_t total, int64_t thr,
-                    uint64_t random, Scratch& s) {
+SelectResult flat_select(const Row<Tag>& row, uint32_t lo, uint32_t max_key, int64_t total, int64_t thr,
+                         Scratch& s, FlatBucket* bucket) {
   int shift = 0;
   while (((max_key - lo) >> shift) >= static_cast<uint32_t>(kRadixBuckets)) ++shift;
   int64_t* hist = s.mass[0];
@@ -727,16 +730,22 @@ int64_t sample_flat(const Row<Tag>& row, uint32_t lo, uint32_t max_key, int64_t 
   // The cut from the bottom: S leaves out less than total - thr + 1.
   const int d = flat_cut_bucket(row, lo, max_key, shift, total - thr, total, hist, &below);
   const int64_t above = total - below - hist[d];  // mass of the buckets above d
-  const uint32_t blo = lo + (static_cast<uint32_t>(d) << shift);
-  const uint32_t btop = lo + (static_cast<uint32_t>(d + 1) << shift);  // max key < 2^31: no overflow
-  const int64_t n = flat_bucket_pass(row, blo, btop, max_key, s);
-  const uint64_t* keys = s.gathered.data();
+  bucket->blo = lo + (static_cast<uint32_t>(d) << shift);
+  bucket->btop = lo + (static_cast<uint32_t>(d + 1) << shift);  // max key < 2^31: no overflow
+  bucket->n = flat_bucket_pass(row, bucket->blo, bucket->btop, max_key, s);
   // 1 <= thr - above <= hist[d], the mass of the gathered bucket.
-  const SelectResult r = select_by_mass(keys, n, row.id_bits, thr - above, s);
-  const uint64_t point = draw_point(random, above + r.mass_upto);
+  const SelectResult r = select_by_mass(s.gathered.data(), bucket->n, row.id_bits, thr - above, s);
+  return {r.cut, above + r.mass_upto};
+}
+
+// The token a draw point (< S's mass) lands on, S as flat_select left it:
+// the block masses tell the one block of ids to scan.
+template <typename Tag>
+int64_t flat_draw(const Row<Tag>& row, const FlatBucket& bucket, uint64_t cut, uint64_t point, Scratch& s) {
+  const uint64_t* keys = s.gathered.data();
   int64_t* block = s.block_mass.data();
-  for (int64_t j = 0; j < n; ++j) {  // the bucket's members of S join their blocks
-    if (keys[j] >= r.cut) {
+  for (int64_t j = 0; j < bucket.n; ++j) {  // the bucket's members of S join their blocks
+    if (keys[j] >= cut) {
       block[cut_id(keys[j], row.vocab, row.id_bits) / kDrawBlock] += mass_of_bits(cut_bits(keys[j], row.id_bits));
     }
   }
@@ -749,7 +758,7 @@ int64_t sample_flat(const Row<Tag>& row, uint32_t lo, uint32_t max_key, int64_t 
     const int64_t end = std::min(row.vocab, begin + kDrawBlock);
     for (int64_t i = begin; i < end; ++i) {  // ids ascending within the block
       const uint32_t k = row.key(i);
-      if (k >= blo && combined_key(k, i, row.vocab, row.id_bits) >= r.cut) {
+      if (k >= bucket.blo && combined_key(k, i, row.vocab, row.id_bits) >= cut) {
         cum += static_cast<uint64_t>(mass_of_bits(k));
         if (cum > point) return i;
       }
@@ -847,6 +856,72 @@ void top_p_candidates_rows(const TopPCandidatesParams& a) {
   });
 }
 
+// The CPU's select for sample_set (sampling.h), one per row. The first call
+// (top-k by count, or top-p by mass over the whole row) gathers the row's keys
+// down to a chunk-maxima bound that provably holds the answer (count) or,
+// proven or checked, holds it (mass); otherwise level 0 comes from the row
+// histograms and the gather stops at its bucket; a near-flat row whose top-p
+// set reaches below every chunk maximum takes flat_select instead. A second
+// call (top-p within S_k) selects among the gathered keys.
+template <typename Tag>
+struct RowSelect {
+  const Row<Tag>& row;
+  Scratch& s;
+  int64_t chunks = 0;
+  bool fast = false;
+  RowTotals totals{};
+  int64_t n = 0;       // keys gathered, ids ascending: S lies among them (unless flat)
+  bool flat = false;   // S = the bucket's gathered keys >= its cut and every key >= bucket.btop
+  FlatBucket bucket{};
+  bool first = true;
+
+  // The row's totals and chunk maxima, with as many chunks as top_k needs for its bound.
+  RowSelect(const Row<Tag>& r, int32_t top_k, Scratch& scratch) : row(r), s(scratch) {
+    const bool may_limit = top_k > 0 && top_k < row.vocab;
+    chunks = std::min<int64_t>(row.vocab, std::max<int64_t>(may_limit ? top_k : 0, kMinChunks));
+    fast = chunks <= kMaxChunks;
+    if (!fast) chunks = std::min<int64_t>(row.vocab, kMinChunks);  // totals only
+    totals = totals_and_bound(row, chunks, s.chunk_max);
+  }
+
+  SelectResult operator()(uint64_t lower, int64_t target, bool by_mass) {
+    if (!first) return radix_select(s.gathered.data(), n, row.id_bits, lower, target, by_mass, s);
+    first = false;
+    n = -1;
+    if (fast) {
+      bool proven = true;
+      const uint32_t tau = by_mass ? bound_for_mass(s.chunk_max, chunks, target, &proven)
+                                   : bound_for_count(s.chunk_max, chunks, target);
+      // A flat row (largest entry < 4x the mean) whose S is not proven above
+      // tau: S is most of the row, skip the gather that would fail.
+      const bool near_flat = by_mass && !proven &&
+                             static_cast<double>(mass_of_bits(s.chunk_max[0])) * static_cast<double>(totals.n_valid) <
+                                 4.0 * static_cast<double>(totals.mass);
+      if (tau > 0 && !near_flat) {
+        int64_t gmass;
+        n = gather_above(row, tau, s, &gmass);
+        if (by_mass && gmass < target) n = -1;  // S reaches below tau
+      }
+    }
+    if (n < 0 && by_mass) {  // S reaches below every chunk maximum: a near-flat row
+      flat = true;
+      const uint32_t max_key = *std::max_element(s.chunk_max, s.chunk_max + chunks);
+      return flat_select(row, totals.min_key, max_key, totals.mass, target, s, &bucket);
+    }
+    if (n >= 0) return radix_select(s.gathered.data(), n, row.id_bits, lower, target, by_mass, s);
+    row_pass(row, s);
+    const Level0 l0 = walk_level0(by_mass ? s.mass[0] : s.count[0], s.mass[0], target);
+    return gather_and_select(row, l0, target, by_mass, s, &n);
+  }
+};
+
+// S of a row with a valid entry (sampling.h sample_set), through the CPU's select.
+template <typename Tag>
+SelectResult row_sample_set(RowSelect<Tag>& select, int32_t top_k, float top_p) {
+  return sample_set(top_k, top_p, select.row.vocab, select.totals.n_valid, select.totals.mass, select.row.id_bits,
+                    select);
+}
+
 template <typename Tag>
 void sample_tokens_rows(const SampleTokensParams& a) {
   const auto* probs = static_cast<const typename Tag::T*>(a.probs);
@@ -856,71 +931,25 @@ void sample_tokens_rows(const SampleTokensParams& a) {
     int64_t b;
     if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
       const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
-      const int32_t top_k = a.top_k[b];
-      const bool may_limit = top_k > 0 && top_k < a.vocab;
-      int64_t chunks = std::min<int64_t>(a.vocab, std::max<int64_t>(may_limit ? top_k : 0, kMinChunks));
-      const bool fast = chunks <= kMaxChunks;
-      if (!fast) chunks = std::min<int64_t>(a.vocab, kMinChunks);  // totals only
-      const RowTotals totals = totals_and_bound(row, chunks, s.chunk_max);
-      if (totals.n_valid > 0) {
-        const bool limited = topk_limits(top_k, a.vocab, totals.n_valid);
-        const int64_t thr_all = topp_threshold(totals.mass, a.top_p[b]);
-        const bool by_mass = !limited && thr_all > 0;
-        const int64_t target0 = limited ? top_k : (by_mass ? thr_all : 1);
-        // Fast path: gather down to a chunk-maxima bound that provably holds S_k
-        // (count) or, proven or checked, S (mass). Otherwise the histogram path:
-        // level 0 from the row histograms, gather down to its bucket.
-        int64_t n = -1;
-        if (fast) {
-          bool proven = true;
-          const uint32_t tau = by_mass ? bound_for_mass(s.chunk_max, chunks, thr_all, &proven)
-                                       : bound_for_count(s.chunk_max, chunks, target0);
-          // A flat row (largest entry < 4x the mean) whose S is not proven above
-          // tau: S is most of the row, skip the gather that would fail.
-          const bool flat = by_mass && !proven &&
-                            static_cast<double>(mass_of_bits(s.chunk_max[0])) * static_cast<double>(totals.n_valid) <
-                                4.0 * static_cast<double>(totals.mass);
-          if (tau > 0 && !flat) {
-            int64_t gmass;
-            n = gather_above(row, tau, s, &gmass);
-            if (by_mass && gmass < thr_all) n = -1;  // S reaches below tau
-          }
-        }
-        if (n < 0 && by_mass) {  // S reaches below every chunk maximum: a near-flat row
-          const uint32_t max_key = *std::max_element(s.chunk_max, s.chunk_max + chunks);
-          token = sample_flat(
-              row, totals.min_key, max_key, totals.mass, thr_all,
-              rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.stream), s);
+      RowSelect<Tag> select(row, a.top_k[b], s);
+      if (select.totals.n_valid > 0) {
+        const SelectResult r = row_sample_set(select, a.top_k[b], a.top_p[b]);
+        if (r.mass_upto == 0) {
+          token = cut_id(r.cut, a.vocab, id_bits);  // S is that single element
         } else {
-          SelectResult r;
-          if (n < 0) {
-            row_pass(row, s);
-            const Level0 l0 = walk_level0(by_mass ? s.mass[0] : s.count[0], s.mass[0], target0);
-            r = gather_and_select(row, l0, target0, by_mass, s, &n);
+          const uint64_t point = draw_point(
+              rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.stream), r.mass_upto);
+          if (select.flat) {
+            token = flat_draw(row, select.bucket, r.cut, point, s);
           } else {
-            r = radix_select(s.gathered.data(), n, id_bits, 0, target0, by_mass, s);
-          }
-          const uint64_t* keys = s.gathered.data();
-          if (limited) {
-            // S: the top-p prefix of S_k (M == 0: threshold 0, the first element).
-            const int64_t thr = topp_threshold(r.mass_upto, a.top_p[b]);
-            r = radix_select(keys, n, id_bits, r.cut, thr > 0 ? thr : 1, thr > 0, s);
-          }
-          if (r.mass_upto == 0) {
-            token = cut_id(r.cut, a.vocab, id_bits);  // S is that single element
-          } else {
-            const uint64_t point = draw_point(
-                rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.stream),
-                r.mass_upto);
+            const uint64_t* keys = s.gathered.data();
             uint64_t cum = 0;
-            for (int64_t j = 0; j < n; ++j) {  // ids ascending
-              const uint64_t c = keys[j];
-              if (c >= r.cut) {
-                cum += static_cast<uint64_t>(mass_of_bits(cut_bits(c, id_bits)));
-                if (cum > point) {
-                  token = cut_id(c, a.vocab, id_bits);
-                  break;
-                }
+            for (int64_t j = 0; j < select.n; ++j) {  // ids ascending
+              if (keys[j] < r.cut) continue;
+              cum += static_cast<uint64_t>(mass_of_bits(cut_bits(keys[j], id_bits)));
+              if (cum > point) {
+                token = cut_id(keys[j], a.vocab, id_bits);
+                break;
               }
             }
           }
@@ -928,6 +957,45 @@ void sample_tokens_rows(const SampleTokensParams& a) {
       }
     }
     a.tokens[t] = token;
+  });
+}
+
+// Each row: zeros, then every member of S gets kept_probability of its mass.
+// S lies among the gathered keys, so only those are written again; a near-flat
+// row's S is most of the row, written in one pass.
+template <typename Tag>
+void top_k_top_p_probs_rows(const TopKTopPProbsParams& a) {
+  const auto* probs = static_cast<const typename Tag::T*>(a.probs);
+  const int id_bits = id_bits_for(a.vocab);
+  for_rows(a.rows, a.num_threads, [&](int64_t t, Scratch& s) {
+    float* out = a.target_probs + t * a.vocab;
+    int64_t b;
+    if (!row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
+      std::fill(out, out + a.vocab, 0.0f);
+      return;
+    }
+    const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
+    RowSelect<Tag> select(row, a.top_k[b], s);
+    if (select.totals.n_valid == 0) {
+      std::fill(out, out + a.vocab, 0.0f);
+      return;
+    }
+    const SelectResult r = row_sample_set(select, a.top_k[b], a.top_p[b]);
+    if (select.flat) {
+      for (int64_t i = 0; i < a.vocab; ++i) {
+        const uint32_t k = row.key(i);
+        const bool kept = k >= select.bucket.blo && combined_key(k, i, a.vocab, id_bits) >= r.cut;
+        out[i] = kept ? kept_probability(mass_of_bits(k), r.mass_upto) : 0.0f;
+      }
+      return;
+    }
+    std::fill(out, out + a.vocab, 0.0f);
+    const uint64_t* keys = s.gathered.data();
+    for (int64_t j = 0; j < select.n; ++j) {
+      if (keys[j] >= r.cut) {
+        out[cut_id(keys[j], a.vocab, id_bits)] = kept_probability(mass_of_bits(cut_bits(keys[j], id_bits)), r.mass_upto);
+      }
+    }
   });
 }
 
@@ -953,6 +1021,16 @@ int sample_tokens_cpu(const SampleTokensParams& a) {
     case kProbF32: sample_tokens_rows<F32Tag>(a); break;
     case kProbF16: sample_tokens_rows<F16Tag>(a); break;
     default: sample_tokens_rows<BF16Tag>(a); break;
+  }
+  return kOk;
+}
+
+int top_k_top_p_probs_cpu(const TopKTopPProbsParams& a) {
+  if (check_sampling_sizes(a.rows, a.vocab, a.batch, a.probs_dtype) != kOk) return kInvalidArgument;
+  switch (a.probs_dtype) {
+    case kProbF32: top_k_top_p_probs_rows<F32Tag>(a); break;
+    case kProbF16: top_k_top_p_probs_rows<F16Tag>(a); break;
+    default: top_k_top_p_probs_rows<BF16Tag>(a); break;
   }
   return kOk;
 }
