@@ -1,7 +1,7 @@
-// top_p_candidates and sample_tokens on the CPU: threads across rows (the
-// project's pool, fastspec/parallel.h); a row is computed by one thread, so
-// the results do not depend on the thread count. Within a row (the keys and
-// cuts of fastspec/sampling.h):
+// top_p_candidates, sample_tokens and top_k_top_p_probs on the CPU: threads
+// across rows (the project's pool, fastspec/parallel.h); a row is computed by
+// one thread, so the results do not depend on the thread count. Within a row
+// (the keys and cuts of fastspec/sampling.h):
 //   1. one pass over the row: number of valid entries, their total mass, and
 //      count/mass histograms of the top 11 bits of the f32 key (key >> 20);
 //   2. from the histograms, the lowest bucket the answer can reach (top-K',
@@ -9,11 +9,14 @@
 //      every valid entry at or above it, in id order: usually a few hundred
 //      entries, the whole row only for near-flat rows;
 //   3. exact radix selects over that gathered list find the cuts, then
-//      top_p_candidates sorts only its <= K' survivors and sample_tokens
-//      draws in one pass over the gathered list (ids ascending).
-// sample_tokens on a near-flat row (S is most of the row, top-p only) finds
-// its cut from the bottom of a histogram fitted to the row instead ("near-flat
-// rows" below): no copy of the row, and the draw scans one block of ids.
+//      top_p_candidates sorts only its <= K' survivors, sample_tokens draws
+//      in one pass over the gathered list (ids ascending) and
+//      top_k_top_p_probs zeroes its output row and writes S's members.
+// sample_tokens and top_k_top_p_probs find the same set S (sampling.h
+// sample_set, through RowSelect below). On a near-flat row (S is most of the
+// row, top-p only) its cut comes from the bottom of a histogram fitted to the
+// row instead ("near-flat rows" below): no copy of the row, the draw scans one
+// block of ids and top_k_top_p_probs writes the row in one pass.
 // Nothing is sorted beyond the survivors; every decision is on integers.
 //
 // The row passes come in a portable version and, on x86, an AVX-512 version
@@ -649,12 +652,99 @@ FS_TARGET_AVX512 int64_t flat_bucket_pass_avx512(const Row<Tag>& row, uint32_t b
 
 #endif
 
+// ---- top_k_top_p_probs: the one-pass write of a near-flat row -------------------
+//
+// out[i] = kept_probability(mass, set_mass) where combined >= cut, else 0.
+// Most of the row is kept, so the division dominates: the AVX2 version divides
+// 4 doubles at a time. Masses are exact doubles there (mass_fast's product,
+// truncated), and the division and the rounding to float round to nearest as
+// the scalar code's do: the same bits.
+
+template <typename Tag>
+void write_kept_scalar(const Row<Tag>& row, uint64_t cut, int64_t set_mass, float* out) {
+  for (int64_t i = 0; i < row.vocab; ++i) {
+    const uint32_t k = row.key(i);
+    out[i] = combined_key(k, i, row.vocab, row.id_bits) >= cut ? kept_probability(mass_of_bits(k), set_mass) : 0.0f;
+  }
+}
+
+#if FASTSPEC_X86
+FS_TARGET_AVX2 inline __m256i f32_bits8(F32Tag, const float* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+FS_TARGET_AVX2 inline __m256i f32_bits8(BF16Tag, const uint16_t* p) {
+  return _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16);
+}
+FS_TARGET_AVX2 inline __m256i f32_bits8(F16Tag, const uint16_t* p) {  // f16_to_f32_bits, 8 lanes
+  const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)), 16);
+  const __m256i exp = _mm256_and_si256(_mm256_srli_epi32(h, 10), _mm256_set1_epi32(0x1f));
+  const __m256i mant13 = _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x3ff)), 13);
+  const __m256i normal = _mm256_or_si256(_mm256_slli_epi32(_mm256_add_epi32(exp, _mm256_set1_epi32(112)), 23), mant13);
+  const __m256i infnan = _mm256_or_si256(_mm256_set1_epi32(0x7f800000), mant13);
+  const __m256 mant = _mm256_cvtepi32_ps(_mm256_and_si256(h, _mm256_set1_epi32(0x3ff)));
+  const __m256i sub = _mm256_castps_si256(_mm256_mul_ps(mant, _mm256_set1_ps(5.9604644775390625e-08f)));
+  __m256i r = _mm256_blendv_epi8(normal, sub, _mm256_cmpeq_epi32(exp, _mm256_setzero_si256()));
+  r = _mm256_blendv_epi8(r, infnan, _mm256_cmpeq_epi32(exp, _mm256_set1_epi32(0x1f)));
+  return _mm256_or_si256(r, sign);
+}
+
+// prob_key of 8 entries: the bits where they lie in [1, 0x7f7fffff], else 0.
+template <typename Tag>
+FS_TARGET_AVX2 inline __m256i keys8(const typename Tag::T* p) {
+  const __m256i bits = f32_bits8(Tag{}, p);
+  const __m256i valid = _mm256_and_si256(_mm256_cmpgt_epi32(bits, _mm256_setzero_si256()),  // > 0 as int32
+                                         _mm256_cmpgt_epi32(_mm256_set1_epi32(0x7f800000), bits));
+  return _mm256_and_si256(bits, valid);
+}
+
+// Exact masses of 4 keys as doubles: trunc(min(p, 1) * 2^40).
+FS_TARGET_AVX2 inline __m256d masses4(__m128 clamped) {
+  const __m256d scaled = _mm256_mul_pd(_mm256_cvtps_pd(clamped), _mm256_set1_pd(1099511627776.0));
+  return _mm256_round_pd(scaled, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+}
+
+template <typename Tag>
+FS_TARGET_AVX2 void write_kept_avx2(const Row<Tag>& row, uint64_t cut, int64_t set_mass, float* out) {
+  // combined >= cut <=> key > cut's key, or equal keys and id <= cut's id (keys < 2^31: signed compares)
+  const __m256i cut_key = _mm256_set1_epi32(static_cast<int>(cut_bits(cut, row.id_bits)));
+  const __m256i past_cut_id = _mm256_set1_epi32(static_cast<int>(cut_id(cut, row.vocab, row.id_bits) + 1));
+  const __m256d total = _mm256_set1_pd(static_cast<double>(set_mass));
+  const __m256i one_bits = _mm256_set1_epi32(0x3f800000);
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  int64_t i = 0;
+  for (; i + 8 <= row.vocab; i += 8) {
+    const __m256i key = keys8<Tag>(row.p + i);
+    const __m256i ids = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(i)), lanes);  // V < 2^31
+    const __m256i tie = _mm256_and_si256(_mm256_cmpeq_epi32(key, cut_key), _mm256_cmpgt_epi32(past_cut_id, ids));
+    const __m256i kept = _mm256_or_si256(_mm256_cmpgt_epi32(key, cut_key), tie);
+    const __m256 clamped = _mm256_castsi256_ps(_mm256_min_epu32(key, one_bits));
+    const __m128 lo = _mm256_cvtpd_ps(_mm256_div_pd(masses4(_mm256_castps256_ps128(clamped)), total));
+    const __m128 hi = _mm256_cvtpd_ps(_mm256_div_pd(masses4(_mm256_extractf128_ps(clamped, 1)), total));
+    _mm256_storeu_ps(out + i, _mm256_and_ps(_mm256_set_m128(hi, lo), _mm256_castsi256_ps(kept)));
+  }
+  for (; i < row.vocab; ++i) {
+    const uint32_t k = row.key(i);
+    out[i] = combined_key(k, i, row.vocab, row.id_bits) >= cut ? kept_probability(mass_of_bits(k), set_mass) : 0.0f;
+  }
+}
+#endif
+
 // ---- the versions for this CPU ------------------------------------------------
 //
-// Chosen per row: AVX-512 when simd_level() allows it, else the portable loops.
-// Both give the same results.
+// Chosen per row: AVX-512 when simd_level() allows it, else the portable loops
+// (top_k_top_p_probs' write: AVX2 when allowed). All give the same results.
 
 inline bool use_avx512() { return FASTSPEC_X86 && simd_level() == kSimdAvx512; }
+inline bool use_avx2() { return FASTSPEC_X86 && simd_level() >= kSimdAvx2; }
+
+template <typename Tag>
+void write_kept(const Row<Tag>& row, uint64_t cut, int64_t set_mass, float* out) {
+#if FASTSPEC_X86
+  if (use_avx2() && set_mass > 0) return write_kept_avx2(row, cut, set_mass, out);
+#endif
+  write_kept_scalar(row, cut, set_mass, out);
+}
 
 template <typename Tag>
 RowTotals totals_and_bound(const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
@@ -982,18 +1072,15 @@ void top_k_top_p_probs_rows(const TopKTopPProbsParams& a) {
     }
     const SelectResult r = row_sample_set(select, a.top_k[b], a.top_p[b]);
     if (select.flat) {
-      for (int64_t i = 0; i < a.vocab; ++i) {
-        const uint32_t k = row.key(i);
-        const bool kept = k >= select.bucket.blo && combined_key(k, i, a.vocab, id_bits) >= r.cut;
-        out[i] = kept ? kept_probability(mass_of_bits(k), r.mass_upto) : 0.0f;
-      }
+      write_kept(row, r.cut, r.mass_upto, out);
       return;
     }
     std::fill(out, out + a.vocab, 0.0f);
     const uint64_t* keys = s.gathered.data();
     for (int64_t j = 0; j < select.n; ++j) {
       if (keys[j] >= r.cut) {
-        out[cut_id(keys[j], a.vocab, id_bits)] = kept_probability(mass_of_bits(cut_bits(keys[j], id_bits)), r.mass_upto);
+        const int64_t mass = mass_of_bits(cut_bits(keys[j], id_bits));
+        out[cut_id(keys[j], a.vocab, id_bits)] = kept_probability(mass, r.mass_upto);
       }
     }
   });

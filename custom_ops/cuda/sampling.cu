@@ -1,10 +1,12 @@
-// top_p_candidates and sample_tokens on CUDA: one block per output row, one
-// launch per op, no allocation, no host synchronisation (CUDA Graph safe).
-// The block runs the same integer algorithm as the CPU kernel (see
-// fastspec/sampling.h): totals, radix selects over the combined key with
+// top_p_candidates, sample_tokens and top_k_top_p_probs on CUDA: one block per
+// output row, one launch per op, no allocation, no host synchronisation (CUDA
+// Graph safe). The block runs the same integer algorithm as the CPU kernel
+// (see fastspec/sampling.h): totals, radix selects over the combined key with
 // shared-memory count/mass histograms (early exit on a single-element
 // bucket), then either a gather + rank sort of the <= K' survivors
-// (top_p_candidates) or one ordered scan over the row by id (sample_tokens).
+// (top_p_candidates), one ordered scan over the row by id (sample_tokens), or
+// one coalesced write of the renormalised row (top_k_top_p_probs); the last
+// two find their set with sampling.h's sample_set.
 // Every decision is on integers, so the results equal the CPU kernel's and
 // the reference's bit for bit.
 #include <cuda_runtime.h>

@@ -71,7 +71,8 @@ def test_half_dtypes(dtype):
 @pytest.mark.parametrize("shape", ["flat", "holes", "unrepresentative", "trend"])
 @pytest.mark.parametrize("vocab", [4097, 151937])
 def test_near_uniform_rows(shape, vocab):
-    """Top-p sets that are most of the row: the CPU kernel's near-flat path writes them in one pass."""
+    """Top-p sets that are most of the row: the CPU kernel's near-flat path writes them in one pass
+    (8 entries at a time with AVX2, then the tail)."""
     rng = np.random.default_rng(vocab + len(shape))
     probs = near_uniform_rows(rng, vocab, 3, shape).astype(np.float32)
     top_p = np.array([0.9, 0.99, 0.5], np.float32)
@@ -80,6 +81,18 @@ def test_near_uniform_rows(shape, vocab):
     want = ref.top_k_top_p_probs(probs, top_p, top_k, batch_id)
     for threads in (1, 0):
         assert_bits(run_cpu(probs, top_p, top_k, batch_id, threads), want)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_near_uniform_half_rows(dtype):
+    """The near-flat write reads fp16 (here subnormal halves: 1/V < 2^-14) and bf16 like key_of."""
+    rng = np.random.default_rng(len(dtype))
+    probs = near_uniform_rows(rng, 50001, 3, "holes")
+    half = probs.astype(np.float16) if dtype == "float16" else to_bf16_bits(probs)
+    top_p = np.array([0.9, 0.99, 0.5], np.float32)
+    top_k = np.zeros(3, np.int32)
+    batch_id = np.arange(3, dtype=np.int32)
+    assert_bits(run_cpu(half, top_p, top_k, batch_id), ref.top_k_top_p_probs(half, top_p, top_k, batch_id))
 
 
 @pytest.mark.parametrize("top_k", [300, 8192, 8193, 20000])

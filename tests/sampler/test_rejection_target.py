@@ -25,7 +25,8 @@ def test_matches_sample_tokens_distribution():
         top_p = rng.choice([0.0, 0.3, 0.9, 1.0], b).astype(np.float32)
         top_k = rng.choice([0, 1, 5, 60], b).astype(np.int32)
         got = ops.top_k_top_p_probs(*(paddle.to_tensor(x) for x in (probs, top_p, top_k, rows))).numpy()
-        np.testing.assert_array_equal(got.view(np.uint32), ref.top_k_top_p_probs(probs, top_p, top_k, rows).view(np.uint32))
+        want_bits = ref.top_k_top_p_probs(probs, top_p, top_k, rows).view(np.uint32)
+        np.testing.assert_array_equal(got.view(np.uint32), want_bits)
         for t in range(6):
             want = sampling_distribution(probs[t], float(top_p[rows[t]]), int(top_k[rows[t]]))
             np.testing.assert_array_equal(got[t] > 0, want > 0, err_msg=f"trial {trial} row {t}: support")
