@@ -20,8 +20,10 @@
 // Nothing is sorted beyond the survivors; every decision is on integers.
 //
 // The row passes come in a portable version and, on x86, an AVX-512 version
-// (16 keys at a time, the same integers); the AVX-512 one runs where the CPU
-// has AVX-512 F and DQ and FASTSPEC_SIMD allows it (fastspec/cpu_features.h).
+// (16 keys at a time, the same integers) and an AVX2 version of the totals and
+// the gather (8 keys at a time); the AVX-512 one runs where the CPU has
+// AVX-512 F and DQ, the AVX2 one where it has AVX2 only, as FASTSPEC_SIMD
+// allows (fastspec/cpu_features.h).
 #include <algorithm>
 #include <functional>
 #include <cstdint>
@@ -652,21 +654,13 @@ FS_TARGET_AVX512 int64_t flat_bucket_pass_avx512(const Row<Tag>& row, uint32_t b
 
 #endif
 
-// ---- top_k_top_p_probs: the one-pass write of a near-flat row -------------------
+// ---- AVX2: 8 keys at a time ---------------------------------------------------
 //
-// out[i] = kept_probability(mass, set_mass) where combined >= cut, else 0.
-// Most of the row is kept, so the division dominates: the AVX2 version divides
-// 4 doubles at a time. Masses are exact doubles there (mass_fast's product,
-// truncated), and the division and the rounding to float round to nearest as
-// the scalar code's do: the same bits.
-
-template <typename Tag>
-void write_kept_scalar(const Row<Tag>& row, uint64_t cut, int64_t set_mass, float* out) {
-  for (int64_t i = 0; i < row.vocab; ++i) {
-    const uint32_t k = row.key(i);
-    out[i] = combined_key(k, i, row.vocab, row.id_bits) >= cut ? kept_probability(mass_of_bits(k), set_mass) : 0.0f;
-  }
-}
+// The row totals and the gather above a bound for CPUs with AVX2 but not
+// AVX-512, and top_k_top_p_probs' write of a near-flat row, with the integers
+// of the portable loops: fp16 widened as f16_to_f32_bits, masses as exact
+// doubles (mass_fast's product, truncated) summed as int64. Every function
+// here carries FS_TARGET_AVX2.
 
 #if FASTSPEC_X86
 FS_TARGET_AVX2 inline __m256i f32_bits8(F32Tag, const float* p) {
@@ -698,12 +692,116 @@ FS_TARGET_AVX2 inline __m256i keys8(const typename Tag::T* p) {
   return _mm256_and_si256(bits, valid);
 }
 
-// Exact masses of 4 keys as doubles: trunc(min(p, 1) * 2^40).
+// Masses of 4 keys (their f32 values clamped to 1) as exact doubles: trunc(p * 2^40).
 FS_TARGET_AVX2 inline __m256d masses4(__m128 clamped) {
   const __m256d scaled = _mm256_mul_pd(_mm256_cvtps_pd(clamped), _mm256_set1_pd(1099511627776.0));
   return _mm256_round_pd(scaled, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
 }
 
+// Integer-valued doubles in [0, 2^52) as int64: added to 2^52 they sit in the low mantissa bits.
+FS_TARGET_AVX2 inline __m256i doubles_to_int64(__m256d x) {
+  const __m256d magic = _mm256_set1_pd(4503599627370496.0);
+  return _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(x, magic)), _mm256_castpd_si256(magic));
+}
+
+FS_TARGET_AVX2 inline uint32_t max_epu32(__m256i v) {
+  __m128i m = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  m = _mm_max_epu32(m, _mm_shuffle_epi32(m, 0x4e));
+  return static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_max_epu32(m, _mm_shuffle_epi32(m, 0xb1))));
+}
+FS_TARGET_AVX2 inline uint32_t min_epu32(__m256i v) {
+  __m128i m = _mm_min_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  m = _mm_min_epu32(m, _mm_shuffle_epi32(m, 0x4e));
+  return static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_min_epu32(m, _mm_shuffle_epi32(m, 0xb1))));
+}
+FS_TARGET_AVX2 inline int64_t sum_epi64(__m256i v) {
+  const __m128i s = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  return _mm_cvtsi128_si64(_mm_add_epi64(s, _mm_unpackhi_epi64(s, s)));
+}
+
+template <typename Tag>
+FS_TARGET_AVX2 RowTotals totals_and_bound_avx2(const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
+  const __m256i one_bits = _mm256_set1_epi32(0x3f800000);
+  const __m256i one = _mm256_set1_epi32(1);
+  int64_t n = 0, tail_mass = 0;
+  __m256i msum = _mm256_setzero_si256();
+  __m256i vmin = _mm256_set1_epi32(-1);  // min of key - 1: invalid (0) wraps to the top
+  uint32_t mn = 0xffffffffu;
+  const int64_t size = row.vocab / chunks;  // the last chunk takes the remainder
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * size, end = c + 1 == chunks ? row.vocab : begin + size;
+    __m256i vmax = _mm256_setzero_si256();
+    int64_t i = begin;
+    for (; i + 8 <= end; i += 8) {
+      const __m256i key = keys8<Tag>(row.p + i);
+      vmax = _mm256_max_epu32(vmax, key);
+      vmin = _mm256_min_epu32(vmin, _mm256_sub_epi32(key, one));
+      const __m256i invalid = _mm256_cmpeq_epi32(key, _mm256_setzero_si256());
+      n += 8 - __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(invalid))));
+      const __m256 clamped = _mm256_castsi256_ps(_mm256_min_epu32(key, one_bits));
+      msum = _mm256_add_epi64(msum, doubles_to_int64(masses4(_mm256_castps256_ps128(clamped))));
+      msum = _mm256_add_epi64(msum, doubles_to_int64(masses4(_mm256_extractf128_ps(clamped, 1))));
+    }
+    uint32_t mx = max_epu32(vmax);
+    for (; i < end; ++i) {
+      const uint32_t k = row.key(i);
+      n += k != 0;
+      tail_mass += mass_fast(k);
+      mx = std::max(mx, k);
+      mn = std::min(mn, k - 1u);
+    }
+    maxima[c] = mx;
+  }
+  mn = std::min(mn, min_epu32(vmin));
+  return {n, sum_epi64(msum) + tail_mass, mn + 1u};
+}
+
+template <typename Tag>
+FS_TARGET_AVX2 int64_t gather_above_avx2(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
+  if (static_cast<int64_t>(s.gathered.size()) < row.vocab) s.gathered.resize(row.vocab);
+  uint64_t* out = s.gathered.data();
+  int64_t n = 0, m = 0;
+  const __m256i below_tau = _mm256_set1_epi32(static_cast<int>(tau - 1));  // 1 <= tau < 2^31: signed compares
+  int64_t i = 0;
+  for (; i + 8 <= row.vocab; i += 8) {
+    const __m256i above = _mm256_cmpgt_epi32(keys8<Tag>(row.p + i), below_tau);
+    unsigned hits = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(above)));
+    while (hits) {
+      const int lane = __builtin_ctz(hits);
+      hits &= hits - 1;
+      const uint32_t k = row.key(i + lane);
+      out[n++] = combined_key(k, i + lane, row.vocab, row.id_bits);
+      m += mass_of_bits(k);
+    }
+  }
+  for (; i < row.vocab; ++i) {
+    const uint32_t k = row.key(i);
+    if (k >= tau) {
+      out[n++] = combined_key(k, i, row.vocab, row.id_bits);
+      m += mass_of_bits(k);
+    }
+  }
+  *mass = m;
+  return n;
+}
+#endif
+
+// ---- top_k_top_p_probs: the one-pass write of a near-flat row -------------------
+//
+// out[i] = kept_probability(mass, set_mass) where combined >= cut, else 0.
+// Most of the row is kept, so the division dominates: the AVX2 version divides
+// 4 doubles at a time; the division and the rounding to float round to nearest
+// as the scalar code's do, on the same exact masses: the same bits.
+
+template <typename Tag>
+void write_kept_scalar(const Row<Tag>& row, uint64_t cut, int64_t set_mass, float* out) {
+  for (int64_t i = 0; i < row.vocab; ++i) {
+    const uint32_t k = row.key(i);
+    out[i] = combined_key(k, i, row.vocab, row.id_bits) >= cut ? kept_probability(mass_of_bits(k), set_mass) : 0.0f;
+  }
+}
+
+#if FASTSPEC_X86
 template <typename Tag>
 FS_TARGET_AVX2 void write_kept_avx2(const Row<Tag>& row, uint64_t cut, int64_t set_mass, float* out) {
   // combined >= cut <=> key > cut's key, or equal keys and id <= cut's id (keys < 2^31: signed compares)
@@ -732,8 +830,9 @@ FS_TARGET_AVX2 void write_kept_avx2(const Row<Tag>& row, uint64_t cut, int64_t s
 
 // ---- the versions for this CPU ------------------------------------------------
 //
-// Chosen per row: AVX-512 when simd_level() allows it, else the portable loops
-// (top_k_top_p_probs' write: AVX2 when allowed). All give the same results.
+// Chosen per row: AVX-512 when simd_level() allows it, else AVX2 where there is
+// an AVX2 version and simd_level() allows it, else the portable loops. All
+// give the same results.
 
 inline bool use_avx512() { return FASTSPEC_X86 && simd_level() == kSimdAvx512; }
 inline bool use_avx2() { return FASTSPEC_X86 && simd_level() >= kSimdAvx2; }
@@ -750,6 +849,7 @@ template <typename Tag>
 RowTotals totals_and_bound(const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
 #if FASTSPEC_X86
   if (use_avx512()) return totals_and_bound_avx512(row, chunks, maxima);
+  if (use_avx2()) return totals_and_bound_avx2(row, chunks, maxima);
 #endif
   return totals_and_bound_scalar(row, chunks, maxima);
 }
@@ -758,6 +858,7 @@ template <typename Tag>
 int64_t gather_above(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
 #if FASTSPEC_X86
   if (use_avx512()) return gather_above_avx512(row, tau, s, mass);
+  if (use_avx2()) return gather_above_avx2(row, tau, s, mass);
 #endif
   return gather_above_scalar(row, tau, s, mass);
 }
