@@ -290,21 +290,45 @@ RowTotals totals_and_bound_scalar(const Row<Tag>& row, int64_t chunks, uint32_t*
   return {n, m, mn + 1u};
 }
 
+// A gather above a bound in progress: the combined keys it took into
+// s.gathered (ids ascending) and their mass. The SIMD versions hand it the
+// lanes at or above the bound, and the tail they leave.
+template <typename Tag>
+struct Gather {
+  const Row<Tag>& row;
+  uint64_t* out;
+  int64_t n = 0, mass = 0;
+
+  Gather(const Row<Tag>& r, Scratch& s) : row(r) {
+    if (static_cast<int64_t>(s.gathered.size()) < row.vocab) s.gathered.resize(row.vocab);
+    out = s.gathered.data();
+  }
+  void take(int64_t i, uint32_t k) {
+    out[n++] = combined_key(k, i, row.vocab, row.id_bits);
+    mass += mass_of_bits(k);
+  }
+  void lanes(int64_t i, uint32_t hits) {  // bit j set: entry i + j is taken
+    while (hits) {
+      const int lane = __builtin_ctz(hits);
+      hits &= hits - 1;
+      take(i + lane, row.key(i + lane));
+    }
+  }
+  // Entries [begin, V) with key >= tau, one at a time; returns the count, *mass_out their mass.
+  int64_t rest(int64_t begin, uint32_t tau, int64_t* mass_out) {
+    for (int64_t i = begin; i < row.vocab; ++i) {
+      const uint32_t k = row.key(i);
+      if (k >= tau) take(i, k);
+    }
+    *mass_out = mass;
+    return n;
+  }
+};
+
 // Combined keys of the entries with key >= tau (tau >= 1), ids ascending; their mass.
 template <typename Tag>
 int64_t gather_above_scalar(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
-  if (static_cast<int64_t>(s.gathered.size()) < row.vocab) s.gathered.resize(row.vocab);
-  uint64_t* out = s.gathered.data();
-  int64_t n = 0, m = 0;
-  for (int64_t i = 0; i < row.vocab; ++i) {
-    const uint32_t k = row.key(i);
-    if (k >= tau) {
-      out[n++] = combined_key(k, i, row.vocab, row.id_bits);
-      m += mass_of_bits(k);
-    }
-  }
-  *mass = m;
-  return n;
+  return Gather<Tag>(row, s).rest(0, tau, mass);
 }
 
 // Count target 1 <= k <= chunks: the k-th largest chunk maximum (0: no bound).
@@ -407,31 +431,11 @@ FS_TARGET_AVX512 RowTotals totals_and_bound_avx512(const Row<Tag>& row, int64_t 
 
 template <typename Tag>
 FS_TARGET_AVX512 int64_t gather_above_avx512(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
-  if (static_cast<int64_t>(s.gathered.size()) < row.vocab) s.gathered.resize(row.vocab);
-  uint64_t* out = s.gathered.data();
-  int64_t n = 0, m = 0;
+  Gather<Tag> gather(row, s);
   const __m512i vtau = _mm512_set1_epi32(static_cast<int>(tau));
   int64_t i = 0;
-  for (; i + 16 <= row.vocab; i += 16) {
-    const __m512i key = keys16<Tag>(row.p + i);
-    uint32_t hits = _mm512_cmpge_epu32_mask(key, vtau);
-    while (hits) {
-      const int lane = __builtin_ctz(hits);
-      hits &= hits - 1;
-      const uint32_t k = row.key(i + lane);
-      out[n++] = combined_key(k, i + lane, row.vocab, row.id_bits);
-      m += mass_of_bits(k);
-    }
-  }
-  for (; i < row.vocab; ++i) {
-    const uint32_t k = row.key(i);
-    if (k >= tau) {
-      out[n++] = combined_key(k, i, row.vocab, row.id_bits);
-      m += mass_of_bits(k);
-    }
-  }
-  *mass = m;
-  return n;
+  for (; i + 16 <= row.vocab; i += 16) gather.lanes(i, _mm512_cmpge_epu32_mask(keys16<Tag>(row.p + i), vtau));
+  return gather.rest(i, tau, mass);
 }
 
 #endif
@@ -758,31 +762,14 @@ FS_TARGET_AVX2 RowTotals totals_and_bound_avx2(const Row<Tag>& row, int64_t chun
 
 template <typename Tag>
 FS_TARGET_AVX2 int64_t gather_above_avx2(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
-  if (static_cast<int64_t>(s.gathered.size()) < row.vocab) s.gathered.resize(row.vocab);
-  uint64_t* out = s.gathered.data();
-  int64_t n = 0, m = 0;
+  Gather<Tag> gather(row, s);
   const __m256i below_tau = _mm256_set1_epi32(static_cast<int>(tau - 1));  // 1 <= tau < 2^31: signed compares
   int64_t i = 0;
   for (; i + 8 <= row.vocab; i += 8) {
     const __m256i above = _mm256_cmpgt_epi32(keys8<Tag>(row.p + i), below_tau);
-    unsigned hits = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(above)));
-    while (hits) {
-      const int lane = __builtin_ctz(hits);
-      hits &= hits - 1;
-      const uint32_t k = row.key(i + lane);
-      out[n++] = combined_key(k, i + lane, row.vocab, row.id_bits);
-      m += mass_of_bits(k);
-    }
+    gather.lanes(i, static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(above))));
   }
-  for (; i < row.vocab; ++i) {
-    const uint32_t k = row.key(i);
-    if (k >= tau) {
-      out[n++] = combined_key(k, i, row.vocab, row.id_bits);
-      m += mass_of_bits(k);
-    }
-  }
-  *mass = m;
-  return n;
+  return gather.rest(i, tau, mass);
 }
 #endif
 
@@ -794,8 +781,8 @@ FS_TARGET_AVX2 int64_t gather_above_avx2(const Row<Tag>& row, uint32_t tau, Scra
 // as the scalar code's do, on the same exact masses: the same bits.
 
 template <typename Tag>
-void write_kept_scalar(const Row<Tag>& row, uint64_t cut, int64_t set_mass, float* out) {
-  for (int64_t i = 0; i < row.vocab; ++i) {
+void write_kept_scalar(const Row<Tag>& row, uint64_t cut, int64_t set_mass, float* out, int64_t begin = 0) {
+  for (int64_t i = begin; i < row.vocab; ++i) {
     const uint32_t k = row.key(i);
     out[i] = combined_key(k, i, row.vocab, row.id_bits) >= cut ? kept_probability(mass_of_bits(k), set_mass) : 0.0f;
   }
@@ -821,10 +808,7 @@ FS_TARGET_AVX2 void write_kept_avx2(const Row<Tag>& row, uint64_t cut, int64_t s
     const __m128 hi = _mm256_cvtpd_ps(_mm256_div_pd(masses4(_mm256_extractf128_ps(clamped, 1)), total));
     _mm256_storeu_ps(out + i, _mm256_and_ps(_mm256_set_m128(hi, lo), _mm256_castsi256_ps(kept)));
   }
-  for (; i < row.vocab; ++i) {
-    const uint32_t k = row.key(i);
-    out[i] = combined_key(k, i, row.vocab, row.id_bits) >= cut ? kept_probability(mass_of_bits(k), set_mass) : 0.0f;
-  }
+  write_kept_scalar(row, cut, set_mass, out, i);
 }
 #endif
 

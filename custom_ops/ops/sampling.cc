@@ -8,57 +8,49 @@
 namespace fastspec {
 namespace {
 
+// The fields the three ops' parameters share, from the schema indices of their
+// probs, top_p and batch_id_per_token_output tensors.
+template <typename Params>
+Params row_params(const OpCall& c, int probs, int top_p, int batch_id) {
+  Params p{};
+  p.probs = c.data<const void>(probs);
+  p.probs_dtype = prob_dtype(c.tensor(probs).dtype);
+  p.top_p = c.data<const float>(top_p);
+  p.batch_id_per_token_output = c.data<const int32_t>(batch_id);
+  p.rows = c.size(probs, 0);
+  p.vocab = c.size(probs, 1);
+  p.batch = c.size(top_p, 0);
+  p.num_threads = c.num_threads;
+  return p;
+}
+
 TopPCandidatesParams candidates_params(const OpCall& c) {
   namespace a = arg::top_p_candidates;
-  TopPCandidatesParams p{};
-  p.probs = c.data<const void>(a::probs);
-  p.probs_dtype = prob_dtype(c.tensor(a::probs).dtype);
-  p.top_p = c.data<const float>(a::top_p);
-  p.batch_id_per_token_output = c.data<const int32_t>(a::batch_id_per_token_output);
+  auto p = row_params<TopPCandidatesParams>(c, a::probs, a::top_p, a::batch_id_per_token_output);
   p.candidate_ids = c.data<int64_t>(a::candidate_ids);
   p.candidate_scores = c.data<float>(a::candidate_scores);
   p.candidate_lens = c.data<int32_t>(a::candidate_lens);
-  p.rows = c.size(a::probs, 0);
-  p.vocab = c.size(a::probs, 1);
-  p.batch = c.size(a::top_p, 0);
   p.max_candidate_len = static_cast<int32_t>(c.attr(attr::top_p_candidates::max_candidate_len));
-  p.num_threads = c.num_threads;
   return p;
 }
 
 SampleTokensParams sample_params(const OpCall& c) {
   namespace a = arg::sample_tokens;
-  SampleTokensParams p{};
-  p.probs = c.data<const void>(a::probs);
-  p.probs_dtype = prob_dtype(c.tensor(a::probs).dtype);
-  p.top_p = c.data<const float>(a::top_p);
+  auto p = row_params<SampleTokensParams>(c, a::probs, a::top_p, a::batch_id_per_token_output);
   p.top_k = c.data<const int32_t>(a::top_k);
   p.seed = c.data<const int64_t>(a::seed);
   p.step_idx = c.data<const int64_t>(a::step_idx);
-  p.batch_id_per_token_output = c.data<const int32_t>(a::batch_id_per_token_output);
   p.cu_seqlens_q_output = c.data<const int32_t>(a::cu_seqlens_q_output);
   p.tokens = c.data<int64_t>(a::tokens);
-  p.rows = c.size(a::probs, 0);
-  p.vocab = c.size(a::probs, 1);
-  p.batch = c.size(a::top_p, 0);
-  p.num_threads = c.num_threads;
   p.stream = static_cast<uint32_t>(c.attr(attr::sample_tokens::rand_stream));
   return p;
 }
 
 TopKTopPProbsParams probs_params(const OpCall& c) {
   namespace a = arg::top_k_top_p_probs;
-  TopKTopPProbsParams p{};
-  p.probs = c.data<const void>(a::probs);
-  p.probs_dtype = prob_dtype(c.tensor(a::probs).dtype);
-  p.top_p = c.data<const float>(a::top_p);
+  auto p = row_params<TopKTopPProbsParams>(c, a::probs, a::top_p, a::batch_id_per_token_output);
   p.top_k = c.data<const int32_t>(a::top_k);
-  p.batch_id_per_token_output = c.data<const int32_t>(a::batch_id_per_token_output);
   p.target_probs = c.data<float>(a::target_probs);
-  p.rows = c.size(a::probs, 0);
-  p.vocab = c.size(a::probs, 1);
-  p.batch = c.size(a::top_p, 0);
-  p.num_threads = c.num_threads;
   return p;
 }
 

@@ -16,7 +16,7 @@ import numpy as np
 from fastspec import kernels
 from fastspec import reference as ref
 from fastspec.testing.cuda import capture, copy_into
-from fastspec.testing.sampling_cases import make_batch, make_probs, request_params, softmax
+from fastspec.testing.sampling_cases import make_batch, make_probs, probs_case, request_params, softmax
 from tests.gpu.test_sampling_cuda import dev, device_probs
 
 
@@ -46,11 +46,8 @@ def test_spec_example_rows():
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("vocab", [1, 7, 300, 32000, 151936])
 def test_matches_reference(dtype, vocab):
-    rng = np.random.default_rng(vocab + 29)
     rows_per_request = [1, 3, 2, 1, 4, 1, 2, 5] if vocab < 32000 else [1, 2, 1, 3]
-    _, batch_id = make_batch(rng, rows_per_request, padding_rows=3)
-    probs = make_probs(rng, vocab, len(batch_id))
-    top_p, top_k, _, _ = request_params(rng, len(rows_per_request), vocab)
+    probs, top_p, top_k, batch_id = probs_case(np.random.default_rng(vocab + 29), vocab, rows_per_request)
     probs_dev, host = device_probs(probs, dtype)
     assert_bits(cuda_probs(probs_dev, top_p, top_k, batch_id), ref.top_k_top_p_probs(host, top_p, top_k, batch_id))
 
@@ -68,10 +65,7 @@ def test_near_uniform_rows_and_large_top_k():
 def test_cuda_matches_cpu_kernel_on_many_rows():
     """Many rows at a mid vocabulary: the CUDA kernel against the CPU kernel (itself tested against the reference)."""
     rng = np.random.default_rng(99)
-    vocab = 4096
-    _, batch_id = make_batch(rng, [int(x) for x in rng.integers(1, 5, 100)], padding_rows=5)
-    probs = make_probs(rng, vocab, len(batch_id))
-    top_p, top_k, _, _ = request_params(rng, 100, vocab)
+    probs, top_p, top_k, batch_id = probs_case(rng, 4096, [int(x) for x in rng.integers(1, 5, 100)], padding_rows=5)
     cpu = np.zeros(probs.shape, np.float32)
     kernels.top_k_top_p_probs(probs, top_p, top_k, batch_id, cpu)
     assert_bits(cuda_probs(dev(probs), top_p, top_k, batch_id), cpu)

@@ -12,7 +12,15 @@ from fastspec import kernels
 from fastspec import reference as ref
 from fastspec.reference.mass import prob_mass
 from fastspec.reference.sampling import sample_set
-from fastspec.testing.sampling_cases import KINDS, make_batch, make_probs, request_params, softmax, to_bf16_bits
+from fastspec.testing.sampling_cases import (
+    KINDS,
+    make_batch,
+    make_probs,
+    probs_case,
+    request_params,
+    softmax,
+    to_bf16_bits,
+)
 from tests.ops.raw_op import raw_op
 from tests.ops.test_sampling_kernels import near_uniform_rows
 
@@ -31,20 +39,13 @@ def assert_bits(got: np.ndarray, want: np.ndarray, context: str = "") -> None:
     assert len(differ) == 0, f"{len(differ)} entries differ, first {differ[:4].tolist()} {context}"
 
 
-def random_case(rng, vocab, rows_per_request=(1, 3, 2, 1, 4, 1, 2, 5), padding_rows=3):
-    _, batch_id = make_batch(rng, list(rows_per_request), padding_rows=padding_rows)
-    probs = make_probs(rng, vocab, len(batch_id))
-    top_p, top_k, _, _ = request_params(rng, len(rows_per_request), vocab)
-    return probs, top_p, top_k, batch_id
-
-
 # ---- the CPU kernel against the reference ---------------------------------------------------
 
 
 @pytest.mark.parametrize("vocab", [1, 7, 100, 32000])
 def test_matches_reference(vocab):
     rng = np.random.default_rng(vocab + 41)
-    case = random_case(rng, vocab, (1, 3, 2, 1, 4, 1, 2, 5) if vocab < 32000 else (1, 2, 1, 3, 2))
+    case = probs_case(rng, vocab, (1, 3, 2, 1, 4, 1, 2, 5) if vocab < 32000 else (1, 2, 1, 3, 2))
     want = ref.top_k_top_p_probs(*case)
     for threads in (1, 0):  # inline, and the pool
         assert_bits(run_cpu(*case, num_threads=threads), want, f"threads {threads}")
@@ -63,7 +64,7 @@ def test_large_vocab():
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_half_dtypes(dtype):
     rng = np.random.default_rng(3)
-    probs, top_p, top_k, batch_id = random_case(rng, 3000)
+    probs, top_p, top_k, batch_id = probs_case(rng, 3000)
     half = probs.astype(np.float16) if dtype == "float16" else to_bf16_bits(probs)
     assert_bits(run_cpu(half, top_p, top_k, batch_id), ref.top_k_top_p_probs(half, top_p, top_k, batch_id))
 
@@ -213,7 +214,7 @@ def test_batch_invariance():
     mine = make_probs(rng, vocab, 3, kinds=("peaked", "uniform", "ties"))
     alone = run_cpu(mine, np.array([0.9], np.float32), np.array([50], np.int32), np.zeros(3, np.int32))
     for slot, batch in ((0, 4), (2, 5), (6, 7)):
-        probs, top_p, top_k, batch_id = random_case(rng, vocab, [2] * batch, padding_rows=2)
+        probs, top_p, top_k, batch_id = probs_case(rng, vocab, [2] * batch, padding_rows=2)
         rows = np.flatnonzero(batch_id == slot)[:2]
         probs[rows] = mine[:2]
         top_p[slot], top_k[slot] = 0.9, 50
@@ -235,14 +236,14 @@ def paddle_call(probs, top_p, top_k, batch_id, dtype="float32"):
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("vocab", [1, 7, 300, 32000])
 def test_op_matches_reference(dtype, vocab):
-    probs, top_p, top_k, batch_id = random_case(np.random.default_rng(vocab + 7), vocab, (1, 2, 3, 1, 2, 1))
+    probs, top_p, top_k, batch_id = probs_case(np.random.default_rng(vocab + 7), vocab, (1, 2, 3, 1, 2, 1))
     out, host = paddle_call(probs, top_p, top_k, batch_id, dtype)
     assert out.dtype == paddle.float32 and out.shape == list(probs.shape)
     assert_bits(out.numpy(), ref.top_k_top_p_probs(host, top_p, top_k, batch_id))
 
 
 def test_op_per_request_column_vectors_and_empty_rows():
-    probs, top_p, top_k, batch_id = random_case(np.random.default_rng(2), 300, (1, 2, 3))
+    probs, top_p, top_k, batch_id = probs_case(np.random.default_rng(2), 300, (1, 2, 3))
     out = ops.top_k_top_p_probs(paddle.to_tensor(probs), paddle.to_tensor(top_p[:, None]),
                                 paddle.to_tensor(top_k[:, None]), paddle.to_tensor(batch_id))
     assert_bits(out.numpy(), ref.top_k_top_p_probs(probs, top_p, top_k, batch_id))
@@ -252,7 +253,7 @@ def test_op_per_request_column_vectors_and_empty_rows():
 
 
 def test_static_graph_build_and_run():
-    case = dict(zip(NAMES, random_case(np.random.default_rng(4), 300, (2, 1, 3))))
+    case = dict(zip(NAMES, probs_case(np.random.default_rng(4), 300, (2, 1, 3))))
     paddle.enable_static()
     try:
         program = paddle.static.Program()
@@ -277,7 +278,7 @@ def test_static_graph_build_and_run():
     ],
 )
 def test_bad_inputs_name_the_argument(name, value):
-    case = dict(zip(NAMES, random_case(np.random.default_rng(1), 300, (1, 2, 3, 1, 2, 1), padding_rows=0)))
+    case = dict(zip(NAMES, probs_case(np.random.default_rng(1), 300, (1, 2, 3, 1, 2, 1), padding_rows=0)))
     case["probs"], case["batch_id_per_token_output"] = case["probs"][:10], case["batch_id_per_token_output"][:10]
     case[name] = value
     with pytest.raises(kernels.FastspecArgumentError, match=f"top_k_top_p_probs: .*'{name}'"):
@@ -290,7 +291,7 @@ def test_bad_inputs_name_the_argument(name, value):
 
 
 def test_a_wrong_output_buffer_is_named():
-    probs, top_p, top_k, batch_id = random_case(np.random.default_rng(6), 30, (1, 2))
+    probs, top_p, top_k, batch_id = probs_case(np.random.default_rng(6), 30, (1, 2))
     for bad in (np.zeros(probs.shape, np.float64), np.zeros((probs.shape[0], 31), np.float32)):
         with pytest.raises(kernels.FastspecArgumentError, match="'target_probs'"):
             kernels.top_k_top_p_probs(probs, top_p, top_k, batch_id, bad)

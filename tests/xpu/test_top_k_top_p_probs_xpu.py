@@ -8,7 +8,7 @@ import pytest
 
 from fastspec import kernels
 from fastspec import reference as ref
-from fastspec.testing.sampling_cases import make_batch, make_probs, request_params
+from fastspec.testing.sampling_cases import make_batch, make_probs, probs_case
 from tests.xpu.launches import LAUNCHES, describe, launch
 from tests.xpu.test_sampling_xpu import in_dtype
 
@@ -38,11 +38,8 @@ def test_small_rows(options):
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("vocab", [1, 7, 300, 4096])
 def test_matches_the_reference(dtype, vocab):
-    rng = np.random.default_rng(vocab + 13)
-    rows_per_request = [1, 3, 2, 1, 4, 1, 2, 5]
-    _, batch_id = make_batch(rng, rows_per_request, padding_rows=3)
-    probs = in_dtype(make_probs(rng, vocab, len(batch_id)), dtype)
-    top_p, top_k, _, _ = request_params(rng, len(rows_per_request), vocab)
+    probs, top_p, top_k, batch_id = probs_case(np.random.default_rng(vocab + 13), vocab)
+    probs = in_dtype(probs, dtype)
     options = launch(vocab + len(dtype))
     assert_bits(xpu_probs(probs, top_p, top_k, batch_id, options), ref.top_k_top_p_probs(probs, top_p, top_k, batch_id),
                 describe(options))
@@ -60,10 +57,7 @@ def test_large_vocabulary_matches_the_reference():
 def test_many_rows_equal_the_cpu_kernel():
     """Rows strided over the clusters: the XPU kernel against the CPU kernel (tested against the reference)."""
     rng = np.random.default_rng(99)
-    vocab = 2048
-    _, batch_id = make_batch(rng, [int(x) for x in rng.integers(1, 5, 40)], padding_rows=5)
-    probs = make_probs(rng, vocab, len(batch_id))
-    top_p, top_k, _, _ = request_params(rng, 40, vocab)
+    probs, top_p, top_k, batch_id = probs_case(rng, 2048, [int(x) for x in rng.integers(1, 5, 40)], padding_rows=5)
     cpu = xpu_probs(probs, top_p, top_k, batch_id, {})
     for options in (LAUNCHES[4], LAUNCHES[5]):  # 12 clusters, forward and reversed
         assert_bits(xpu_probs(probs, top_p, top_k, batch_id, options), cpu, describe(options))
