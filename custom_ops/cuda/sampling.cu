@@ -346,6 +346,10 @@ __global__ void __launch_bounds__(kThreads) top_k_top_p_probs_kernel(TopKTopPPro
       set_mass = r.mass_upto;
     }
   }
+  if (cut == ~uint64_t{0}) {  // block-uniform: an empty row reads nothing
+    for (int64_t i = threadIdx.x; i < a.vocab; i += kThreads) out[i] = 0.0f;
+    return;
+  }
   for (int64_t i = threadIdx.x; i < a.vocab; i += kThreads) {
     const uint32_t k = key_of(Tag{}, row, i);
     const bool kept = combined_key(k, i, a.vocab, id_bits) >= cut;
