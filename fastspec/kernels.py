@@ -9,7 +9,7 @@ shape, contiguity and device of every array, so a bad call raises
 :class:`FastspecArgumentError` naming the argument instead of reading past an
 array. Nothing is copied or converted: in-place arrays are written in place.
 New outputs (``top_p_candidates``' candidates, ``sample_tokens``' tokens,
-``update_model_status``' ``has_running``) are the caller's arrays where given
+``top_k_top_p_probs``' ``target_probs``, ``update_model_status``' ``has_running``) are the caller's arrays where given
 (CUDA Graph capture needs fixed buffers) and allocated otherwise.
 
 ``backend="xpu_emulator"`` runs numpy arrays on the Kunlunxin XPU3 kernels
@@ -298,10 +298,11 @@ ngram_match = _op("ngram_match")
 ngram_append = _op("ngram_append")
 top_p_candidates = _op("top_p_candidates")
 sample_tokens = _op("sample_tokens")
+top_k_top_p_probs = _op("top_k_top_p_probs")
 verify_draft_tokens = _op("verify_draft_tokens")
 update_model_status = _op("update_model_status")
 
 
 __all__ = ["FastspecArgumentError", "FastspecTypeError", "VerifyStrategy", "module", "ngram_append",
-           "ngram_match", "prepare", "result_type", "sample_tokens", "top_p_candidates", "update_model_status",
-           "verify_draft_tokens"]
+           "ngram_match", "prepare", "result_type", "sample_tokens", "top_k_top_p_probs", "top_p_candidates",
+           "update_model_status", "verify_draft_tokens"]

@@ -7,8 +7,9 @@ Two paths share one ending:
     probs = softmax(logits / temperature)
     naive  (method none / naive): sample_tokens, one token per request
     verify (method ngram / mtp):  targets (GREEDY argmax | TARGET_MATCH sample_tokens |
-                                  TOPP top_p_candidates | REJECTION the target's distribution
-                                  with the proposer's draft_probs), then verify_draft_tokens
+                                  TOPP top_p_candidates | REJECTION top_k_top_p_probs, the
+                                  target's distribution, with the proposer's draft_probs),
+                                  then verify_draft_tokens
     both:  update_model_status
 
 A request with temperature 0 is greedy on every path: its top_k becomes 1 and its top_p 0,
@@ -91,7 +92,8 @@ class Sampler:
         if self.strategy == "rejection":
             if draft_probs is None:
                 raise ValueError("Sampler: strategy 'rejection' needs draft_probs [T, V] from the proposer")
-            target_probs = _sampling_distribution(probs, state, rows, top_p, top_k)
+            # p = the distribution sample_tokens samples each row from (greedy rows: one-hot argmax)
+            target_probs = ops.top_k_top_p_probs(probs, top_p, top_k, rows)
         elif self.strategy == "greedy":
             target = paddle.argmax(probs, axis=-1)  # first maximum: smallest id on ties
         elif self.strategy == "target_match":
@@ -143,43 +145,3 @@ class Sampler:
         )
         return outs[-1]
 
-
-def _sampling_distribution(probs: paddle.Tensor, state: SpecState, rows: paddle.Tensor, top_p, top_k) -> paddle.Tensor:
-    """REJECTION's target p: each row's distribution exactly as sample_tokens chooses its set (the
-    first top_k valid tokens in probability order, ties by id, then the shortest prefix whose int64
-    mass reaches ceil(M * qi / 2^24)), renormalised over the set's masses. Greedy rows (top_k 1)
-    become one-hot argmax."""
-    vocab = probs.shape[-1]
-    slot = paddle.clip(rows, 0, state.max_num_seqs - 1)
-    k = paddle.gather(top_k, slot).astype("int64").unsqueeze(-1)
-    k = paddle.where((k <= 0) | (k >= vocab), paddle.full_like(k, vocab), k)
-    valid = paddle.isfinite(probs) & (probs > 0)
-    clean = paddle.where(valid, probs, paddle.zeros_like(probs))
-    order = paddle.argsort(clean, axis=-1, descending=True, stable=True)  # ties: smallest id first
-    ranked = paddle.take_along_axis(clean, order, axis=-1)
-    rank = paddle.arange(vocab, dtype="int64").unsqueeze(0)
-    # SPEC.md masses: floor(min(p, 1) * 2^40), exact (a power-of-two scaling of an f32)
-    mass = (paddle.minimum(ranked, paddle.ones_like(ranked)) * float(1 << 40)).astype("int64")
-    mass = paddle.where(rank < k, mass, paddle.zeros_like(mass))
-    total = mass.sum(axis=-1, keepdim=True)
-    threshold = _topp_threshold(total, paddle.gather(top_p, slot).unsqueeze(-1))
-    before = paddle.cumsum(mass, axis=-1) - mass
-    keep = (rank < k) & ((before < threshold) | (rank == 0))
-    kept = paddle.where(keep, mass, paddle.zeros_like(mass)).astype("float64")
-    out = paddle.put_along_axis(paddle.zeros_like(clean, dtype="float64"), order, kept, axis=-1)
-    norm = out.sum(axis=-1, keepdim=True)
-    return (out / paddle.where(norm > 0, norm, paddle.ones_like(norm))).astype("float32")
-
-
-def _topp_threshold(total: paddle.Tensor, top_p: paddle.Tensor) -> paddle.Tensor:
-    """ceil(total * qi / 2^24) in int64 without overflow; qi = max(1, round_half_even(q * 2^24)),
-    NaN or q > 1 read as 1 (SPEC.md "top-p threshold")."""
-    x = top_p.astype("float64") * float(1 << 24)
-    x = paddle.where(paddle.isnan(x) | (x > float(1 << 24)), paddle.full_like(x, float(1 << 24)), x)
-    r = paddle.floor(x + 0.5)
-    half_odd = ((r - x) == 0.5) & (paddle.remainder(r, paddle.full_like(r, 2.0)) == 1.0)
-    qi = paddle.maximum(paddle.where(half_odd, r - 1.0, r), paddle.ones_like(r)).astype("int64")
-    low = (1 << 24) - 1
-    high_part = (total // (1 << 24)) * qi
-    low_part = (paddle.bitwise_and(total, paddle.full_like(total, low)) * qi + low) // (1 << 24)
-    return high_part + low_part

@@ -262,6 +262,8 @@ _PROBS = Tensor("probs", PROBS, "[T, V]", "probabilities of each output row (com
 _BATCH_ID = Tensor("batch_id_per_token_output", ("int32",), _ROWS,
                    "the request of each row; a value outside ``[0, B)`` marks a padding row")
 _CU_SEQLENS = Tensor("cu_seqlens_q_output", ("int32",), "[B + 1]", "request ``b`` owns rows ``[cu[b], cu[b + 1])``")
+_TOP_P = _per_request("top_p", "float32", "top-p of each request, whatever the dtype of ``probs``")
+_TOP_K = _per_request("top_k", "int32", "top-k of each request (``<= 0`` or ``>= V``: no top-k)")
 
 TOP_P_CANDIDATES = OpSchema(
     name="top_p_candidates",
@@ -274,7 +276,7 @@ TOP_P_CANDIDATES = OpSchema(
     ),
     tensors=(
         _PROBS,
-        _per_request("top_p", "float32", "top-p of each request, whatever the dtype of ``probs``"),
+        _TOP_P,
         _BATCH_ID,
         Tensor("candidate_ids", ("int64",), "[T, max_candidate_len]", "candidate token ids, then -1", output=True),
         Tensor("candidate_scores", ("float32",), "[T, max_candidate_len]", "their probabilities, then 0",
@@ -309,8 +311,8 @@ SAMPLE_TOKENS = OpSchema(
     ),
     tensors=(
         _PROBS,
-        _per_request("top_p", "float32", "top-p of each request"),
-        _per_request("top_k", "int32", "top-k of each request (``<= 0`` or ``>= V``: no top-k)"),
+        _TOP_P,
+        _TOP_K,
         _per_request("seed", "int64", "the request's seed"),
         _per_request("step_idx", "int64", "generated tokens so far (the position of row 0)"),
         _BATCH_ID,
@@ -333,6 +335,36 @@ SAMPLE_TOKENS = OpSchema(
         "...     cu_seqlens_q_output=T([0, 1, 2], dtype='int32'))\n"
         ">>> tokens.tolist()  # row 0 is one-hot; row 1 keeps its top-1 (the smaller id on a tie)\n"
         "[1, 0]"
+    ),
+)
+
+TOP_K_TOP_P_PROBS = OpSchema(
+    name="top_k_top_p_probs",
+    summary="Each row's distribution exactly as sample_tokens samples it: its top-k ∩ top-p set, renormalised.",
+    details=(
+        "Row ``t`` of request ``b`` keeps the set ``S`` sample_tokens draws from (the top-p prefix of the first\n"
+        "``top_k`` valid tokens, exact integer masses); a member of mass ``m`` gets\n"
+        "``float(double(m) / double(M))``, ``M`` = the mass of ``S`` (1 when ``M`` is 0: ``S`` is one token), every\n"
+        "other entry 0. Padding rows and rows without a valid entry are all zeros. REJECTION's target\n"
+        "distribution. See docs/ops/sampling.md."
+    ),
+    tensors=(
+        _PROBS,
+        _TOP_P,
+        _TOP_K,
+        _BATCH_ID,
+        Tensor("target_probs", ("float32",), "[T, V]", "the renormalised distribution of each row, 0 outside its set",
+               output=True),
+    ),
+    attrs=(),
+    symbol_ranges={"V": (1, INT32_MAX)},
+    example=(
+        ">>> probs = T([[0.125, 0.375, 0.125, 0.125, 0.125, 0.125]] * 2, dtype='float32')\n"
+        ">>> target = fs.top_k_top_p_probs(\n"
+        "...     probs, top_p=T([1.0, 0.3], dtype='float32'), top_k=T([2, 0], dtype='int32'),\n"
+        "...     batch_id_per_token_output=T([0, 1], dtype='int32'))\n"
+        ">>> target.tolist()  # row 0: the top 2 (ties by id), row 1: the top-p prefix of one token\n"
+        "[[0.25, 0.75, 0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]]"
     ),
 )
 
@@ -448,7 +480,8 @@ UPDATE_MODEL_STATUS = OpSchema(
 
 SCHEMAS: dict[str, OpSchema] = {
     op.name: op
-    for op in (NGRAM_MATCH, NGRAM_APPEND, TOP_P_CANDIDATES, SAMPLE_TOKENS, VERIFY_DRAFT_TOKENS, UPDATE_MODEL_STATUS)
+    for op in (NGRAM_MATCH, NGRAM_APPEND, TOP_P_CANDIDATES, SAMPLE_TOKENS, TOP_K_TOP_P_PROBS, VERIFY_DRAFT_TOKENS,
+               UPDATE_MODEL_STATUS)
 }
 
 

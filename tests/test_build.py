@@ -81,7 +81,8 @@ def test_an_xtdk_compiles_the_kernels_for_the_device(setup_ops, monkeypatch, tmp
     monkeypatch.setenv("XRE_PATH", str(tmp_path / "xre"))
     commands = setup_ops.planned_commands(["--cuda", "off"])
     xtdk = xpu_kernel_compiles(commands)["clang++"]
-    assert len(xtdk) == 6  # the op kernels, not the emulation's probes
+    kernels = {path.name for path in (ROOT / "custom_ops" / "xpu").glob("*.xpu")}
+    assert len(kernels) == 7 and {Path(cmd[cmd.index("-c") + 1]).name for cmd in xtdk} == kernels  # not the probes
     for cmd in xtdk:
         assert {"--xpu-arch=xpu3", "-std=c++11", "-DFASTSPEC_XTDK", "-D__XPU3__", "-fxpu-launch-return"} <= set(cmd)
     launchers = [cmd for cmd in commands if "--xpu-host-only" in cmd]

@@ -1,7 +1,7 @@
-// top_p_candidates and sample_tokens on the CPU: threads across rows (the
-// project's pool, fastspec/parallel.h); a row is computed by one thread, so
-// the results do not depend on the thread count. Within a row (the keys and
-// cuts of fastspec/sampling.h):
+// top_p_candidates, sample_tokens and top_k_top_p_probs on the CPU: threads
+// across rows (the project's pool, fastspec/parallel.h); a row is computed by
+// one thread, so the results do not depend on the thread count. Within a row
+// (the keys and cuts of fastspec/sampling.h):
 //   1. one pass over the row: number of valid entries, their total mass, and
 //      count/mass histograms of the top 11 bits of the f32 key (key >> 20);
 //   2. from the histograms, the lowest bucket the answer can reach (top-K',
@@ -9,16 +9,21 @@
 //      every valid entry at or above it, in id order: usually a few hundred
 //      entries, the whole row only for near-flat rows;
 //   3. exact radix selects over that gathered list find the cuts, then
-//      top_p_candidates sorts only its <= K' survivors and sample_tokens
-//      draws in one pass over the gathered list (ids ascending).
-// sample_tokens on a near-flat row (S is most of the row, top-p only) finds
-// its cut from the bottom of a histogram fitted to the row instead ("near-flat
-// rows" below): no copy of the row, and the draw scans one block of ids.
+//      top_p_candidates sorts only its <= K' survivors, sample_tokens draws
+//      in one pass over the gathered list (ids ascending) and
+//      top_k_top_p_probs zeroes its output row and writes S's members.
+// sample_tokens and top_k_top_p_probs find the same set S (sampling.h
+// sample_set, through RowSelect below). On a near-flat row (S is most of the
+// row, top-p only) its cut comes from the bottom of a histogram fitted to the
+// row instead ("near-flat rows" below): no copy of the row, the draw scans one
+// block of ids and top_k_top_p_probs writes the row in one pass.
 // Nothing is sorted beyond the survivors; every decision is on integers.
 //
 // The row passes come in a portable version and, on x86, an AVX-512 version
-// (16 keys at a time, the same integers); the AVX-512 one runs where the CPU
-// has AVX-512 F and DQ and FASTSPEC_SIMD allows it (fastspec/cpu_features.h).
+// (16 keys at a time, the same integers) and an AVX2 version of the totals and
+// the gather (8 keys at a time); the AVX-512 one runs where the CPU has
+// AVX-512 F and DQ, the AVX2 one where it has AVX2 only, as FASTSPEC_SIMD
+// allows (fastspec/cpu_features.h).
 #include <algorithm>
 #include <functional>
 #include <cstdint>
@@ -37,11 +42,6 @@ namespace fastspec {
 namespace {
 
 constexpr int kTopShift = 20;  // key >> 20: the top 11 of the key's 31 bits
-
-struct SelectResult {
-  uint64_t cut;        // combined key of the element where the weight reaches the target
-  int64_t mass_upto;   // mass of every set element with combined >= cut
-};
 
 // Scratch of one thread (heap, reused across rows and calls).
 struct Scratch {
@@ -290,21 +290,45 @@ RowTotals totals_and_bound_scalar(const Row<Tag>& row, int64_t chunks, uint32_t*
   return {n, m, mn + 1u};
 }
 
+// A gather above a bound in progress: the combined keys it took into
+// s.gathered (ids ascending) and their mass. The SIMD versions hand it the
+// lanes at or above the bound, and the tail they leave.
+template <typename Tag>
+struct Gather {
+  const Row<Tag>& row;
+  uint64_t* out;
+  int64_t n = 0, mass = 0;
+
+  Gather(const Row<Tag>& r, Scratch& s) : row(r) {
+    if (static_cast<int64_t>(s.gathered.size()) < row.vocab) s.gathered.resize(row.vocab);
+    out = s.gathered.data();
+  }
+  void take(int64_t i, uint32_t k) {
+    out[n++] = combined_key(k, i, row.vocab, row.id_bits);
+    mass += mass_of_bits(k);
+  }
+  void lanes(int64_t i, uint32_t hits) {  // bit j set: entry i + j is taken
+    while (hits) {
+      const int lane = __builtin_ctz(hits);
+      hits &= hits - 1;
+      take(i + lane, row.key(i + lane));
+    }
+  }
+  // Entries [begin, V) with key >= tau, one at a time; returns the count, *mass_out their mass.
+  int64_t rest(int64_t begin, uint32_t tau, int64_t* mass_out) {
+    for (int64_t i = begin; i < row.vocab; ++i) {
+      const uint32_t k = row.key(i);
+      if (k >= tau) take(i, k);
+    }
+    *mass_out = mass;
+    return n;
+  }
+};
+
 // Combined keys of the entries with key >= tau (tau >= 1), ids ascending; their mass.
 template <typename Tag>
 int64_t gather_above_scalar(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
-  if (static_cast<int64_t>(s.gathered.size()) < row.vocab) s.gathered.resize(row.vocab);
-  uint64_t* out = s.gathered.data();
-  int64_t n = 0, m = 0;
-  for (int64_t i = 0; i < row.vocab; ++i) {
-    const uint32_t k = row.key(i);
-    if (k >= tau) {
-      out[n++] = combined_key(k, i, row.vocab, row.id_bits);
-      m += mass_of_bits(k);
-    }
-  }
-  *mass = m;
-  return n;
+  return Gather<Tag>(row, s).rest(0, tau, mass);
 }
 
 // Count target 1 <= k <= chunks: the k-th largest chunk maximum (0: no bound).
@@ -407,31 +431,11 @@ FS_TARGET_AVX512 RowTotals totals_and_bound_avx512(const Row<Tag>& row, int64_t 
 
 template <typename Tag>
 FS_TARGET_AVX512 int64_t gather_above_avx512(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
-  if (static_cast<int64_t>(s.gathered.size()) < row.vocab) s.gathered.resize(row.vocab);
-  uint64_t* out = s.gathered.data();
-  int64_t n = 0, m = 0;
+  Gather<Tag> gather(row, s);
   const __m512i vtau = _mm512_set1_epi32(static_cast<int>(tau));
   int64_t i = 0;
-  for (; i + 16 <= row.vocab; i += 16) {
-    const __m512i key = keys16<Tag>(row.p + i);
-    uint32_t hits = _mm512_cmpge_epu32_mask(key, vtau);
-    while (hits) {
-      const int lane = __builtin_ctz(hits);
-      hits &= hits - 1;
-      const uint32_t k = row.key(i + lane);
-      out[n++] = combined_key(k, i + lane, row.vocab, row.id_bits);
-      m += mass_of_bits(k);
-    }
-  }
-  for (; i < row.vocab; ++i) {
-    const uint32_t k = row.key(i);
-    if (k >= tau) {
-      out[n++] = combined_key(k, i, row.vocab, row.id_bits);
-      m += mass_of_bits(k);
-    }
-  }
-  *mass = m;
-  return n;
+  for (; i + 16 <= row.vocab; i += 16) gather.lanes(i, _mm512_cmpge_epu32_mask(keys16<Tag>(row.p + i), vtau));
+  return gather.rest(i, tau, mass);
 }
 
 #endif
@@ -654,17 +658,182 @@ FS_TARGET_AVX512 int64_t flat_bucket_pass_avx512(const Row<Tag>& row, uint32_t b
 
 #endif
 
+// ---- AVX2: 8 keys at a time ---------------------------------------------------
+//
+// The row totals and the gather above a bound for CPUs with AVX2 but not
+// AVX-512, and top_k_top_p_probs' write of a near-flat row, with the integers
+// of the portable loops: fp16 widened as f16_to_f32_bits, masses as exact
+// doubles (mass_fast's product, truncated) summed as int64. Every function
+// here carries FS_TARGET_AVX2.
+
+#if FASTSPEC_X86
+FS_TARGET_AVX2 inline __m256i f32_bits8(F32Tag, const float* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+FS_TARGET_AVX2 inline __m256i f32_bits8(BF16Tag, const uint16_t* p) {
+  return _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16);
+}
+FS_TARGET_AVX2 inline __m256i f32_bits8(F16Tag, const uint16_t* p) {  // f16_to_f32_bits, 8 lanes
+  const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)), 16);
+  const __m256i exp = _mm256_and_si256(_mm256_srli_epi32(h, 10), _mm256_set1_epi32(0x1f));
+  const __m256i mant13 = _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x3ff)), 13);
+  const __m256i normal = _mm256_or_si256(_mm256_slli_epi32(_mm256_add_epi32(exp, _mm256_set1_epi32(112)), 23), mant13);
+  const __m256i infnan = _mm256_or_si256(_mm256_set1_epi32(0x7f800000), mant13);
+  const __m256 mant = _mm256_cvtepi32_ps(_mm256_and_si256(h, _mm256_set1_epi32(0x3ff)));
+  const __m256i sub = _mm256_castps_si256(_mm256_mul_ps(mant, _mm256_set1_ps(5.9604644775390625e-08f)));
+  __m256i r = _mm256_blendv_epi8(normal, sub, _mm256_cmpeq_epi32(exp, _mm256_setzero_si256()));
+  r = _mm256_blendv_epi8(r, infnan, _mm256_cmpeq_epi32(exp, _mm256_set1_epi32(0x1f)));
+  return _mm256_or_si256(r, sign);
+}
+
+// prob_key of 8 entries: the bits where they lie in [1, 0x7f7fffff], else 0.
+template <typename Tag>
+FS_TARGET_AVX2 inline __m256i keys8(const typename Tag::T* p) {
+  const __m256i bits = f32_bits8(Tag{}, p);
+  const __m256i valid = _mm256_and_si256(_mm256_cmpgt_epi32(bits, _mm256_setzero_si256()),  // > 0 as int32
+                                         _mm256_cmpgt_epi32(_mm256_set1_epi32(0x7f800000), bits));
+  return _mm256_and_si256(bits, valid);
+}
+
+// Masses of 4 keys (their f32 values clamped to 1) as exact doubles: trunc(p * 2^40).
+FS_TARGET_AVX2 inline __m256d masses4(__m128 clamped) {
+  const __m256d scaled = _mm256_mul_pd(_mm256_cvtps_pd(clamped), _mm256_set1_pd(1099511627776.0));
+  return _mm256_round_pd(scaled, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+}
+
+// Integer-valued doubles in [0, 2^52) as int64: added to 2^52 they sit in the low mantissa bits.
+FS_TARGET_AVX2 inline __m256i doubles_to_int64(__m256d x) {
+  const __m256d magic = _mm256_set1_pd(4503599627370496.0);
+  return _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(x, magic)), _mm256_castpd_si256(magic));
+}
+
+FS_TARGET_AVX2 inline uint32_t max_epu32(__m256i v) {
+  __m128i m = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  m = _mm_max_epu32(m, _mm_shuffle_epi32(m, 0x4e));
+  return static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_max_epu32(m, _mm_shuffle_epi32(m, 0xb1))));
+}
+FS_TARGET_AVX2 inline uint32_t min_epu32(__m256i v) {
+  __m128i m = _mm_min_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  m = _mm_min_epu32(m, _mm_shuffle_epi32(m, 0x4e));
+  return static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_min_epu32(m, _mm_shuffle_epi32(m, 0xb1))));
+}
+FS_TARGET_AVX2 inline int64_t sum_epi64(__m256i v) {
+  const __m128i s = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  return _mm_cvtsi128_si64(_mm_add_epi64(s, _mm_unpackhi_epi64(s, s)));
+}
+
+template <typename Tag>
+FS_TARGET_AVX2 RowTotals totals_and_bound_avx2(const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
+  const __m256i one_bits = _mm256_set1_epi32(0x3f800000);
+  const __m256i one = _mm256_set1_epi32(1);
+  int64_t n = 0, tail_mass = 0;
+  __m256i msum = _mm256_setzero_si256();
+  __m256i vmin = _mm256_set1_epi32(-1);  // min of key - 1: invalid (0) wraps to the top
+  uint32_t mn = 0xffffffffu;
+  const int64_t size = row.vocab / chunks;  // the last chunk takes the remainder
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * size, end = c + 1 == chunks ? row.vocab : begin + size;
+    __m256i vmax = _mm256_setzero_si256();
+    int64_t i = begin;
+    for (; i + 8 <= end; i += 8) {
+      const __m256i key = keys8<Tag>(row.p + i);
+      vmax = _mm256_max_epu32(vmax, key);
+      vmin = _mm256_min_epu32(vmin, _mm256_sub_epi32(key, one));
+      const __m256i invalid = _mm256_cmpeq_epi32(key, _mm256_setzero_si256());
+      n += 8 - __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(invalid))));
+      const __m256 clamped = _mm256_castsi256_ps(_mm256_min_epu32(key, one_bits));
+      msum = _mm256_add_epi64(msum, doubles_to_int64(masses4(_mm256_castps256_ps128(clamped))));
+      msum = _mm256_add_epi64(msum, doubles_to_int64(masses4(_mm256_extractf128_ps(clamped, 1))));
+    }
+    uint32_t mx = max_epu32(vmax);
+    for (; i < end; ++i) {
+      const uint32_t k = row.key(i);
+      n += k != 0;
+      tail_mass += mass_fast(k);
+      mx = std::max(mx, k);
+      mn = std::min(mn, k - 1u);
+    }
+    maxima[c] = mx;
+  }
+  mn = std::min(mn, min_epu32(vmin));
+  return {n, sum_epi64(msum) + tail_mass, mn + 1u};
+}
+
+template <typename Tag>
+FS_TARGET_AVX2 int64_t gather_above_avx2(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
+  Gather<Tag> gather(row, s);
+  const __m256i below_tau = _mm256_set1_epi32(static_cast<int>(tau - 1));  // 1 <= tau < 2^31: signed compares
+  int64_t i = 0;
+  for (; i + 8 <= row.vocab; i += 8) {
+    const __m256i above = _mm256_cmpgt_epi32(keys8<Tag>(row.p + i), below_tau);
+    gather.lanes(i, static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(above))));
+  }
+  return gather.rest(i, tau, mass);
+}
+#endif
+
+// ---- top_k_top_p_probs: the one-pass write of a near-flat row -------------------
+//
+// out[i] = kept_probability(mass, set_mass) where combined >= cut, else 0.
+// Most of the row is kept, so the division dominates: the AVX2 version divides
+// 4 doubles at a time; the division and the rounding to float round to nearest
+// as the scalar code's do, on the same exact masses: the same bits.
+
+template <typename Tag>
+void write_kept_scalar(const Row<Tag>& row, uint64_t cut, int64_t set_mass, float* out, int64_t begin = 0) {
+  for (int64_t i = begin; i < row.vocab; ++i) {
+    const uint32_t k = row.key(i);
+    out[i] = combined_key(k, i, row.vocab, row.id_bits) >= cut ? kept_probability(mass_of_bits(k), set_mass) : 0.0f;
+  }
+}
+
+#if FASTSPEC_X86
+template <typename Tag>
+FS_TARGET_AVX2 void write_kept_avx2(const Row<Tag>& row, uint64_t cut, int64_t set_mass, float* out) {
+  // combined >= cut <=> key > cut's key, or equal keys and id <= cut's id (keys < 2^31: signed compares)
+  const __m256i cut_key = _mm256_set1_epi32(static_cast<int>(cut_bits(cut, row.id_bits)));
+  const __m256i past_cut_id = _mm256_set1_epi32(static_cast<int>(cut_id(cut, row.vocab, row.id_bits) + 1));
+  const __m256d total = _mm256_set1_pd(static_cast<double>(set_mass));
+  const __m256i one_bits = _mm256_set1_epi32(0x3f800000);
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  int64_t i = 0;
+  for (; i + 8 <= row.vocab; i += 8) {
+    const __m256i key = keys8<Tag>(row.p + i);
+    const __m256i ids = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(i)), lanes);  // V < 2^31
+    const __m256i tie = _mm256_and_si256(_mm256_cmpeq_epi32(key, cut_key), _mm256_cmpgt_epi32(past_cut_id, ids));
+    const __m256i kept = _mm256_or_si256(_mm256_cmpgt_epi32(key, cut_key), tie);
+    const __m256 clamped = _mm256_castsi256_ps(_mm256_min_epu32(key, one_bits));
+    const __m128 lo = _mm256_cvtpd_ps(_mm256_div_pd(masses4(_mm256_castps256_ps128(clamped)), total));
+    const __m128 hi = _mm256_cvtpd_ps(_mm256_div_pd(masses4(_mm256_extractf128_ps(clamped, 1)), total));
+    _mm256_storeu_ps(out + i, _mm256_and_ps(_mm256_set_m128(hi, lo), _mm256_castsi256_ps(kept)));
+  }
+  write_kept_scalar(row, cut, set_mass, out, i);
+}
+#endif
+
 // ---- the versions for this CPU ------------------------------------------------
 //
-// Chosen per row: AVX-512 when simd_level() allows it, else the portable loops.
-// Both give the same results.
+// Chosen per row: AVX-512 when simd_level() allows it, else AVX2 where there is
+// an AVX2 version and simd_level() allows it, else the portable loops. All
+// give the same results.
 
 inline bool use_avx512() { return FASTSPEC_X86 && simd_level() == kSimdAvx512; }
+inline bool use_avx2() { return FASTSPEC_X86 && simd_level() >= kSimdAvx2; }
+
+template <typename Tag>
+void write_kept(const Row<Tag>& row, uint64_t cut, int64_t set_mass, float* out) {
+#if FASTSPEC_X86
+  if (use_avx2() && set_mass > 0) return write_kept_avx2(row, cut, set_mass, out);
+#endif
+  write_kept_scalar(row, cut, set_mass, out);
+}
 
 template <typename Tag>
 RowTotals totals_and_bound(const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
 #if FASTSPEC_X86
   if (use_avx512()) return totals_and_bound_avx512(row, chunks, maxima);
+  if (use_avx2()) return totals_and_bound_avx2(row, chunks, maxima);
 #endif
   return totals_and_bound_scalar(row, chunks, maxima);
 }
@@ -673,6 +842,7 @@ template <typename Tag>
 int64_t gather_above(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
 #if FASTSPEC_X86
   if (use_avx512()) return gather_above_avx512(row, tau, s, mass);
+  if (use_avx2()) return gather_above_avx2(row, tau, s, mass);
 #endif
   return gather_above_scalar(row, tau, s, mass);
 }
@@ -715,11 +885,19 @@ SelectResult select_by_mass(const uint64_t* keys, int64_t n, int id_bits, int64_
   return {w[n - 1], cum};  // unreachable: target <= the list's mass
 }
 
-// The token of a by-mass row (top-p threshold 1 <= thr <= total over every
-// valid entry, keys in [lo, max_key]) drawn with `random`.
+// Where a near-flat row's set S lies after flat_select: the gathered members
+// of the bucket that straddles the cut, [blo, btop), and every key >= btop
+// (their mass per kDrawBlock ids in s.block_mass).
+struct FlatBucket {
+  uint32_t blo, btop;
+  int64_t n;  // bucket keys gathered (ids ascending)
+};
+
+// S's cut and mass for a by-mass row (top-p threshold 1 <= thr <= total over
+// every valid entry, keys in [lo, max_key]).
 template <typename Tag>
-int64_t sample_flat(const Row<Tag>& row, uint32_t lo, uint32_t max_key, int64_t total, int64_t thr,
-                    uint64_t random, Scratch& s) {
+SelectResult flat_select(const Row<Tag>& row, uint32_t lo, uint32_t max_key, int64_t total, int64_t thr,
+                         Scratch& s, FlatBucket* bucket) {
   int shift = 0;
   while (((max_key - lo) >> shift) >= static_cast<uint32_t>(kRadixBuckets)) ++shift;
   int64_t* hist = s.mass[0];
@@ -727,16 +905,22 @@ int64_t sample_flat(const Row<Tag>& row, uint32_t lo, uint32_t max_key, int64_t 
   // The cut from the bottom: S leaves out less than total - thr + 1.
   const int d = flat_cut_bucket(row, lo, max_key, shift, total - thr, total, hist, &below);
   const int64_t above = total - below - hist[d];  // mass of the buckets above d
-  const uint32_t blo = lo + (static_cast<uint32_t>(d) << shift);
-  const uint32_t btop = lo + (static_cast<uint32_t>(d + 1) << shift);  // max key < 2^31: no overflow
-  const int64_t n = flat_bucket_pass(row, blo, btop, max_key, s);
-  const uint64_t* keys = s.gathered.data();
+  bucket->blo = lo + (static_cast<uint32_t>(d) << shift);
+  bucket->btop = lo + (static_cast<uint32_t>(d + 1) << shift);  // max key < 2^31: no overflow
+  bucket->n = flat_bucket_pass(row, bucket->blo, bucket->btop, max_key, s);
   // 1 <= thr - above <= hist[d], the mass of the gathered bucket.
-  const SelectResult r = select_by_mass(keys, n, row.id_bits, thr - above, s);
-  const uint64_t point = draw_point(random, above + r.mass_upto);
+  const SelectResult r = select_by_mass(s.gathered.data(), bucket->n, row.id_bits, thr - above, s);
+  return {r.cut, above + r.mass_upto};
+}
+
+// The token a draw point (< S's mass) lands on, S as flat_select left it:
+// the block masses tell the one block of ids to scan.
+template <typename Tag>
+int64_t flat_draw(const Row<Tag>& row, const FlatBucket& bucket, uint64_t cut, uint64_t point, Scratch& s) {
+  const uint64_t* keys = s.gathered.data();
   int64_t* block = s.block_mass.data();
-  for (int64_t j = 0; j < n; ++j) {  // the bucket's members of S join their blocks
-    if (keys[j] >= r.cut) {
+  for (int64_t j = 0; j < bucket.n; ++j) {  // the bucket's members of S join their blocks
+    if (keys[j] >= cut) {
       block[cut_id(keys[j], row.vocab, row.id_bits) / kDrawBlock] += mass_of_bits(cut_bits(keys[j], row.id_bits));
     }
   }
@@ -749,7 +933,7 @@ int64_t sample_flat(const Row<Tag>& row, uint32_t lo, uint32_t max_key, int64_t 
     const int64_t end = std::min(row.vocab, begin + kDrawBlock);
     for (int64_t i = begin; i < end; ++i) {  // ids ascending within the block
       const uint32_t k = row.key(i);
-      if (k >= blo && combined_key(k, i, row.vocab, row.id_bits) >= r.cut) {
+      if (k >= bucket.blo && combined_key(k, i, row.vocab, row.id_bits) >= cut) {
         cum += static_cast<uint64_t>(mass_of_bits(k));
         if (cum > point) return i;
       }
@@ -847,6 +1031,72 @@ void top_p_candidates_rows(const TopPCandidatesParams& a) {
   });
 }
 
+// The CPU's select for sample_set (sampling.h), one per row. The first call
+// (top-k by count, or top-p by mass over the whole row) gathers the row's keys
+// down to a chunk-maxima bound that provably holds the answer (count) or,
+// proven or checked, holds it (mass); otherwise level 0 comes from the row
+// histograms and the gather stops at its bucket; a near-flat row whose top-p
+// set reaches below every chunk maximum takes flat_select instead. A second
+// call (top-p within S_k) selects among the gathered keys.
+template <typename Tag>
+struct RowSelect {
+  const Row<Tag>& row;
+  Scratch& s;
+  int64_t chunks = 0;
+  bool fast = false;
+  RowTotals totals{};
+  int64_t n = 0;       // keys gathered, ids ascending: S lies among them (unless flat)
+  bool flat = false;   // S = the bucket's gathered keys >= its cut and every key >= bucket.btop
+  FlatBucket bucket{};
+  bool first = true;
+
+  // The row's totals and chunk maxima, with as many chunks as top_k needs for its bound.
+  RowSelect(const Row<Tag>& r, int32_t top_k, Scratch& scratch) : row(r), s(scratch) {
+    const bool may_limit = top_k > 0 && top_k < row.vocab;
+    chunks = std::min<int64_t>(row.vocab, std::max<int64_t>(may_limit ? top_k : 0, kMinChunks));
+    fast = chunks <= kMaxChunks;
+    if (!fast) chunks = std::min<int64_t>(row.vocab, kMinChunks);  // totals only
+    totals = totals_and_bound(row, chunks, s.chunk_max);
+  }
+
+  SelectResult operator()(uint64_t lower, int64_t target, bool by_mass) {
+    if (!first) return radix_select(s.gathered.data(), n, row.id_bits, lower, target, by_mass, s);
+    first = false;
+    n = -1;
+    if (fast) {
+      bool proven = true;
+      const uint32_t tau = by_mass ? bound_for_mass(s.chunk_max, chunks, target, &proven)
+                                   : bound_for_count(s.chunk_max, chunks, target);
+      // A flat row (largest entry < 4x the mean) whose S is not proven above
+      // tau: S is most of the row, skip the gather that would fail.
+      const bool near_flat = by_mass && !proven &&
+                             static_cast<double>(mass_of_bits(s.chunk_max[0])) * static_cast<double>(totals.n_valid) <
+                                 4.0 * static_cast<double>(totals.mass);
+      if (tau > 0 && !near_flat) {
+        int64_t gmass;
+        n = gather_above(row, tau, s, &gmass);
+        if (by_mass && gmass < target) n = -1;  // S reaches below tau
+      }
+    }
+    if (n < 0 && by_mass) {  // S reaches below every chunk maximum: a near-flat row
+      flat = true;
+      const uint32_t max_key = *std::max_element(s.chunk_max, s.chunk_max + chunks);
+      return flat_select(row, totals.min_key, max_key, totals.mass, target, s, &bucket);
+    }
+    if (n >= 0) return radix_select(s.gathered.data(), n, row.id_bits, lower, target, by_mass, s);
+    row_pass(row, s);
+    const Level0 l0 = walk_level0(by_mass ? s.mass[0] : s.count[0], s.mass[0], target);
+    return gather_and_select(row, l0, target, by_mass, s, &n);
+  }
+};
+
+// S of a row with a valid entry (sampling.h sample_set), through the CPU's select.
+template <typename Tag>
+SelectResult row_sample_set(RowSelect<Tag>& select, int32_t top_k, float top_p) {
+  return sample_set(top_k, top_p, select.row.vocab, select.totals.n_valid, select.totals.mass, select.row.id_bits,
+                    select);
+}
+
 template <typename Tag>
 void sample_tokens_rows(const SampleTokensParams& a) {
   const auto* probs = static_cast<const typename Tag::T*>(a.probs);
@@ -856,71 +1106,25 @@ void sample_tokens_rows(const SampleTokensParams& a) {
     int64_t b;
     if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
       const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
-      const int32_t top_k = a.top_k[b];
-      const bool may_limit = top_k > 0 && top_k < a.vocab;
-      int64_t chunks = std::min<int64_t>(a.vocab, std::max<int64_t>(may_limit ? top_k : 0, kMinChunks));
-      const bool fast = chunks <= kMaxChunks;
-      if (!fast) chunks = std::min<int64_t>(a.vocab, kMinChunks);  // totals only
-      const RowTotals totals = totals_and_bound(row, chunks, s.chunk_max);
-      if (totals.n_valid > 0) {
-        const bool limited = topk_limits(top_k, a.vocab, totals.n_valid);
-        const int64_t thr_all = topp_threshold(totals.mass, a.top_p[b]);
-        const bool by_mass = !limited && thr_all > 0;
-        const int64_t target0 = limited ? top_k : (by_mass ? thr_all : 1);
-        // Fast path: gather down to a chunk-maxima bound that provably holds S_k
-        // (count) or, proven or checked, S (mass). Otherwise the histogram path:
-        // level 0 from the row histograms, gather down to its bucket.
-        int64_t n = -1;
-        if (fast) {
-          bool proven = true;
-          const uint32_t tau = by_mass ? bound_for_mass(s.chunk_max, chunks, thr_all, &proven)
-                                       : bound_for_count(s.chunk_max, chunks, target0);
-          // A flat row (largest entry < 4x the mean) whose S is not proven above
-          // tau: S is most of the row, skip the gather that would fail.
-          const bool flat = by_mass && !proven &&
-                            static_cast<double>(mass_of_bits(s.chunk_max[0])) * static_cast<double>(totals.n_valid) <
-                                4.0 * static_cast<double>(totals.mass);
-          if (tau > 0 && !flat) {
-            int64_t gmass;
-            n = gather_above(row, tau, s, &gmass);
-            if (by_mass && gmass < thr_all) n = -1;  // S reaches below tau
-          }
-        }
-        if (n < 0 && by_mass) {  // S reaches below every chunk maximum: a near-flat row
-          const uint32_t max_key = *std::max_element(s.chunk_max, s.chunk_max + chunks);
-          token = sample_flat(
-              row, totals.min_key, max_key, totals.mass, thr_all,
-              rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.stream), s);
+      RowSelect<Tag> select(row, a.top_k[b], s);
+      if (select.totals.n_valid > 0) {
+        const SelectResult r = row_sample_set(select, a.top_k[b], a.top_p[b]);
+        if (r.mass_upto == 0) {
+          token = cut_id(r.cut, a.vocab, id_bits);  // S is that single element
         } else {
-          SelectResult r;
-          if (n < 0) {
-            row_pass(row, s);
-            const Level0 l0 = walk_level0(by_mass ? s.mass[0] : s.count[0], s.mass[0], target0);
-            r = gather_and_select(row, l0, target0, by_mass, s, &n);
+          const uint64_t point = draw_point(
+              rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.stream), r.mass_upto);
+          if (select.flat) {
+            token = flat_draw(row, select.bucket, r.cut, point, s);
           } else {
-            r = radix_select(s.gathered.data(), n, id_bits, 0, target0, by_mass, s);
-          }
-          const uint64_t* keys = s.gathered.data();
-          if (limited) {
-            // S: the top-p prefix of S_k (M == 0: threshold 0, the first element).
-            const int64_t thr = topp_threshold(r.mass_upto, a.top_p[b]);
-            r = radix_select(keys, n, id_bits, r.cut, thr > 0 ? thr : 1, thr > 0, s);
-          }
-          if (r.mass_upto == 0) {
-            token = cut_id(r.cut, a.vocab, id_bits);  // S is that single element
-          } else {
-            const uint64_t point = draw_point(
-                rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.stream),
-                r.mass_upto);
+            const uint64_t* keys = s.gathered.data();
             uint64_t cum = 0;
-            for (int64_t j = 0; j < n; ++j) {  // ids ascending
-              const uint64_t c = keys[j];
-              if (c >= r.cut) {
-                cum += static_cast<uint64_t>(mass_of_bits(cut_bits(c, id_bits)));
-                if (cum > point) {
-                  token = cut_id(c, a.vocab, id_bits);
-                  break;
-                }
+            for (int64_t j = 0; j < select.n; ++j) {  // ids ascending
+              if (keys[j] < r.cut) continue;
+              cum += static_cast<uint64_t>(mass_of_bits(cut_bits(keys[j], id_bits)));
+              if (cum > point) {
+                token = cut_id(keys[j], a.vocab, id_bits);
+                break;
               }
             }
           }
@@ -928,6 +1132,42 @@ void sample_tokens_rows(const SampleTokensParams& a) {
       }
     }
     a.tokens[t] = token;
+  });
+}
+
+// Each row: zeros, then every member of S gets kept_probability of its mass.
+// S lies among the gathered keys, so only those are written again; a near-flat
+// row's S is most of the row, written in one pass.
+template <typename Tag>
+void top_k_top_p_probs_rows(const TopKTopPProbsParams& a) {
+  const auto* probs = static_cast<const typename Tag::T*>(a.probs);
+  const int id_bits = id_bits_for(a.vocab);
+  for_rows(a.rows, a.num_threads, [&](int64_t t, Scratch& s) {
+    float* out = a.target_probs + t * a.vocab;
+    int64_t b;
+    if (!row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
+      std::fill(out, out + a.vocab, 0.0f);
+      return;
+    }
+    const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
+    RowSelect<Tag> select(row, a.top_k[b], s);
+    if (select.totals.n_valid == 0) {
+      std::fill(out, out + a.vocab, 0.0f);
+      return;
+    }
+    const SelectResult r = row_sample_set(select, a.top_k[b], a.top_p[b]);
+    if (select.flat) {
+      write_kept(row, r.cut, r.mass_upto, out);
+      return;
+    }
+    std::fill(out, out + a.vocab, 0.0f);
+    const uint64_t* keys = s.gathered.data();
+    for (int64_t j = 0; j < select.n; ++j) {
+      if (keys[j] >= r.cut) {
+        const int64_t mass = mass_of_bits(cut_bits(keys[j], id_bits));
+        out[cut_id(keys[j], a.vocab, id_bits)] = kept_probability(mass, r.mass_upto);
+      }
+    }
   });
 }
 
@@ -953,6 +1193,16 @@ int sample_tokens_cpu(const SampleTokensParams& a) {
     case kProbF32: sample_tokens_rows<F32Tag>(a); break;
     case kProbF16: sample_tokens_rows<F16Tag>(a); break;
     default: sample_tokens_rows<BF16Tag>(a); break;
+  }
+  return kOk;
+}
+
+int top_k_top_p_probs_cpu(const TopKTopPProbsParams& a) {
+  if (check_sampling_sizes(a.rows, a.vocab, a.batch, a.probs_dtype) != kOk) return kInvalidArgument;
+  switch (a.probs_dtype) {
+    case kProbF32: top_k_top_p_probs_rows<F32Tag>(a); break;
+    case kProbF16: top_k_top_p_probs_rows<F16Tag>(a); break;
+    default: top_k_top_p_probs_rows<BF16Tag>(a); break;
   }
   return kOk;
 }

@@ -1,10 +1,12 @@
-// top_p_candidates and sample_tokens on CUDA: one block per output row, one
-// launch per op, no allocation, no host synchronisation (CUDA Graph safe).
-// The block runs the same integer algorithm as the CPU kernel (see
-// fastspec/sampling.h): totals, radix selects over the combined key with
+// top_p_candidates, sample_tokens and top_k_top_p_probs on CUDA: one block per
+// output row, one launch per op, no allocation, no host synchronisation (CUDA
+// Graph safe). The block runs the same integer algorithm as the CPU kernel
+// (see fastspec/sampling.h): totals, radix selects over the combined key with
 // shared-memory count/mass histograms (early exit on a single-element
 // bucket), then either a gather + rank sort of the <= K' survivors
-// (top_p_candidates) or one ordered scan over the row by id (sample_tokens).
+// (top_p_candidates), one ordered scan over the row by id (sample_tokens), or
+// one coalesced write of the renormalised row (top_k_top_p_probs); the last
+// two find their set with sampling.h's sample_set.
 // Every decision is on integers, so the results equal the CPU kernel's and
 // the reference's bit for bit.
 #include <cuda_runtime.h>
@@ -40,11 +42,6 @@ struct Shared {
   int n_cand;
   int len;
   long long token;
-};
-
-struct SelectResult {
-  uint64_t cut;
-  int64_t mass_upto;
 };
 
 template <typename Tag>
@@ -176,6 +173,16 @@ __device__ SelectResult radix_select(const typename Tag::T* row, int64_t vocab, 
   }
 }
 
+// S of a row with a valid entry (sampling.h sample_set), on every thread of the block.
+template <typename Tag>
+__device__ SelectResult row_sample_set(const typename Tag::T* row, int64_t vocab, int id_bits, int32_t top_k,
+                                       float top_p, int64_t n_valid, int64_t total, Shared& s) {
+  auto select = [&](uint64_t lower, int64_t target, bool by_mass) {
+    return radix_select<Tag>(row, vocab, id_bits, lower, target, by_mass, s);
+  };
+  return sample_set(top_k, top_p, vocab, n_valid, total, id_bits, select);
+}
+
 template <typename Tag>
 __global__ void __launch_bounds__(kThreads) top_p_candidates_kernel(TopPCandidatesParams a) {
   __shared__ Shared s;
@@ -262,7 +269,6 @@ __global__ void __launch_bounds__(kThreads) sample_tokens_kernel(SampleTokensPar
   __shared__ Shared s;
   const int64_t t = blockIdx.x;
   const int id_bits = id_bits_for(a.vocab);
-  const uint64_t all_valid = uint64_t{1} << id_bits;
   int64_t token = -1;
   int64_t b;
   if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
@@ -270,15 +276,7 @@ __global__ void __launch_bounds__(kThreads) sample_tokens_kernel(SampleTokensPar
     int64_t n_valid, total;
     row_totals<Tag>(row, a.vocab, s, &n_valid, &total);
     if (n_valid > 0) {
-      uint64_t kcut = all_valid;
-      int64_t mass_k = total;
-      if (topk_limits(a.top_k[b], a.vocab, n_valid)) {
-        const SelectResult r = radix_select<Tag>(row, a.vocab, id_bits, all_valid, a.top_k[b], false, s);
-        kcut = r.cut;
-        mass_k = r.mass_upto;
-      }
-      const int64_t thr = topp_threshold(mass_k, a.top_p[b]);
-      const SelectResult r = radix_select<Tag>(row, a.vocab, id_bits, kcut, thr > 0 ? thr : 1, thr > 0, s);
+      const SelectResult r = row_sample_set<Tag>(row, a.vocab, id_bits, a.top_k[b], a.top_p[b], n_valid, total, s);
       if (r.mass_upto == 0) {
         token = cut_id(r.cut, a.vocab, id_bits);
       } else {
@@ -326,6 +324,39 @@ __global__ void __launch_bounds__(kThreads) sample_tokens_kernel(SampleTokensPar
   if (threadIdx.x == 0) a.tokens[t] = token;
 }
 
+// A row's S renormalised (sampling.h kept_probability), zeros elsewhere; one
+// coalesced pass writes every element. Padding rows and rows without a valid
+// entry are all zeros.
+template <typename Tag>
+__global__ void __launch_bounds__(kThreads) top_k_top_p_probs_kernel(TopKTopPProbsParams a) {
+  __shared__ Shared s;
+  const int64_t t = blockIdx.x;
+  const int id_bits = id_bits_for(a.vocab);
+  float* out = a.target_probs + t * a.vocab;
+  const auto* row = static_cast<const typename Tag::T*>(a.probs) + t * a.vocab;
+  uint64_t cut = ~uint64_t{0};  // above every key: nothing kept
+  int64_t set_mass = 0;
+  int64_t b;
+  if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
+    int64_t n_valid, total;
+    row_totals<Tag>(row, a.vocab, s, &n_valid, &total);
+    if (n_valid > 0) {
+      const SelectResult r = row_sample_set<Tag>(row, a.vocab, id_bits, a.top_k[b], a.top_p[b], n_valid, total, s);
+      cut = r.cut;
+      set_mass = r.mass_upto;
+    }
+  }
+  if (cut == ~uint64_t{0}) {  // block-uniform: an empty row reads nothing
+    for (int64_t i = threadIdx.x; i < a.vocab; i += kThreads) out[i] = 0.0f;
+    return;
+  }
+  for (int64_t i = threadIdx.x; i < a.vocab; i += kThreads) {
+    const uint32_t k = key_of(Tag{}, row, i);
+    const bool kept = combined_key(k, i, a.vocab, id_bits) >= cut;
+    out[i] = kept ? kept_probability(mass_of_bits(k), set_mass) : 0.0f;
+  }
+}
+
 template <typename Tag>
 cudaError_t launch_candidates(const TopPCandidatesParams& a, cudaStream_t stream) {
   top_p_candidates_kernel<Tag><<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(a);
@@ -335,6 +366,12 @@ cudaError_t launch_candidates(const TopPCandidatesParams& a, cudaStream_t stream
 template <typename Tag>
 cudaError_t launch_sample(const SampleTokensParams& a, cudaStream_t stream) {
   sample_tokens_kernel<Tag><<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+template <typename Tag>
+cudaError_t launch_probs(const TopKTopPProbsParams& a, cudaStream_t stream) {
+  top_k_top_p_probs_kernel<Tag><<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
@@ -363,6 +400,18 @@ cudaError_t sample_tokens_cuda(const SampleTokensParams& a, cudaStream_t stream)
     case kProbF32: return launch_sample<F32Tag>(a, stream);
     case kProbF16: return launch_sample<F16Tag>(a, stream);
     default: return launch_sample<BF16Tag>(a, stream);
+  }
+}
+
+cudaError_t top_k_top_p_probs_cuda(const TopKTopPProbsParams& a, cudaStream_t stream) {
+  if (check_sampling_sizes(a.rows, a.vocab, a.batch, a.probs_dtype) != kOk || a.rows >= (int64_t{1} << 31)) {
+    return cudaErrorInvalidValue;
+  }
+  if (a.rows == 0) return cudaSuccess;
+  switch (a.probs_dtype) {
+    case kProbF32: return launch_probs<F32Tag>(a, stream);
+    case kProbF16: return launch_probs<F16Tag>(a, stream);
+    default: return launch_probs<BF16Tag>(a, stream);
   }
 }
 

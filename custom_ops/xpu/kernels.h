@@ -42,6 +42,11 @@ FS_XPU_KERNEL_DECL void sample_tokens_kernel(const unsigned char* probs, int pro
                                              xpu_int64* tokens, xpu_int64 rows, xpu_int64 vocab, xpu_int64 batch,
                                              unsigned int rand_stream);
 
+FS_XPU_KERNEL_DECL void top_k_top_p_probs_kernel(const unsigned char* probs, int probs_dtype, const float* top_p,
+                                                 const int* top_k, const int* batch_id_per_token_output,
+                                                 float* target_probs, xpu_int64 rows, xpu_int64 vocab,
+                                                 xpu_int64 batch);
+
 FS_XPU_KERNEL_DECL void verify_draft_tokens_kernel(
     xpu_int64* accept_tokens, int* accept_num, const xpu_int64* draft_tokens, const xpu_int64* target_tokens,
     const xpu_int64* candidate_ids, const float* candidate_scores, const int* candidate_lens,

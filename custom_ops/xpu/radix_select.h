@@ -93,11 +93,6 @@ static inline __device__ void row_totals(const ProbRow& row, _shared_ptr_ Select
   *total_mass = mass_all;
 }
 
-struct SelectResult {
-  uint64_t cut;
-  int64_t mass_upto;  // mass of every element from the top down to the cut, inclusive
-};
-
 // The cut of the set {combined >= lower} where the cumulative weight (count,
 // or mass when by_mass) in probability order first reaches target
 // (1 <= target <= the set's weight): sampling.h's contract, on every core.
@@ -184,6 +179,16 @@ static inline __device__ SelectResult radix_select(const ProbRow& row, uint64_t 
     }
   }
 }
+
+// radix_select as sampling.h's sample_set calls it: the set S of a row with a
+// valid entry comes from `sample_set(top_k, top_p, ..., select)` on every core.
+struct RowSelect {
+  ProbRow row;
+  _shared_ptr_ SelectShared* sm;
+  __device__ SelectResult operator()(uint64_t lower, int64_t target, bool by_mass) const {
+    return radix_select(row, lower, target, by_mass, sm);
+  }
+};
 
 // The request of output row t (sampling.h row_request), from global memory.
 static inline __device__ bool row_request_at(const int __global_ptr__* batch_id_per_token_output, int64_t t,

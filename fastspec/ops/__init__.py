@@ -25,6 +25,7 @@ ngram_match = _op("ngram_match")
 ngram_append = _op("ngram_append")
 top_p_candidates = _op("top_p_candidates")
 sample_tokens = _op("sample_tokens")
+top_k_top_p_probs = _op("top_k_top_p_probs")
 verify_draft_tokens = _op("verify_draft_tokens")
 update_model_status = _op("update_model_status")
 
@@ -35,4 +36,4 @@ ModelStatus = result_type("update_model_status")
 
 __all__ = ["FastspecArgumentError", "FastspecBuildError", "FastspecTypeError", "ModelStatus", "NgramDrafts",
            "TopPCandidates", "VerifyResult", "VerifyStrategy", "ngram_append", "ngram_match", "sample_tokens",
-           "top_p_candidates", "update_model_status", "verify_draft_tokens"]
+           "top_k_top_p_probs", "top_p_candidates", "update_model_status", "verify_draft_tokens"]

@@ -11,6 +11,7 @@ from fastspec.reference.sampling import (
     bf16_bits_to_f32,
     sample_tokens,
     sampling_distribution,
+    top_k_top_p_probs,
     top_p_candidates,
 )
 from fastspec.reference.rng import (
@@ -38,6 +39,7 @@ __all__ = [
     "rand64",
     "sample_tokens",
     "sampling_distribution",
+    "top_k_top_p_probs",
     "top_p_candidates",
     "update_model_status",
     "verify_draft_tokens",

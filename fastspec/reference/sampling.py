@@ -1,4 +1,5 @@
-"""Reference ``top_p_candidates`` and ``sample_tokens``: SPEC.md's rules, literally, one row at a time.
+"""Reference ``top_p_candidates``, ``sample_tokens`` and ``top_k_top_p_probs``: SPEC.md's rules,
+literally, one row at a time.
 
 Probabilities may be float32, float16 or bfloat16. numpy has no bfloat16, so a
 ``uint16`` array is read as bfloat16 bit patterns (what Paddle's ``.numpy()``
@@ -94,17 +95,24 @@ def top_p_candidates(
     return ids, scores, lens
 
 
-def sample_row(row: np.ndarray, top_p: float, top_k: int, random: int) -> int:
-    """One row of ``sample_tokens`` with its rand64 value already drawn; -1 without a valid entry."""
+def sample_set(row: np.ndarray, top_p: float, top_k: int) -> np.ndarray:
+    """The set ``S`` sample_tokens draws a float32 row from, ids in probability order (empty without a
+    valid entry): the top-p prefix of ``S_k``, the first ``top_k`` valid tokens (all of them for
+    ``top_k <= 0`` or ``>= V``), with the threshold from the mass of ``S_k``."""
     order = _order(row)
     if len(order) == 0:
-        return -1
-    vocab = len(row)
-    s_k = order if top_k <= 0 or top_k >= vocab else order[:top_k]
+        return order
+    s_k = order if top_k <= 0 or top_k >= len(row) else order[:top_k]
     masses = prob_mass(row[s_k])
-    total = int(masses.sum())
-    n = topp_prefix_len(masses, total, top_p)  # >= 1: the threshold never exceeds the total
-    s = np.sort(s_k[:n])  # S re-ordered by ascending token id
+    n = topp_prefix_len(masses, int(masses.sum()), top_p)  # >= 1: the threshold never exceeds the total
+    return s_k[:n]
+
+
+def sample_row(row: np.ndarray, top_p: float, top_k: int, random: int) -> int:
+    """One row of ``sample_tokens`` with its rand64 value already drawn; -1 without a valid entry."""
+    s = np.sort(sample_set(row, top_p, top_k))  # S re-ordered by ascending token id
+    if len(s) == 0:
+        return -1
     return int(s[draw(prob_mass(row[s]), random)])
 
 
@@ -169,18 +177,53 @@ def sampling_distribution(row: np.ndarray, top_p: float, top_k: int) -> np.ndarr
     """The exact distribution ``sample_tokens`` draws a row from (float64 [V], for statistical tests)."""
     row = as_f32_probs(np.asarray(row)[None])[0]
     out = np.zeros(len(row), dtype=np.float64)
-    order = _order(row)
-    if len(order) == 0:
+    sel = sample_set(row, top_p, top_k)
+    if len(sel) == 0:
         return out
-    s_k = order if top_k <= 0 or top_k >= len(row) else order[:top_k]
-    masses = prob_mass(row[s_k])
-    n = topp_prefix_len(masses, int(masses.sum()), top_p)
-    sel = s_k[:n]
     m = prob_mass(row[sel]).astype(np.float64)
     if m.sum() == 0:
         out[np.min(sel)] = 1.0
     else:
         out[sel] = m / m.sum()
+    return out
+
+
+def renormalised(masses: np.ndarray) -> np.ndarray:
+    """float32 ``float(double(m) / double(M))`` of every mass ``m`` of a set of total mass ``M``, summed
+    exactly as integers; each step rounds to nearest (int -> float64, the division, float64 -> float32).
+    A set of mass 0 is a single token: 1."""
+    total = int(np.asarray(masses, dtype=np.int64).sum(dtype=object))
+    if total == 0:
+        return np.ones(len(masses), dtype=np.float32)
+    return (np.asarray(masses, dtype=np.int64).astype(np.float64) / float(total)).astype(np.float32)
+
+
+def top_k_top_p_probs(
+    probs: np.ndarray,
+    top_p: np.ndarray,
+    top_k: np.ndarray,
+    batch_id_per_token_output: np.ndarray,
+) -> np.ndarray:
+    """Returns ``target_probs`` float32 [T, V]: each row's distribution exactly as ``sample_tokens`` samples it.
+
+    Row t of request b = batch_id_per_token_output[t]: the members of ``S`` (:func:`sample_set` with
+    ``top_p[b]``, ``top_k[b]``) get :func:`renormalised` of their masses, every other entry 0. Padding
+    rows (b outside [0, B)) and rows without a valid entry are all zeros.
+    """
+    p = as_f32_probs(probs)
+    if p.ndim != 2:
+        raise ValueError(f"probs must have rank 2, got shape {p.shape}")
+    top_p = _flat(top_p).astype(np.float32)
+    top_k = _flat(top_k).astype(np.int64)
+    batch_ids = _flat(batch_id_per_token_output).astype(np.int64)
+    batch = len(top_p)
+    out = np.zeros(p.shape, dtype=np.float32)
+    for t in range(p.shape[0]):
+        b = int(batch_ids[t])
+        if not 0 <= b < batch:
+            continue
+        s = sample_set(p[t], float(top_p[b]), int(top_k[b]))
+        out[t, s] = renormalised(prob_mass(p[t, s]))
     return out
 
 
@@ -190,9 +233,12 @@ __all__ = [
     "as_f32_probs",
     "check_sample_stream",
     "bf16_bits_to_f32",
+    "renormalised",
     "sample_row",
+    "sample_set",
     "sample_tokens",
     "sampling_distribution",
+    "top_k_top_p_probs",
     "top_p_candidates",
     "topp_threshold",
 ]

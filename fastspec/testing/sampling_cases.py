@@ -1,4 +1,5 @@
-"""Test inputs for top_p_candidates / sample_tokens, shared by the CPU and GPU tests (numpy only)."""
+"""Test inputs for top_p_candidates / sample_tokens / top_k_top_p_probs, shared by the CPU, XPU and GPU
+tests (numpy only)."""
 
 from __future__ import annotations
 
@@ -81,3 +82,13 @@ def request_params(rng: np.random.Generator, batch: int, vocab: int):
     seed = rng.integers(-(2**63), 2**63 - 1, batch, dtype=np.int64)
     step_idx = rng.integers(0, 2**40, batch, dtype=np.int64)
     return top_p, top_k, seed, step_idx
+
+
+def probs_case(rng: np.random.Generator, vocab: int, rows_per_request=(1, 3, 2, 1, 4, 1, 2, 5),
+               padding_rows: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A top_k_top_p_probs call: probs [T, V] of every row kind, top_p f32 and top_k i32 of each request
+    (edge values included), batch_id_per_token_output i32 [T] (padding rows at the end)."""
+    _, batch_id = make_batch(rng, list(rows_per_request), padding_rows=padding_rows)
+    probs = make_probs(rng, vocab, len(batch_id))
+    top_p, top_k, _, _ = request_params(rng, len(rows_per_request), vocab)
+    return probs, top_p, top_k, batch_id

@@ -1,4 +1,4 @@
-"""Well-formed random calls of top_p_candidates and sample_tokens.
+"""Well-formed random calls of top_p_candidates, sample_tokens and top_k_top_p_probs.
 
 Rows of every kind the tests know (peaked, flat, ties, zeros, NaN / inf / negative
 entries, masses that floor to 0, values above 1, subnormals, no valid entry) in float32,
@@ -71,14 +71,31 @@ def candidates_call(rng: np.random.Generator) -> tuple[dict, dict]:
     return arrays, {"max_candidate_len": k}
 
 
+def _top_k(rng: np.random.Generator, top_k: np.ndarray, vocab: int) -> np.ndarray:
+    """Sometimes top_k values past the kernels' count-target limit instead."""
+    if rng.random() < 0.2:
+        return rng.choice(np.array([8192, 8193, vocab - 1, vocab], np.int64), len(top_k)).astype(np.int32)
+    return top_k
+
+
 def sample_call(rng: np.random.Generator) -> tuple[dict, dict]:
     vocab = _vocab(rng)
     cu, batch_id, batch = _rows(rng, vocab)
     rows = len(batch_id)
     top_p, top_k, seed, step_idx = request_params(rng, batch, vocab)
-    if rng.random() < 0.2:  # top_k past the kernels' count-target limit
-        top_k = rng.choice(np.array([8192, 8193, vocab - 1, vocab], np.int64), batch).astype(np.int32)
+    top_k = _top_k(rng, top_k, vocab)
     arrays = {"probs": _probs(rng, vocab, rows), "top_p": top_p, "top_k": top_k, "seed": seed,
               "step_idx": step_idx, "batch_id_per_token_output": batch_id, "cu_seqlens_q_output": cu,
               "tokens": _garbage(rng, (rows,), "int64") if rng.random() < 0.3 else None}
     return arrays, {"rand_stream": int(rng.choice([STREAM_TARGET, STREAM_DRAFT]))}
+
+
+def probs_call(rng: np.random.Generator) -> tuple[dict, dict]:
+    vocab = _vocab(rng)
+    _, batch_id, batch = _rows(rng, vocab)
+    rows = len(batch_id)
+    top_p, top_k, _, _ = request_params(rng, batch, vocab)
+    arrays = {"probs": _probs(rng, vocab, rows), "top_p": top_p, "top_k": _top_k(rng, top_k, vocab),
+              "batch_id_per_token_output": batch_id,
+              "target_probs": _garbage(rng, (rows, vocab), "float32") if rng.random() < 0.3 else None}
+    return arrays, {}

@@ -18,7 +18,7 @@ from tests.ngram_cases import ARRAY_NAMES as NGRAM_NAMES
 from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
 
 from .gen_ngram import ngram_call
-from .gen_sampling import candidates_call, sample_call
+from .gen_sampling import candidates_call, probs_call, sample_call
 from .gen_verify_update import update_call, verify_call
 
 Arrays = dict[str, np.ndarray | None]
@@ -58,6 +58,11 @@ def _sample_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
     return {"tokens": tokens}
 
 
+def _probs_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    names = ("probs", "top_p", "top_k", "batch_id_per_token_output")
+    return {"target_probs": ref.top_k_top_p_probs(*(a[n] for n in names))}
+
+
 def _verify_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
     strategy = getattr(attrs["strategy"], "value", attrs["strategy"])
     flags = {k: attrs[k] for k in ("accept_all", "reject_all") if k in attrs}
@@ -82,6 +87,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
            _ngram_reference(ref.ngram_append)),
     Target("top_p_candidates", "top_p_candidates", candidates_call, _candidates_reference, xpu_share=0.05),
     Target("sample_tokens", "sample_tokens", sample_call, _sample_reference, xpu_share=0.05),
+    Target("top_k_top_p_probs", "top_k_top_p_probs", probs_call, _probs_reference, xpu_share=0.05),
     *(_verify(strategy) for strategy in STRATEGIES),
     Target("update_model_status", "update_model_status", update_call, _update_reference),
 )}

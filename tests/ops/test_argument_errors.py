@@ -45,6 +45,9 @@ def valid_call(name: str) -> tuple[dict[str, np.ndarray], dict]:
                 "seed": np.array([1, 2], i64), "step_idx": np.zeros(2, i64),
                 "batch_id_per_token_output": np.array([0, 1], i32),
                 "cu_seqlens_q_output": np.array([0, 1, 2], i32)}, {}
+    if name == "top_k_top_p_probs":
+        return {"probs": probs, "top_p": np.array([0.8, 1.0], np.float32), "top_k": np.array([0, 1], i32),
+                "batch_id_per_token_output": np.array([0, 1], i32)}, {}
     if name == "verify_draft_tokens":
         return {
             "accept_tokens": np.full((2, 3), -1, i64), "accept_num": np.zeros(2, i32),

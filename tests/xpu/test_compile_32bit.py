@@ -37,7 +37,7 @@ def m32():
 
 def test_every_kernel_file_is_checked():
     names = {path.name for path in SOURCES}
-    assert {"ngram_match.xpu", "ngram_append.xpu", "top_p_candidates.xpu", "sample_tokens.xpu",
+    assert {"ngram_match.xpu", "ngram_append.xpu", "top_p_candidates.xpu", "sample_tokens.xpu", "top_k_top_p_probs.xpu",
             "verify_draft_tokens.xpu", "update_model_status.xpu"} <= names
 
 

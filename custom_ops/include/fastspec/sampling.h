@@ -1,6 +1,7 @@
-// top_p_candidates and sample_tokens: parameters, the arithmetic shared by
-// every backend, and the launcher declarations. Semantics: SPEC.md
-// "top_p_candidates" and "sample_tokens".
+// top_p_candidates, sample_tokens and top_k_top_p_probs: parameters, the
+// arithmetic and the set rule shared by every backend, and the launcher
+// declarations. Semantics: SPEC.md "top_p_candidates" and "sample_tokens";
+// top_k_top_p_probs (docs/ops/sampling.md) renormalises over sample_tokens' set.
 //
 // Every decision is made on integers:
 //   * a probability becomes its f32 bit pattern (fp16/bf16 widened exactly
@@ -145,6 +146,47 @@ FS_HD bool topk_limits(int32_t top_k, int64_t vocab, int64_t n_valid) {
   return top_k > 0 && top_k < vocab && static_cast<int64_t>(top_k) < n_valid;
 }
 
+// What a radix select finds: the cut (the combined key of the element where
+// the cumulative weight reaches the target) and the mass of every element of
+// the set from the top down to the cut, inclusive.
+struct SelectResult {
+  uint64_t cut;
+  int64_t mass_upto;
+};
+
+// The set S sample_tokens draws a row from (SPEC.md "sample_tokens"): S_k =
+// the first top_k valid entries in probability order (every valid entry when
+// top_k does not limit), S = the shortest prefix of S_k whose mass reaches the
+// top-p threshold of S_k's mass, or S_k's first element alone when that mass
+// is 0. The rule is written here once: sample_tokens draws from S and
+// top_k_top_p_probs renormalises over it, on every backend. `select` is the
+// backend's radix select, select(lower, target, by_mass) -> SelectResult, over
+// the set {combined >= lower} (1 <= target <= its weight); the first call has
+// lower = every valid entry. Needs n_valid >= 1. Returns S's cut and mass.
+template <typename Select>
+FS_HD SelectResult sample_set(int32_t top_k, float top_p, int64_t vocab, int64_t n_valid, int64_t total_mass,
+                              int id_bits, Select& select) {
+  uint64_t lower = uint64_t{1} << id_bits;  // every valid key is >= 1
+  int64_t mass_k = total_mass;
+  if (topk_limits(top_k, vocab, n_valid)) {
+    const SelectResult k = select(lower, static_cast<int64_t>(top_k), false);
+    lower = k.cut;
+    mass_k = k.mass_upto;
+  }
+  const int64_t thr = topp_threshold(mass_k, top_p);
+  return select(lower, thr > 0 ? thr : 1, thr > 0);  // thr 0 (mass 0): the first element
+}
+
+// The value top_k_top_p_probs writes for a member of S with mass `mass`, S of
+// mass `set_mass`: float(double(mass) / double(set_mass)), each step rounded
+// to nearest (int64 -> double, the IEEE division, double -> float), so every
+// backend gets the same bits (the XPU emulates the double division in
+// software). A set of mass 0 is a single element: 1.
+FS_HD float kept_probability(int64_t mass, int64_t set_mass) {
+  if (set_mass == 0) return 1.0f;
+  return static_cast<float>(static_cast<double>(mass) / static_cast<double>(set_mass));
+}
+
 // Row -> request, and the position of its draw (wrapping 64-bit arithmetic).
 FS_HD bool row_request(const int32_t* batch_id_per_token_output, int64_t t, int64_t batch, int64_t* b) {
   const int64_t v = batch_id_per_token_output[t];
@@ -187,6 +229,17 @@ struct SampleTokensParams {
   uint32_t stream;                          // rand64 stream: kStreamTarget or kStreamDraft
 };
 
+struct TopKTopPProbsParams {
+  const void* probs;                        // [T, V], f32 / f16 / bf16 (ProbDtype)
+  int32_t probs_dtype;
+  const float* top_p;                       // [B]
+  const int32_t* top_k;                     // [B]
+  const int32_t* batch_id_per_token_output; // [T]
+  float* target_probs;                      // [T, V] (written, every element)
+  int64_t rows, vocab, batch;
+  int32_t num_threads;                      // CPU only
+};
+
 // The random streams sample_tokens may draw with: TARGET (the target's
 // samples) or DRAFT (a draft model's samples, same seed, independent draws).
 FS_HD bool sample_stream_ok(uint32_t stream) { return stream == kStreamTarget || stream == kStreamDraft; }
@@ -201,17 +254,20 @@ inline int check_sampling_sizes(int64_t rows, int64_t vocab, int64_t batch, int3
 // CPU: threads across rows; every output written. Returns kOk or kInvalidArgument.
 int top_p_candidates_cpu(const TopPCandidatesParams& params);
 int sample_tokens_cpu(const SampleTokensParams& params);
+int top_k_top_p_probs_cpu(const TopKTopPProbsParams& params);
 
 // XPU: one cluster per row (rows strided over clusters), the histograms in
 // shared memory, one launch per op (custom_ops/xpu).
 int top_p_candidates_xpu(const TopPCandidatesParams& params, const XpuGrid& grid);
 int sample_tokens_xpu(const SampleTokensParams& params, const XpuGrid& grid);
+int top_k_top_p_probs_xpu(const TopKTopPProbsParams& params, const XpuGrid& grid);
 
 #if defined(FASTSPEC_WITH_CUDA)
 // CUDA: one block per row, one launch, no allocation, no host synchronisation
 // (CUDA Graph safe); outputs go to the caller's buffers.
 cudaError_t top_p_candidates_cuda(const TopPCandidatesParams& params, cudaStream_t stream);
 cudaError_t sample_tokens_cuda(const SampleTokensParams& params, cudaStream_t stream);
+cudaError_t top_k_top_p_probs_cuda(const TopKTopPProbsParams& params, cudaStream_t stream);
 #endif
 
 }  // namespace fastspec

@@ -1,5 +1,5 @@
-// Host launchers of top_p_candidates and sample_tokens on the XPU: one launch
-// each, a cluster per row.
+// Host launchers of top_p_candidates, sample_tokens and top_k_top_p_probs on
+// the XPU: one launch each, a cluster per row.
 #include "fastspec/sampling.h"
 #include "kernels.h"
 
@@ -27,6 +27,16 @@ int sample_tokens_xpu(const SampleTokensParams& p, const XpuGrid& grid) {
                        p.probs_dtype, p.top_p, p.top_k, xpu::i64(p.seed), xpu::i64(p.step_idx),
                        p.batch_id_per_token_output, p.cu_seqlens_q_output, xpu::i64(p.tokens), p.rows, p.vocab,
                        p.batch, p.stream);
+}
+
+int top_k_top_p_probs_xpu(const TopKTopPProbsParams& p, const XpuGrid& grid) {
+  if (!xpu::grid_ok(grid) || check_sampling_sizes(p.rows, p.vocab, p.batch, p.probs_dtype) != kOk) {
+    return kInvalidArgument;
+  }
+  if (p.rows == 0) return kOk;
+  return FS_XPU_LAUNCH(grid.clusters, grid, xpu::top_k_top_p_probs_kernel, static_cast<const unsigned char*>(p.probs),
+                       p.probs_dtype, p.top_p, p.top_k, p.batch_id_per_token_output, p.target_probs, p.rows, p.vocab,
+                       p.batch);
 }
 
 }  // namespace fastspec
