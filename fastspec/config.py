@@ -51,7 +51,7 @@ class AdaptiveConfig:
     relax_rate: float = 0.2  # per step, an untried position's estimate moves this far toward the prior
     prior: float = 0.6  # P(draft i accepted | drafts before it accepted) of a new request
     probe_interval: int = 16  # every this many steps a request plans as if its first draft were sure; 0: never
-    cost_model: str = "measured"  # measured (the runner's own forwards) | roofline (target_model on gpu)
+    cost_model: str = "measured"  # measured (the runner's own steps) | roofline (target_model on gpu)
     target_model: str = "llama-3.1-8b"  # roofline: a model of fastspec.cost_model.TARGET_MODELS
     gpu: str = "h100-sxm"  # roofline: a GPU of fastspec.cost_model.GPUS
     launch_us: float = 100.0  # roofline: fixed cost of one step (launches, sampling), microseconds

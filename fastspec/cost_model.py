@@ -1,4 +1,4 @@
-"""Step cost models: the time of one target forward as a function of the tokens it scores.
+"""Step cost models: the time of one step as a function of the tokens its target forward scores.
 
 The draft-length controller (``fastspec.adaptive``) weighs the tokens drafts are expected to add
 against what they cost; both models here answer ``seconds(tokens)`` for an array of token counts.
@@ -9,7 +9,7 @@ against what they cost; both models here answer ``seconds(tokens)`` for an array
   memory-bound (drafts are free), then linear once compute-bound (each token costs as much as a
   decode token). KV-cache reads and attention FLOPs are left out, so the curve is optimistic
   about large batches with long contexts.
-- ``MeasuredCost``: the runner's own forwards, timed by token count; a straight line
+- ``MeasuredCost``: the runner's own steps (propose to update), timed by token count; a straight line
   ``intercept + slope x tokens`` fitted by least squares over the mean time of each count.
 
 The numbers: datasheet figures (dense, no sparsity) and the models' published parameter counts;
@@ -100,9 +100,9 @@ class RooflineCost:
 
 @dataclass
 class MeasuredCost:
-    """A line fitted online to the runner's forward times.
+    """A line fitted online to the runner's step times.
 
-    ``record(tokens, seconds)`` after each forward; every ``refit_every`` records the line is
+    ``record(tokens, seconds)`` after each step (the runner times propose to update); every ``refit_every`` records the line is
     refitted (least squares over the mean time of each token count, so a count seen often does
     not outweigh the others) and ``version`` changes. Before two distinct counts are seen the
     curve is flat at the mean time: drafts look free until the runner has seen what they cost.
@@ -110,7 +110,7 @@ class MeasuredCost:
     """
 
     refit_every: int = 16
-    skip_first: int = 2  # the first forwards pay one-time costs (allocation, warm caches)
+    skip_first: int = 2  # the first steps pay one-time costs (allocation, warm caches)
     intercept: float = 0.0
     slope: float = 0.0
     version: int = 0

@@ -1,7 +1,7 @@
 """The demo's adaptive column: spec off, fixed K and the adaptive draft length side by side.
 
 The adaptive run uses the config's ``adaptive`` section switched on (configs/ngram.yaml keeps the
-defaults: the measured cost, i.e. the runner's own forwards on this machine, fitted online).
+defaults: the measured cost, i.e. the runner's own steps on this machine, fitted online).
 """
 
 from __future__ import annotations
@@ -42,5 +42,5 @@ def comparison_table(off, fixed, adaptive, k: int, check_text: str, cost: Measur
     lines.append(f"{'lossless check':<{widths[0]}}  adaptive: {check_text}")
     if isinstance(cost, MeasuredCost):
         lines.append(f"{'step cost (measured)':<{widths[0]}}  {1e3 * cost.intercept:.2f} ms + "
-                     f"{1e3 * cost.slope:.3f} ms per token, fitted to this machine's forwards")
+                     f"{1e3 * cost.slope:.3f} ms per token, fitted to this machine's steps")
     return "\n".join(lines)
