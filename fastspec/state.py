@@ -188,13 +188,19 @@ class SpecState:
         self.num_rows = int(cu[-1])
         return self.num_rows
 
+    def slot_phases(self) -> tuple[paddle.Tensor, paddle.Tensor]:
+        """``(prefill, decode)`` bool [B] tensors: running (not stopped, not blocked) slots that
+        prefill (``seq_lens_encoder > 0``) or decode (no encoder tokens, decoder tokens > 0)."""
+        running = paddle.logical_not(paddle.logical_or(self.stop_flags, self.is_block_step))
+        prefill = paddle.logical_and(running, self.seq_lens_encoder > 0)
+        decode = paddle.logical_and(running, paddle.logical_and(self.seq_lens_encoder == 0, self.seq_lens_decoder > 0))
+        return prefill, decode
+
     def pack_rows_on_device(self) -> paddle.Tensor:
         """``pack_rows`` with tensor ops only (no host read; what a static or captured step runs):
         writes cu_seqlens_q_output and batch_id_per_token_output in place and returns the packed
         row count as an int32 [1] tensor. ``num_rows`` is left to the caller."""
-        running = paddle.logical_not(paddle.logical_or(self.stop_flags, self.is_block_step))
-        prefill = paddle.logical_and(running, self.seq_lens_encoder > 0)
-        decode = paddle.logical_and(running, paddle.logical_and(self.seq_lens_encoder == 0, self.seq_lens_decoder > 0))
+        prefill, decode = self.slot_phases()
         zero = paddle.zeros_like(self.seq_lens_this_time)
         rows = paddle.where(prefill, paddle.ones_like(zero), paddle.where(decode, paddle.maximum(self.seq_lens_this_time, zero), zero))
         cu = paddle.concat([paddle.zeros([1], dtype="int32"), paddle.cumsum(rows, axis=0).astype("int32")])

@@ -101,6 +101,7 @@ class SpecStep:
         self._prepare, self._finish = compile_(prepare_program), compile_(finish_program)
         self._graphs: dict[str, object] = {}
         self._graph_io: dict[str, tuple] = {}
+        self._no_input = paddle.zeros([1], dtype="int32")  # prepare's program takes no real input
 
     # -- running ----------------------------------------------------------------------------
 
@@ -108,7 +109,7 @@ class SpecStep:
         """Proposes and packs this step's rows; returns T, the packed rows (read on the host
         for the runner's model inputs, after the program ran)."""
         with paddle.no_grad():
-            total = self._run("prepare", self._prepare, (self._dummy(),))
+            total = self._run("prepare", self._prepare, (self._no_input,))
         self.state.num_rows = int(total.numpy().reshape(-1)[0])
         return self.state.num_rows
 
@@ -129,11 +130,6 @@ class SpecStep:
         if rows == self.max_rows:
             return x
         return paddle.concat([x, paddle.zeros([self.max_rows - rows] + list(x.shape[1:]), dtype=x.dtype)], axis=0)
-
-    def _dummy(self) -> paddle.Tensor:
-        if not hasattr(self, "_dummy_tensor"):
-            self._dummy_tensor = paddle.zeros([1], dtype="int32")
-        return self._dummy_tensor
 
     def _run(self, name: str, program: Callable, args: tuple) -> paddle.Tensor:
         if self.mode == "eager":

@@ -130,12 +130,10 @@ def with_draft_head(config, model, workload, args):
         return dm.GridHiddenStates(model), dm.TinyDraftHead(vocab, 64, seed=args.seed + 1)
     if config.method == "eagle3":
         if args.model == "replay":
-            ids = config.aux_layer_ids or "default"
-            target = dm.ReplayAuxHiddenStates(model, ids, num_layers=EAGLE3_DEMO_LAYERS)
-            target.layer_ids = target.aux_layer_ids
-            return target, dm.ReplayEagle3Head(workload.references, vocab, target.layer_ids, end_token=end, peak=0.9)
+            target = dm.ReplayAuxHiddenStates(model, config.aux_layer_ids or "default", num_layers=EAGLE3_DEMO_LAYERS)
+            return target, dm.ReplayEagle3Head(workload.references, vocab, target.aux_layer_ids, end_token=end, peak=0.9)
         target = dm.GridAuxHiddenStates(model, config.aux_layer_ids or "default")
-        return target, Eagle3DraftHead(vocab, model.tok.weight.shape[1], num_aux=len(target.layer_ids), seed=args.seed + 1)
+        return target, Eagle3DraftHead(vocab, model.tok.weight.shape[1], num_aux=len(target.aux_layer_ids), seed=args.seed + 1)
     return model, None
 
 
@@ -260,7 +258,7 @@ def main(argv=None) -> int:
           f"top_p {config.sampling.top_p}"
           + (f", model steps {config.num_model_steps or config.num_speculative_tokens}, chained {config.chain_hidden_states}"
              if config.method in ("mtp", "eagle3") else "")
-          + (f", aux layers {list(model.layer_ids)}" if config.method == "eagle3" else ""))
+          + (f", aux layers {list(model.aux_layer_ids)}" if config.method == "eagle3" else ""))
 
     spec_off = config.replace(method="none", num_speculative_tokens=0)
     step_mode = "static" if args.static_step else None

@@ -121,11 +121,12 @@ class ReplayDraftHead(nn.Layer):
 
 class GridAuxHiddenStates:
     """Calls a ``TinyTransformer`` with aux states configured (``layer_ids``, default EAGLE3's)
-    and returns ``(logits, hidden [T, n * d])``: the aux states of the output rows, concatenated."""
+    and returns ``(logits, hidden [T, n * d])``: the aux states of the output rows, concatenated.
+    ``aux_layer_ids``: the ids in force (the same name as on the mixin)."""
 
     def __init__(self, model: Any, layer_ids: Sequence[int] | str = "default") -> None:
         self.model = model
-        self.layer_ids = model.configure_aux_hidden_states(layer_ids)
+        self.aux_layer_ids = model.configure_aux_hidden_states(layer_ids)
 
     def __call__(self, inputs: Any) -> tuple[paddle.Tensor, paddle.Tensor]:
         from fastspec.proposers.eagle3 import concat_aux_rows

@@ -68,11 +68,7 @@ class Proposer(ABC):
     def write(self, proposal: Proposal, state: SpecState) -> None:
         """Drafts of decode slots into draft_tokens[:, 1:] (-1 past the length), lengths into seq_lens_this_time."""
         k = self.num_speculative_tokens
-        running = paddle.logical_not(paddle.logical_or(state.stop_flags, state.is_block_step))
-        prefill = paddle.logical_and(running, state.seq_lens_encoder > 0)
-        decode = paddle.logical_and(
-            running, paddle.logical_and(state.seq_lens_encoder == 0, state.seq_lens_decoder > 0)
-        )
+        prefill, decode = state.slot_phases()
         lens = paddle.clip(proposal.lens.reshape([-1]), 0, k)
         lens = paddle.where(decode, lens, paddle.zeros_like(lens))
         cols = paddle.arange(k, dtype="int32").unsqueeze(0)

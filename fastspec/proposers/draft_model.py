@@ -283,9 +283,7 @@ class DraftModelProposer(Proposer):
         if not self.ready:  # no width known and no target forward yet: nothing to draft from
             return Proposal(paddle.full([b, k], -1, dtype="int64"), paddle.zeros([b], dtype="int32"))
         buf = self.buffers
-        running = paddle.logical_not(paddle.logical_or(state.stop_flags, state.is_block_step))
-        decode = paddle.logical_and(running, paddle.logical_and(state.seq_lens_encoder == 0, state.seq_lens_decoder > 0))
-        decode = paddle.logical_and(decode, buf["observed"])  # no target hidden state yet: no drafts
+        decode = paddle.logical_and(state.slot_phases()[1], buf["observed"])  # no target hidden state yet: no drafts
 
         # the steps pass their results along as values; each buffer is written once, at the end
         # (in a static program, a tensor written in place twice may read back as after the first write)

@@ -51,8 +51,7 @@ class ExtractHiddenStatesProposer(Proposer):
             raise ValueError(
                 f"ExtractHiddenStatesProposer: the state holds {state.num_speculative_tokens} draft columns, expected 1"
             )
-        running = paddle.logical_not(paddle.logical_or(state.stop_flags, state.is_block_step))
-        decode = paddle.logical_and(running, paddle.logical_and(state.seq_lens_encoder == 0, state.seq_lens_decoder > 0))
+        decode = state.slot_phases()[1]
         sampled = state.draft_tokens[:, 0:1].clone()  # [num_reqs, 1] in every kind of step
         limit = (state.max_dec_len - state.step_idx - 1 > 0) & (state.draft_token_num > 0)
         has = paddle.logical_and(paddle.logical_and(decode, limit), sampled.reshape([-1]) >= 0)
