@@ -48,3 +48,12 @@ def decode_state(bases, k: int, *, prompt=(5, 6, 7, 8), step: int = 3, max_dec_l
         state.seq_lens_this_time[slot] = 1
         state.draft_tokens[slot, 0] = base
     return state
+
+
+def observe_one_row_per_slot(proposer, state: SpecState, hidden) -> None:
+    """``proposer.observe_target`` after a step in which every slot committed one token from one
+    row (row b is slot b's): each slot's target hidden state becomes ``hidden[b]``."""
+    b = state.max_num_seqs
+    paddle.assign(paddle.to_tensor(np.arange(b + 1, dtype=np.int32)), output=state.cu_seqlens_q_output)
+    paddle.assign(paddle.ones([b], dtype="int32"), output=state.accept_num)
+    proposer.observe_target(state, hidden if isinstance(hidden, paddle.Tensor) else paddle.to_tensor(hidden))

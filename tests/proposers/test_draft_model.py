@@ -7,7 +7,7 @@ import paddle
 import pytest
 
 from fastspec.proposers.draft_model import DraftModelProposer
-from tests.proposers.draft_helpers import RevealLayer, decode_state, expected_drafts
+from tests.proposers.draft_helpers import RevealLayer, decode_state, expected_drafts, observe_one_row_per_slot
 
 BASES = [7, 42, 13]
 TARGET_H = [3, 5, 8]
@@ -16,15 +16,12 @@ TARGET_H = [3, 5, 8]
 def proposer_with_target(k: int, steps: int, chained: bool, static: bool, state, keep_probs: bool = False) -> DraftModelProposer:
     proposer = DraftModelProposer(RevealLayer(), k, num_model_steps=steps, chain_hidden_states=chained, static=static,
                                   keep_draft_probs=keep_probs)
-    # the target's hidden state of each slot's last committed token, via observe_target:
-    # one row per slot, accept_num 1 -> row b
+    # the target's hidden state of each slot's last committed token, via observe_target
     b = state.max_num_seqs
-    paddle.assign(paddle.to_tensor(np.arange(b + 1, dtype=np.int32)), output=state.cu_seqlens_q_output)
-    paddle.assign(paddle.ones([b], dtype="int32"), output=state.accept_num)
     hidden = np.zeros((b, 2), np.float32)
     hidden[:, 0] = TARGET_H[:b]
     hidden[:, 1] = 0.5
-    proposer.observe_target(state, paddle.to_tensor(hidden))
+    observe_one_row_per_slot(proposer, state, hidden)
     return proposer
 
 
@@ -117,10 +114,7 @@ def test_hybrid_respects_the_token_budget():
     prompt = [9, 307, 61, 62, 63, 64]
     state = decode_state([7, 7], k, prompt=prompt, step=3)
     proposer = DraftModelProposer(RevealLayer(), k, num_model_steps=steps, token_budget=5)
-    b = 2
-    paddle.assign(paddle.to_tensor(np.arange(b + 1, dtype=np.int32)), output=state.cu_seqlens_q_output)
-    paddle.assign(paddle.ones([b], dtype="int32"), output=state.accept_num)
-    proposer.observe_target(state, paddle.to_tensor(np.array([[3, 0], [3, 0]], np.float32)))
+    observe_one_row_per_slot(proposer, state, np.array([[3, 0], [3, 0]], np.float32))
     proposal = proposer(state)
     assert state.seq_lens_this_time.numpy().tolist() == [4, 1]  # 5 - 1 reserved for slot 1's base token
     assert proposal.lens.numpy().tolist() == [3, 0]
@@ -135,10 +129,7 @@ def test_sampled_drafts_keep_their_probabilities_and_are_reproducible():
     runs = []
     for static in (False, True):
         proposer = DraftModelProposer(head, k, sample_drafts=True, static=static)
-        b = 3
-        paddle.assign(paddle.to_tensor(np.arange(b + 1, dtype=np.int32)), output=state.cu_seqlens_q_output)
-        paddle.assign(paddle.ones([b], dtype="int32"), output=state.accept_num)
-        proposer.observe_target(state, paddle.to_tensor(np.array([[0.1, 0.2], [0.3, -1], [2, 1]], np.float32)))
+        observe_one_row_per_slot(proposer, state, np.array([[0.1, 0.2], [0.3, -1], [2, 1]], np.float32))
         runs.append((proposer(state).tokens.numpy(), proposer.draft_probs.numpy()))
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
     np.testing.assert_allclose(runs[0][1], runs[1][1], rtol=1e-5, atol=1e-7)
@@ -176,9 +167,7 @@ def test_sampled_drafts_use_the_request_seed_on_the_draft_stream(static):
     k, b = 3, 3
     state = decode_state(BASES, k)
     proposer = DraftModelProposer(TinyDraftHead(50, 2, seed=4), k, sample_drafts=True, static=static)
-    paddle.assign(paddle.to_tensor(np.arange(b + 1, dtype=np.int32)), output=state.cu_seqlens_q_output)
-    paddle.assign(paddle.ones([b], dtype="int32"), output=state.accept_num)
-    proposer.observe_target(state, paddle.to_tensor(np.array([[0.1, 0.2], [0.3, -1], [2, 1]], np.float32)))
+    observe_one_row_per_slot(proposer, state, np.array([[0.1, 0.2], [0.3, -1], [2, 1]], np.float32))
     drafts = proposer(state).tokens.numpy()
     q = proposer.draft_probs.numpy()  # the very probabilities each step sampled from
     seed, step = state.seed.numpy().reshape(-1), state.step_idx.numpy().reshape(-1)

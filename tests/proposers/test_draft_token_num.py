@@ -5,7 +5,7 @@ import numpy as np
 import paddle
 
 from fastspec.proposers import DraftModelProposer, NgramProposer
-from tests.proposers.draft_helpers import RevealLayer, decode_state
+from tests.proposers.draft_helpers import RevealLayer, decode_state, observe_one_row_per_slot
 from tests.proposers.test_proposers import decoding_state
 
 
@@ -25,10 +25,7 @@ def test_draft_model_proposer_and_its_hybrid_take_at_most_draft_token_num():
     for steps in (3, 1):  # all model drafts; one model draft then ngram_append
         state = decode_state([7, 8, 9], k=3)
         proposer = DraftModelProposer(RevealLayer(), 3, num_model_steps=steps)
-        # one committed token per slot (row b): every slot has a target hidden state to draft from
-        paddle.assign(paddle.to_tensor(np.arange(4, dtype=np.int32)), output=state.cu_seqlens_q_output)
-        paddle.assign(paddle.ones([3], dtype="int32"), output=state.accept_num)
-        proposer.observe_target(state, paddle.zeros([3, 2], dtype="float32"))
+        observe_one_row_per_slot(proposer, state, np.zeros((3, 2), np.float32))  # every slot can draft
         state.draft_token_num[:] = paddle.to_tensor(np.array([0, 1, 3], np.int32))
         lens = proposer(state).lens.numpy()
         assert lens[0] == 0 and lens[1] <= 1 and state.seq_lens_this_time.numpy()[0] == 1

@@ -18,7 +18,7 @@ from fastspec.demo.draft_models import GridAuxHiddenStates, ReplayAuxHiddenState
 from fastspec.demo.models import ReplayModel, TinyTransformer
 from fastspec.proposers import DraftModelProposer, DraftShapeError, Eagle3DraftHead, concat_aux_rows
 from fastspec.runner import _model_inputs, generate
-from tests.proposers.draft_helpers import RevealLayer, decode_state
+from tests.proposers.draft_helpers import RevealLayer, decode_state, observe_one_row_per_slot
 from tests.test_runner import copy_task
 
 V, MAX_LEN, LAYERS, IDS = 64, 64, 4, (1, 2, 4)  # MAX_LEN: decode_state's max_model_len
@@ -29,14 +29,6 @@ class NarrowingLayer(nn.Layer):
 
     def forward(self, input_ids, hidden):
         return RevealLayer()(input_ids, hidden[:, :2])[0], hidden[:, :2]
-
-
-def observe(proposer, state, hidden: np.ndarray) -> None:
-    """One committed token per slot: slot b's last row is row b."""
-    b = state.max_num_seqs
-    paddle.assign(paddle.to_tensor(np.arange(b + 1, dtype=np.int32)), output=state.cu_seqlens_q_output)
-    paddle.assign(paddle.ones([b], dtype="int32"), output=state.accept_num)
-    proposer.observe_target(state, paddle.to_tensor(hidden))
 
 
 def snapshot(proposer) -> dict:
@@ -54,7 +46,7 @@ def assert_unchanged(proposer, before: dict, names=("target_hidden", "hidden", "
 def test_a_head_that_changes_the_width_gets_a_named_error_and_buffers_stay(static):
     state = decode_state([7, 8], 2)
     proposer = DraftModelProposer(NarrowingLayer(), 2, static=static)
-    observe(proposer, state, np.arange(12, dtype=np.float32).reshape(2, 6))
+    observe_one_row_per_slot(proposer, state, np.arange(12, dtype=np.float32).reshape(2, 6))
     before = snapshot(proposer)
     assert before["hidden"][0].shape == [2, 6]  # sized from the input width: no head declaration
     with pytest.raises(DraftShapeError, match=r"hidden output must have shape \[2, 6\].*got \[2, 2\]"):
@@ -65,7 +57,7 @@ def test_a_head_that_changes_the_width_gets_a_named_error_and_buffers_stay(stati
 def test_a_declared_output_width_sizes_the_chained_buffer():
     state = decode_state([7, 8], 2)
     proposer = DraftModelProposer(NarrowingLayer(), 2, hidden_size=2)
-    observe(proposer, state, np.arange(12, dtype=np.float32).reshape(2, 6))
+    observe_one_row_per_slot(proposer, state, np.arange(12, dtype=np.float32).reshape(2, 6))
     assert proposer.target_hidden.shape == [2, 6] and proposer.buffers["hidden"].shape == [2, 2]
     proposer(state)
     assert proposer.buffers["hidden"].shape == [2, 2]
@@ -74,11 +66,11 @@ def test_a_declared_output_width_sizes_the_chained_buffer():
 def test_a_target_hidden_of_another_width_gets_a_named_error():
     state = decode_state([7, 8], 2)
     proposer = DraftModelProposer(RevealLayer(), 2)
-    observe(proposer, state, np.ones((2, 2), np.float32))
+    observe_one_row_per_slot(proposer, state, np.ones((2, 2), np.float32))
     proposer(state)
     before = snapshot(proposer)
     with pytest.raises(DraftShapeError, match=r"observe_target: hidden must be \[T, 2\].*got \[2, 6\]"):
-        observe(proposer, state, np.ones((2, 6), np.float32))
+        observe_one_row_per_slot(proposer, state, np.ones((2, 6), np.float32))
     assert_unchanged(proposer, before)
     with pytest.raises(DraftShapeError, match="2 slots, the state has 3"):
         proposer(decode_state([1, 2, 3], 2))
