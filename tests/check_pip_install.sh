@@ -32,14 +32,14 @@ from pathlib import Path
 warnings.filterwarnings("ignore", message="No ccache found")
 env = Path(sys.argv[1]).resolve()
 import fastspec
-import fastspec.kernels
+import fastspec.arrays
 import fastspec.ops
 from fastspec.ops import _library
 
 package = Path(fastspec.__file__).resolve().parent
 assert env in package.parents, f"fastspec was imported from {package}, not from the throwaway environment {env}"
 ops = _library.load()
-bindings = Path(fastspec.kernels.module().__file__).resolve()
+bindings = Path(fastspec.arrays.module().__file__).resolve()
 assert package in bindings.parents, f"the bindings were loaded from {bindings}"
 print(f"pip install check: {package} holds the op library ({len(ops)} ops) and {bindings.name}")
 PY

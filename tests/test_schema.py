@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import fastspec.kernels as kernels
+import fastspec.arrays as kernels
 import fastspec.ops as ops
 from fastspec import reference as ref
-from fastspec.schema import (
+from fastspec.core.schema import (
     CUDA_MAX_BATCH,
     MAX_CANDIDATE_LEN,
     SCHEMAS,

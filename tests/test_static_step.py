@@ -8,14 +8,14 @@ import numpy as np
 import paddle
 import pytest
 
-from fastspec.config import SpeculativeConfig
+from fastspec.runtime.config import SpeculativeConfig
 from fastspec.demo.draft_models import ReplayAuxHiddenStates, ReplayDraftHead, ReplayEagle3Head, ReplayHiddenStates
 from fastspec.demo.models import ReplayModel
-from fastspec.proposers import ExtractHiddenStatesProposer
-from fastspec.runner import generate
-from fastspec.sampler import Sampler
-from fastspec.state import RequestParams, SpecState
-from fastspec.step import SpecStep
+from fastspec.runtime.proposers import ExtractHiddenStatesProposer
+from fastspec.runtime.generation import generate
+from fastspec.runtime.sampler import Sampler
+from fastspec.runtime.state import RequestParams, SpecState
+from fastspec.runtime.step import SpecStep
 from tests.test_runner import copy_task
 
 V, K, SLOTS, MIN_STEPS = 64, 3, 2, 30
@@ -135,7 +135,7 @@ def test_what_cannot_be_a_static_step_is_refused_by_name():
     with pytest.raises(RuntimeError, match="cuda_graph.*CUDA"):
         SpecStep(state, Sampler(config), None, mode="cuda_graph")
 
-    from fastspec.proposers import DraftModelProposer
+    from fastspec.runtime.proposers import DraftModelProposer
     from tests.proposers.draft_helpers import RevealLayer
 
     with pytest.raises(ValueError, match="declare the head's"):  # widths unknown before the first forward

@@ -8,10 +8,10 @@ import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
-from fastspec.errors import FastspecArgumentError, FastspecTypeError
-from fastspec.schema import SCHEMAS
+from fastspec.core.errors import FastspecArgumentError, FastspecTypeError
+from fastspec.core.schema import SCHEMAS
 from tests.ngram_cases import ARRAY_NAMES
 from tests.ops.raw_op import raw_op
 from tests.ops.test_argument_errors import valid_call

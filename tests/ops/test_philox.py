@@ -2,7 +2,7 @@
 
 import pytest
 
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
 
 PHILOX_ANSWERS = [

@@ -8,7 +8,7 @@ import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
 from tests.verify_update_cases import STRATEGIES, VERIFY_NAMES, random_verify_case
 

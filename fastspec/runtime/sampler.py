@@ -21,8 +21,8 @@ from __future__ import annotations
 import paddle
 
 from fastspec import ops
-from fastspec.config import SpeculativeConfig
-from fastspec.state import SpecState
+from fastspec.runtime.config import SpeculativeConfig
+from fastspec.runtime.state import SpecState
 
 
 class Sampler:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import paddle
 
 from fastspec import ops
-from fastspec.proposers.base import Proposal, Proposer
-from fastspec.state import SpecState
+from fastspec.runtime.proposers.base import Proposal, Proposer
+from fastspec.runtime.state import SpecState
 
 
 class NgramProposer(Proposer):

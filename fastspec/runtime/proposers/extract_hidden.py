@@ -21,8 +21,8 @@ from typing import Callable
 import numpy as np
 import paddle
 
-from fastspec.proposers.base import Proposal, Proposer
-from fastspec.state import SpecState
+from fastspec.runtime.proposers.base import Proposal, Proposer
+from fastspec.runtime.state import SpecState
 
 
 class ExtractHiddenStatesProposer(Proposer):

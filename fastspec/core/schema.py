@@ -4,11 +4,11 @@ Each :class:`OpSchema` below lists an op's tensors (name, dtypes, shape, in plac
 new, optional, which strategies need it), its attributes (type, default, range)
 and its documentation. Everything else is derived from it:
 
-* the argument checks of both front ends (:mod:`fastspec.validate`);
-* the Python wrappers of :mod:`fastspec.ops` (Paddle) and :mod:`fastspec.kernels`
+* the argument checks of both front ends (:mod:`fastspec.core.validate`);
+* the Python wrappers of :mod:`fastspec.ops` (Paddle) and :mod:`fastspec.arrays`
   (pointer API): signatures, docstrings, named-tuple results;
 * the Paddle registration of each op and its run-time shape guard, generated
-  into C++ by ``python -m fastspec.codegen`` at build time;
+  into C++ by ``python -m tools.codegen`` at build time;
 * the argument-name lists tests and benchmarks use (``SCHEMAS[op].input_names``).
 
 Shapes are written with symbols: ``B`` batch slots, ``K + 1`` draft columns,

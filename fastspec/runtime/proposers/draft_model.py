@@ -25,7 +25,7 @@ Persistent buffers. ``buffers`` holds the target's hidden states, the inputs of 
 ``draft_probs``: tensors allocated once and only ever written in place, each once per proposal.
 Within a proposal the draft steps pass their results to the next step as values (a static
 program must not read back a tensor it wrote in place). So a whole proposal can sit in a
-compiled or captured step (``fastspec.step.SpecStep``) and read the target's hidden states the
+compiled or captured step (``fastspec.runtime.step.SpecStep``) and read the target's hidden states the
 last step left in ``target_hidden``; rebinding an attribute to a fresh tensor instead would leave
 a captured graph reading a stale buffer: the known bug this layout rules out, and what the tests
 check. ``static=True`` compiles the draft step itself with ``paddle.jit.to_static``.
@@ -43,9 +43,9 @@ import numpy as np
 import paddle
 
 from fastspec import ops
-from fastspec.proposers.base import Proposal, Proposer
+from fastspec.runtime.proposers.base import Proposal, Proposer
 from fastspec.reference.rng import STREAM_DRAFT
-from fastspec.state import SpecState
+from fastspec.runtime.state import SpecState
 
 
 class DraftShapeError(ValueError):
@@ -80,7 +80,7 @@ class DraftModelProposer(Proposer):
         keep_draft_probs: keep ``draft_probs [B, K, V]`` (what REJECTION verifies against);
             default: when drafts are sampled. Without it the proposer keeps no ``[B, K, V]`` tensor.
         static: compile the draft step with ``paddle.jit.to_static`` (one program per input width);
-            ``fastspec.step.SpecStep`` compiles or captures the whole step instead.
+            ``fastspec.runtime.step.SpecStep`` compiles or captures the whole step instead.
         input_hidden_size, hidden_size, vocab_size: the head's widths (default: its attributes of
             those names; see the module docstring).
         max_ngram_size, min_ngram_size, token_budget, anchored: the n-gram part of hybrid drafting.

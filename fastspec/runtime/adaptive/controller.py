@@ -15,7 +15,7 @@ expected tokens pay for the time it adds to the step, at the step's own rate (eq
 as of fresh requests, are ordered by slot, so the split is exact). While the forward is
 memory-bound (batch 1) extra tokens are free and every draft with a chance is taken; once
 compute-bound (a large batch) a draft must be nearly certain. ``cost(n)`` comes from a
-``fastspec.cost_model`` (measured or roofline) as a table refreshed between steps.
+``fastspec.runtime.adaptive.cost_model`` (measured or roofline) as a table refreshed between steps.
 
 After the state update, ``observe`` folds the step into the estimates. A slot was offered
 ``rows - 1`` drafts, ``rows`` being its output rows (``cu_seqlens_q_output``, which the update
@@ -42,8 +42,8 @@ from __future__ import annotations
 import numpy as np
 import paddle
 
-from fastspec.cost_model import StepCostModel
-from fastspec.state import SpecState
+from fastspec.runtime.adaptive.cost_model import StepCostModel
+from fastspec.runtime.state import SpecState
 
 MIN_STEP_SECONDS = 1e-9  # keeps the rate finite before a measured curve has data
 TIE_BREAK = 2.0**-22  # per slot: above float32's step near 1, far below any difference that matters
@@ -54,7 +54,7 @@ class DraftLengthController:
 
     Args:
         max_num_seqs, num_speculative_tokens: the state's B and K.
-        cost_model: seconds of one forward by tokens scored (``fastspec.cost_model``).
+        cost_model: seconds of one forward by tokens scored (``fastspec.runtime.adaptive.cost_model``).
         learning_rate: weight of one step's outcome in a tried position's estimate, in (0, 1].
         relax_rate: per step, how far an untried position's estimate moves toward ``prior``.
         prior: a new request's estimate of every position, in [0, 1].

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import paddle
 
-from fastspec.state import SpecState
+from fastspec.runtime.state import SpecState
 
 
 class ProposalError(ValueError):
@@ -30,7 +30,7 @@ class Proposer(ABC):
     slot; a prefill slot keeps its prompt length, an inactive slot gets 0).
     """
 
-    static_step_safe = False  # True: propose keeps to fixed shapes and device tensors (see fastspec.step)
+    static_step_safe = False  # True: propose keeps to fixed shapes and device tensors (see fastspec.runtime.step)
 
     def __init__(self, num_speculative_tokens: int) -> None:
         if num_speculative_tokens < 1:

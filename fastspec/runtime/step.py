@@ -28,10 +28,10 @@ from typing import Callable, Iterator
 
 import paddle
 
-from fastspec.adaptive import DraftLengthController
-from fastspec.proposers.base import Proposer
-from fastspec.sampler import Sampler
-from fastspec.state import SpecState
+from fastspec.runtime.adaptive.controller import DraftLengthController
+from fastspec.runtime.proposers.base import Proposer
+from fastspec.runtime.sampler import Sampler
+from fastspec.runtime.state import SpecState
 
 MODES = ("eager", "static", "cuda_graph")
 

@@ -15,14 +15,14 @@ from typing import Callable, Sequence
 import numpy as np
 import paddle
 
-from fastspec.adaptive import DraftLengthController
-from fastspec.config import SpeculativeConfig
-from fastspec.cost_model import StepCostModel, make_cost_model
-from fastspec.proposers import Proposer, make_proposer
-from fastspec.sampler import Sampler
-from fastspec.state import RequestParams, SpecState
-from fastspec.step import SpecStep
-from fastspec.trace import AcceptanceTrace, StepRecord
+from fastspec.runtime.adaptive.controller import DraftLengthController
+from fastspec.runtime.config import SpeculativeConfig
+from fastspec.runtime.adaptive.cost_model import StepCostModel, make_cost_model
+from fastspec.runtime.proposers import Proposer, make_proposer
+from fastspec.runtime.sampler import Sampler
+from fastspec.runtime.state import RequestParams, SpecState
+from fastspec.runtime.step import SpecStep
+from fastspec.runtime.adaptive.trace import AcceptanceTrace, StepRecord
 
 STAGES = ("insert", "propose", "pack", "model", "sample", "collect")
 
@@ -161,13 +161,13 @@ def generate(
         progress: called after each step with (finished requests, total requests, generated tokens).
         draft_model: methods mtp / eagle3: the Paddle draft layer the proposer runs (see DraftModelProposer).
         step_mode: None runs each stage op by op; ``"static"`` runs the step as two programs built
-            once and replayed (``fastspec.step.SpecStep``: propose + pack, then sample / verify +
+            once and replayed (``fastspec.runtime.step.SpecStep``: propose + pack, then sample / verify +
             update), ``"cuda_graph"`` captures them in CUDA Graphs (Paddle GPU builds),
             ``"eager"`` runs SpecStep's code op by op.
         on_step: called with the state after each step's update, before finished requests leave.
-        trace: records every request's offered and accepted drafts at every step (fastspec.trace).
+        trace: records every request's offered and accepted drafts at every step (fastspec.runtime.adaptive.trace).
         cost_model: with ``adaptive.enabled``: the step cost the draft-length controller weighs
-            drafts against (default: what ``config.adaptive`` names; fastspec.cost_model).
+            drafts against (default: what ``config.adaptive`` names; fastspec.runtime.adaptive.cost_model).
     """
     config.validate()
     params = list(params) if params is not None else default_params(config, len(prompts))

@@ -1,6 +1,6 @@
 """Builds the public op functions of both front ends from the op schemas.
 
-``fastspec.ops`` (Paddle) and ``fastspec.kernels`` (pointer API) each give
+``fastspec.ops`` (Paddle) and ``fastspec.arrays`` (pointer API) each give
 :func:`make_op` a schema and a ``run`` function; the result is a function with
 the op's signature (the SPEC order, every input also by keyword, attributes
 keyword-only), a docstring with a runnable example, and a named-tuple result.
@@ -13,8 +13,8 @@ import functools
 import inspect
 from typing import Any, Callable
 
-from fastspec.errors import FastspecTypeError
-from fastspec.schema import SCHEMAS, OpSchema, Tensor
+from fastspec.core.errors import FastspecTypeError
+from fastspec.core.schema import SCHEMAS, OpSchema, Tensor
 
 
 @functools.cache
