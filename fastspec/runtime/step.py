@@ -42,9 +42,10 @@ class SpecStep:
     Args:
         state: the batch; every program reads and writes its tensors in place.
         sampler: the Sampler of the config.
-        proposer: a proposer whose ``propose`` keeps to fixed shapes and device tensors
-            (``NgramProposer``, ``DraftModelProposer``; ``static_step_safe`` says so), or None.
-        mode: ``"eager"``, ``"static"`` or ``"cuda_graph"``.
+        proposer: the proposer, or None; modes ``static`` and ``cuda_graph`` need one whose
+            ``propose`` keeps to fixed shapes and device tensors (``static_step_safe``).
+        mode: ``"eager"`` (op by op, any proposer: what ``generate`` runs by default),
+            ``"static"`` or ``"cuda_graph"``.
         controller: an adaptive draft-length controller: ``plan`` opens ``prepare``, ``observe``
             closes ``finish`` (its host-side ``reset_slot`` / ``refresh_costs`` stay between steps).
 
@@ -58,17 +59,22 @@ class SpecStep:
                  controller: DraftLengthController | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"SpecStep: mode must be one of {list(MODES)}, got {mode!r}")
-        if proposer is not None and not getattr(proposer, "static_step_safe", False):
+        fixed = mode != "eager"  # a program built once: fixed shapes, buffers allocated before the build
+        if fixed and proposer is not None and not proposer.static_step_safe:
             raise ValueError(f"SpecStep: {type(proposer).__name__} reads host values while proposing; it cannot run in a "
                              "static step (use NgramProposer or DraftModelProposer, or mode 'eager')")
+        if sampler.config.speculative and sampler.strategy == "rejection" and (proposer is None or not proposer.provides_draft_probs):
+            raise ValueError(f"SpecStep: strategy 'rejection' needs a proposer with draft probabilities, "
+                             f"got {type(proposer).__name__}")
         if mode == "cuda_graph":
             _check_cuda_graphs(state)
         self.state, self.sampler, self.proposer, self.mode = state, sampler, proposer, mode
         self.max_rows = state.max_num_seqs * (state.num_speculative_tokens + 1)
-        self.observes = hasattr(proposer, "observe_target")
-        if self.observes:
+        self.observes = proposer is not None and proposer.needs_target_hidden
+        if proposer is not None:
             proposer.prepare(state)
-            if not proposer.ready or (sampler.strategy == "rejection" and proposer.draft_probs is None):
+            if fixed and (not proposer.ready or (proposer.provides_draft_probs and sampler.strategy == "rejection"
+                                                 and proposer.draft_probs is None)):
                 raise ValueError(
                     "SpecStep: the draft model's buffers must exist before the step is built: declare the head's "
                     "input_hidden_size, hidden_size and vocab_size (attributes, or DraftModelProposer arguments)"
@@ -89,7 +95,7 @@ class SpecStep:
             builds["finish"] += 1
             draft_probs = None
             if sampler.config.speculative and sampler.strategy == "rejection":
-                draft_probs = proposer.draft_probs_rows(state, self.max_rows)
+                draft_probs = proposer.draft_probs_rows(state, int(logits.shape[0]), int(logits.shape[-1]))
             has_running = sampler(logits, state, draft_probs=draft_probs)
             if self.observes:
                 proposer.observe_target(state, hidden)
@@ -115,10 +121,14 @@ class SpecStep:
 
     def finish(self, logits: paddle.Tensor, hidden: paddle.Tensor | None = None) -> paddle.Tensor:
         """Samples / verifies and updates the state from the model's outputs at the packed rows
-        (``[T, V]`` and ``[T, H]``, padded here to ``max_rows``); returns ``has_running`` bool [1]."""
+        (``[T, V]`` and ``[T, H]``; padded here to ``max_rows`` for a built program, as they come
+        in eager mode); returns ``has_running`` bool [1]."""
         if self.observes and hidden is None:
             raise ValueError(f"SpecStep.finish: {type(self.proposer).__name__} needs the target's hidden states")
-        args = (self.pad_rows(logits),) + ((self.pad_rows(hidden.astype("float32")),) if self.observes else ())
+        if self.mode == "eager":
+            args = (logits,) + ((hidden,) if self.observes else ())
+        else:
+            args = (self.pad_rows(logits),) + ((self.pad_rows(hidden.astype("float32")),) if self.observes else ())
         with paddle.no_grad():
             return self._run("finish", self._finish, args)
 

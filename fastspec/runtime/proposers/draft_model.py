@@ -89,7 +89,9 @@ class DraftModelProposer(Proposer):
         ValueError: num_model_steps outside [1, K], bad n-gram settings or widths.
     """
 
-    static_step_safe = True  # fixed shapes, device tensors only: it can sit in a SpecStep program
+    static_step_safe = True
+    needs_target_hidden = True
+    provides_draft_probs = True
 
     def __init__(
         self,
