@@ -1,4 +1,4 @@
-"""``SpecState``: the per-request device tensors of SPEC.md, allocated once.
+"""``SpecState``: the per-request device tensors of docs/ops/conventions.md, allocated once.
 
 Every tensor is sized for ``max_num_seqs`` slots and ``max_model_len`` positions when the
 state is built and is only ever updated in place afterwards, so the addresses a CUDA Graph
@@ -27,7 +27,7 @@ class RequestParams:
 
 
 class SpecState:
-    """The batch of request slots: SPEC.md's tensors plus the sampling parameters.
+    """The batch of request slots: the ops' per-request tensors (docs/ops/conventions.md) plus the sampling parameters.
 
     Attributes (``B`` = max_num_seqs, ``L`` = max_model_len, ``K`` = num_speculative_tokens):
         token_ids_all int64 [B, L]; prompt_lens, step_idx, max_dec_len, seed int64 [B];
