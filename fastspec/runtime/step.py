@@ -1,24 +1,4 @@
-"""``SpecStep``: one speculative step as two fixed programs a runner builds once and replays.
-
-A step is ``prepare`` (propose drafts, then pack the output rows on the device) -> the runner's
-model forward -> ``finish`` (the Sampler's forward: verify or sample, then
-``update_model_status``; a draft-model proposer then keeps the target's hidden states). The
-model sits between the two, so a step is two programs:
-
-- ``prepare()``: no inputs; reads and writes the state's tensors (and the proposer's buffers)
-  in place;
-- ``finish(logits, hidden=None)``: ``logits [max_rows, V]`` and ``hidden [max_rows, H]`` in
-  fixed shapes, ``max_rows = max_num_seqs * (K + 1)``; rows past the packed ones are padding
-  (``batch_id_per_token_output`` is -1 there) and are ignored. ``pad_rows`` pads a
-  ``[T, ...]`` model output.
-
-Modes: ``"eager"`` runs the same Python code op by op; ``"static"`` compiles each program once
-with ``paddle.jit.to_static`` (``builds`` counts the compilations) and replays it; on a Paddle
-GPU build ``"cuda_graph"`` captures each program once in a ``paddle.device.cuda.graphs.CUDAGraph``
-and replays the graph (``docs/draft_model.md``). What makes that possible: every tensor a step
-touches is allocated before the first build and only written in place; nothing in a program
-reads a tensor's value on the host or branches on it; every shape is fixed.
-"""
+"""``SpecStep``: one speculative step as two fixed programs a runner builds once and replays."""
 
 from __future__ import annotations
 
@@ -38,6 +18,25 @@ MODES = ("eager", "static", "cuda_graph")
 
 class SpecStep:
     """Propose -> [model] -> sample / verify -> update, as two programs over ``state``.
+
+    A step is ``prepare`` (propose drafts, then pack the output rows on the device) -> the runner's
+    model forward -> ``finish`` (the Sampler's forward: verify or sample, then
+    ``update_model_status``; a draft-model proposer then keeps the target's hidden states). The
+    model sits between the two, so a step is two programs:
+
+    - ``prepare()``: no inputs; reads and writes the state's tensors (and the proposer's buffers)
+      in place;
+    - ``finish(logits, hidden=None)``: ``logits [max_rows, V]`` and ``hidden [max_rows, H]`` in
+      fixed shapes, ``max_rows = max_num_seqs * (K + 1)``; rows past the packed ones are padding
+      (``batch_id_per_token_output`` is -1 there) and are ignored. ``pad_rows`` pads a
+      ``[T, ...]`` model output.
+
+    Modes: ``"eager"`` runs the same Python code op by op; ``"static"`` compiles each program once
+    with ``paddle.jit.to_static`` (``builds`` counts the compilations) and replays it; on a Paddle
+    GPU build ``"cuda_graph"`` captures each program once in a ``paddle.device.cuda.graphs.CUDAGraph``
+    and replays the graph (``docs/draft_model.md``). What makes that possible: every tensor a step
+    touches is allocated before the first build and only written in place; nothing in a program
+    reads a tensor's value on the host or branches on it; every shape is fixed.
 
     Args:
         state: the batch; every program reads and writes its tensors in place.
