@@ -3,7 +3,7 @@
     python -m tools.codegen OUT_DIR
 
 writes ``OUT_DIR/fastspec/op_schema.h`` (the argument and attribute indices the
-glue files in ``custom_ops/ops/`` read an OpCall with) and
+glue files in ``custom_ops/dispatch/`` read an OpCall with) and
 ``OUT_DIR/paddle_ops.cc`` (each op's Paddle registration: inputs, outputs,
 attributes, in-place map, shape and dtype inference, and a kernel function
 that guards the shapes at run time and calls ``fastspec::run``). ``setup_ops.py``

@@ -2,7 +2,7 @@
 // in the order of the op's schema (fastspec/core/schema.py), the attributes as
 // integers, the backend and its stream. Front ends (the Paddle ops, the
 // pybind11 bindings) fill an OpCall and call fastspec::run; each op's glue file
-// (custom_ops/ops/<op>.cc) turns it into the op's parameter struct and
+// (custom_ops/dispatch/<op>.cc) turns it into the op's parameter struct and
 // registers one launcher per backend. Framework-free.
 #pragma once
 
