@@ -1113,7 +1113,7 @@ void sample_tokens_rows(const SampleTokensParams& a) {
           token = cut_id(r.cut, a.vocab, id_bits);  // S is that single element
         } else {
           const uint64_t point = draw_point(
-              rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.stream), r.mass_upto);
+              rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.rand_stream), r.mass_upto);
           if (select.flat) {
             token = flat_draw(row, select.bucket, r.cut, point, s);
           } else {
@@ -1188,7 +1188,7 @@ int top_p_candidates_cpu(const TopPCandidatesParams& a) {
 
 int sample_tokens_cpu(const SampleTokensParams& a) {
   if (check_sampling_sizes(a.rows, a.vocab, a.batch, a.probs_dtype) != kOk) return kInvalidArgument;
-  if (!sample_stream_ok(a.stream)) return kInvalidArgument;
+  if (!sample_stream_ok(a.rand_stream)) return kInvalidArgument;
   switch (a.probs_dtype) {
     case kProbF32: sample_tokens_rows<F32Tag>(a); break;
     case kProbF16: sample_tokens_rows<F16Tag>(a); break;

@@ -281,7 +281,7 @@ __global__ void __launch_bounds__(kThreads) sample_tokens_kernel(SampleTokensPar
         token = cut_id(r.cut, a.vocab, id_bits);
       } else {
         const long long point = static_cast<long long>(draw_point(
-            rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.stream),
+            rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.rand_stream),
             r.mass_upto));
         // first id (ascending) whose cumulative mass within S exceeds point
         if (threadIdx.x == 0) s.token = -1;
@@ -392,7 +392,7 @@ cudaError_t top_p_candidates_cuda(const TopPCandidatesParams& a, cudaStream_t st
 
 cudaError_t sample_tokens_cuda(const SampleTokensParams& a, cudaStream_t stream) {
   if (check_sampling_sizes(a.rows, a.vocab, a.batch, a.probs_dtype) != kOk || a.rows >= (int64_t{1} << 31) ||
-      !sample_stream_ok(a.stream)) {
+      !sample_stream_ok(a.rand_stream)) {
     return cudaErrorInvalidValue;
   }
   if (a.rows == 0) return cudaSuccess;

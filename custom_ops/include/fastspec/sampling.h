@@ -199,45 +199,51 @@ FS_HD int64_t row_position(const int64_t* step_idx, const int32_t* cu_seqlens_q_
                               static_cast<uint64_t>(static_cast<int64_t>(cu_seqlens_q_output[b])));
 }
 
+// The params structs: fields named as the schema's arguments, filled by the
+// generated <op>_params(call) (build/gen/fastspec/params/).
 struct TopPCandidatesParams {
-  const void* probs;                        // [T, V], f32 / f16 / bf16 (ProbDtype)
-  int32_t probs_dtype;
-  const float* top_p;                       // [B]
-  const int32_t* batch_id_per_token_output; // [T]
-  int64_t* candidate_ids;                   // [T, K'] (written)
-  float* candidate_scores;                  // [T, K'] (written)
-  int32_t* candidate_lens;                  // [T] (written)
-  int64_t rows;                             // T
-  int64_t vocab;                            // V
-  int64_t batch;                            // B
-  int32_t max_candidate_len;                // K' in [1, min(V, 1024)]
-  int32_t num_threads;                      // CPU only: 1 runs inline, else the thread pool
+  const void* probs;                         // [T, V] f32 / f16 / bf16
+  int32_t probs_dtype;                       // ProbDtype of probs
+  const float* top_p;                        // [B] float32
+  const int32_t* batch_id_per_token_output;  // [T] int32
+  int64_t* candidate_ids;                    // [T, K'] int64, written
+  float* candidate_scores;                   // [T, K'] float32, written
+  int32_t* candidate_lens;                   // [T] int32, written
+  int64_t rows;                              // T
+  int64_t vocab;                             // V
+  int64_t batch;                             // B
+  int32_t max_candidate_len;                 // K' in [1, min(V, 1024)]
+  int32_t num_threads;                       // CPU only: 1 runs inline, else the thread pool
 };
 
 struct SampleTokensParams {
-  const void* probs;                        // [T, V], f32 / f16 / bf16 (ProbDtype)
-  int32_t probs_dtype;
-  const float* top_p;                       // [B]
-  const int32_t* top_k;                     // [B]
-  const int64_t* seed;                      // [B]
-  const int64_t* step_idx;                  // [B]
-  const int32_t* batch_id_per_token_output; // [T]
-  const int32_t* cu_seqlens_q_output;       // [B + 1]
-  int64_t* tokens;                          // [T] (written)
-  int64_t rows, vocab, batch;
-  int32_t num_threads;                      // CPU only
-  uint32_t stream;                          // rand64 stream: kStreamTarget or kStreamDraft
+  const void* probs;                         // [T, V] f32 / f16 / bf16
+  int32_t probs_dtype;                       // ProbDtype of probs
+  const float* top_p;                        // [B] float32
+  const int32_t* top_k;                      // [B] int32
+  const int64_t* seed;                       // [B] int64
+  const int64_t* step_idx;                   // [B] int64
+  const int32_t* batch_id_per_token_output;  // [T] int32
+  const int32_t* cu_seqlens_q_output;        // [B + 1] int32
+  int64_t* tokens;                           // [T] int64, written
+  int64_t rows;                              // T
+  int64_t vocab;                             // V
+  int64_t batch;                             // B
+  int32_t num_threads;                       // CPU only: 1 runs inline, else the thread pool
+  uint32_t rand_stream;                      // rand64 stream: kStreamTarget or kStreamDraft
 };
 
 struct TopKTopPProbsParams {
-  const void* probs;                        // [T, V], f32 / f16 / bf16 (ProbDtype)
-  int32_t probs_dtype;
-  const float* top_p;                       // [B]
-  const int32_t* top_k;                     // [B]
-  const int32_t* batch_id_per_token_output; // [T]
-  float* target_probs;                      // [T, V] (written, every element)
-  int64_t rows, vocab, batch;
-  int32_t num_threads;                      // CPU only
+  const void* probs;                         // [T, V] f32 / f16 / bf16
+  int32_t probs_dtype;                       // ProbDtype of probs
+  const float* top_p;                        // [B] float32
+  const int32_t* top_k;                      // [B] int32
+  const int32_t* batch_id_per_token_output;  // [T] int32
+  float* target_probs;                       // [T, V] float32, written (every element)
+  int64_t rows;                              // T
+  int64_t vocab;                             // V
+  int64_t batch;                             // B
+  int32_t num_threads;                       // CPU only: 1 runs inline, else the thread pool
 };
 
 // The random streams sample_tokens may draw with: TARGET (the target's
