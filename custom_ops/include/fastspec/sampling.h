@@ -1,6 +1,6 @@
 // top_p_candidates, sample_tokens and top_k_top_p_probs: parameters, the
 // arithmetic and the set rule shared by every backend, and the launcher
-// declarations. Semantics: SPEC.md "top_p_candidates" and "sample_tokens";
+// declarations. Semantics: docs/ops/sampling.md;
 // top_k_top_p_probs (docs/ops/sampling.md) renormalises over sample_tokens' set.
 //
 // Every decision is made on integers:
@@ -12,7 +12,7 @@
 //     id ascending); every invalid entry has bits 0, so its combined key is
 //     below 2^id_bits and below every cutoff (a cutoff is a valid element's key);
 //   * masses come from the bits by integer shifts (mass_of_bits), equal to
-//     SPEC.md's floor(min(p, 1) * 2^40) without any float operation.
+//     the contract's floor(min(p, 1) * 2^40) without any float operation.
 // A "cut" C is the combined key of one element; the set it selects is every
 // element with combined >= C: a prefix of the probability order.
 //
@@ -154,7 +154,7 @@ struct SelectResult {
   int64_t mass_upto;
 };
 
-// The set S sample_tokens draws a row from (SPEC.md "sample_tokens"): S_k =
+// The set S sample_tokens draws a row from (docs/ops/sampling.md "Rules"): S_k =
 // the first top_k valid entries in probability order (every valid entry when
 // top_k does not limit), S = the shortest prefix of S_k whose mass reaches the
 // top-p threshold of S_k's mass, or S_k's first element alone when that mass

@@ -1,5 +1,5 @@
 // verify_draft_tokens: parameters, the per-slot rule shared by every backend,
-// and the launcher declarations. Semantics: SPEC.md "verify_draft_tokens".
+// and the launcher declarations. Semantics: docs/ops/verify_draft_tokens.md.
 //
 // Every slot is independent (no cross-slot pass), so both backends run
 // verify_slot once per slot: CPU threads across slots, one CUDA thread per slot.
@@ -137,7 +137,7 @@ struct VerifyRowsInMemory {
   }
 };
 
-// SPEC.md's per-slot rule. Writes accept_tokens[b, :] and accept_num[b]. A
+// The per-slot rule (docs/ops/verify_draft_tokens.md "Rules"). Writes accept_tokens[b, :] and accept_num[b]. A
 // negative draft is never accepted (the op never emits -1), not even under
 // accept_all; a correction that is not a real token becomes end_tokens[0].
 template <class Rows>
@@ -164,7 +164,7 @@ FS_HD void verify_slot_with(const VerifyDraftTokensParams& a, int64_t b, const R
   int64_t cur = a.step_idx[b];
   int64_t emitted = 0;
   bool ended = false;
-  // emit(i, tok) of SPEC.md; returns whether the request ended.
+  // emit(i, tok) of the rule; returns whether the request ended.
   auto emit = [&](int64_t token) {
     cur = static_cast<int64_t>(static_cast<uint64_t>(cur) + 1);  // wraps, like the reference
     const bool is_end = is_end_token(token, a.end_tokens, a.num_end_tokens);
