@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "fastspec/parallel.h"
+#include "fastspec/prob_dtype.h"
 #include "fastspec/sampling.h"
 #include "sampling_flat.h"
 #include "sampling_passes.h"
@@ -254,32 +255,20 @@ int top_p_candidates_cpu(const TopPCandidatesParams& a) {
   if (a.max_candidate_len < 1 || a.max_candidate_len > kMaxCandidateLen || a.max_candidate_len > a.vocab) {
     return kInvalidArgument;
   }
-  switch (a.probs_dtype) {
-    case kProbF32: top_p_candidates_rows<F32Tag>(a); break;
-    case kProbF16: top_p_candidates_rows<F16Tag>(a); break;
-    default: top_p_candidates_rows<BF16Tag>(a); break;
-  }
+  with_prob_tag(a.probs_dtype, [&a](auto tag) { top_p_candidates_rows<decltype(tag)>(a); });
   return kOk;
 }
 
 int sample_tokens_cpu(const SampleTokensParams& a) {
   if (check_sampling_sizes(a.rows, a.vocab, a.batch, a.probs_dtype) != kOk) return kInvalidArgument;
   if (!sample_stream_ok(a.rand_stream)) return kInvalidArgument;
-  switch (a.probs_dtype) {
-    case kProbF32: sample_tokens_rows<F32Tag>(a); break;
-    case kProbF16: sample_tokens_rows<F16Tag>(a); break;
-    default: sample_tokens_rows<BF16Tag>(a); break;
-  }
+  with_prob_tag(a.probs_dtype, [&a](auto tag) { sample_tokens_rows<decltype(tag)>(a); });
   return kOk;
 }
 
 int top_k_top_p_probs_cpu(const TopKTopPProbsParams& a) {
   if (check_sampling_sizes(a.rows, a.vocab, a.batch, a.probs_dtype) != kOk) return kInvalidArgument;
-  switch (a.probs_dtype) {
-    case kProbF32: top_k_top_p_probs_rows<F32Tag>(a); break;
-    case kProbF16: top_k_top_p_probs_rows<F16Tag>(a); break;
-    default: top_k_top_p_probs_rows<BF16Tag>(a); break;
-  }
+  with_prob_tag(a.probs_dtype, [&a](auto tag) { top_k_top_p_probs_rows<decltype(tag)>(a); });
   return kOk;
 }
 

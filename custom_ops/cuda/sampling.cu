@@ -14,6 +14,7 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
+#include "fastspec/prob_dtype.h"
 #include "fastspec/sampling.h"
 
 namespace fastspec {
@@ -383,11 +384,7 @@ cudaError_t top_p_candidates_cuda(const TopPCandidatesParams& a, cudaStream_t st
     return cudaErrorInvalidValue;
   }
   if (a.rows == 0) return cudaSuccess;
-  switch (a.probs_dtype) {
-    case kProbF32: return launch_candidates<F32Tag>(a, stream);
-    case kProbF16: return launch_candidates<F16Tag>(a, stream);
-    default: return launch_candidates<BF16Tag>(a, stream);
-  }
+  return with_prob_tag(a.probs_dtype, [&](auto tag) { return launch_candidates<decltype(tag)>(a, stream); });
 }
 
 cudaError_t sample_tokens_cuda(const SampleTokensParams& a, cudaStream_t stream) {
@@ -396,11 +393,7 @@ cudaError_t sample_tokens_cuda(const SampleTokensParams& a, cudaStream_t stream)
     return cudaErrorInvalidValue;
   }
   if (a.rows == 0) return cudaSuccess;
-  switch (a.probs_dtype) {
-    case kProbF32: return launch_sample<F32Tag>(a, stream);
-    case kProbF16: return launch_sample<F16Tag>(a, stream);
-    default: return launch_sample<BF16Tag>(a, stream);
-  }
+  return with_prob_tag(a.probs_dtype, [&](auto tag) { return launch_sample<decltype(tag)>(a, stream); });
 }
 
 cudaError_t top_k_top_p_probs_cuda(const TopKTopPProbsParams& a, cudaStream_t stream) {
@@ -408,11 +401,7 @@ cudaError_t top_k_top_p_probs_cuda(const TopKTopPProbsParams& a, cudaStream_t st
     return cudaErrorInvalidValue;
   }
   if (a.rows == 0) return cudaSuccess;
-  switch (a.probs_dtype) {
-    case kProbF32: return launch_probs<F32Tag>(a, stream);
-    case kProbF16: return launch_probs<F16Tag>(a, stream);
-    default: return launch_probs<BF16Tag>(a, stream);
-  }
+  return with_prob_tag(a.probs_dtype, [&](auto tag) { return launch_probs<decltype(tag)>(a, stream); });
 }
 
 }  // namespace fastspec

@@ -1,8 +1,16 @@
-// top_p_candidates, sample_tokens and top_k_top_p_probs: parameters, the
-// arithmetic and the set rule shared by every backend, and the launcher
-// declarations. Semantics: docs/ops/sampling.md;
-// top_k_top_p_probs (docs/ops/sampling.md) renormalises over sample_tokens' set.
-//
+// top_p_candidates, sample_tokens and top_k_top_p_probs (docs/ops/sampling.md):
+// their params, the integer keys and the set rule every backend shares, and
+// the launcher declarations.
+#pragma once
+
+#include <cstdint>
+
+#include "fastspec/common.h"
+#include "fastspec/mass.h"
+#include "fastspec/philox.h"
+
+namespace fastspec {
+
 // Every decision is made on integers:
 //   * a probability becomes its f32 bit pattern (fp16/bf16 widened exactly
 //     first, by the converters below); a valid probability (finite, > 0) has
@@ -21,15 +29,6 @@
 // early when the chosen bucket holds a single element. The cut itself is
 // defined by the contract (it does not depend on how it is found), so the
 // backends agree bit for bit whatever their parallel schedule.
-#pragma once
-
-#include <cstdint>
-
-#include "fastspec/common.h"
-#include "fastspec/mass.h"
-#include "fastspec/philox.h"
-
-namespace fastspec {
 
 enum ProbDtype : int32_t { kProbF32 = 0, kProbF16 = 1, kProbBF16 = 2 };
 
