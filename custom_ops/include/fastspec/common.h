@@ -1,5 +1,5 @@
 // Framework-free basics shared by every backend: the host/device qualifier,
-// status codes and the slot-kind rules of docs/ops/.
+// status codes and the slot kinds of docs/ops/conventions.md.
 #pragma once
 
 #include <cstdint>
@@ -50,7 +50,7 @@ struct XpuGrid {
 const char* xpu_emulation_error();
 int xpu_probe(int which, const int* in, int* out, int n, const XpuGrid& grid);
 
-// Slot kinds (docs/ops/ngram_match.md "Inputs").
+// Slot kinds (docs/ops/conventions.md "A request's tokens and rows").
 FS_HD bool is_prefill(int32_t seq_len_encoder) { return seq_len_encoder > 0; }
 FS_HD bool is_decode(int32_t seq_len_encoder, int32_t seq_len_decoder) {
   return seq_len_encoder == 0 && seq_len_decoder > 0;

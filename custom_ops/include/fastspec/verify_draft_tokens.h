@@ -137,9 +137,10 @@ struct VerifyRowsInMemory {
   }
 };
 
-// The per-slot rule (docs/ops/verify_draft_tokens.md "Rules"). Writes accept_tokens[b, :] and accept_num[b]. A
-// negative draft is never accepted (the op never emits -1), not even under
-// accept_all; a correction that is not a real token becomes end_tokens[0].
+// The per-slot rule (docs/ops/verify_draft_tokens.md "Rules"). Writes
+// accept_tokens[b, :] and accept_num[b]. A negative draft is never accepted
+// (the op never emits -1), not even under accept_all; a correction that is not
+// a real token becomes end_tokens[0].
 template <class Rows>
 FS_HD void verify_slot_with(const VerifyDraftTokensParams& a, int64_t b, const Rows& rows) {
   int64_t* out = a.accept_tokens + b * a.draft_cols;
