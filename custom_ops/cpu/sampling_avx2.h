@@ -15,9 +15,9 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "simd.h"
 #include "sampling_row.h"
 #include "sampling_scalar.h"
+#include "simd.h"
 
 namespace fastspec {
 namespace {

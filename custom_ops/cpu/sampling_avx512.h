@@ -12,16 +12,13 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "simd.h"
 #include "sampling_row.h"
 #include "sampling_scalar.h"
+#include "simd.h"
 
 namespace fastspec {
 namespace {
 
-// float32, float16 and bfloat16 rows with AVX-512: 16 keys at a time, the same
-// integers as above (bf16 bits << 16 are its f32 bits; fp16 as f16_to_f32_bits).
-// Every function that uses AVX-512 carries FS_TARGET_AVX512.
 FS_TARGET_AVX512 inline __m512i f32_bits16(F32Tag, const float* p) { return _mm512_loadu_si512(p); }
 FS_TARGET_AVX512 inline __m512i f32_bits16(BF16Tag, const uint16_t* p) {
   return _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16);
@@ -99,7 +96,6 @@ FS_TARGET_AVX512 int64_t gather_above(Avx512, const Row<Tag>& row, uint32_t tau,
   for (; i + 16 <= row.vocab; i += 16) gather.lanes(i, _mm512_cmpge_epu32_mask(keys16<Tag>(row.p + i), vtau));
   return gather.rest(i, tau, mass);
 }
-
 
 // The masses of 16 keys (mass_fast), lanes 0-7 and 8-15.
 FS_TARGET_AVX512 inline void masses16(__m512i key, __m512i* lo, __m512i* hi) {
@@ -238,7 +234,6 @@ FS_TARGET_AVX512 int64_t flat_bucket_pass(Avx512, const Row<Tag>& row, uint32_t 
   }
   return n;
 }
-
 
 // The bucket that straddles the cut, with the masses in 32-bit lanes when every key is small.
 template <typename Tag>

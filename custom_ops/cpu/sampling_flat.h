@@ -1,6 +1,5 @@
-// The near-flat path of the CPU sampling kernels: when S reaches below every
-// chunk maximum (S is most of the row), the cut comes from a mass histogram
-// fitted to the row's key range instead of a copy of the row. Included by
+// The near-flat path of the CPU sampling kernels: S's cut, and the draw from
+// S, for a row whose S reaches below every chunk maximum. Included by
 // sampling.cc only.
 #pragma once
 
@@ -15,7 +14,6 @@
 namespace fastspec {
 namespace {
 
-//
 // When S reaches below every chunk maximum (a near-flat row, where S is most
 // of the row), the level-0 histogram (key >> 20) holds nearly the whole row in
 // one or two buckets and the gathers copy the whole row. Instead: a mass
@@ -23,12 +21,11 @@ namespace {
 // buckets of 2^shift keys, walked from the bottom: the cut lies in the first
 // bucket at which the mass from the bottom exceeds total - thr (the mass S
 // leaves out, small here), so only the buckets up to there are needed (see
-// flat_cut_bucket_avx512). One pass gathers that bucket's members (an exact
-// select among them finds the cut) and sums, per block of kDrawBlock ids, the
-// mass above the bucket; the draw then scans a single block. Every decision is
-// still on the exact masses; the shortcuts only change the time.
-
-
+// sampling_avx512.h flat_cut_bucket_avx512). One pass gathers that bucket's
+// members (an exact select among them finds the cut) and sums, per block of
+// kDrawBlock ids, the mass above the bucket; the draw then scans a single
+// block. Every decision is still on the exact masses; the shortcuts only
+// change the time.
 
 constexpr int64_t kFlatSortDirectly = 2048;  // straddling buckets up to this size are sorted
 

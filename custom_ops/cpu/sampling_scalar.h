@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "simd.h"
 #include "sampling_row.h"
+#include "simd.h"
 
 namespace fastspec {
 namespace {

@@ -200,9 +200,9 @@ SelectResult gather_and_select(const Row<Tag>& row, const Level0& l0, int64_t ta
 // above it. For a mass target, the masses of the chunk maxima >= tau are a
 // lower bound of the mass at or above tau; when no tau is proven that way the
 // gathered mass is checked (and the histogram path taken when it falls
-// short). The passes are loops the compiler (or the AVX-512 code below)
-// vectorises, except the gather's stores, which only the survivors take.
-
+// short). The passes are loops the compiler (or sampling_avx2.h and
+// sampling_avx512.h) vectorises, but for the gather's stores, which only the
+// survivors take.
 
 // Count target 1 <= k <= chunks: the k-th largest chunk maximum (0: no bound).
 uint32_t bound_for_count(uint32_t* maxima, int64_t chunks, int64_t k) {
