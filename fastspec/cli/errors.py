@@ -63,6 +63,7 @@ def user_errors(prog: str | None = None) -> Callable[[Callable[..., int]], Calla
                 print(f"{prog or os.path.basename(sys.argv[0])}: error: {one_line(error)}", file=sys.stderr)
                 return 2
 
+        wrapper.handles_user_errors = True  # type: ignore[attr-defined]  (tests/cli check every script has it)
         return wrapper
 
     return decorate
