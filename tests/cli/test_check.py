@@ -95,7 +95,7 @@ def test_a_kernel_that_raises_is_a_failed_cell(monkeypatch):
 
 def test_mismatch_finds_a_flipped_bit():
     case = next(c for c in cases() if c.name == "top_k_top_p_probs")
-    want = case.reference(case.arrays, case.attrs)
+    (want,) = case.reference(case.arrays, case.attrs)
     assert check.mismatch(case, (want,)) is None
     off = want.copy()
     off.view(np.uint32)[2, 5] ^= 1  # one ulp

@@ -216,7 +216,7 @@ def test_types_accept_values_in_range(parse, text, value):
     (errors.float_range(0.0, 1.0, high_open=True), "1", "must be a number in [0.0, 1.0), got 1"),
     (errors.float_range(0.0), "inf", "must be a number >= 0.0, got inf"),
     (errors.float_range(0.0), "x", "must be a number, got 'x'"),
-    (errors.int_list(1), ",", "must be a comma-separated list of integers"),
+    (errors.int_list(1), ",", "must be a comma-separated list of integers, got ','"),
     (errors.choice_list(("a", "b")), "a,c", "must be a comma-separated list of a, b; got 'a,c'"),
     (errors.readable_file, "/no/such/file", "no such file: '/no/such/file'"),
 ])
