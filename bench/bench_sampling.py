@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, device, fmt_time, machine, median_seconds, write_json  # noqa: E402
 from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors  # noqa: E402
-from fastspec.testing.sampling_cases import KINDS, make_probs  # noqa: E402
+from tests.helpers.sampling_cases import KINDS, make_probs  # noqa: E402
 
 VOCAB = 151936
 TOP_P = 0.9
@@ -71,8 +71,8 @@ def cpu_runners(a: dict, k: int):
 def cuda_runners(a: dict, k: int):
     import torch
 
-    from fastspec import kernels
-    from fastspec.testing.cuda import capture
+    from fastspec import arrays as kernels
+    from tests.helpers.cuda import capture
 
     t = {name: torch.from_numpy(np.ascontiguousarray(v)).cuda() for name, v in a.items()}
     rows = a["probs"].shape[0]
@@ -118,7 +118,7 @@ def main(argv=None) -> int:
 
     results = []
     if args.device == "cpu":
-        from fastspec import kernels
+        from fastspec import arrays as kernels
 
         threads = kernels.module().num_threads()
         bandwidth = None

@@ -25,9 +25,9 @@ def device(text: str) -> str:
     import argparse
 
     if text == "cuda":
-        from fastspec import kernels
+        from fastspec import arrays
 
-        if not kernels.module().with_cuda:
+        if not arrays.module().with_cuda:
             raise argparse.ArgumentTypeError("cuda: these bindings were built without CUDA (no toolkit found when "
                                              "`python setup_ops.py` ran; see `python -m fastspec info`)")
         try:
@@ -59,7 +59,7 @@ def cpu_read_seconds(array: np.ndarray) -> float:
 
     Measured on the very buffer the kernel reads, so both see the same caches.
     """
-    from fastspec import kernels
+    from fastspec import arrays as kernels
 
     words = np.ascontiguousarray(array).view(np.uint64).reshape(-1)
     read = kernels.module().read_once_cpu

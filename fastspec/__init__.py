@@ -1,25 +1,36 @@
-"""fastspec: speculative-decoding ops for PaddlePaddle (CPU and CUDA; XPU is planned).
+"""fastspec: speculative-decoding ops for PaddlePaddle model runners (CPU, CUDA, Kunlunxin XPU).
 
-``fastspec.ops`` holds the Paddle ops (importing it loads the compiled
-library and Paddle); ``fastspec.reference`` is the numpy contract and needs
-neither; ``fastspec.kernels`` runs the kernels from any framework through raw
-pointers. Each op's contract is in ``docs/ops/<op>.md``. The demo and its
-stand-in models live apart, in ``fastspec.demo``. ``python -m fastspec info``
-says what this install holds; ``python -m fastspec check`` (or :func:`run_check`)
-runs every op on every backend here against the reference.
+One package per layer, imports pointing one way (docs/DEVELOPING.md):
+
+- ``fastspec.core``: the op declarations (schema), their checks, errors and dtype codes;
+- front ends: ``fastspec.ops`` (Paddle tensors; loads the op library and Paddle) and
+  ``fastspec.arrays`` (numpy / torch / cupy arrays through the pointer API, no Paddle);
+- ``fastspec.reference``: the numpy contract of every op (needs neither);
+- ``fastspec.runtime``: state, sampler, step, the ``generate`` loop, config, proposers and the
+  adaptive draft length.
+
+``python -m fastspec info`` says what this install holds and runs here; ``python -m fastspec check``
+(or :func:`run_check`) runs every op on every backend here against the reference (``fastspec.cli``).
+The demo (``python -m fastspec.demo``) runs from a source checkout and is not part of the wheel.
 """
 
 __version__ = "0.1.0"
 
-from fastspec.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError  # noqa: E402
+from fastspec import _moved  # noqa: E402
+from fastspec.core.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError  # noqa: E402
+
+_moved.install()
 
 
-def run_check(verbose: bool = True) -> bool:
-    """Runs every op on every backend available here against the numpy reference and prints the
-    table (``python -m fastspec check`` does the same); True when nothing failed."""
-    from fastspec.cli.check import run_check as check
+def __getattr__(name: str):
+    """``fastspec.run_check()``: the front door to ``fastspec.cli.check.run_check`` (every op on
+    every backend here against the reference; True when nothing failed). Looked up on first use
+    only, so importing fastspec loads nothing above core and no layer below depends on the CLI."""
+    if name == "run_check":
+        import importlib
 
-    return check(verbose=verbose)
+        return importlib.import_module("fastspec.cli.check").run_check
+    raise AttributeError(f"module 'fastspec' has no attribute {name!r}")
 
 
 __all__ = ["FastspecArgumentError", "FastspecBuildError", "FastspecTypeError", "__version__", "run_check"]

@@ -33,7 +33,7 @@ import numpy as np
 import fastspec
 from fastspec.cli import FAMILIES
 from fastspec.cli.cases import Case, cases
-from fastspec.schema import SCHEMAS
+from fastspec.core.schema import SCHEMAS
 
 PASS, FAIL = "PASS", "FAIL"
 LEVELS = ("scalar", "avx2", "avx512")  # fastspec/cpu_features.h, lowest first
@@ -117,7 +117,7 @@ def run_cell(case: Case, run: Callable[[Case], tuple[np.ndarray, ...]]) -> tuple
 # --- the front ends ------------------------------------------------------------------------
 
 
-def call(case: Case, op: Callable[..., Any], to: Callable[[np.ndarray], Any] = np.copy,
+def call(case: Case, op: Callable[..., Any], to: Callable[[np.ndarray], Any] = np.asarray,
          back: Callable[[Any], np.ndarray] = np.asarray, inputs_only: bool = False, **extras: Any) -> tuple[np.ndarray, ...]:
     """Calls a front end's ``op`` on copies of the case's arrays made by ``to``; returns what it
     changed (``result_names``) as numpy arrays (``back``)."""
@@ -130,18 +130,18 @@ def call(case: Case, op: Callable[..., Any], to: Callable[[np.ndarray], Any] = n
 
 
 def kernels_runner(**extras: Any) -> Callable[[Case], tuple[np.ndarray, ...]]:
-    """numpy arrays through ``fastspec.kernels`` (the CPU kernels, or ``backend="xpu_emulator"``)."""
+    """numpy arrays through ``fastspec.arrays`` (the CPU kernels, or ``backend="xpu_emulator"``)."""
 
     def run(case: Case) -> tuple[np.ndarray, ...]:
-        from fastspec import kernels
+        from fastspec import arrays
 
-        return call(case, getattr(kernels, case.op), **extras)
+        return call(case, getattr(arrays, case.op), **extras)
 
     return run
 
 
 def cuda_runner(framework: str) -> Callable[[Case], tuple[np.ndarray, ...]]:
-    """The arrays on the GPU as ``framework`` (torch or cupy) tensors, through ``fastspec.kernels``."""
+    """The arrays on the GPU as ``framework`` (torch or cupy) tensors, through ``fastspec.arrays``."""
     if framework == "torch":
         import torch
 
@@ -152,9 +152,9 @@ def cuda_runner(framework: str) -> Callable[[Case], tuple[np.ndarray, ...]]:
         to, back = cupy.asarray, cupy.asnumpy
 
     def run(case: Case) -> tuple[np.ndarray, ...]:
-        from fastspec import kernels
+        from fastspec import arrays
 
-        return call(case, getattr(kernels, case.op), to, back)
+        return call(case, getattr(arrays, case.op), to, back)
 
     return run
 
@@ -177,10 +177,10 @@ def paddle_runner(place: Any) -> Callable[[Case], tuple[np.ndarray, ...]]:
 
 
 def _build_info() -> tuple[dict[str, Any] | None, str]:
-    from fastspec import kernels
+    from fastspec import arrays
 
     try:
-        return dict(kernels.module().build_info()), ""
+        return dict(arrays.module().build_info()), ""
     except (fastspec.FastspecBuildError, ImportError, AttributeError) as error:
         return None, str(error).splitlines()[0]
 

@@ -25,8 +25,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from fastspec.config import ConfigError
-from fastspec.errors import FastspecBuildError
+from fastspec.core.errors import FastspecBuildError
+from fastspec.runtime.config import ConfigError
 
 
 class UserError(Exception):
@@ -172,7 +172,7 @@ def load_config(path: str | Path, flag: str = "--config") -> Any:
     file: unreadable, invalid YAML (with line and column), unknown key, bad value."""
     import yaml
 
-    from fastspec.config import SpeculativeConfig
+    from fastspec.runtime.config import SpeculativeConfig
 
     try:
         return SpeculativeConfig.from_yaml(path)

@@ -1,6 +1,6 @@
 """``python -m fastspec info``: what this install of fastspec is and what it will run here.
 
-Versions; where the op library (Paddle) and the bindings (the array API) are loaded from and
+Versions; where the op library (Paddle) and the bindings (the array API, fastspec.arrays) are loaded from and
 whether each is built; per backend what the build holds and what it picks on this machine;
 the environment variables that change fastspec's behaviour. Paddle itself is not imported
 (its version comes from the package metadata), so this answers in well under a second.
@@ -27,7 +27,7 @@ OPS_FACTS = LIB_DIR / "fastspec_ops.json"  # written beside it by setup_ops.py
 ENVIRONMENT = {
     "FASTSPEC_SIMD": "run time: caps the CPU kernels' SIMD level (off, avx2, avx512, auto)",
     "FASTSPEC_NUM_THREADS": "run time: threads of the CPU kernels' pool (default: hardware threads)",
-    "FASTSPEC_KERNELS_LIB": "run time: which bindings fastspec.kernels loads (unset, default, sanitize)",
+    "FASTSPEC_KERNELS_LIB": "run time: which bindings fastspec.arrays loads (unset, default, sanitize)",
     "CUDA_VISIBLE_DEVICES": "run time: the GPUs CUDA may use",
     "FASTSPEC_CUDA": "build: auto, on or off (pip install; setup_ops.py --cuda)",
     "FASTSPEC_CUDA_ARCHS": "build: CUDA architectures, default 80;90",
@@ -53,10 +53,10 @@ def _version(*distributions: str) -> str | None:
 
 def _bindings() -> tuple[dict[str, Any], dict[str, Any] | None]:
     """(where the bindings are and whether they load, their build_info() or None)."""
-    from fastspec import kernels
+    from fastspec import arrays
 
     try:
-        module = kernels.module()
+        module = arrays.module()
     except (fastspec.FastspecBuildError, ImportError, OSError) as error:
         found = sorted(str(p) for p in LIB_DIR.glob("fastspec_kernels*.so"))
         return {"built": bool(found), "path": found[0] if found else None, "error": str(error)}, None
@@ -121,7 +121,7 @@ def render(info: dict[str, Any]) -> str:
              f"  paddle {v['paddle'] or 'not installed'}; numpy {v['numpy']}; torch {v['torch'] or 'not installed'}; "
              f"cupy {v['cupy'] or 'not installed'}", "", "libraries"]
     for label, lib in (("op library (fastspec.ops, Paddle)", libs["op_library"]),
-                       ("bindings (fastspec.kernels, arrays)", libs["bindings"])):
+                       ("bindings (fastspec.arrays)", libs["bindings"])):
         state = "built" if lib["built"] else "NOT BUILT"
         lines.append(f"  {label:37} {state:9} {lib['path'] or '-'}")
         if lib["error"]:
@@ -144,7 +144,7 @@ def render(info: dict[str, Any]) -> str:
     lines.append(f"  cuda  compiled: bindings {_yes(cuda['bindings'])}, op library {_yes(cuda['op_library'])}; "
                  f"archs {archs}; GPU visible: {visible}")
     xpu = backends["xpu"]
-    lines.append(f"  xpu   emulated on host threads (fastspec.kernels backend='xpu_emulator'): {_yes(xpu['emulated'])}; "
+    lines.append(f"  xpu   emulated on host threads (fastspec.arrays backend='xpu_emulator'): {_yes(xpu['emulated'])}; "
                  f"XTDK device kernels in the op library: {_yes(xpu['xtdk_op_library'])}")
     lines += ["", "environment"]
     for name, entry in info["environment"].items():

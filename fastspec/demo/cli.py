@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from fastspec.cli.errors import ArgumentParser, UserError, float_range, int_list, int_range, load_config, readable_file, user_errors
-from fastspec.config import MAX_SPECULATIVE_TOKENS, STRATEGIES
+from fastspec.runtime.config import MAX_SPECULATIVE_TOKENS, STRATEGIES
 from fastspec.demo.workload import CORPORA, ROOT, copy_edit_workload
 
 # Paddle warns on import that ccache is missing; it only matters when compiling through Paddle.
@@ -60,7 +60,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--top-p", type=float_range(0.0, 1.0, low_open=True), default=1.0,
                    help="sampling.top_p (default 1.0: the replay model really samples, ~8%% of tokens leave the reference)")
     p.add_argument("--static-step", action="store_true",
-                   help="run the spec-on step as two programs built once and replayed (fastspec.step.SpecStep)")
+                   help="run the spec-on step as two programs built once and replayed (fastspec.runtime.step.SpecStep)")
     p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     p.add_argument("--seed", type=int_range(0), default=0, help="workload and sampling seed")
     p.add_argument("--short", action="store_true", help="a small workload for CI")
@@ -98,7 +98,7 @@ class ProgressBar:
 
 
 def make_config(args):
-    from fastspec.config import ConfigError
+    from fastspec.runtime.config import ConfigError
 
     if args.config is None:
         args.config = str(METHOD_CONFIGS.get(args.method, DEFAULT_CONFIG))
@@ -128,7 +128,7 @@ def with_draft_head(config, model, workload, args):
     """Methods mtp / eagle3: the target also returns hidden states (eagle3: its aux states
     through ``AuxHiddenStatesMixin``) and a draft head reads them. Returns (target, head or None)."""
     from fastspec.demo import draft_models as dm
-    from fastspec.proposers import Eagle3DraftHead
+    from fastspec.runtime.proposers import Eagle3DraftHead
 
     vocab, end = workload.tokenizer.vocab_size, workload.tokenizer.END
     if config.method == "mtp":
@@ -146,8 +146,8 @@ def with_draft_head(config, model, workload, args):
 
 def run_one(label, model, workload, config, args, max_model_len, warmup=False, draft_model=None, step_mode=None,
             cost_model=None):
-    from fastspec.runner import generate
-    from fastspec.state import RequestParams
+    from fastspec.runtime.generation import generate
+    from fastspec.runtime.state import RequestParams
 
     s = config.sampling
     count = 1 if warmup else len(workload.prompts)

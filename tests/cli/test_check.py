@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import fastspec
-from fastspec import kernels
+from fastspec import arrays
 from fastspec.cli import check, main
 from fastspec.cli.cases import cases
 
@@ -34,7 +34,7 @@ def test_check_passes_here():
 
 
 def test_every_op_is_checked():
-    from fastspec.schema import SCHEMAS
+    from fastspec.core.schema import SCHEMAS
 
     assert {c.op for c in cases()} == set(SCHEMAS)
     assert {c.attrs["strategy"] for c in cases() if c.op == "verify_draft_tokens"} == {
@@ -42,7 +42,7 @@ def test_every_op_is_checked():
 
 
 def test_every_cpu_level_this_cpu_has_runs():
-    build = kernels.module().build_info()
+    build = arrays.module().build_info()
     report = check.check(only=("cpu",))
     for level in build["simd_compiled"]:
         expected = "PASS" if check.LEVELS.index(level) <= check.LEVELS.index(build["simd_cpu"]) else "no CPU"
@@ -51,7 +51,7 @@ def test_every_cpu_level_this_cpu_has_runs():
 
 
 def test_a_planted_wrong_result_fails_on_that_backend_only(monkeypatch, capsys):
-    right = kernels.top_p_candidates
+    right = arrays.top_p_candidates
 
     def wrong_on_the_xpu(*args, **kwargs):
         result = right(*args, **kwargs)
@@ -59,7 +59,7 @@ def test_a_planted_wrong_result_fails_on_that_backend_only(monkeypatch, capsys):
             result.candidate_ids[1, 0] += 1
         return result
 
-    monkeypatch.setattr(kernels, "top_p_candidates", wrong_on_the_xpu)
+    monkeypatch.setattr(arrays, "top_p_candidates", wrong_on_the_xpu)
     report = check.check(only=("cpu", "xpu"))
     failed = {key for key, cell in report.cells.items() if cell == "FAIL"}
     assert failed == {("top_p_candidates", "xpu emu")}
@@ -86,7 +86,7 @@ def test_a_kernel_that_raises_is_a_failed_cell(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("update_model_status: the cpu kernel failed: -1")
 
-    monkeypatch.setattr(kernels, "update_model_status", broken)
+    monkeypatch.setattr(arrays, "update_model_status", broken)
     report = check.check(only=("xpu",))
     assert report.cells["update_model_status", "xpu emu"] == "FAIL"
     assert "FAIL update_model_status on xpu emu: raised RuntimeError: update_model_status: the cpu kernel failed" \

@@ -79,12 +79,12 @@ def test_text_names_each_library_backend_and_setting():
 
 
 def test_without_the_bindings_it_says_so(monkeypatch):
-    from fastspec import kernels
+    from fastspec import arrays
 
     def missing():
         raise fastspec.FastspecBuildError("fastspec's pybind11 bindings are not built: run `python setup_ops.py`")
 
-    monkeypatch.setattr(kernels, "module", missing)
+    monkeypatch.setattr(arrays, "module", missing)
     data = info.collect()
     assert data["backends"]["cpu"] is None and data["backends"]["cuda"]["bindings"] is None
     text = info.render(data)
