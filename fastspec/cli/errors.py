@@ -62,6 +62,9 @@ def user_errors(prog: str | None = None) -> Callable[[Callable[..., int]], Calla
                     raise
                 print(f"{prog or os.path.basename(sys.argv[0])}: error: {one_line(error)}", file=sys.stderr)
                 return 2
+            except BrokenPipeError:  # the reader left (`| head`): stop quietly, as other tools do
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                return 1
 
         wrapper.handles_user_errors = True  # type: ignore[attr-defined]  (tests/cli check every script has it)
         return wrapper
