@@ -242,7 +242,8 @@ def check(seed: int = 0, only: Sequence[str] = FAMILIES) -> Report:
     else:
         if "cpu" in only:
             picked = build["simd_picked"]
-            columns.append(Column(f"cpu {picked}", kernels_runner()))
+            columns.append(Column(f"cpu {picked}", kernels_runner(), why=f"cpu {picked}: the level picked here; other "
+                                  "levels ran in child processes with FASTSPEC_SIMD set"))
             for level in build["simd_compiled"]:
                 if level == picked:
                     continue
