@@ -54,6 +54,7 @@ import argparse
 import concurrent.futures
 import glob
 import hashlib
+import json
 import os
 import shlex
 import subprocess
@@ -72,6 +73,7 @@ SANITIZE_LIB_DIR = BUILD / "sanitize"  # fastspec.arrays.SANITIZE_LIB_DIR (a tes
 # ASan + UBSan, every report fatal; -O1 -g keep the reports' stacks readable.
 SANITIZE_FLAGS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1"]
 DEFAULT_ARCHS = "80;90"
+OPS_FACTS = "fastspec_ops.json"  # beside fastspec_ops.so: its CUDA archs and XTDK (fastspec/cli/info.py reads it)
 
 
 def log(message: str) -> None:
@@ -105,6 +107,11 @@ def find_xtdk() -> tuple[Path | None, str]:
     if not (home / "bin" / "clang++").is_file():
         return None, f"CLANG_PATH={home} has no bin/clang++"
     return home, f"XTDK at CLANG_PATH={home}"
+
+
+def cuda_archs() -> list[str]:
+    """The CUDA architectures to compile for: FASTSPEC_CUDA_ARCHS (";" or "," between them), else 80 and 90."""
+    return [a.strip() for a in os.environ.get("FASTSPEC_CUDA_ARCHS", DEFAULT_ARCHS).replace(",", ";").split(";") if a.strip()]
 
 
 def march_flags(native: bool = False) -> list[str]:
@@ -204,7 +211,7 @@ class Builder:
         return [str(self.cuda_home / "bin" / "nvcc")]
 
     def nvcc_flags(self) -> list[str]:
-        archs = [a.strip() for a in os.environ.get("FASTSPEC_CUDA_ARCHS", DEFAULT_ARCHS).replace(",", ";").split(";") if a.strip()]
+        archs = cuda_archs()
         gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
         gencode.append(f"-gencode=arch=compute_{archs[-1]},code=compute_{archs[-1]}")
         return ["-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-DFASTSPEC_WITH_CUDA", f"-I{INCLUDE}", f"-I{GENERATED}",
@@ -269,6 +276,15 @@ class Builder:
         tmp.replace(output)  # atomic: a running process never sees half a library
         log(f"wrote {output.relative_to(ROOT) if output.is_relative_to(ROOT) else output}")
 
+    def write_facts(self, path: Path) -> None:
+        """What the op library was built with, beside it: ``python -m fastspec info`` reads it
+        (the library itself answers only once Paddle has loaded it)."""
+        if self.dry_run:
+            return
+        facts = {"cuda_archs": cuda_archs() if self.cuda_home else [], "xtdk": bool(self.xtdk),
+                 "march": " ".join(self.march)}
+        path.write_text(json.dumps(facts) + "\n")
+
     def xtdk_device_objects(self, objects: list[Path]) -> list[Path]:
         """XTDK writes each .xpu file's device binary beside its host object as NAME.device.bin.o."""
         if not self.xtdk:
@@ -303,13 +319,15 @@ class Builder:
         link += ["-Wl,--no-as-needed", "-l:libpaddle.so", "-Wl,--as-needed", *self.cuda_link_flags(),
                  *self.xpu_link_flags()]
         self.link(objects, self.lib_dir / "fastspec_ops.so", link)
+        self.write_facts(self.lib_dir / OPS_FACTS)
 
     def build_bindings(self) -> None:
         import pybind11  # noqa: PLC0415
 
         flags = self.cxx_flags() + [f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}", "-fvisibility=hidden"]
-        if self.cuda_home:
-            flags += ["-DFASTSPEC_WITH_CUDA", f"-I{self.cuda_home / 'include'}"]
+        if self.cuda_home:  # the archs, for build_info() (custom_ops/bindings/build_info.cc)
+            flags += ["-DFASTSPEC_WITH_CUDA", f"-I{self.cuda_home / 'include'}",
+                      f'-DFASTSPEC_CUDA_ARCH_LIST="{";".join(cuda_archs())}"']
         units = self.kernel_units() + [(src, ["g++"], flags) for src in sources("bindings", ".cc")]
         objects = self.compile(units)
         suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
@@ -390,7 +408,7 @@ def build(args: argparse.Namespace, lib_dir: Path = LIB_DIR, skip_ops_without_pa
         log(f"WARNING: skipped {what}")
     log(f"backends: CPU (always); {cpu_report(builder.march)}")
     log(f"backends: CUDA {'yes' if cuda_home else 'skipped'}: {why}"
-        + (f"; archs {os.environ.get('FASTSPEC_CUDA_ARCHS', DEFAULT_ARCHS)}" if cuda_home else ""))
+        + (f"; archs {';'.join(cuda_archs())}" if cuda_home else ""))
     log("backends: XPU emulated (host threads) in the pybind11 bindings, always")
     if xtdk and "paddle ops" in built:
         log(f"backends: XPU device kernels in the Paddle op library: {xpu_why}")

@@ -32,7 +32,6 @@ Writes bench/results/adaptive.json (a list of rows {"workload", "batch", "policy
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -43,6 +42,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import RESULTS  # noqa: E402
+from fastspec.cli.errors import ArgumentParser, float_range, int_list, int_range, load_config, readable_file, user_errors  # noqa: E402
 from fastspec.runtime.config import SpeculativeConfig  # noqa: E402
 from fastspec.runtime.adaptive.cost_model import GPUS, TARGET_MODELS, RooflineCost  # noqa: E402
 from fastspec.demo.models import ReplayModel  # noqa: E402
@@ -134,21 +134,23 @@ def plot(path: Path, rows: list[dict], title: str) -> None:
     plt.close(fig)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default=str(BASE_CONFIG), help="the adaptive policy's YAML (its adaptive section)")
+@user_errors()
+def main(argv=None) -> int:
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", type=readable_file, default=str(BASE_CONFIG),
+                        help="the adaptive policy's YAML (its adaptive section)")
     parser.add_argument("--target-model", default="llama-3.1-8b", choices=sorted(TARGET_MODELS))
     parser.add_argument("--gpu", default="h100-sxm", choices=sorted(GPUS))
-    parser.add_argument("--launch-us", type=float, default=100.0, help="fixed cost of a step (microseconds)")
-    parser.add_argument("--chunk-tokens", type=int, default=100, help="tokens per prompt chunk and reference")
-    parser.add_argument("--batches", default=",".join(map(str, BATCHES)))
+    parser.add_argument("--launch-us", type=float_range(0.0), default=100.0, help="fixed cost of a step (microseconds)")
+    parser.add_argument("--chunk-tokens", type=int_range(1), default=100, help="tokens per prompt chunk and reference")
+    parser.add_argument("--batches", type=int_list(1), default=",".join(map(str, BATCHES)))
     parser.add_argument("--quick", action="store_true", help="batches 1 and 32, at most 16 requests")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    batches = [1, 32] if args.quick else [int(b) for b in args.batches.split(",")]
+    parser.add_argument("--seed", type=int_range(0), default=0)
+    args = parser.parse_args(argv)
+    batches = [1, 32] if args.quick else args.batches
 
     cost = RooflineCost.named(args.target_model, args.gpu, args.launch_us)
-    base = SpeculativeConfig.from_yaml(args.config).replace(
+    base = load_config(args.config).replace(
         adaptive={"target_model": args.target_model, "gpu": args.gpu, "launch_us": args.launch_us})
     title = (f"simulated times (roofline: {args.target_model} BF16 on {args.gpu}, ridge {cost.ridge_tokens:.0f} tokens/step), "
              f"measured acceptance (n-gram drafts, TARGET_MATCH, replay target)")

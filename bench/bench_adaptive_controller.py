@@ -19,6 +19,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import fmt_time, machine, median_seconds, write_json  # noqa: E402
+from fastspec.cli.errors import ArgumentParser, user_errors  # noqa: E402
 
 K = 5
 BATCHES = (1, 64, 256)
@@ -44,7 +45,9 @@ def build(batch: int):
     return state, controller
 
 
-def main() -> int:
+@user_errors()
+def main(argv=None) -> int:
+    ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)  # --help; no options
     import paddle
 
     records = []

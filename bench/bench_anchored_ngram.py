@@ -27,12 +27,12 @@ Writes bench/results/anchored_ngram.json.
 
 from __future__ import annotations
 
-import argparse
 import random
 import re
 import subprocess
 import sys
 import time
+from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import machine, write_json  # noqa: E402
+from fastspec.cli.errors import ArgumentParser, UserError, int_range, user_errors  # noqa: E402
 from fastspec.reference import ngram_match  # noqa: E402
 
 K = 5
@@ -150,14 +151,17 @@ def print_table(records: list[dict]) -> None:
               f"{r['mean_accepted_length']:8.3f} {r['draft_rate']:7.3f}  {acc}")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repo", default=str(Path(__file__).resolve().parent.parent))
-    parser.add_argument("--pairs", type=int, default=300)
-    parser.add_argument("--max-tokens", type=int, default=3000, help="output tokens per pair; 0: all")
-    parser.add_argument("--seed", type=int, default=0)
+@user_errors()
+def main(argv=None) -> int:
+    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    parser.add_argument("--repo", default=str(Path(__file__).resolve().parent.parent), help="a git repository")
+    parser.add_argument("--pairs", type=int_range(1), default=300)
+    parser.add_argument("--max-tokens", type=int_range(0), default=3000, help="output tokens per pair; 0: all")
+    parser.add_argument("--seed", type=int_range(0), default=0)
     parser.add_argument("--quick", action="store_true", help="40 pairs, 1500 tokens each")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if not (Path(args.repo) / ".git").exists():
+        raise UserError(f"--repo {args.repo}: not a git repository (no .git)")
     if args.quick:
         args.pairs, args.max_tokens = 40, 1500
 

@@ -11,14 +11,15 @@ bench/results/ngram_append_<device>.json.
 
 from __future__ import annotations
 
-import argparse
 import sys
+from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
+from bench.common import NGRAM_WORKLOADS, cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, device, fmt_time, machine, median_seconds, write_json  # noqa: E402
 from bench.workloads import ngram_inputs  # noqa: E402
+from fastspec.cli.errors import ArgumentParser, choice_list, int_list, user_errors  # noqa: E402
 from fastspec.core.schema import SCHEMAS  # noqa: E402
 
 ARRAY_NAMES = SCHEMAS["ngram_append"].input_names
@@ -65,20 +66,21 @@ def cuda_runners(arrays, name: str):
     return step, capture(step).replay
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--batches", default="1,32,256")
-    parser.add_argument("--lens", default="4096,32768")
-    parser.add_argument("--workloads", default="nomatch,text")
-    args = parser.parse_args()
+@user_errors()
+def main(argv=None) -> int:
+    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    parser.add_argument("--device", type=device, default="cpu", help="cpu or cuda")
+    parser.add_argument("--batches", type=int_list(1), default="1,32,256")
+    parser.add_argument("--lens", type=int_list(1), default="4096,32768")
+    parser.add_argument("--workloads", type=choice_list(NGRAM_WORKLOADS), default="nomatch,text")
+    args = parser.parse_args(argv)
 
     bandwidth = None if args.device == "cpu" else cuda_read_bandwidth()
     rows = []
     print(f"{'workload':8} {'B':>4} {'L':>7} {'append':>12} {'floor':>12} {'ratio':>6} {'ngram_match':>12}")
-    for workload in args.workloads.split(","):
-        for batch in map(int, args.batches.split(",")):
-            for max_len in map(int, args.lens.split(",")):
+    for workload in args.workloads:
+        for batch in args.batches:
+            for max_len in args.lens:
                 arrays = inputs(workload, batch, max_len)
                 tokens = arrays["token_ids_all"]
                 floor = cpu_read_seconds(tokens) if bandwidth is None else tokens.nbytes / bandwidth

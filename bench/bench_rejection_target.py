@@ -33,17 +33,18 @@ memory allocated before it. Writes bench/results/rejection_target[_cuda].json.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
+from argparse import SUPPRESS, RawDescriptionHelpFormatter
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import fmt_time, machine, median_seconds, write_json  # noqa: E402
+from bench.common import device, fmt_time, machine, median_seconds, write_json  # noqa: E402
+from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors  # noqa: E402
 from tests.helpers.sampling_cases import softmax  # noqa: E402
 
 VOCAB = 151936
@@ -180,9 +181,9 @@ def run_cpu(args) -> dict:
     print(f"CPU, {threads} thread(s); B = {args.batch}, K = {args.k}, T = {rows}, V = {args.vocab}, float32, "
           f"top_p {TOP_P}, top_k 0; old path measured at B = {args.old_batches} and extrapolated linearly in T")
     print(f"{'kind':8} {'path':6} {'B':>4} {'T':>5} {'time':>12} {'floor':>12} {'ratio':>7} {'extra memory':>14}  note")
-    old_batches = [int(b) for b in args.old_batches.split(",")]
+    old_batches = args.old_batches
     results = []
-    for kind in args.kinds.split(","):
+    for kind in args.kinds:
         a = inputs(kind, args.batch, args.k, args.vocab)
         read_bandwidth = best_read_bandwidth(a["probs"])
 
@@ -264,7 +265,7 @@ def run_cuda(args) -> dict:
     print(f"CUDA; read bandwidth {bandwidth / 1e9:.0f} GB/s; B = {args.batch}, K = {args.k}, T = {rows}, "
           f"V = {args.vocab}; floor = (probs read + target_probs written) / bandwidth = {fmt_time(floor)}")
     results = []
-    for kind in args.kinds.split(","):
+    for kind in args.kinds:
         a = inputs(kind, args.batch, args.k, args.vocab)
         t = {name: torch.from_numpy(value).cuda() for name, value in a.items()}
         out = torch.empty((rows, args.vocab), dtype=torch.float32, device="cuda")
@@ -289,18 +290,19 @@ def run_cuda(args) -> dict:
     return {"device": "cuda", "read_bandwidth_Bps": bandwidth, "rows": results}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--batch", type=int, default=256, help="B, requests")
-    parser.add_argument("--k", type=int, default=5, help="K, drafts per request")
-    parser.add_argument("--vocab", type=int, default=VOCAB)
-    parser.add_argument("--kinds", default="peaked,uniform")
-    parser.add_argument("--old-batches", default="16,64", help="CPU: the batches the old path is measured at")
-    parser.add_argument("--measure-memory", metavar="VARIANT", help=argparse.SUPPRESS)  # the subprocess's job
-    args = parser.parse_args()
+@user_errors()
+def main(argv=None) -> int:
+    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    parser.add_argument("--device", type=device, default="cpu", help="cpu or cuda")
+    parser.add_argument("--batch", type=int_range(1), default=256, help="B, requests")
+    parser.add_argument("--k", type=int_range(0, 64), default=5, help="K, drafts per request")
+    parser.add_argument("--vocab", type=int_range(1), default=VOCAB)
+    parser.add_argument("--kinds", type=choice_list(tuple(SIGMA)), default="peaked,uniform")
+    parser.add_argument("--old-batches", type=int_list(1), default="16,64", help="CPU: the batches the old path is measured at")
+    parser.add_argument("--measure-memory", metavar="VARIANT", help=SUPPRESS)  # the subprocess's job
+    args = parser.parse_args(argv)
     if args.measure_memory:
-        print(json.dumps(measure_memory(args.measure_memory, args.kinds, args.batch, args.k, args.vocab)))
+        print(json.dumps(measure_memory(args.measure_memory, args.kinds[0], args.batch, args.k, args.vocab)))
         return 0
     payload = run_cpu(args) if args.device == "cpu" else run_cuda(args)
     payload.update({"batch": args.batch, "k": args.k, "vocab": args.vocab, "top_p": TOP_P, "machine": machine()})

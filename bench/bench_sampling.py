@@ -14,16 +14,17 @@ the kernels' own threads (CPU). Writes bench/results/sampling_<device>.json.
 
 from __future__ import annotations
 
-import argparse
 import sys
+from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from tests.helpers.sampling_cases import make_probs  # noqa: E402
+from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, device, fmt_time, machine, median_seconds, write_json  # noqa: E402
+from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors  # noqa: E402
+from tests.helpers.sampling_cases import KINDS, make_probs  # noqa: E402
 
 VOCAB = 151936
 TOP_P = 0.9
@@ -104,15 +105,16 @@ def cuda_runners(a: dict, k: int):
     return cand, sample, capture(cand).replay, capture(sample).replay, peers
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--rows", default="1,32,256")
-    parser.add_argument("--kinds", default="peaked,uniform")
-    parser.add_argument("--vocab", type=int, default=VOCAB)
-    parser.add_argument("--k", type=int, default=64, help="max_candidate_len of top_p_candidates")
+@user_errors()
+def main(argv=None) -> int:
+    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    parser.add_argument("--device", type=device, default="cpu", help="cpu or cuda")
+    parser.add_argument("--rows", type=int_list(1), default="1,32,256")
+    parser.add_argument("--kinds", type=choice_list(KINDS), default="peaked,uniform")
+    parser.add_argument("--vocab", type=int_range(1), default=VOCAB)
+    parser.add_argument("--k", type=int_range(1, 1024), default=64, help="max_candidate_len of top_p_candidates")
     parser.add_argument("--tag", default="", help="suffix of the JSON file name")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     results = []
     if args.device == "cpu":
@@ -129,8 +131,8 @@ def main() -> int:
         print(f"CUDA; read bandwidth {bandwidth / 1e9:.0f} GB/s (floor = probs bytes / this)")
         print(f"{'kind':8} {'T':>4} {'op':38} {'eager':>12} {'ratio':>6} {'graph':>12} {'ratio':>6}")
 
-    for kind in args.kinds.split(","):
-        for rows in map(int, args.rows.split(",")):
+    for kind in args.kinds:
+        for rows in args.rows:
             a = inputs(kind, rows, args.vocab)
             probs = a["probs"]
             if args.device == "cpu":

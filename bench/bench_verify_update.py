@@ -13,15 +13,16 @@ graph kernel node. Writes bench/results/verify_update_<device>.json.
 
 from __future__ import annotations
 
-import argparse
 import sys
+from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import cuda_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
+from bench.common import cuda_seconds, device, fmt_time, machine, median_seconds, write_json  # noqa: E402
+from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors  # noqa: E402
 from fastspec.core.schema import SCHEMAS  # noqa: E402
 
 VERIFY_NAMES = SCHEMAS["verify_draft_tokens"].input_names[:17]  # SPEC order; REJECTION's probability rows follow
@@ -169,14 +170,15 @@ def cuda_rows(batches: list[int], calls: int) -> list[dict]:
     return rows
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--batches", default="1,64,256")
-    parser.add_argument("--calls", type=int, default=100, help="CUDA: calls per timed sequence / graph")
+@user_errors()
+def main(argv=None) -> int:
+    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    parser.add_argument("--device", type=device, default="cpu", help="cpu or cuda")
+    parser.add_argument("--batches", type=int_list(1), default="1,64,256")
+    parser.add_argument("--calls", type=int_range(1), default=100, help="CUDA: calls per timed sequence / graph")
     parser.add_argument("--tag", default="", help="suffix of the JSON file name")
-    args = parser.parse_args()
-    batches = [int(b) for b in args.batches.split(",")]
+    args = parser.parse_args(argv)
+    batches = args.batches
     rows = cpu_rows(batches) if args.device == "cpu" else cuda_rows(batches, args.calls)
     path = write_json(f"verify_update_{args.device}{args.tag}",
                       {"ops": ["verify_draft_tokens", "update_model_status"], "device": args.device, "K": K,

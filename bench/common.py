@@ -17,6 +17,28 @@ import numpy as np
 warnings.filterwarnings("ignore", message="No ccache found")
 
 RESULTS = Path(__file__).resolve().parent / "results"
+NGRAM_WORKLOADS = ("nomatch", "text")  # bench.workloads.ngram_inputs' kinds
+
+
+def device(text: str) -> str:
+    """argparse type of ``--device``: cpu, or cuda where the bindings hold CUDA kernels and PyTorch sees a GPU."""
+    import argparse
+
+    if text == "cuda":
+        from fastspec import arrays
+
+        if not arrays.module().with_cuda:
+            raise argparse.ArgumentTypeError("cuda: these bindings were built without CUDA (no toolkit found when "
+                                             "`python setup_ops.py` ran; see `python -m fastspec info`)")
+        try:
+            import torch
+        except ImportError:
+            raise argparse.ArgumentTypeError("cuda: the CUDA benchmarks need PyTorch, which is not installed") from None
+        if not torch.cuda.is_available():
+            raise argparse.ArgumentTypeError("cuda: PyTorch sees no GPU here")
+    elif text != "cpu":
+        raise argparse.ArgumentTypeError(f"must be cpu or cuda, got {text!r}")
+    return text
 
 
 def median_seconds(fn: Callable[[], object], *, repeat: int = 20, warmup: int = 3, budget_s: float = 2.0) -> float:

@@ -48,3 +48,15 @@ strays = [str(p.relative_to(site)) for p in [package / "demo", package / "testin
 assert not strays, f"the installed package holds what is not the library: {strays}"
 print(f"pip install check: {package} holds the op library ({len(ops)} ops) and {bindings.name}")
 PY
+
+# The `fastspec` command of the install: info names the installed package and both libraries
+# (and the op library's build facts, shipped beside it); check passes on every backend here.
+"$env_dir/bin/fastspec" info --json | "$py" -c '
+import json, sys
+info = json.load(sys.stdin)
+assert info["paths"]["fastspec"].startswith(sys.argv[1]), info["paths"]
+libraries = info["libraries"]
+assert libraries["op_library"]["built"] and libraries["bindings"]["built"], libraries
+assert libraries["op_library"]["facts"] is not None, "fastspec_ops.json was not installed beside the op library"
+print("pip install check: fastspec info names the installed libraries")' "$(cd "$env_dir" && pwd -P)"
+"$env_dir/bin/fastspec" check

@@ -28,6 +28,7 @@ inline void check_cuda(cudaError_t status, const char* what) {
 }
 #endif
 
+void bind_build_info(py::module_& m);
 void bind_bench(py::module_& m);
 void bind_rng(py::module_& m);
 void bind_ops(py::module_& m);

@@ -8,6 +8,7 @@ PYBIND11_MODULE(fastspec_kernels, m) {
 #else
   m.attr("with_cuda") = false;
 #endif
+  fastspec_bindings::bind_build_info(m);
   fastspec_bindings::bind_bench(m);
   fastspec_bindings::bind_rng(m);
   fastspec_bindings::bind_ops(m);

@@ -8,17 +8,6 @@
 namespace fastspec {
 namespace {
 
-// The best level this CPU (and its operating system, which must save the
-// wider registers) supports.
-SimdLevel cpu_level() {
-#if FASTSPEC_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) return kSimdAvx512;
-  if (__builtin_cpu_supports("avx2")) return kSimdAvx2;
-#endif
-  return kSimdScalar;
-}
-
 // The cap FASTSPEC_SIMD asks for; an unknown value is reported and ignored.
 SimdLevel requested_cap() {
   const char* value = std::getenv("FASTSPEC_SIMD");
@@ -35,12 +24,22 @@ SimdLevel requested_cap() {
 }
 
 SimdLevel resolve() {
-  const SimdLevel cpu = cpu_level();
+  const SimdLevel cpu = cpu_simd_level();
   const SimdLevel cap = requested_cap();
   return cpu < cap ? cpu : cap;
 }
 
 }  // namespace
+
+// The operating system must also save the wider registers: __builtin_cpu_supports checks both.
+SimdLevel cpu_simd_level() {
+#if FASTSPEC_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) return kSimdAvx512;
+  if (__builtin_cpu_supports("avx2")) return kSimdAvx2;
+#endif
+  return kSimdScalar;
+}
 
 SimdLevel simd_level() {
   static const SimdLevel level = resolve();

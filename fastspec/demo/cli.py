@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from fastspec.cli.errors import ArgumentParser, UserError, float_range, int_list, int_range, load_config, readable_file, user_errors
+from fastspec.runtime.config import MAX_SPECULATIVE_TOKENS, STRATEGIES
 from fastspec.demo.workload import CORPORA, ROOT, copy_edit_workload
 
 # Paddle warns on import that ccache is missing; it only matters when compiling through Paddle.
@@ -31,34 +33,36 @@ warnings.filterwarnings("ignore", message="No ccache found")
 DEFAULT_CONFIG = ROOT / "configs" / "ngram.yaml"
 EAGLE3_DEMO_LAYERS = 4  # the demo's targets under eagle3: 4 layers, so configs/eagle3.yaml's ids 1, 2, 4 exist
 METHOD_CONFIGS = {"mtp": ROOT / "configs" / "mtp.yaml", "eagle3": ROOT / "configs" / "eagle3.yaml"}
+PROG = "python -m fastspec.demo"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m fastspec.demo", description=__doc__.split("\n\n")[0])
-    p.add_argument("--config", default=None,
+    p = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", type=readable_file, default=None,
                    help="YAML config (default: configs/ngram.yaml; configs/<method>.yaml for --method mtp / eagle3)")
     p.add_argument("--method", choices=["ngram", "mtp", "eagle3", "none", "naive"], default=None,
                    help="override the config's method (mtp: a draft head fed with the target's hidden states; "
                         "eagle3: a head fed with the target's aux hidden states)")
-    p.add_argument("--k", type=int, default=None, help="num_speculative_tokens (default 5)")
-    p.add_argument("--strategy", default="target_match", help="verify strategy: topp | greedy | target_match | rejection (mtp)")
-    p.add_argument("--batch-size", type=int, default=4, help="slots decoded together")
-    p.add_argument("--requests", type=int, default=None, help="requests (default 16, --short 2)")
-    p.add_argument("--chunk-tokens", type=int, default=None, help="file tokens per prompt (default 320, --short 60)")
+    p.add_argument("--k", type=int_range(0, MAX_SPECULATIVE_TOKENS), default=None, help="num_speculative_tokens (default 5)")
+    p.add_argument("--strategy", type=str.lower, choices=STRATEGIES, default="target_match",
+                   help="verify strategy (rejection: mtp / eagle3 only)")
+    p.add_argument("--batch-size", type=int_range(1), default=4, help="slots decoded together")
+    p.add_argument("--requests", type=int_range(1), default=None, help="requests (default 16, --short 2)")
+    p.add_argument("--chunk-tokens", type=int_range(1), default=None, help="file tokens per prompt (default 320, --short 60)")
     p.add_argument("--corpus", choices=CORPORA, default=None,
                    help="repo: chunks of the project's own files (default); builtin: the fixed corpus in "
                         "fastspec/demo/data/ (default with --short; what the tests run)")
-    p.add_argument("--ngram-sizes", default=None, help="n-gram sizes swept for the plot (default 1,2,3,4; --short 1,3)")
+    p.add_argument("--ngram-sizes", type=int_list(1), default=None, help="n-gram sizes swept for the plot (default 1,2,3,4; --short 1,3)")
     p.add_argument("--model", choices=["replay", "transformer"], default="replay",
                    help="replay: favours the reference rewrite (a stand-in for a trained model); transformer: random tiny model")
-    p.add_argument("--peak", type=float, default=0.92, help="replay model's probability on the reference token")
-    p.add_argument("--temperature", type=float, default=None, help="override sampling.temperature")
-    p.add_argument("--top-p", type=float, default=1.0,
+    p.add_argument("--peak", type=float_range(0.0, 1.0, low_open=True, high_open=True), default=0.92, help="replay model's probability on the reference token")
+    p.add_argument("--temperature", type=float_range(0.0), default=None, help="override sampling.temperature")
+    p.add_argument("--top-p", type=float_range(0.0, 1.0, low_open=True), default=1.0,
                    help="sampling.top_p (default 1.0: the replay model really samples, ~8%% of tokens leave the reference)")
     p.add_argument("--static-step", action="store_true",
                    help="run the spec-on step as two programs built once and replayed (fastspec.runtime.step.SpecStep)")
     p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
-    p.add_argument("--seed", type=int, default=0, help="workload and sampling seed")
+    p.add_argument("--seed", type=int_range(0), default=0, help="workload and sampling seed")
     p.add_argument("--short", action="store_true", help="a small workload for CI")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG")
     p.add_argument("--out", default="demo_out", help="folder for summary.json and acceptance.png")
@@ -94,11 +98,11 @@ class ProgressBar:
 
 
 def make_config(args):
-    from fastspec.runtime.config import SpeculativeConfig
+    from fastspec.runtime.config import ConfigError
 
     if args.config is None:
         args.config = str(METHOD_CONFIGS.get(args.method, DEFAULT_CONFIG))
-    config = SpeculativeConfig.from_yaml(args.config)
+    config = load_config(args.config)
     changes = {"verify_strategy": args.strategy}
     if args.method is not None:
         changes["method"] = args.method
@@ -114,7 +118,10 @@ def make_config(args):
     if args.top_p is not None:
         sampling["top_p"] = args.top_p
     changes["sampling"] = sampling
-    return config.replace(**changes)
+    try:
+        return config.replace(**changes)
+    except ConfigError as error:  # a combination the flags asked for
+        raise UserError(f"{args.config} with the command-line options: {error}") from error
 
 
 def with_draft_head(config, model, workload, args):
@@ -224,6 +231,7 @@ def plot(path: Path, main, sweep, k) -> None:
     plt.close(fig)
 
 
+@user_errors(PROG)
 def main(argv=None) -> int:
     args = parse_args(argv)
     t0 = time.perf_counter()
@@ -232,14 +240,13 @@ def main(argv=None) -> int:
     try:
         paddle.set_device(args.device)
     except (ValueError, RuntimeError) as e:
-        print(f"demo: device '{args.device}' is not available in this Paddle build: {e}", file=sys.stderr)
-        return 2
+        raise UserError(f"--device {args.device}: not available in this Paddle build ({e})") from None
     from fastspec.demo.models import ReplayModel, TinyTransformer
 
     config = make_config(args)
     requests = args.requests or (2 if args.short else 16)
     chunk = args.chunk_tokens or (60 if args.short else 320)
-    sizes = [int(n) for n in (args.ngram_sizes or ("1,3" if args.short else "1,2,3,4")).split(",") if n]
+    sizes = args.ngram_sizes or ([1, 3] if args.short else [1, 2, 3, 4])
     if args.corpus is None:
         args.corpus = "builtin" if args.short else "repo"
     workload = copy_edit_workload(requests, chunk, seed=args.seed, corpus=args.corpus)
@@ -298,7 +305,10 @@ def main(argv=None) -> int:
               + ", ".join(f"n={n}: accepted length {r.stats.mean_accepted_length:.2f}, drafts in "
                           f"{100 * draft_coverage(r.stats):.0f}% of steps" for n, r in sweep.items()))
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"--out {out}: cannot create the folder: {error.strerror or error}") from error
     summary = {
         "args": vars(args),
         "config": config.to_dict(),

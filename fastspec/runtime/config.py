@@ -16,6 +16,7 @@ from fastspec.core.schema import MAX_CANDIDATE_LEN, STRATEGIES
 METHODS = ("none", "naive", "ngram", "mtp", "eagle3")
 DRAFT_MODEL_METHODS = ("mtp", "eagle3")  # a draft head fed with the target's hidden states
 ACCEPT_POLICIES = ("normal", "accept_all", "reject_all")
+MAX_SPECULATIVE_TOKENS = 64  # K: drafts per request per step
 MAX_PROBE_INTERVAL = 1024  # bounds the controller's probe ring (up to B + interval rows)
 
 
@@ -99,7 +100,7 @@ class SpeculativeConfig:
         self.method = _check_choice("method", self.method, METHODS)
         self.verify_strategy = _check_choice("verify_strategy", self.verify_strategy, STRATEGIES)
         self.accept_policy = _check_choice("accept_policy", self.accept_policy, ACCEPT_POLICIES)
-        _check_int("num_speculative_tokens", self.num_speculative_tokens, low=0, high=64)
+        _check_int("num_speculative_tokens", self.num_speculative_tokens, low=0, high=MAX_SPECULATIVE_TOKENS)
         _check_int("max_candidate_len", self.max_candidate_len, low=1, high=MAX_CANDIDATE_LEN)
         _check_int("max_ngram_size", self.max_ngram_size, low=1)
         _check_int("min_ngram_size", self.min_ngram_size, low=1)

@@ -32,6 +32,10 @@ enum SimdLevel : int {
 // Resolved once (thread-safe); later calls return the cached value.
 SimdLevel simd_level();
 
+// The best level this CPU (and its operating system) supports, whatever
+// FASTSPEC_SIMD says.
+SimdLevel cpu_simd_level();
+
 // "scalar", "avx2" or "avx512".
 const char* simd_level_name(SimdLevel level);
 

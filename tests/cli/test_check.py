@@ -1,0 +1,115 @@
+"""`python -m fastspec check` / `fastspec.run_check()`: passes on this build, fails on a planted
+wrong result (and on a kernel that raises), naming the op and the backend."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fastspec
+from fastspec import arrays
+from fastspec.cli import check, main
+from fastspec.cli.cases import cases
+
+ROOT = Path(__file__).resolve().parents[2]
+ROWS = [c.name for c in cases()]
+
+
+def test_check_passes_here():
+    proc = subprocess.run([sys.executable, "-m", "fastspec", "check"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    header = next(line for line in lines if line.lstrip().startswith("cpu "))
+    columns = header.split("  ")
+    assert "xpu emu" in header and "paddle cpu" in header
+    for row in ROWS:
+        line = next(line for line in lines if line.startswith(row + "  "))
+        assert "FAIL" not in line and line[len(row):].split()[0] == "PASS", line  # the picked CPU level comes first
+    assert "0 failed" in lines[-1] and "all good" in lines[-1], columns
+
+
+def test_every_op_is_checked():
+    from fastspec.core.schema import SCHEMAS
+
+    assert {c.op for c in cases()} == set(SCHEMAS)
+    assert {c.attrs["strategy"] for c in cases() if c.op == "verify_draft_tokens"} == {
+        "topp", "greedy", "target_match", "rejection"}
+
+
+def test_every_cpu_level_this_cpu_has_runs():
+    build = arrays.module().build_info()
+    report = check.check(only=("cpu",))
+    for level in build["simd_compiled"]:
+        expected = "PASS" if check.LEVELS.index(level) <= check.LEVELS.index(build["simd_cpu"]) else "no CPU"
+        assert {report.cells[row, f"cpu {level}"] for row in ROWS} == {expected}
+    assert report.columns[0] == f"cpu {build['simd_picked']}"
+
+
+def test_a_planted_wrong_result_fails_on_that_backend_only(monkeypatch, capsys):
+    right = arrays.top_p_candidates
+
+    def wrong_on_the_xpu(*args, **kwargs):
+        result = right(*args, **kwargs)
+        if kwargs.get("backend") == "xpu_emulator":
+            result.candidate_ids[1, 0] += 1
+        return result
+
+    monkeypatch.setattr(arrays, "top_p_candidates", wrong_on_the_xpu)
+    report = check.check(only=("cpu", "xpu"))
+    failed = {key for key, cell in report.cells.items() if cell == "FAIL"}
+    assert failed == {("top_p_candidates", "xpu emu")}
+    assert not report.ok
+    assert any(n.startswith("FAIL top_p_candidates on xpu emu: candidate_ids[8] is") for n in report.notes)
+
+    assert main(["check", "--only", "xpu"]) == 1
+    out = capsys.readouterr().out
+    assert "1 failed" in out and "FAILED" in out
+    assert fastspec.run_check(verbose=False) is False
+
+
+def test_a_wrong_paddle_result_fails_the_paddle_column(monkeypatch):
+    import fastspec.ops
+
+    right = fastspec.ops.sample_tokens
+    monkeypatch.setattr(fastspec.ops, "sample_tokens", lambda *a, **k: right(*a, **k) * 0 + 1)
+    report = check.check(only=("paddle",))
+    assert report.cells["sample_tokens", "paddle cpu"] == "FAIL"
+    assert [cell for (row, _), cell in report.cells.items() if row != "sample_tokens"] == ["PASS"] * (len(ROWS) - 1)
+
+
+def test_a_kernel_that_raises_is_a_failed_cell(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("update_model_status: the cpu kernel failed: -1")
+
+    monkeypatch.setattr(arrays, "update_model_status", broken)
+    report = check.check(only=("xpu",))
+    assert report.cells["update_model_status", "xpu emu"] == "FAIL"
+    assert "FAIL update_model_status on xpu emu: raised RuntimeError: update_model_status: the cpu kernel failed" \
+        in "\n".join(report.notes)
+
+
+def test_mismatch_finds_a_flipped_bit():
+    case = next(c for c in cases() if c.name == "top_k_top_p_probs")
+    (want,) = case.reference(case.arrays, case.attrs)
+    assert check.mismatch(case, (want,)) is None
+    off = want.copy()
+    off.view(np.uint32)[2, 5] ^= 1  # one ulp
+    assert check.mismatch(case, (off,)).startswith("target_probs[2005] is")
+
+
+def test_run_check_passes_here():
+    assert fastspec.run_check(verbose=False) is True
+
+
+@pytest.mark.parametrize("argv", [["check", "--only", "gpu"], ["check", "--seed", "-1"], ["nothing"]])
+def test_bad_arguments_are_one_line(capsys, argv):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.splitlines()[-1].startswith("fastspec")
