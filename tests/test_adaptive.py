@@ -115,6 +115,38 @@ def test_a_request_that_never_accepts_drops_to_zero_then_probes_then_comes_back(
     assert back[-1] >= K - 1
 
 
+def test_a_probe_is_paid_for_like_any_draft():
+    # cost 0.3 + 0.7 T, two slots: 2 tokens for 1.7, so a draft pays only when worth more than
+    # 0.7 / 0.85 = 0.82. A probe values draft 1 at the prior (0.6), not as sure, so it is never
+    # taken here; slot 1's draft 1 (0.9) is, with or without a probe
+    ctl = controller(2, LineCost(0.3, 0.7), probe_interval=2)
+    state = new_state(2)
+    set_estimates(ctl, np.array([[0.1] * K, [0.9] + [0.1] * (K - 1)]))
+    planned = [ctl.plan(state) or state.draft_token_num.numpy().tolist() for _ in range(6)]
+    assert planned == [[0, 1]] * 6
+
+
+def test_a_probe_where_drafts_are_cheap_is_taken():
+    # same request, a step where a draft of the prior's worth pays (cost 1 + 0.25 (T - 1)): the
+    # probe offers draft 1 (worth 0.6) and draft 2 behind it (0.1 * 0.6 does not pay): 1 draft,
+    # once every 2 steps
+    ctl = controller(1, STEEP, probe_interval=2)
+    state = new_state(1)
+    set_estimates(ctl, np.full((1, K), 0.1))
+    planned = [ctl.plan(state) or int(state.draft_token_num.numpy()[0]) for _ in range(6)]
+    assert sorted(planned) == [0, 0, 0, 1, 1, 1] and planned[0::2] != planned[1::2]
+
+
+def test_prior_next_credits_the_drafts_behind_the_first():
+    # STEEP, prior 0.6, prior_next 0.8: worth 0.6, 0.48, 0.384, 0.307, ...: rates 1.28, 1.387,
+    # 1.408, 1.386 for 1..4 drafts -> 3 (with 0.6 throughout: 2, see above)
+    ctl = controller(1, STEEP, prior_next=0.8)
+    state = new_state(1)
+    ctl.plan(state)
+    assert state.draft_token_num.numpy().tolist() == [3]
+    np.testing.assert_allclose(ctl.expected_tokens()[0], np.cumprod([0.6] + [0.8] * (K - 1)), rtol=1e-6)
+
+
 def test_without_probes_a_request_at_zero_stays_at_zero():
     ctl = controller(1, STEEP, probe_interval=0)
     state = new_state(1)
@@ -164,6 +196,22 @@ def test_a_compute_bound_batch_takes_only_the_free_tokens():
     planned = state.draft_token_num.numpy()
     assert planned.sum() == int(ROOFLINE.ridge_tokens) - 256 == 39
     np.testing.assert_array_equal(planned, [1] * 39 + [0] * (256 - 39))
+
+
+def test_prefill_rows_take_their_share_of_the_free_tokens():
+    # 256 slots, 200 of them prefilling (one row and one token each, no drafts), 56 decoding with
+    # fresh estimates: the step already holds 256 rows, so only 295 - 256 = 39 drafts are free (not
+    # 239), and past the ridge a draft must be worth ~0.94 tokens, as in a full decoding batch
+    ctl = controller(256, ROOFLINE)
+    state = new_state(256)
+    prefill = np.arange(256) >= 56
+    state.seq_lens_encoder[:] = paddle.to_tensor(np.where(prefill, 8, 0).astype(np.int32))
+    state.stop_flags[:] = paddle.to_tensor(np.zeros(256, dtype=bool))
+    ctl.acceptance[:, 0] = paddle.to_tensor((~prefill).astype(np.float32))
+    ctl.plan(state)
+    planned = state.draft_token_num.numpy()
+    assert planned[56:].sum() == 0
+    np.testing.assert_array_equal(planned[:56], [1] * 39 + [0] * 17)
 
 
 def test_a_middle_batch_fills_the_free_tokens_by_worth():

@@ -30,7 +30,8 @@ class DraftLengthController:
     as of fresh requests, are ordered by slot, so the split is exact). While the forward is
     memory-bound (batch 1) extra tokens are free and every draft with a chance is taken; once
     compute-bound (a large batch) a draft must be nearly certain. ``cost(n)`` comes from a
-    ``fastspec.runtime.adaptive.cost_model`` (measured or roofline) as a table refreshed between steps.
+    ``fastspec.runtime.adaptive.cost_model`` (measured or roofline) as a table refreshed between
+    steps. A prefilling slot adds one row and one token to the step and no draft.
 
     After the state update, ``observe`` folds the step into the estimates. A slot was offered
     ``rows - 1`` drafts, ``rows`` being its output rows (``cu_seqlens_q_output``, which the update
@@ -41,10 +42,16 @@ class DraftLengthController:
     Every (rows, accept_num) pair has its update precomputed, so observe is one table look-up and one
     multiply-add.
 
-    Probing: every ``probe_interval`` steps each slot (staggered across slots) plans as if its first
-    draft were sure, so a request that fell to 0 drafts is offered some again and, when the text
-    turns copy-heavy, earns them back. Between probes, untried positions relaxing toward the prior
-    bring drafts back wherever the step can afford them.
+    A new request starts from the priors: ``prior`` for draft 1, ``prior_next`` for each later
+    draft given the one before it landed (copied text tends to keep matching once it matches).
+
+    Probing is paid for like any draft: every ``probe_interval`` steps each slot (staggered across
+    slots) values its first draft at no less than ``prior``, what a new request is credited, and
+    that draft still has to pass the step's rate. So a request that fell to 0 drafts is offered one
+    again where a draft of that worth pays (and, when the text turned copy-heavy, earns the rest
+    back), and never where it does not: at high load, where a verified draft costs nearly what a
+    decode token does, nobody probes and the step runs as spec off would. Between probes, untried
+    positions relax toward the priors, with the same test.
 
     ``plan`` and ``observe`` use device tensors only (no host read, no Python branch on a value), and
     every tensor is allocated once and updated in place, so they can sit in a captured step.
@@ -56,7 +63,8 @@ class DraftLengthController:
         cost_model: seconds of one forward by tokens scored (``fastspec.runtime.adaptive.cost_model``).
         learning_rate: weight of one step's outcome in a tried position's estimate, in (0, 1].
         relax_rate: per step, how far an untried position's estimate moves toward ``prior``.
-        prior: a new request's estimate of every position, in [0, 1].
+        prior: a new request's estimate of draft 1, in [0, 1]; also what a probe values draft 1 at.
+        prior_next: a new request's estimate of drafts 2..K (default: ``prior``).
         probe_interval: steps between two probes of a slot (0: no probes).
         place: where the tensors live (default: Paddle's current place).
     """
@@ -70,6 +78,7 @@ class DraftLengthController:
         learning_rate: float = 0.3,
         relax_rate: float = 0.2,
         prior: float = 0.6,
+        prior_next: float | None = None,
         probe_interval: int = 16,
         place=None,
     ) -> None:
@@ -80,12 +89,14 @@ class DraftLengthController:
         self.cost_model = cost_model
         self.probe_interval = int(probe_interval)
         self.place = place if place is not None else paddle.framework._current_expected_place()
-        self._fresh = np.array([0.0] + [prior] * k, dtype=np.float32)  # not decoding yet
+        prior_next = prior if prior_next is None else prior_next
+        self._fresh = np.array([0.0, prior] + [prior_next] * (k - 1), dtype=np.float32)  # not decoding yet
         self.acceptance = self._tensor(np.tile(self._fresh, (b, 1)))  # [B, K + 1]
-        scale, shift = _update_tables(k, learning_rate, relax_rate, prior)
+        scale, shift = _update_tables(k, learning_rate, relax_rate, self._fresh)
         self._scale, self._shift = self._tensor(scale), self._tensor(shift)  # [(K + 2)^2, K + 1]
-        self._probe = self._tensor(_probe_ring(b, k, self.probe_interval))  # [R >= B, K + 1]
-        self._cost = self._tensor(np.ones(b * (k + 1), dtype=np.float32))  # cost of 1 .. B (K + 1) tokens
+        self._probe = self._tensor(_probe_ring(b, k, self.probe_interval, prior))  # [R >= B, K + 1]
+        self._cost = self._tensor(np.ones(b * (k + 2), dtype=np.float32))  # cost of 1 .. B (K + 2) rows
+        self._rows = self._tensor(np.arange(b * (k + 1), dtype=np.int64))  # candidate n is row n + 1
         # equal estimates (fresh requests) must not tie: the threshold would take all of them
         self._tie_break = self._tensor(-TIE_BREAK * np.arange(b, dtype=np.float32)[:, None])  # [B, 1]
         self._cost_version: int | None = None
@@ -96,7 +107,8 @@ class DraftLengthController:
         """From a SpeculativeConfig's ``adaptive`` section (K = num_speculative_tokens)."""
         a = config.adaptive
         return cls(max_num_seqs, config.num_speculative_tokens, cost_model, learning_rate=a.learning_rate,
-                   relax_rate=a.relax_rate, prior=a.prior, probe_interval=a.probe_interval, place=place)
+                   relax_rate=a.relax_rate, prior=a.prior, prior_next=a.prior_next, probe_interval=a.probe_interval,
+                   place=place)
 
     # -- between steps (host) ---------------------------------------------------------------
 
@@ -124,7 +136,9 @@ class DraftLengthController:
             estimates = paddle.maximum(estimates, probe[: self.max_num_seqs])
         worth = paddle.cumprod(estimates, dim=1) + self._tie_break
         ranked = paddle.sort(worth.reshape([-1]), descending=True)
-        rate = paddle.cumsum(ranked) / self._cost  # expected tokens per second with the n best
+        # a prefilling slot scores one row and keeps one token, and takes no draft
+        prefill = paddle.sum(state.slot_phases()[0].astype("int64"))
+        rate = (paddle.cumsum(ranked) + prefill.astype(ranked.dtype)) / paddle.gather(self._cost, self._rows + prefill)
         threshold = paddle.gather(ranked, paddle.argmax(rate))
         paddle.assign(paddle.sum(worth[:, 1:] >= threshold, axis=1, dtype="int32"), output=state.draft_token_num)
 
@@ -147,7 +161,7 @@ class DraftLengthController:
         return paddle.to_tensor(array, place=self.place)
 
 
-def _update_tables(k: int, learning_rate: float, relax_rate: float, prior: float) -> tuple[np.ndarray, np.ndarray]:
+def _update_tables(k: int, learning_rate: float, relax_rate: float, prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``scale, shift [(K + 2)^2, K + 1]``: row ``rows * (K + 2) + accept_num`` is the update
     ``estimate * scale + shift`` of a slot that had ``rows`` output rows (1 + drafts offered; 1 for
     a prefill, 0 without rows) and kept ``accept_num`` tokens (accepted drafts + 1)."""
@@ -164,7 +178,7 @@ def _update_tables(k: int, learning_rate: float, relax_rate: float, prior: float
                 if i <= offered and i <= accepted + 1:  # tried: accepted or the first rejected
                     weight, target = learning_rate, float(i <= accepted)
                 elif i > offered:
-                    weight, target = relax_rate, prior
+                    weight, target = relax_rate, float(prior[i])
                 else:  # behind a rejected draft: no news
                     weight, target = 0.0, 0.0
                 scale[row, i] = 1.0 - weight
@@ -172,12 +186,12 @@ def _update_tables(k: int, learning_rate: float, relax_rate: float, prior: float
     return scale, shift
 
 
-def _probe_ring(b: int, k: int, interval: int) -> np.ndarray:
-    """``[R, K + 1]``, R the multiple of ``interval`` from B up: 1 in column 1 of every
+def _probe_ring(b: int, k: int, interval: int, worth: float) -> np.ndarray:
+    """``[R, K + 1]``, R the multiple of ``interval`` from B up: ``worth`` in column 1 of every
     ``interval``-th row. Rolled one row per step, its first B rows mark each slot exactly once
     every ``interval`` steps, a 1/interval share of the slots at each step."""
     rows = -(-b // interval) * interval if interval else b
     ring = np.zeros((rows, k + 1), dtype=np.float32)
     if interval:
-        ring[::interval, 1] = 1.0
+        ring[::interval, 1] = worth
     return ring
