@@ -96,7 +96,10 @@ class DraftLengthController:
         self._scale, self._shift = self._tensor(scale), self._tensor(shift)  # [(K + 2)^2, K + 1]
         self._probe = self._tensor(_probe_ring(b, k, self.probe_interval, prior))  # [R >= B, K + 1]
         self._cost = self._tensor(np.ones(b * (k + 2), dtype=np.float32))  # cost of 1 .. B (K + 2) rows
-        self._rows = self._tensor(np.arange(b * (k + 1), dtype=np.int64))  # candidate n is row n + 1
+        self.found = self._tensor(np.ones((b, 1), dtype=np.float32))  # P(the proposer finds planned drafts)
+        self._own = self._tensor(np.eye(1, k + 1, dtype=np.float32))  # [1, K + 1]: 1 in column 0
+        self._drafts = 1.0 - self._own
+        self._learning_rate = float(learning_rate)
         # equal estimates (fresh requests) must not tie: the threshold would take all of them
         self._tie_break = self._tensor(-TIE_BREAK * np.arange(b, dtype=np.float32)[:, None])  # [B, 1]
         self._cost_version: int | None = None
@@ -115,6 +118,7 @@ class DraftLengthController:
     def reset_slot(self, slot: int) -> None:
         """A request enters or leaves ``slot``: back to the prior, not decoding until its prefill ran."""
         self.acceptance[slot] = self._tensor(self._fresh)
+        self.found[slot] = self._tensor(np.ones(1, dtype=np.float32))
 
     def refresh_costs(self) -> None:
         """Re-reads the cost curve into the device table when the cost model has changed."""
@@ -134,11 +138,16 @@ class DraftLengthController:
             probe = paddle.roll(self._probe, 1, axis=0)
             paddle.assign(probe, output=self._probe)  # written once, never read back in the step
             estimates = paddle.maximum(estimates, probe[: self.max_num_seqs])
-        worth = paddle.cumprod(estimates, dim=1) + self._tie_break
-        ranked = paddle.sort(worth.reshape([-1]), descending=True)
+        worth = paddle.cumprod(estimates, dim=1) + self._tie_break  # tokens per row the proposer fills
+        rows = self._own + self._drafts * self.found  # [B, K + 1]: expected rows of each candidate
+        order = paddle.argsort(worth.reshape([-1]), descending=True)
+        ranked = paddle.gather(worth.reshape([-1]), order)
+        ranked_rows = paddle.gather(rows.reshape([-1]), order)
         # a prefilling slot scores one row and keeps one token, and takes no draft
-        prefill = paddle.sum(state.slot_phases()[0].astype("int64"))
-        rate = (paddle.cumsum(ranked) + prefill.astype(ranked.dtype)) / paddle.gather(self._cost, self._rows + prefill)
+        prefill = paddle.sum(state.slot_phases()[0].astype("float32"))
+        steps_rows = paddle.round(paddle.cumsum(ranked_rows) + prefill).astype("int64")
+        seconds = paddle.gather(self._cost, paddle.clip(steps_rows - 1, 0, self._cost.shape[0] - 1))
+        rate = (paddle.cumsum(ranked * ranked_rows) + prefill) / seconds  # expected tokens per second, n best
         threshold = paddle.gather(ranked, paddle.argmax(rate))
         paddle.assign(paddle.sum(worth[:, 1:] >= threshold, axis=1, dtype="int32"), output=state.draft_token_num)
 
@@ -146,7 +155,12 @@ class DraftLengthController:
         """After the state update: folds this step's rows and ``accept_num`` into the estimates."""
         k = self.num_speculative_tokens
         cu = state.cu_seqlens_q_output
-        index = paddle.clip((cu[1:] - cu[:-1]) * (k + 2) + state.accept_num, 0, (k + 2) ** 2 - 1)
+        rows = cu[1:] - cu[:-1]
+        # found: a slot that decoded with drafts planned learns whether the proposer had any to offer
+        tried = self.acceptance[:, :1] * (state.draft_token_num.unsqueeze(1) > 0).astype("float32")
+        hit = (rows.unsqueeze(1) > 1).astype("float32")
+        paddle.assign(self.found + self._learning_rate * tried * (hit - self.found), output=self.found)
+        index = paddle.clip(rows * (k + 2) + state.accept_num, 0, (k + 2) ** 2 - 1)
         # one in-place write: a static program may read a twice-written tensor as after its first write
         updated = self.acceptance * paddle.gather(self._scale, index) + paddle.gather(self._shift, index)
         paddle.assign(updated, output=self.acceptance)
