@@ -161,9 +161,25 @@ def test_untried_positions_relax_back_to_the_prior():
     for _ in range(6):
         step(ctl, state, lambda k: [0])
     low = ctl.expected_tokens()[0, 0]
-    for _ in range(3):  # idle steps (no drafts offered): draft 1 moves halfway to 0.6 each step
+    state.draft_token_num[:] = 0  # idle steps (no drafts planned): draft 1 moves halfway to 0.6 each step
+    for _ in range(3):
         finish_step(ctl, state, [1], [1])
     assert ctl.expected_tokens()[0, 0] == pytest.approx(0.6 + (low - 0.6) * 0.125, rel=1e-5)
+
+
+def test_drafts_planned_but_not_found_teach_nothing_about_acceptance():
+    # the proposer had none of the planned drafts (one row): the estimates stay as they were,
+    # neither rejected nor relaxed; only `found` learns
+    ctl = controller(1, STEEP, relax_rate=0.5, probe_interval=0)
+    state = new_state(1)
+    set_estimates(ctl, np.array([[0.3, 0.9, 0.9, 0.9, 0.9]]))
+    before = ctl.acceptance.numpy().copy()
+    ctl.plan(state)
+    assert state.draft_token_num.numpy()[0] > 0
+    finish_step(ctl, state, [1], [1])
+    np.testing.assert_array_equal(ctl.acceptance.numpy(), before)
+    assert float(ctl.found.numpy()[0, 0]) == pytest.approx(0.7)
+
 
 
 def test_positions_behind_a_rejected_draft_learn_nothing():
@@ -175,6 +191,39 @@ def test_positions_behind_a_rejected_draft_learn_nothing():
 
 
 # -- the batch and the cost curve --------------------------------------------------------------
+
+
+@dataclass
+class KneeCost:
+    """Flat (1 second) up to ``knee`` tokens, then every token costs a full 1 / knee."""
+
+    knee: int
+    version: int = 0
+
+    def seconds(self, tokens):
+        return np.maximum(1.0, np.asarray(tokens, dtype=np.float64) / self.knee)
+
+    def record(self, tokens, seconds):
+        pass
+
+
+def test_rows_the_proposer_leaves_empty_go_to_drafts_that_exist():
+    # 2 slots, every estimate 0.9 (worth 0.9, 0.81, 0.73, 0.66, ...), 6 flat rows: 4 free drafts,
+    # 2 per slot. Slot 0's proposer never has drafts: once the controller has learnt that, its
+    # drafts book (almost) no rows and slot 1 takes all 4 free ones (a 5th, 0.59, does not pay)
+    ctl = controller(2, KneeCost(6))
+    state = new_state(2)
+    set_estimates(ctl, np.full((2, K), 0.9))
+    ctl.plan(state)
+    assert state.draft_token_num.numpy().tolist() == [2, 2]
+    for _ in range(12):  # slot 0 planned drafts and offered none; slot 1 offered and kept all
+        ctl.plan(state)
+        planned = state.draft_token_num.numpy()
+        finish_step(ctl, state, [1, 1 + planned[1]], [1, 1 + planned[1]])
+        set_estimates(ctl, np.full((2, K), 0.9))  # keep the acceptance fixed: only `found` moves
+    ctl.plan(state)
+    assert state.draft_token_num.numpy()[1] == 4
+    assert ctl.found.numpy()[:, 0].tolist() == pytest.approx([0.7**12, 1.0], rel=1e-4)
 
 ROOFLINE = RooflineCost.named("llama-3.1-8b", "h100-sxm")  # flat up to 295 tokens per step
 
@@ -271,8 +320,10 @@ def test_reset_slot_forgets_the_previous_request():
     state = new_state(2)
     for _ in range(5):
         step(ctl, state, lambda k: [0, 0])
+    ctl.found[1] = paddle.to_tensor([0.25])
     ctl.reset_slot(1)
     np.testing.assert_allclose(ctl.acceptance.numpy()[1], [0.0] + [0.6] * K, rtol=1e-6)  # prior, not decoding yet
+    assert float(ctl.found.numpy()[1, 0]) == 1.0  # drafts assumed found until shown otherwise
     assert ctl.expected_tokens()[0, 0] < 0.6 * 0.7 + 1e-6  # slot 0 keeps its own history
 
 
@@ -289,7 +340,7 @@ def test_the_same_inputs_give_the_same_decisions():
 def test_buffers_are_written_in_place():
     ctl = controller(4, STEEP, probe_interval=2)
     state = new_state(4)
-    tensors = [state.draft_token_num, ctl.acceptance, ctl._probe]
+    tensors = [state.draft_token_num, ctl.acceptance, ctl.found, ctl._probe]
     pointers = [t.data_ptr() for t in tensors]
     for _ in range(3):
         step(ctl, state, lambda k: k // 2)

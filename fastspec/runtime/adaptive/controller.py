@@ -161,6 +161,8 @@ class DraftLengthController:
         hit = (rows.unsqueeze(1) > 1).astype("float32")
         paddle.assign(self.found + self._learning_rate * tried * (hit - self.found), output=self.found)
         index = paddle.clip(rows * (k + 2) + state.accept_num, 0, (k + 2) ** 2 - 1)
+        # drafts planned and not found taught nothing about acceptance: such a slot only learns it decodes
+        index = paddle.where((tried * (1.0 - hit)).squeeze(1) > 0, paddle.full_like(index, (k + 2) ** 2), index)
         # one in-place write: a static program may read a twice-written tensor as after its first write
         updated = self.acceptance * paddle.gather(self._scale, index) + paddle.gather(self._shift, index)
         paddle.assign(updated, output=self.acceptance)
@@ -179,8 +181,9 @@ def _update_tables(k: int, learning_rate: float, relax_rate: float, prior: np.nd
     """``scale, shift [(K + 2)^2, K + 1]``: row ``rows * (K + 2) + accept_num`` is the update
     ``estimate * scale + shift`` of a slot that had ``rows`` output rows (1 + drafts offered; 1 for
     a prefill, 0 without rows) and kept ``accept_num`` tokens (accepted drafts + 1)."""
-    scale = np.ones(((k + 2) ** 2, k + 1), dtype=np.float32)
+    scale = np.ones(((k + 2) ** 2 + 1, k + 1), dtype=np.float32)  # the last row: decodes, nothing else learnt
     shift = np.zeros_like(scale)
+    scale[-1, 0], shift[-1, 0] = 0.0, 1.0
     for rows in range(k + 2):
         offered = max(rows - 1, 0)
         for kept in range(k + 2):
