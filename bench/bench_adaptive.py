@@ -44,9 +44,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -244,6 +246,42 @@ def plot(path: Path, rows: list[dict]) -> None:
     plt.close(fig)
 
 
+def run_cell(task: tuple[str, int], base: SpeculativeConfig, regimes: list[Regime], chunk_tokens: int, seed: int,
+             dynamic_all: bool, total: int, start: float) -> tuple[list[dict], bool]:
+    """Every policy of one (workload, B) under every regime; returns the rows and whether every
+    policy's outputs equalled spec off's. Prints a line per regime."""
+    name, batch = task
+    workload = WORKLOADS[name](max(16, 2 * batch), chunk_tokens, seed=seed, corpus="builtin")
+    fixed = {p: run(workload, policy_config(base, p), batch) for p in FIXED}
+    runs = {(None, p): r for p, r in fixed.items()}
+    rows = []
+    for regime in regimes:
+        cost = regime.cost()
+        adaptive = base.replace(adaptive={"target_model": regime.target_model, "gpu": regime.gpu,
+                                          "launch_us": regime.launch_us})
+        runs[(regime, "adaptive")] = run(workload, policy_config(adaptive, "adaptive"), batch, cost)
+        if name == "mixed" or dynamic_all:
+            table = k_by_decoding(cost, batch, *per_position(fixed["k5"].stats))
+            config = policy_config(base, "dynamic")
+            runs[(regime, "dynamic")] = run(workload, config, batch, proposer=DynamicKProposer(config, table))
+        cell = [{**regime.key(), "workload": name, "batch": batch, "policy": p, **r.row(cost)}
+                for (owner, p), r in runs.items() if owner in (None, regime)]
+        rows += cell
+        verdict = cell_verdict(cell)
+        print(f"  [{time.perf_counter() - start:5.0f} s] {regime.split:>7} {regime.gpu:>8} {regime.launch_us:3.0f}us "
+              f"{regime.target_model:>12} {name:>5} B={batch:<3}: adaptive / off {verdict['vs_off']:.3f}, / best fixed "
+              f"{verdict['vs_best_fixed']:.3f} ({verdict['best_fixed']})"
+              + (f", / dynamic {verdict['vs_dynamic']:.3f}" if "vs_dynamic" in verdict else "")
+              + ("" if verdict["ok"] else "  MISSED"), flush=True)
+    lossless = True
+    for (owner, p), r in runs.items():
+        if not all(np.array_equal(a, b) for a, b in zip(fixed["off"].outputs, r.outputs)):
+            print(f"  OUTPUTS DIFFER FROM OFF: {name} B={batch} {p} {owner}", flush=True)
+            lossless = False
+    print(f"  done: {name} B={batch} ({len(runs)} runs of about {total} in all)", flush=True)
+    return rows, lossless
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--grid", default="smoke", choices=sorted(GRIDS))
@@ -256,6 +294,7 @@ def main() -> int:
     parser.add_argument("--dynamic-all", action="store_true", help="the per-batch-size K on every workload, not only mixed")
     parser.add_argument("--chunk-tokens", type=int, default=100, help="tokens per prompt chunk and reference")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=1, help="(workload, B) pairs run at once, one process each")
     parser.add_argument("--out", default="adaptive", help="results file name under bench/results/ (no suffix)")
     args = parser.parse_args()
 
@@ -270,39 +309,19 @@ def main() -> int:
     print(f"bench_adaptive: grid {args.grid}, {len(regimes)} regimes x {len(workloads)} workloads x B {batches}: "
           f"up to {total} runs (simulated times, measured acceptance)", flush=True)
 
-    start, done, rows, lossless = time.perf_counter(), 0, [], True
-    for name in workloads:
-        for batch in batches:
-            workload = WORKLOADS[name](max(16, 2 * batch), args.chunk_tokens, seed=args.seed, corpus="builtin")
-            fixed = {p: run(workload, policy_config(base, p), batch) for p in FIXED}
-            reference = fixed["off"].outputs
-            runs = {(None, p): r for p, r in fixed.items()}
-            done += len(FIXED)
-            for regime in regimes:
-                cost = regime.cost()
-                adaptive = base.replace(adaptive={"target_model": regime.target_model, "gpu": regime.gpu,
-                                                  "launch_us": regime.launch_us})
-                runs[(regime, "adaptive")] = run(workload, policy_config(adaptive, "adaptive"), batch, cost)
-                done += 1
-                if name == "mixed" or args.dynamic_all:
-                    table = k_by_decoding(cost, batch, *per_position(fixed["k5"].stats))
-                    config = policy_config(base, "dynamic")
-                    runs[(regime, "dynamic")] = run(workload, config, batch, proposer=DynamicKProposer(config, table))
-                    done += 1
-                cell = [{**regime.key(), "workload": name, "batch": batch, "policy": p, **r.row(cost)}
-                        for (owner, p), r in runs.items() if owner in (None, regime)]
-                rows += cell
-                verdict = cell_verdict(cell)
-                print(f"  [{done}/{total} runs, {time.perf_counter() - start:5.0f} s] {regime.split:>7} {regime.gpu:>8} "
-                      f"{regime.launch_us:3.0f}us {regime.target_model:>12} {name:>5} B={batch:<3}: adaptive / off "
-                      f"{verdict['vs_off']:.3f}, / best fixed {verdict['vs_best_fixed']:.3f} ({verdict['best_fixed']})"
-                      + (f", / dynamic {verdict['vs_dynamic']:.3f}" if "vs_dynamic" in verdict else "")
-                      + ("" if verdict["ok"] else "  MISSED"), flush=True)
-            for (owner, p), r in runs.items():
-                same = all(np.array_equal(a, b) for a, b in zip(reference, r.outputs))
-                if not same:
-                    print(f"  OUTPUTS DIFFER FROM OFF: {name} B={batch} {p} {owner}")
-                lossless &= same
+    tasks = sorted(((name, batch) for name in workloads for batch in batches), key=lambda t: -t[1])  # longest first
+    start = time.perf_counter()
+    work = partial(run_cell, base=base, regimes=regimes, chunk_tokens=args.chunk_tokens, seed=args.seed,
+                   dynamic_all=args.dynamic_all, total=total, start=start)
+    rows, lossless = [], True
+    pool = multiprocessing.get_context("fork").Pool(args.jobs) if args.jobs > 1 else None
+    for cell_rows, same in (pool.imap_unordered(work, tasks) if pool else map(work, tasks)):
+        rows += cell_rows
+        lossless &= same
+    if pool:
+        pool.close()  # workers end on their own (terminate would kill Paddle mid-exit)
+        pool.join()
+    rows.sort(key=lambda r: (r["gpu"], r["launch_us"], r["target_model"], r["workload"], r["batch"], r["policy"]))
 
     print("targets per cell: adaptive >= off and >= 0.97 x the best of off, k1 .. k5")
     print("\n".join(summarize(rows)))
