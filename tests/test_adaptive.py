@@ -137,16 +137,6 @@ def test_a_probe_where_drafts_are_cheap_is_taken():
     assert sorted(planned) == [0, 0, 0, 1, 1, 1] and planned[0::2] != planned[1::2]
 
 
-def test_prior_next_credits_the_drafts_behind_the_first():
-    # STEEP, prior 0.6, prior_next 0.8: worth 0.6, 0.48, 0.384, 0.307, ...: rates 1.28, 1.387,
-    # 1.408, 1.386 for 1..4 drafts -> 3 (with 0.6 throughout: 2, see above)
-    ctl = controller(1, STEEP, prior_next=0.8)
-    state = new_state(1)
-    ctl.plan(state)
-    assert state.draft_token_num.numpy().tolist() == [3]
-    np.testing.assert_allclose(ctl.expected_tokens()[0], np.cumprod([0.6] + [0.8] * (K - 1)), rtol=1e-6)
-
-
 def test_without_probes_a_request_at_zero_stays_at_zero():
     ctl = controller(1, STEEP, probe_interval=0)
     state = new_state(1)

@@ -42,7 +42,6 @@ INVALID = [
     ({"relax_rate": -0.1}, r"adaptive.relax_rate must be in \[0.0, 1.0\]"),
     ({"prior": 1.2}, r"adaptive.prior must be in \[0.0, 1.0\], got 1.2"),
     ({"prior": "high"}, "adaptive.prior must be a number"),
-    ({"prior_next": -0.5}, r"adaptive.prior_next must be in \[0.0, 1.0\], got -0.5"),
     ({"cost_model": "guess"}, r"adaptive.cost_model must be one of \['measured', 'roofline'\]"),
     ({"target_model": "gpt-5"}, "adaptive.target_model must be one of"),
     ({"gpu": "h800"}, "adaptive.gpu must be one of"),

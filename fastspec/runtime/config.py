@@ -49,9 +49,8 @@ class AdaptiveConfig:
     enabled: bool = False
     learning_rate: float = 0.3  # weight of one step's outcome in a position's acceptance estimate
     relax_rate: float = 0.2  # per step, an untried position's estimate moves this far toward the prior
-    prior: float = 0.6  # P(draft 1 accepted) of a new request
-    prior_next: float = 0.6  # P(draft i accepted | drafts before it accepted), i >= 2, of a new request
-    probe_interval: int = 16  # every this many steps a request plans as if its first draft were sure; 0: never
+    prior: float = 0.6  # P(draft i accepted | drafts before it accepted) of a new request; a probe's worth
+    probe_interval: int = 16  # every this many steps a request values its first draft at >= prior; 0: never
     cost_model: str = "measured"  # measured (the runner's own steps) | roofline (target_model on gpu)
     target_model: str = "llama-3.1-8b"  # roofline: a model of fastspec.runtime.adaptive.cost_model.TARGET_MODELS
     gpu: str = "h100-sxm"  # roofline: a GPU of fastspec.runtime.adaptive.cost_model.GPUS
@@ -64,7 +63,6 @@ class AdaptiveConfig:
         _check_number("adaptive.learning_rate", self.learning_rate, low=0.0, high=1.0, low_open=True)
         _check_number("adaptive.relax_rate", self.relax_rate, low=0.0, high=1.0)
         _check_number("adaptive.prior", self.prior, low=0.0, high=1.0)
-        _check_number("adaptive.prior_next", self.prior_next, low=0.0, high=1.0)
         _check_int("adaptive.probe_interval", self.probe_interval, low=0, high=MAX_PROBE_INTERVAL)
         self.cost_model = _check_choice("adaptive.cost_model", self.cost_model, COST_MODELS)
         self.target_model = _check_choice("adaptive.target_model", self.target_model, tuple(TARGET_MODELS))

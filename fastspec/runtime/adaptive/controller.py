@@ -42,16 +42,13 @@ class DraftLengthController:
     Every (rows, accept_num) pair has its update precomputed, so observe is one table look-up and one
     multiply-add.
 
-    A new request starts from the priors: ``prior`` for draft 1, ``prior_next`` for each later
-    draft given the one before it landed (copied text tends to keep matching once it matches).
-
     Probing is paid for like any draft: every ``probe_interval`` steps each slot (staggered across
     slots) values its first draft at no less than ``prior``, what a new request is credited, and
     that draft still has to pass the step's rate. So a request that fell to 0 drafts is offered one
     again where a draft of that worth pays (and, when the text turned copy-heavy, earns the rest
     back), and never where it does not: at high load, where a verified draft costs nearly what a
     decode token does, nobody probes and the step runs as spec off would. Between probes, untried
-    positions relax toward the priors, with the same test.
+    positions relax toward the prior, with the same test.
 
     ``plan`` and ``observe`` use device tensors only (no host read, no Python branch on a value), and
     every tensor is allocated once and updated in place, so they can sit in a captured step.
@@ -63,8 +60,8 @@ class DraftLengthController:
         cost_model: seconds of one forward by tokens scored (``fastspec.runtime.adaptive.cost_model``).
         learning_rate: weight of one step's outcome in a tried position's estimate, in (0, 1].
         relax_rate: per step, how far an untried position's estimate moves toward ``prior``.
-        prior: a new request's estimate of draft 1, in [0, 1]; also what a probe values draft 1 at.
-        prior_next: a new request's estimate of drafts 2..K (default: ``prior``).
+        prior: a new request's estimate of every position, in [0, 1]; also what a probe values
+            draft 1 at.
         probe_interval: steps between two probes of a slot (0: no probes).
         place: where the tensors live (default: Paddle's current place).
     """
@@ -78,7 +75,6 @@ class DraftLengthController:
         learning_rate: float = 0.3,
         relax_rate: float = 0.2,
         prior: float = 0.6,
-        prior_next: float | None = None,
         probe_interval: int = 16,
         place=None,
     ) -> None:
@@ -89,8 +85,7 @@ class DraftLengthController:
         self.cost_model = cost_model
         self.probe_interval = int(probe_interval)
         self.place = place if place is not None else paddle.framework._current_expected_place()
-        prior_next = prior if prior_next is None else prior_next
-        self._fresh = np.array([0.0, prior] + [prior_next] * (k - 1), dtype=np.float32)  # not decoding yet
+        self._fresh = np.array([0.0] + [prior] * k, dtype=np.float32)  # not decoding yet
         self.acceptance = self._tensor(np.tile(self._fresh, (b, 1)))  # [B, K + 1]
         scale, shift = _update_tables(k, learning_rate, relax_rate, self._fresh)
         self._scale, self._shift = self._tensor(scale), self._tensor(shift)  # [(K + 2)^2, K + 1]
@@ -110,8 +105,7 @@ class DraftLengthController:
         """From a SpeculativeConfig's ``adaptive`` section (K = num_speculative_tokens)."""
         a = config.adaptive
         return cls(max_num_seqs, config.num_speculative_tokens, cost_model, learning_rate=a.learning_rate,
-                   relax_rate=a.relax_rate, prior=a.prior, prior_next=a.prior_next, probe_interval=a.probe_interval,
-                   place=place)
+                   relax_rate=a.relax_rate, prior=a.prior, probe_interval=a.probe_interval, place=place)
 
     # -- between steps (host) ---------------------------------------------------------------
 
