@@ -39,8 +39,13 @@ class DraftLengthController:
     ``accept_num - 1``: a position tried moves ``learning_rate`` toward 1 (accepted) or 0 (the first
     rejected); a position not offered relaxes ``relax_rate`` toward the prior; a position offered
     behind a rejected draft learns nothing; a slot with rows (prefill or decode) decodes next step.
-    Every (rows, accept_num) pair has its update precomputed, so observe is one table look-up and one
-    multiply-add.
+    A slot that planned drafts and got none from the proposer learns nothing about acceptance
+    (it was not tried, nor did the controller choose to rest it). Every (rows, accept_num) pair has
+    its update precomputed, so observe is one table look-up and one multiply-add.
+
+    Per slot it also learns ``found``, how often the proposer had the drafts planned (an n-gram
+    finds none where the text has no match): the plan books each draft at ``found`` rows and
+    ``found x worth`` tokens, so the rows of drafts that will not come go to drafts that will.
 
     Probing is paid for like any draft: every ``probe_interval`` steps each slot (staggered across
     slots) values its first draft at no less than ``prior``, what a new request is credited, and
@@ -87,8 +92,8 @@ class DraftLengthController:
         self.place = place if place is not None else paddle.framework._current_expected_place()
         self._fresh = np.array([0.0] + [prior] * k, dtype=np.float32)  # not decoding yet
         self.acceptance = self._tensor(np.tile(self._fresh, (b, 1)))  # [B, K + 1]
-        scale, shift = _update_tables(k, learning_rate, relax_rate, self._fresh)
-        self._scale, self._shift = self._tensor(scale), self._tensor(shift)  # [(K + 2)^2, K + 1]
+        scale, shift = _update_tables(k, learning_rate, relax_rate, prior)
+        self._scale, self._shift = self._tensor(scale), self._tensor(shift)  # [(K + 2)^2 + 1, K + 1]
         self._probe = self._tensor(_probe_ring(b, k, self.probe_interval, prior))  # [R >= B, K + 1]
         self._cost = self._tensor(np.ones(b * (k + 2), dtype=np.float32))  # cost of 1 .. B (K + 2) rows
         self.found = self._tensor(np.ones((b, 1), dtype=np.float32))  # P(the proposer finds planned drafts)
@@ -171,10 +176,11 @@ class DraftLengthController:
         return paddle.to_tensor(array, place=self.place)
 
 
-def _update_tables(k: int, learning_rate: float, relax_rate: float, prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``scale, shift [(K + 2)^2, K + 1]``: row ``rows * (K + 2) + accept_num`` is the update
+def _update_tables(k: int, learning_rate: float, relax_rate: float, prior: float) -> tuple[np.ndarray, np.ndarray]:
+    """``scale, shift [(K + 2)^2 + 1, K + 1]``: row ``rows * (K + 2) + accept_num`` is the update
     ``estimate * scale + shift`` of a slot that had ``rows`` output rows (1 + drafts offered; 1 for
-    a prefill, 0 without rows) and kept ``accept_num`` tokens (accepted drafts + 1)."""
+    a prefill, 0 without rows) and kept ``accept_num`` tokens (accepted drafts + 1); the last row
+    that of a slot that decoded without the drafts it planned (it decodes next step, no more)."""
     scale = np.ones(((k + 2) ** 2 + 1, k + 1), dtype=np.float32)  # the last row: decodes, nothing else learnt
     shift = np.zeros_like(scale)
     scale[-1, 0], shift[-1, 0] = 0.0, 1.0
@@ -189,7 +195,7 @@ def _update_tables(k: int, learning_rate: float, relax_rate: float, prior: np.nd
                 if i <= offered and i <= accepted + 1:  # tried: accepted or the first rejected
                     weight, target = learning_rate, float(i <= accepted)
                 elif i > offered:
-                    weight, target = relax_rate, float(prior[i])
+                    weight, target = relax_rate, prior
                 else:  # behind a rejected draft: no news
                     weight, target = 0.0, 0.0
                 scale[row, i] = 1.0 - weight
