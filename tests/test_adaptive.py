@@ -101,8 +101,9 @@ def test_a_request_that_never_accepts_drops_to_zero_then_probes_then_comes_back(
     # the first probe lands on step 3 (slot 0's mark is rolled to the top every 4 steps)
     never = [step(ctl, state, lambda k: [0])[0] for _ in range(24)]
     # worth of draft 1 after n rejections: 0.6 * 0.7^n: 0.6 -> 2 drafts, 0.42 and 0.294 -> 1, then
-    # below 0.25 -> none, except every 4th step, a probe: draft 1 counts as sure and draft 2 keeps
-    # its untried 0.6, rates 2 / 1.25, 2.6 / 1.5, 2.96 / 1.75 for 1, 2, 3 drafts -> 2
+    # below 0.25 -> none, except every 4th step, a probe: draft 1 is valued at the prior (0.6), draft 2
+    # keeps its untried 0.6 (worth 0.36), rates 1.6 / 1.25, 1.96 / 1.5, 2.18 / 1.75 for 1, 2, 3
+    # drafts -> 2 (a draft of the prior's worth pays on this curve; where it does not, see below)
     assert never[:3] == [2, 1, 1]
     assert never[3:] == [2 if (i + 1) % probe == 0 else 0 for i in range(3, 24)]
     # the text turns copy-heavy: the next probe is accepted and the drafts come back, up to K
