@@ -328,7 +328,7 @@ def main() -> int:
     print(f"lossless (every policy's outputs equal spec off's): {'PASS' if lossless else 'FAIL'}")
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{args.out}.json"
-    out.write_text(json.dumps({"grid": args.grid, "rows": rows}, indent=0))
+    out.write_text(f'{{"grid": "{args.grid}", "rows": [\n' + ",\n".join(json.dumps(r) for r in rows) + "\n]}\n")  # a row a line
     plot(RESULTS / f"{args.out}.png", rows)
     print(f"wrote {out} and {out.with_suffix('.png')} ({time.perf_counter() - start:.0f} s)")
     return 0 if lossless else 1
