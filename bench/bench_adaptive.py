@@ -1,40 +1,53 @@
 #!/usr/bin/env python3
-"""Adaptive draft length against speculation off and fixed K: measured acceptance, simulated time.
+"""Adaptive draft length against speculation off, fixed K and a per-batch-size K, over a grid of
+cost regimes: measured acceptance, simulated time.
 
-    python bench/bench_adaptive.py            # both workloads, batches 1 8 32 128 256 (a few minutes)
-    python bench/bench_adaptive.py --quick    # batches 1 and 32, fewer requests: a smoke run
+    python bench/bench_adaptive.py --grid smoke     # 2 regimes, B 8 and 256 (what `make bench` runs)
+    python bench/bench_adaptive.py --grid train     # the half the controller's constants were chosen on
+    python bench/bench_adaptive.py --grid heldout   # the other half
+    python bench/bench_adaptive.py --grid full      # both (about half an hour on this 2-core machine)
 
-What is measured and what is simulated. Every row is a real run of ``fastspec.runtime.generation.generate``
-on this CPU (n-gram drafts, TARGET_MATCH verification, the replay model as the target) with an
-``AcceptanceTrace``: what each request was offered and accepted at each step. The time is not
-this machine's: each recorded step is priced by the roofline of a target model on a GPU
-(``fastspec.runtime.adaptive.cost_model.RooflineCost``, default Llama 3.1 8B in BF16 on an H100 SXM), and the
-adaptive controller plans against that same roofline. Tokens per second = generated tokens /
-the sum of the step costs. A step is priced by its output rows (one per prefilling request, 1 +
-drafts per decoding one): prompt processing is left out, as if a separate prefill stage did it,
-the same for every policy.
+The grid: GPUs {a100-sxm, h100-sxm, h200} x step launch {20, 100, 400} us x targets
+{llama-3.1-8b, qwen2.5-7b} (18 cost regimes) x workloads {copy, open, mixed} x B {1, 8, 32, 128,
+256}. The split, fixed before any result was seen: a (GPU, launch) pair is *train* when its GPU's
+index plus its launch's index (in the orders above) is even (a100 at 20 and 400 us, h100 at 100,
+h200 at 20 and 400: the corners and the centre), *held-out* otherwise (a100 at 100, h100 at 20 and
+400, h200 at 100); both targets in both halves.
 
-Workloads (the fixed builtin corpus, so figures do not move when the repository changes):
-- copy: ``copy_edit_workload``, "rewrite this file with small edits" (the demo's);
-- open: ``continuation_workload``, "continue this text" answered with a chunk of another file,
-  so drafts looked up in the prompt are rarely right.
-The replay model puts 0.92 of its probability on the reference's next token; sampling at
-temperature 1 leaves the reference on about 8 % of the tokens, as in the demo.
+What is measured and what is simulated. Every policy run is a real run of
+``fastspec.runtime.generation.generate`` on this CPU (anchored n-gram drafts, TARGET_MATCH, the
+replay model as the target) with an ``AcceptanceTrace``; each recorded step is priced by the
+roofline of the regime (``RooflineCost``: launch + max(weights / bandwidth, FLOPs / peak)), the
+curve the adaptive controller plans against. Tokens per second = generated tokens / the sum of the
+step costs. A step is priced by its output rows (one per prefilling request, 1 + drafts per
+decoding one). Off and fixed K do not depend on the regime: each runs once per (workload, B) and
+is priced under every regime; adaptive and the per-batch-size K plan against the regime's curve, so
+they run once per regime.
 
-Policies: off (no drafts), k1 / k3 / k5 (K drafts whenever the n-gram finds them), adaptive
-(K = 5, ``configs/ngram_adaptive.yaml`` with the roofline cost). Batch B runs max(16, 2 B)
-requests through B slots (continuous batching). TARGET_MATCH is lossless token for token, so
-every policy must produce exactly the outputs of spec off: checked on every run.
+Workloads (the fixed builtin corpus): copy (``copy_edit_workload``, "rewrite this file with small
+edits"), open (``continuation_workload``, "continue this text" answered with another file), mixed
+(``mixed_workload``: the two alternating, so every batch holds both). The replay model puts 0.92
+on the reference token. Batch B runs max(16, 2 B) requests through B slots.
 
-Writes bench/results/adaptive.json (a list of rows {"workload", "batch", "policy",
-"tokens_per_s", ...}) and bench/results/adaptive.png.
+Policies: off; k1 .. k5 (K drafts whenever the n-gram finds them); dynamic (every step one K for
+all requests, chosen from the number of decoding requests like vLLM's dynamic speculation: the K
+maximising expected tokens / step cost under the workload's acceptance per draft position, measured
+on its k5 run, so it knows the workload's average acceptance in advance; run on the mixed workload,
+``--dynamic-all`` for every workload); adaptive (K = 5, ``configs/ngram_adaptive.yaml`` with the
+regime's roofline). TARGET_MATCH is lossless: every policy's outputs must equal spec off's (checked).
+
+Targets per cell: adaptive >= off and adaptive >= 0.97 x the best fixed K (off, k1 .. k5).
+Writes every row to bench/results/adaptive.json and a plot to bench/results/adaptive.png.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import sys
 import time
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -42,35 +55,112 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import RESULTS  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, float_range, int_list, int_range, load_config, readable_file, user_errors  # noqa: E402
-from fastspec.runtime.config import SpeculativeConfig  # noqa: E402
-from fastspec.runtime.adaptive.cost_model import GPUS, TARGET_MODELS, RooflineCost  # noqa: E402
+from fastspec.cli.errors import ArgumentParser, int_list, int_range, load_config, readable_file, user_errors  # noqa: E402
 from fastspec.demo.models import ReplayModel  # noqa: E402
-from fastspec.demo.workload import continuation_workload, copy_edit_workload  # noqa: E402
-from fastspec.runtime.generation import generate  # noqa: E402
-from fastspec.runtime.state import RequestParams  # noqa: E402
+from fastspec.demo.workload import continuation_workload, copy_edit_workload, mixed_workload  # noqa: E402
+from fastspec.runtime.adaptive.cost_model import RooflineCost  # noqa: E402
 from fastspec.runtime.adaptive.trace import AcceptanceTrace  # noqa: E402
+from fastspec.runtime.config import SpeculativeConfig  # noqa: E402
+from fastspec.runtime.generation import generate  # noqa: E402
+from fastspec.runtime.proposers.ngram import NgramProposer  # noqa: E402
+from fastspec.runtime.state import RequestParams, SpecState  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE_CONFIG = ROOT / "configs" / "ngram_adaptive.yaml"
-WORKLOADS = {"copy": copy_edit_workload, "open": continuation_workload}
+GPU_ORDER = ("a100-sxm", "h100-sxm", "h200")
+LAUNCHES_US = (20.0, 100.0, 400.0)
+TARGETS = ("llama-3.1-8b", "qwen2.5-7b")
+WORKLOADS = {"copy": copy_edit_workload, "open": continuation_workload, "mixed": mixed_workload}
 BATCHES = (1, 8, 32, 128, 256)
-POLICIES = ("off", "k1", "k3", "k5", "adaptive")
+FIXED = ("off", "k1", "k2", "k3", "k4", "k5")
 PEAK = 0.92  # the replay model's probability on the reference token (the demo's default)
+MIN_RATIO_OFF, MIN_RATIO_BEST = 1.0, 0.97
 
 
-def policy_config(base: SpeculativeConfig, policy: str, cost: RooflineCost) -> SpeculativeConfig:
+@dataclass(frozen=True)
+class Regime:
+    gpu: str
+    launch_us: float
+    target_model: str
+
+    @property
+    def split(self) -> str:
+        """train when the GPU's and the launch's indices add up to an even number (fixed in advance)."""
+        return "train" if (GPU_ORDER.index(self.gpu) + LAUNCHES_US.index(self.launch_us)) % 2 == 0 else "heldout"
+
+    def cost(self) -> RooflineCost:
+        return RooflineCost.named(self.target_model, self.gpu, self.launch_us)
+
+    def key(self) -> dict:
+        return {"gpu": self.gpu, "launch_us": self.launch_us, "target_model": self.target_model, "split": self.split}
+
+
+ALL_REGIMES = [Regime(g, l, t) for g in GPU_ORDER for l in LAUNCHES_US for t in TARGETS]
+GRIDS = {
+    "full": (ALL_REGIMES, BATCHES),
+    "train": ([r for r in ALL_REGIMES if r.split == "train"], BATCHES),
+    "heldout": ([r for r in ALL_REGIMES if r.split == "heldout"], BATCHES),
+    "smoke": ([Regime("a100-sxm", 20.0, "llama-3.1-8b"), Regime("h200", 100.0, "qwen2.5-7b")], (8, 256)),
+}
+
+
+class DynamicKProposer(NgramProposer):
+    """N-gram drafts, one K for every request of a step, looked up by the number decoding (the
+    per-batch-size K of vLLM-style dynamic speculation). Reads the state on the host: eager only."""
+
+    static_step_safe = False
+
+    def __init__(self, config: SpeculativeConfig, k_by_decoding: np.ndarray) -> None:
+        super().__init__(config.num_speculative_tokens, config.max_ngram_size, config.min_ngram_size,
+                         config.token_budget, anchored=config.anchored)
+        self.k_by_decoding = k_by_decoding
+
+    def propose(self, state: SpecState):
+        decoding = int(((state.seq_lens_encoder.numpy() == 0) & (state.seq_lens_decoder.numpy() > 0)).sum())
+        state.draft_token_num[:] = int(self.k_by_decoding[decoding])
+        return super().propose(state)
+
+
+def k_by_decoding(cost: RooflineCost, batch: int, accepted: np.ndarray, offered: np.ndarray) -> np.ndarray:
+    """``[B + 1]``: for n decoding requests, the K maximising n (1 + accepted[:K].sum()) / cost(n (1 +
+    offered[:K].sum())); ``accepted[i]`` / ``offered[i]``: draft i + 1 accepted / offered per
+    decode request-step of the k5 run."""
+    gain = np.concatenate([[1.0], 1.0 + np.cumsum(accepted)])
+    rows = np.concatenate([[1.0], 1.0 + np.cumsum(offered)])
+    n = np.arange(batch + 1)[:, None]
+    rate = n * gain / cost.seconds(np.maximum(n * rows, 1.0))
+    return np.argmax(rate, axis=1)
+
+
+def policy_config(base: SpeculativeConfig, policy: str) -> SpeculativeConfig:
     """The config of one policy: sampled TARGET_MATCH verification at temperature 1, top_p 1."""
     common = {"verify_strategy": "target_match", "sampling": {"temperature": 1.0, "top_p": 1.0}}
     if policy == "off":
         return base.replace(method="none", num_speculative_tokens=0, adaptive={"enabled": False}, **common)
     if policy == "adaptive":
         return base.replace(adaptive={"enabled": True, "cost_model": "roofline"}, **common)
-    return base.replace(num_speculative_tokens=int(policy[1:]), adaptive={"enabled": False}, **common)
+    k = base.num_speculative_tokens if policy == "dynamic" else int(policy[1:])
+    return base.replace(num_speculative_tokens=k, adaptive={"enabled": False}, **common)
 
 
-def run(workload, policy: str, config: SpeculativeConfig, batch: int, cost: RooflineCost) -> tuple[dict, list]:
-    """One real run; returns its row (simulated time) and its outputs."""
+@dataclass
+class Run:
+    """One real run: the rows of each step, the tokens, the drafts, the outputs."""
+
+    rows: np.ndarray
+    tokens: int
+    summary: dict
+    stats: object
+    outputs: list
+
+    def row(self, cost: RooflineCost) -> dict:
+        seconds = float(np.sum(cost.seconds(self.rows)))
+        return {"tokens_per_s": self.tokens / seconds, "simulated_s": seconds, "tokens": self.tokens,
+                "steps": len(self.rows), "drafts_per_request_step": self.summary["offered_per_request_step"],
+                "acceptance_rate": self.summary["acceptance_rate"]}
+
+
+def run(workload, config: SpeculativeConfig, batch: int, cost: RooflineCost | None = None, proposer=None) -> Run:
     count = len(workload.prompts)
     params = [RequestParams(i, len(workload.references[i]) + 8, 1.0, 1.0, 0) for i in range(count)]
     model = ReplayModel(workload.references, workload.tokenizer.vocab_size, end_token=workload.tokenizer.END, peak=PEAK)
@@ -78,110 +168,170 @@ def run(workload, policy: str, config: SpeculativeConfig, batch: int, cost: Roof
     trace = AcceptanceTrace()
     result = generate(model, workload.prompts, config, max_num_seqs=batch, max_model_len=length,
                       end_tokens=[workload.tokenizer.END], place="cpu", params=params, trace=trace,
-                      cost_model=cost if config.adaptive.enabled else None)
-    seconds = trace.simulated_seconds(cost)
-    summary = trace.summary()
-    row = {"batch": batch, "policy": policy, "tokens_per_s": trace.tokens / seconds, "tokens": trace.tokens,
-           "steps": summary["steps"], "simulated_s": seconds, "requests": count,
-           "drafts_per_request_step": summary["offered_per_request_step"],
-           "acceptance_rate": summary["acceptance_rate"], "wall_s": result.stats.wall_time}
-    return row, result.outputs
+                      cost_model=cost if config.adaptive.enabled else None, proposer=proposer)
+    rows = np.array([s.rows for s in trace.steps], dtype=np.float64)
+    return Run(rows, trace.tokens, trace.summary(), result.stats, result.outputs)
 
 
-def check_targets(rows: list[dict]) -> list[str]:
-    """The issue's targets per (workload, batch): adaptive >= 0.97 x the best other policy, and >= off."""
+def per_position(stats) -> tuple[np.ndarray, np.ndarray]:
+    """Drafts accepted and offered at each position per decode request-step."""
+    steps = max(stats.decode_request_steps, 1)
+    return np.array(stats.accepted_per_position) / steps, np.array(stats.proposed_per_position) / steps
+
+
+def cell_verdict(rows: list[dict]) -> dict:
+    """adaptive / off and adaptive / the best fixed K of one cell (and / dynamic when it ran)."""
+    rate = {r["policy"]: r["tokens_per_s"] for r in rows}
+    best = max(rate[p] for p in FIXED)
+    verdict = {"vs_off": rate["adaptive"] / rate["off"], "vs_best_fixed": rate["adaptive"] / best,
+               "best_fixed": max(FIXED, key=lambda p: rate[p])}
+    if "dynamic" in rate:
+        verdict["vs_dynamic"] = rate["adaptive"] / rate["dynamic"]
+    verdict["ok"] = verdict["vs_off"] >= MIN_RATIO_OFF and verdict["vs_best_fixed"] >= MIN_RATIO_BEST
+    return verdict
+
+
+def summarize(rows: list[dict]) -> list[str]:
+    """Per split: the cells, the lowest ratios and where, the misses."""
+    cells: dict[tuple, list] = {}
+    for r in rows:
+        cells.setdefault((r["split"], r["gpu"], r["launch_us"], r["target_model"], r["workload"], r["batch"]), []).append(r)
     lines = []
-    for key in sorted({(r["workload"], r["batch"]) for r in rows}, key=lambda k: (k[0], k[1])):
-        rate = {r["policy"]: r["tokens_per_s"] for r in rows if (r["workload"], r["batch"]) == key}
-        best = max(v for p, v in rate.items() if p != "adaptive")
-        ok = rate["adaptive"] >= 0.97 * best and rate["adaptive"] >= rate["off"]
-        lines.append(f"  {key[0]:>5} B={key[1]:<4} adaptive / best fixed {rate['adaptive'] / best:5.3f}, "
-                     f"/ off {rate['adaptive'] / rate['off']:5.3f}  {'ok' if ok else 'MISSED'}")
+    for split in ("train", "heldout"):
+        mine = {k: cell_verdict(v) for k, v in cells.items() if k[0] == split}
+        if not mine:
+            continue
+        worst_off = min(mine, key=lambda k: mine[k]["vs_off"])
+        worst_best = min(mine, key=lambda k: mine[k]["vs_best_fixed"])
+        misses = [k for k, v in mine.items() if not v["ok"]]
+        lines.append(f"  {split:>7}: {len(mine)} cells, min adaptive/off {mine[worst_off]['vs_off']:.3f} ({_name(worst_off)}), "
+                     f"min adaptive/best fixed {mine[worst_best]['vs_best_fixed']:.3f} ({_name(worst_best)}), "
+                     f"{len(misses)} missed")
+        lines += [f"      MISSED {_name(k)}: /off {mine[k]['vs_off']:.3f}, /best fixed {mine[k]['vs_best_fixed']:.3f} "
+                  f"({mine[k]['best_fixed']})" for k in misses]
+        dyn = [v["vs_dynamic"] for v in mine.values() if "vs_dynamic" in v]
+        if dyn:
+            lines.append(f"           adaptive / dynamic K: min {min(dyn):.3f}, max {max(dyn):.3f} over {len(dyn)} cells")
     return lines
 
 
-def print_table(rows: list[dict]) -> None:
-    print(f"\n{'workload':>8} {'batch':>5} " + " ".join(f"{p:>10}" for p in POLICIES) + "   (tokens/s, simulated)")
-    for key in sorted({(r["workload"], r["batch"]) for r in rows}):
-        rate = {r["policy"]: r["tokens_per_s"] for r in rows if (r["workload"], r["batch"]) == key}
-        print(f"{key[0]:>8} {key[1]:>5} " + " ".join(f"{rate[p]:10.0f}" for p in POLICIES))
+def _name(key: tuple) -> str:
+    return f"{key[1]} {key[2]:.0f}us {key[3]} {key[4]} B={key[5]}"
 
 
-def plot(path: Path, rows: list[dict], title: str) -> None:
+def plot(path: Path, rows: list[dict]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    workloads = sorted({r["workload"] for r in rows})
-    fig, axes = plt.subplots(1, len(workloads), figsize=(5.5 * len(workloads), 4), squeeze=False)
-    for ax, name in zip(axes[0], workloads):
-        mine = [r for r in rows if r["workload"] == name]
-        batches = sorted({r["batch"] for r in mine})
-        off = {r["batch"]: r["tokens_per_s"] for r in mine if r["policy"] == "off"}
-        for policy in POLICIES:
-            rate = {r["batch"]: r["tokens_per_s"] for r in mine if r["policy"] == policy}
-            ax.plot(batches, [rate[b] / off[b] for b in batches], marker="o", label=policy,
-                    linewidth=2.5 if policy == "adaptive" else 1.2)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(batches, [str(b) for b in batches])
-        ax.axhline(1.0, color="grey", linewidth=0.8)
-        ax.set(xlabel="batch size", ylabel="tokens/s relative to spec off", title=f"{name} workload")
+    cells: dict[tuple, list] = {}
+    for r in rows:
+        cells.setdefault((r["gpu"], r["launch_us"], r["target_model"], r["workload"], r["batch"]), []).append(r)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for (ax, field, floor, label) in ((axes[0], "vs_off", MIN_RATIO_OFF, "adaptive / spec off"),
+                                      (axes[1], "vs_best_fixed", MIN_RATIO_BEST, "adaptive / best fixed K")):
+        for i, name in enumerate(WORKLOADS):
+            keys = [k for k in cells if k[3] == name]
+            x = [np.log2(k[4]) + 0.25 * (i - 1) for k in keys]
+            ax.scatter(x, [cell_verdict(cells[k])[field] for k in keys], s=10, label=name)
+        ax.axhline(floor, color="grey", linewidth=0.8)
+        batches = sorted({k[4] for k in cells})
+        ax.set_xticks([np.log2(b) for b in batches], [str(b) for b in batches])
+        ax.set(xlabel="batch size", ylabel=label, yscale="log")
         ax.legend(fontsize=8)
-    fig.suptitle(title, fontsize=9)
+    fig.suptitle("every cell of the grid (GPU x launch x target), simulated time, measured acceptance", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
+def run_cell(task: tuple[str, int], base: SpeculativeConfig, regimes: list[Regime], chunk_tokens: int, seed: int,
+             dynamic_all: bool, total: int, start: float) -> tuple[list[dict], bool]:
+    """Every policy of one (workload, B) under every regime; returns the rows and whether every
+    policy's outputs equalled spec off's. Prints a line per regime."""
+    name, batch = task
+    workload = WORKLOADS[name](max(16, 2 * batch), chunk_tokens, seed=seed, corpus="builtin")
+    fixed = {p: run(workload, policy_config(base, p), batch) for p in FIXED}
+    runs = {(None, p): r for p, r in fixed.items()}
+    rows = []
+    for regime in regimes:
+        cost = regime.cost()
+        adaptive = base.replace(adaptive={"target_model": regime.target_model, "gpu": regime.gpu,
+                                          "launch_us": regime.launch_us})
+        runs[(regime, "adaptive")] = run(workload, policy_config(adaptive, "adaptive"), batch, cost)
+        if name == "mixed" or dynamic_all:
+            table = k_by_decoding(cost, batch, *per_position(fixed["k5"].stats))
+            config = policy_config(base, "dynamic")
+            runs[(regime, "dynamic")] = run(workload, config, batch, proposer=DynamicKProposer(config, table))
+        cell = [{**regime.key(), "workload": name, "batch": batch, "policy": p, **r.row(cost)}
+                for (owner, p), r in runs.items() if owner in (None, regime)]
+        rows += cell
+        verdict = cell_verdict(cell)
+        print(f"  [{time.perf_counter() - start:5.0f} s] {regime.split:>7} {regime.gpu:>8} {regime.launch_us:3.0f}us "
+              f"{regime.target_model:>12} {name:>5} B={batch:<3}: adaptive / off {verdict['vs_off']:.3f}, / best fixed "
+              f"{verdict['vs_best_fixed']:.3f} ({verdict['best_fixed']})"
+              + (f", / dynamic {verdict['vs_dynamic']:.3f}" if "vs_dynamic" in verdict else "")
+              + ("" if verdict["ok"] else "  MISSED"), flush=True)
+    lossless = True
+    for (owner, p), r in runs.items():
+        if not all(np.array_equal(a, b) for a, b in zip(fixed["off"].outputs, r.outputs)):
+            print(f"  OUTPUTS DIFFER FROM OFF: {name} B={batch} {p} {owner}", flush=True)
+            lossless = False
+    print(f"  done: {name} B={batch} ({len(runs)} runs of about {total} in all)", flush=True)
+    return rows, lossless
+
+
 @user_errors()
 def main(argv=None) -> int:
     parser = ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", type=readable_file, default=str(BASE_CONFIG),
-                        help="the adaptive policy's YAML (its adaptive section)")
-    parser.add_argument("--target-model", default="llama-3.1-8b", choices=sorted(TARGET_MODELS))
-    parser.add_argument("--gpu", default="h100-sxm", choices=sorted(GPUS))
-    parser.add_argument("--launch-us", type=float_range(0.0), default=100.0, help="fixed cost of a step (microseconds)")
+    parser.add_argument("--grid", default="smoke", choices=sorted(GRIDS))
+    parser.add_argument("--config", type=readable_file, default=str(BASE_CONFIG), help="the adaptive policy's YAML (its adaptive section)")
+    parser.add_argument("--gpu", help="only these GPUs of the grid (comma-separated)")
+    parser.add_argument("--launch-us", help="only these launch costs of the grid (comma-separated)")
+    parser.add_argument("--target-model", help="only these targets of the grid (comma-separated)")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--batches", type=int_list(1), help="instead of the grid's batch sizes (comma-separated)")
+    parser.add_argument("--dynamic-all", action="store_true", help="the per-batch-size K on every workload, not only mixed")
     parser.add_argument("--chunk-tokens", type=int_range(1), default=100, help="tokens per prompt chunk and reference")
-    parser.add_argument("--batches", type=int_list(1), default=",".join(map(str, BATCHES)))
-    parser.add_argument("--quick", action="store_true", help="batches 1 and 32, at most 16 requests")
     parser.add_argument("--seed", type=int_range(0), default=0)
+    parser.add_argument("--jobs", type=int_range(1), default=1, help="(workload, B) pairs run at once, one process each")
+    parser.add_argument("--out", default="adaptive", help="results file name under bench/results/ (no suffix)")
     args = parser.parse_args(argv)
-    batches = [1, 32] if args.quick else args.batches
 
-    cost = RooflineCost.named(args.target_model, args.gpu, args.launch_us)
-    base = load_config(args.config).replace(
-        adaptive={"target_model": args.target_model, "gpu": args.gpu, "launch_us": args.launch_us})
-    title = (f"simulated times (roofline: {args.target_model} BF16 on {args.gpu}, ridge {cost.ridge_tokens:.0f} tokens/step), "
-             f"measured acceptance (n-gram drafts, TARGET_MATCH, replay target)")
-    print(f"bench_adaptive: {title}")
+    regimes, batches = GRIDS[args.grid]
+    keep = lambda value, allowed, cast=str: allowed is None or value in {cast(v) for v in allowed.split(",")}  # noqa: E731
+    regimes = [r for r in regimes if keep(r.gpu, args.gpu) and keep(r.launch_us, args.launch_us, float)
+               and keep(r.target_model, args.target_model)]
+    batches = list(args.batches) if args.batches else list(batches)
+    workloads = args.workloads.split(",")
+    base = load_config(args.config, "--config")
+    total = len(workloads) * len(batches) * (len(FIXED) + len(regimes) * 2)
+    print(f"bench_adaptive: grid {args.grid}, {len(regimes)} regimes x {len(workloads)} workloads x B {batches}: "
+          f"up to {total} runs (simulated times, measured acceptance)", flush=True)
+
+    tasks = sorted(((name, batch) for name in workloads for batch in batches), key=lambda t: -t[1])  # longest first
     start = time.perf_counter()
+    work = partial(run_cell, base=base, regimes=regimes, chunk_tokens=args.chunk_tokens, seed=args.seed,
+                   dynamic_all=args.dynamic_all, total=total, start=start)
     rows, lossless = [], True
-    for name, make in WORKLOADS.items():
-        for batch in batches:
-            count = 16 if args.quick else max(16, 2 * batch)
-            workload = make(count, args.chunk_tokens, seed=args.seed, corpus="builtin")
-            reference = None
-            for policy in POLICIES:
-                row, outputs = run(workload, policy, policy_config(base, policy, cost), batch, cost)
-                same = reference is None or all(np.array_equal(a, b) for a, b in zip(reference, outputs))
-                reference = outputs if reference is None else reference
-                lossless &= same
-                rows.append({"workload": name, **row})
-                print(f"  {name:>5} B={batch:<4} {policy:>8}: {row['tokens_per_s']:9.0f} tokens/s simulated, "
-                      f"{row['drafts_per_request_step']:.2f} drafts/request-step, acceptance {row['acceptance_rate']:.2f}, "
-                      f"{row['steps']} steps, {'same outputs as off' if same else 'OUTPUTS DIFFER FROM OFF'} "
-                      f"({time.perf_counter() - start:.0f} s)", flush=True)
+    pool = multiprocessing.get_context("fork").Pool(args.jobs) if args.jobs > 1 else None
+    for cell_rows, same in (pool.imap_unordered(work, tasks) if pool else map(work, tasks)):
+        rows += cell_rows
+        lossless &= same
+    if pool:
+        pool.close()  # workers end on their own (terminate would kill Paddle mid-exit)
+        pool.join()
+    rows.sort(key=lambda r: (r["gpu"], r["launch_us"], r["target_model"], r["workload"], r["batch"], r["policy"]))
 
-    print_table(rows)
-    print("targets (adaptive >= 0.97 x best of off / k1 / k3 / k5, and >= off):")
-    print("\n".join(check_targets(rows)))
+    print("targets per cell: adaptive >= off and >= 0.97 x the best of off, k1 .. k5")
+    print("\n".join(summarize(rows)))
     print(f"lossless (every policy's outputs equal spec off's): {'PASS' if lossless else 'FAIL'}")
-    print("times are simulated from the cost model; acceptance is measured from the runs")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "adaptive.json").write_text(json.dumps(rows, indent=1))
-    plot(RESULTS / "adaptive.png", rows, title)
-    print(f"wrote {RESULTS / 'adaptive.json'} and {RESULTS / 'adaptive.png'} ({time.perf_counter() - start:.0f} s)")
+    out = RESULTS / f"{args.out}.json"
+    out.write_text(f'{{"grid": "{args.grid}", "rows": [\n' + ",\n".join(json.dumps(r) for r in rows) + "\n]}\n")  # a row a line
+    plot(RESULTS / f"{args.out}.png", rows)
+    print(f"wrote {out} and {out.with_suffix('.png')} ({time.perf_counter() - start:.0f} s)")
     return 0 if lossless else 1
 
 

@@ -101,8 +101,9 @@ def test_a_request_that_never_accepts_drops_to_zero_then_probes_then_comes_back(
     # the first probe lands on step 3 (slot 0's mark is rolled to the top every 4 steps)
     never = [step(ctl, state, lambda k: [0])[0] for _ in range(24)]
     # worth of draft 1 after n rejections: 0.6 * 0.7^n: 0.6 -> 2 drafts, 0.42 and 0.294 -> 1, then
-    # below 0.25 -> none, except every 4th step, a probe: draft 1 counts as sure and draft 2 keeps
-    # its untried 0.6, rates 2 / 1.25, 2.6 / 1.5, 2.96 / 1.75 for 1, 2, 3 drafts -> 2
+    # below 0.25 -> none, except every 4th step, a probe: draft 1 is valued at the prior (0.6), draft 2
+    # keeps its untried 0.6 (worth 0.36), rates 1.6 / 1.25, 1.96 / 1.5, 2.18 / 1.75 for 1, 2, 3
+    # drafts -> 2 (a draft of the prior's worth pays on this curve; where it does not, see below)
     assert never[:3] == [2, 1, 1]
     assert never[3:] == [2 if (i + 1) % probe == 0 else 0 for i in range(3, 24)]
     # the text turns copy-heavy: the next probe is accepted and the drafts come back, up to K
@@ -113,6 +114,28 @@ def test_a_request_that_never_accepts_drops_to_zero_then_probes_then_comes_back(
     # drafts 1-4 become sure; draft 5 was never offered in this run, so it keeps the prior 0.6, worth
     # about as much as it costs here (rate 5.6 / 2.25 against 5 / 2): 4 or 5 drafts
     assert back[-1] >= K - 1
+
+
+def test_a_probe_is_paid_for_like_any_draft():
+    # cost 0.3 + 0.7 T, two slots: 2 tokens for 1.7, so a draft pays only when worth more than
+    # 0.7 / 0.85 = 0.82. A probe values draft 1 at the prior (0.6), not as sure, so it is never
+    # taken here; slot 1's draft 1 (0.9) is, with or without a probe
+    ctl = controller(2, LineCost(0.3, 0.7), probe_interval=2)
+    state = new_state(2)
+    set_estimates(ctl, np.array([[0.1] * K, [0.9] + [0.1] * (K - 1)]))
+    planned = [ctl.plan(state) or state.draft_token_num.numpy().tolist() for _ in range(6)]
+    assert planned == [[0, 1]] * 6
+
+
+def test_a_probe_where_drafts_are_cheap_is_taken():
+    # same request, a step where a draft of the prior's worth pays (cost 1 + 0.25 (T - 1)): the
+    # probe offers draft 1 (worth 0.6) and draft 2 behind it (0.1 * 0.6 does not pay): 1 draft,
+    # once every 2 steps
+    ctl = controller(1, STEEP, probe_interval=2)
+    state = new_state(1)
+    set_estimates(ctl, np.full((1, K), 0.1))
+    planned = [ctl.plan(state) or int(state.draft_token_num.numpy()[0]) for _ in range(6)]
+    assert sorted(planned) == [0, 0, 0, 1, 1, 1] and planned[0::2] != planned[1::2]
 
 
 def test_without_probes_a_request_at_zero_stays_at_zero():
@@ -129,9 +152,25 @@ def test_untried_positions_relax_back_to_the_prior():
     for _ in range(6):
         step(ctl, state, lambda k: [0])
     low = ctl.expected_tokens()[0, 0]
-    for _ in range(3):  # idle steps (no drafts offered): draft 1 moves halfway to 0.6 each step
+    state.draft_token_num[:] = 0  # idle steps (no drafts planned): draft 1 moves halfway to 0.6 each step
+    for _ in range(3):
         finish_step(ctl, state, [1], [1])
     assert ctl.expected_tokens()[0, 0] == pytest.approx(0.6 + (low - 0.6) * 0.125, rel=1e-5)
+
+
+def test_drafts_planned_but_not_found_teach_nothing_about_acceptance():
+    # the proposer had none of the planned drafts (one row): the estimates stay as they were,
+    # neither rejected nor relaxed; only `found` learns
+    ctl = controller(1, STEEP, relax_rate=0.5, probe_interval=0)
+    state = new_state(1)
+    set_estimates(ctl, np.array([[0.3, 0.9, 0.9, 0.9, 0.9]]))
+    before = ctl.acceptance.numpy().copy()
+    ctl.plan(state)
+    assert state.draft_token_num.numpy()[0] > 0
+    finish_step(ctl, state, [1], [1])
+    np.testing.assert_array_equal(ctl.acceptance.numpy(), before)
+    assert float(ctl.found.numpy()[0, 0]) == pytest.approx(0.7)
+
 
 
 def test_positions_behind_a_rejected_draft_learn_nothing():
@@ -143,6 +182,39 @@ def test_positions_behind_a_rejected_draft_learn_nothing():
 
 
 # -- the batch and the cost curve --------------------------------------------------------------
+
+
+@dataclass
+class KneeCost:
+    """Flat (1 second) up to ``knee`` tokens, then every token costs a full 1 / knee."""
+
+    knee: int
+    version: int = 0
+
+    def seconds(self, tokens):
+        return np.maximum(1.0, np.asarray(tokens, dtype=np.float64) / self.knee)
+
+    def record(self, tokens, seconds):
+        pass
+
+
+def test_rows_the_proposer_leaves_empty_go_to_drafts_that_exist():
+    # 2 slots, every estimate 0.9 (worth 0.9, 0.81, 0.73, 0.66, ...), 6 flat rows: 4 free drafts,
+    # 2 per slot. Slot 0's proposer never has drafts: once the controller has learnt that, its
+    # drafts book (almost) no rows and slot 1 takes all 4 free ones (a 5th, 0.59, does not pay)
+    ctl = controller(2, KneeCost(6))
+    state = new_state(2)
+    set_estimates(ctl, np.full((2, K), 0.9))
+    ctl.plan(state)
+    assert state.draft_token_num.numpy().tolist() == [2, 2]
+    for _ in range(12):  # slot 0 planned drafts and offered none; slot 1 offered and kept all
+        ctl.plan(state)
+        planned = state.draft_token_num.numpy()
+        finish_step(ctl, state, [1, 1 + planned[1]], [1, 1 + planned[1]])
+        set_estimates(ctl, np.full((2, K), 0.9))  # keep the acceptance fixed: only `found` moves
+    ctl.plan(state)
+    assert state.draft_token_num.numpy()[1] == 4
+    assert ctl.found.numpy()[:, 0].tolist() == pytest.approx([0.7**12, 1.0], rel=1e-4)
 
 ROOFLINE = RooflineCost.named("llama-3.1-8b", "h100-sxm")  # flat up to 295 tokens per step
 
@@ -164,6 +236,22 @@ def test_a_compute_bound_batch_takes_only_the_free_tokens():
     planned = state.draft_token_num.numpy()
     assert planned.sum() == int(ROOFLINE.ridge_tokens) - 256 == 39
     np.testing.assert_array_equal(planned, [1] * 39 + [0] * (256 - 39))
+
+
+def test_prefill_rows_take_their_share_of_the_free_tokens():
+    # 256 slots, 200 of them prefilling (one row and one token each, no drafts), 56 decoding with
+    # fresh estimates: the step already holds 256 rows, so only 295 - 256 = 39 drafts are free (not
+    # 239), and past the ridge a draft must be worth ~0.94 tokens, as in a full decoding batch
+    ctl = controller(256, ROOFLINE)
+    state = new_state(256)
+    prefill = np.arange(256) >= 56
+    state.seq_lens_encoder[:] = paddle.to_tensor(np.where(prefill, 8, 0).astype(np.int32))
+    state.stop_flags[:] = paddle.to_tensor(np.zeros(256, dtype=bool))
+    ctl.acceptance[:, 0] = paddle.to_tensor((~prefill).astype(np.float32))
+    ctl.plan(state)
+    planned = state.draft_token_num.numpy()
+    assert planned[56:].sum() == 0
+    np.testing.assert_array_equal(planned[:56], [1] * 39 + [0] * 17)
 
 
 def test_a_middle_batch_fills_the_free_tokens_by_worth():
@@ -223,8 +311,10 @@ def test_reset_slot_forgets_the_previous_request():
     state = new_state(2)
     for _ in range(5):
         step(ctl, state, lambda k: [0, 0])
+    ctl.found[1] = paddle.to_tensor([0.25])
     ctl.reset_slot(1)
     np.testing.assert_allclose(ctl.acceptance.numpy()[1], [0.0] + [0.6] * K, rtol=1e-6)  # prior, not decoding yet
+    assert float(ctl.found.numpy()[1, 0]) == 1.0  # drafts assumed found until shown otherwise
     assert ctl.expected_tokens()[0, 0] < 0.6 * 0.7 + 1e-6  # slot 0 keeps its own history
 
 
@@ -241,7 +331,7 @@ def test_the_same_inputs_give_the_same_decisions():
 def test_buffers_are_written_in_place():
     ctl = controller(4, STEEP, probe_interval=2)
     state = new_state(4)
-    tensors = [state.draft_token_num, ctl.acceptance, ctl._probe]
+    tensors = [state.draft_token_num, ctl.acceptance, ctl.found, ctl._probe]
     pointers = [t.data_ptr() for t in tensors]
     for _ in range(3):
         step(ctl, state, lambda k: k // 2)

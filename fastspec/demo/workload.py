@@ -128,6 +128,21 @@ def continuation_workload(num_requests: int, chunk_tokens: int, seed: int = 0, c
     return Workload(tokenizer, prompts, references, sources)
 
 
+def mixed_workload(num_requests: int, chunk_tokens: int, seed: int = 0, corpus: str = "repo") -> Workload:
+    """Copy-heavy and open-ended requests alternating (even indices copy, odd ones open), so every
+    batch holds both kinds: one vocabulary over the two, each request as its own workload made it."""
+    copy = copy_edit_workload(-(-num_requests // 2), chunk_tokens, seed=seed, corpus=corpus)
+    open_ = continuation_workload(num_requests // 2, chunk_tokens, seed=seed + 1, corpus=corpus)
+    parts = [(copy, i // 2) if i % 2 == 0 else (open_, i // 2) for i in range(num_requests)]
+    words = [[w.tokenizer.words[t] for t in w.prompts[j]] for w, j in parts]
+    answers = [[w.tokenizer.words[t] for t in w.references[j]] for w, j in parts]
+    tokenizer = WordTokenizer({x for text in words + answers for x in text})  # each word a text: none merge
+    prompts = [[tokenizer.ids[x] for x in prompt] for prompt in words]
+    references = {i: [tokenizer.ids[x] for x in answer] for i, answer in enumerate(answers)}
+    sources = [f"{'copy' if i % 2 == 0 else 'open'}: {w.sources[j]}" for i, (w, j) in enumerate(parts)]
+    return Workload(tokenizer, prompts, references, sources)
+
+
 def _pick_files(corpus: str, count: int, rng: np.random.Generator) -> tuple[list[Path], dict[Path, str]]:
     """``count`` files of ``corpus`` drawn at random (with repeats when it has fewer), and their texts."""
     files = corpus_files(corpus)

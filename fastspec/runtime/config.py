@@ -50,8 +50,8 @@ class AdaptiveConfig:
     enabled: bool = False
     learning_rate: float = 0.3  # weight of one step's outcome in a position's acceptance estimate
     relax_rate: float = 0.2  # per step, an untried position's estimate moves this far toward the prior
-    prior: float = 0.6  # P(draft i accepted | drafts before it accepted) of a new request
-    probe_interval: int = 16  # every this many steps a request plans as if its first draft were sure; 0: never
+    prior: float = 0.6  # P(draft i accepted | drafts before it accepted) of a new request; a probe's worth
+    probe_interval: int = 16  # every this many steps a request values its first draft at >= prior; 0: never
     cost_model: str = "measured"  # measured (the runner's own steps) | roofline (target_model on gpu)
     target_model: str = "llama-3.1-8b"  # roofline: a model of fastspec.runtime.adaptive.cost_model.TARGET_MODELS
     gpu: str = "h100-sxm"  # roofline: a GPU of fastspec.runtime.adaptive.cost_model.GPUS

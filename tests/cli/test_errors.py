@@ -173,7 +173,7 @@ def test_benchmark_rejects_a_bad_value_in_one_line(capsys, monkeypatch, name):
 
 def test_benchmark_config_errors_are_user_errors(capsys, monkeypatch, bad_files):
     monkeypatch.setattr(sys, "argv", ["bench_adaptive.py"])
-    assert bench_main("bench_adaptive")(["--config", str(bad_files / "unknown.yaml"), "--quick"]) == 2
+    assert bench_main("bench_adaptive")(["--config", str(bad_files / "unknown.yaml"), "--grid", "smoke"]) == 2
     assert "unknown key 'foo'" in one_error_line(capsys.readouterr().err, "bench_adaptive.py")
 
 

@@ -30,7 +30,8 @@ class DraftLengthController:
     as of fresh requests, are ordered by slot, so the split is exact). While the forward is
     memory-bound (batch 1) extra tokens are free and every draft with a chance is taken; once
     compute-bound (a large batch) a draft must be nearly certain. ``cost(n)`` comes from a
-    ``fastspec.runtime.adaptive.cost_model`` (measured or roofline) as a table refreshed between steps.
+    ``fastspec.runtime.adaptive.cost_model`` (measured or roofline) as a table refreshed between
+    steps. A prefilling slot adds one row and one token to the step and no draft.
 
     After the state update, ``observe`` folds the step into the estimates. A slot was offered
     ``rows - 1`` drafts, ``rows`` being its output rows (``cu_seqlens_q_output``, which the update
@@ -38,13 +39,21 @@ class DraftLengthController:
     ``accept_num - 1``: a position tried moves ``learning_rate`` toward 1 (accepted) or 0 (the first
     rejected); a position not offered relaxes ``relax_rate`` toward the prior; a position offered
     behind a rejected draft learns nothing; a slot with rows (prefill or decode) decodes next step.
-    Every (rows, accept_num) pair has its update precomputed, so observe is one table look-up and one
-    multiply-add.
+    A slot that planned drafts and got none from the proposer learns nothing about acceptance
+    (it was not tried, nor did the controller choose to rest it). Every (rows, accept_num) pair has
+    its update precomputed, so observe is one table look-up and one multiply-add.
 
-    Probing: every ``probe_interval`` steps each slot (staggered across slots) plans as if its first
-    draft were sure, so a request that fell to 0 drafts is offered some again and, when the text
-    turns copy-heavy, earns them back. Between probes, untried positions relaxing toward the prior
-    bring drafts back wherever the step can afford them.
+    Per slot it also learns ``found``, how often the proposer had the drafts planned (an n-gram
+    finds none where the text has no match): the plan books each draft at ``found`` rows and
+    ``found x worth`` tokens, so the rows of drafts that will not come go to drafts that will.
+
+    Probing is paid for like any draft: every ``probe_interval`` steps each slot (staggered across
+    slots) values its first draft at no less than ``prior``, what a new request is credited, and
+    that draft still has to pass the step's rate. So a request that fell to 0 drafts is offered one
+    again where a draft of that worth pays (and, when the text turned copy-heavy, earns the rest
+    back), and never where it does not: at high load, where a verified draft costs nearly what a
+    decode token does, nobody probes and the step runs as spec off would. Between probes, untried
+    positions relax toward the prior, with the same test.
 
     ``plan`` and ``observe`` use device tensors only (no host read, no Python branch on a value), and
     every tensor is allocated once and updated in place, so they can sit in a captured step.
@@ -56,7 +65,8 @@ class DraftLengthController:
         cost_model: seconds of one forward by tokens scored (``fastspec.runtime.adaptive.cost_model``).
         learning_rate: weight of one step's outcome in a tried position's estimate, in (0, 1].
         relax_rate: per step, how far an untried position's estimate moves toward ``prior``.
-        prior: a new request's estimate of every position, in [0, 1].
+        prior: a new request's estimate of every position, in [0, 1]; also what a probe values
+            draft 1 at.
         probe_interval: steps between two probes of a slot (0: no probes).
         place: where the tensors live (default: Paddle's current place).
     """
@@ -83,9 +93,13 @@ class DraftLengthController:
         self._fresh = np.array([0.0] + [prior] * k, dtype=np.float32)  # not decoding yet
         self.acceptance = self._tensor(np.tile(self._fresh, (b, 1)))  # [B, K + 1]
         scale, shift = _update_tables(k, learning_rate, relax_rate, prior)
-        self._scale, self._shift = self._tensor(scale), self._tensor(shift)  # [(K + 2)^2, K + 1]
-        self._probe = self._tensor(_probe_ring(b, k, self.probe_interval))  # [R >= B, K + 1]
-        self._cost = self._tensor(np.ones(b * (k + 1), dtype=np.float32))  # cost of 1 .. B (K + 1) tokens
+        self._scale, self._shift = self._tensor(scale), self._tensor(shift)  # [(K + 2)^2 + 1, K + 1]
+        self._probe = self._tensor(_probe_ring(b, k, self.probe_interval, prior))  # [R >= B, K + 1]
+        self._cost = self._tensor(np.ones(b * (k + 2), dtype=np.float32))  # cost of 1 .. B (K + 2) rows
+        self.found = self._tensor(np.ones((b, 1), dtype=np.float32))  # P(the proposer finds planned drafts)
+        self._own = self._tensor(np.eye(1, k + 1, dtype=np.float32))  # [1, K + 1]: 1 in column 0
+        self._drafts = 1.0 - self._own
+        self._learning_rate = float(learning_rate)
         # equal estimates (fresh requests) must not tie: the threshold would take all of them
         self._tie_break = self._tensor(-TIE_BREAK * np.arange(b, dtype=np.float32)[:, None])  # [B, 1]
         self._cost_version: int | None = None
@@ -103,6 +117,7 @@ class DraftLengthController:
     def reset_slot(self, slot: int) -> None:
         """A request enters or leaves ``slot``: back to the prior, not decoding until its prefill ran."""
         self.acceptance[slot] = self._tensor(self._fresh)
+        self.found[slot] = self._tensor(np.ones(1, dtype=np.float32))
 
     def refresh_costs(self) -> None:
         """Re-reads the cost curve into the device table when the cost model has changed."""
@@ -122,9 +137,16 @@ class DraftLengthController:
             probe = paddle.roll(self._probe, 1, axis=0)
             paddle.assign(probe, output=self._probe)  # written once, never read back in the step
             estimates = paddle.maximum(estimates, probe[: self.max_num_seqs])
-        worth = paddle.cumprod(estimates, dim=1) + self._tie_break
-        ranked = paddle.sort(worth.reshape([-1]), descending=True)
-        rate = paddle.cumsum(ranked) / self._cost  # expected tokens per second with the n best
+        worth = paddle.cumprod(estimates, dim=1) + self._tie_break  # tokens per row the proposer fills
+        rows = self._own + self._drafts * self.found  # [B, K + 1]: expected rows of each candidate
+        order = paddle.argsort(worth.reshape([-1]), descending=True)
+        ranked = paddle.gather(worth.reshape([-1]), order)
+        ranked_rows = paddle.gather(rows.reshape([-1]), order)
+        # a prefilling slot scores one row and keeps one token, and takes no draft
+        prefill = paddle.sum(state.slot_phases()[0].astype("float32"))
+        steps_rows = paddle.round(paddle.cumsum(ranked_rows) + prefill).astype("int64")
+        seconds = paddle.gather(self._cost, paddle.clip(steps_rows - 1, 0, self._cost.shape[0] - 1))
+        rate = (paddle.cumsum(ranked * ranked_rows) + prefill) / seconds  # expected tokens per second, n best
         threshold = paddle.gather(ranked, paddle.argmax(rate))
         paddle.assign(paddle.sum(worth[:, 1:] >= threshold, axis=1, dtype="int32"), output=state.draft_token_num)
 
@@ -132,7 +154,14 @@ class DraftLengthController:
         """After the state update: folds this step's rows and ``accept_num`` into the estimates."""
         k = self.num_speculative_tokens
         cu = state.cu_seqlens_q_output
-        index = paddle.clip((cu[1:] - cu[:-1]) * (k + 2) + state.accept_num, 0, (k + 2) ** 2 - 1)
+        rows = cu[1:] - cu[:-1]
+        # found: a slot that decoded with drafts planned learns whether the proposer had any to offer
+        tried = self.acceptance[:, :1] * (state.draft_token_num.unsqueeze(1) > 0).astype("float32")
+        hit = (rows.unsqueeze(1) > 1).astype("float32")
+        paddle.assign(self.found + self._learning_rate * tried * (hit - self.found), output=self.found)
+        index = paddle.clip(rows * (k + 2) + state.accept_num, 0, (k + 2) ** 2 - 1)
+        # drafts planned and not found taught nothing about acceptance: such a slot only learns it decodes
+        index = paddle.where((tried * (1.0 - hit)).squeeze(1) > 0, paddle.full_like(index, (k + 2) ** 2), index)
         # one in-place write: a static program may read a twice-written tensor as after its first write
         updated = self.acceptance * paddle.gather(self._scale, index) + paddle.gather(self._shift, index)
         paddle.assign(updated, output=self.acceptance)
@@ -148,11 +177,13 @@ class DraftLengthController:
 
 
 def _update_tables(k: int, learning_rate: float, relax_rate: float, prior: float) -> tuple[np.ndarray, np.ndarray]:
-    """``scale, shift [(K + 2)^2, K + 1]``: row ``rows * (K + 2) + accept_num`` is the update
+    """``scale, shift [(K + 2)^2 + 1, K + 1]``: row ``rows * (K + 2) + accept_num`` is the update
     ``estimate * scale + shift`` of a slot that had ``rows`` output rows (1 + drafts offered; 1 for
-    a prefill, 0 without rows) and kept ``accept_num`` tokens (accepted drafts + 1)."""
-    scale = np.ones(((k + 2) ** 2, k + 1), dtype=np.float32)
+    a prefill, 0 without rows) and kept ``accept_num`` tokens (accepted drafts + 1); the last row
+    that of a slot that decoded without the drafts it planned (it decodes next step, no more)."""
+    scale = np.ones(((k + 2) ** 2 + 1, k + 1), dtype=np.float32)  # the last row: decodes, nothing else learnt
     shift = np.zeros_like(scale)
+    scale[-1, 0], shift[-1, 0] = 0.0, 1.0
     for rows in range(k + 2):
         offered = max(rows - 1, 0)
         for kept in range(k + 2):
@@ -172,12 +203,12 @@ def _update_tables(k: int, learning_rate: float, relax_rate: float, prior: float
     return scale, shift
 
 
-def _probe_ring(b: int, k: int, interval: int) -> np.ndarray:
-    """``[R, K + 1]``, R the multiple of ``interval`` from B up: 1 in column 1 of every
+def _probe_ring(b: int, k: int, interval: int, worth: float) -> np.ndarray:
+    """``[R, K + 1]``, R the multiple of ``interval`` from B up: ``worth`` in column 1 of every
     ``interval``-th row. Rolled one row per step, its first B rows mark each slot exactly once
     every ``interval`` steps, a 1/interval share of the slots at each step."""
     rows = -(-b // interval) * interval if interval else b
     ring = np.zeros((rows, k + 1), dtype=np.float32)
     if interval:
-        ring[::interval, 1] = 1.0
+        ring[::interval, 1] = worth
     return ring
