@@ -296,7 +296,8 @@ def main(argv=None) -> int:
     parser.add_argument("--chunk-tokens", type=int_range(1), default=100, help="tokens per prompt chunk and reference")
     parser.add_argument("--seed", type=int_range(0), default=0)
     parser.add_argument("--jobs", type=int_range(1), default=1, help="(workload, B) pairs run at once, one process each")
-    parser.add_argument("--out", default="adaptive", help="results file name under bench/results/ (no suffix)")
+    parser.add_argument("--out", help="results file name under bench/results/ (no suffix; default: adaptive for the "
+                        "full grid, adaptive_<grid> otherwise, so a smaller run never replaces the full results)")
     args = parser.parse_args(argv)
 
     regimes, batches = GRIDS[args.grid]
@@ -328,6 +329,7 @@ def main(argv=None) -> int:
     print("\n".join(summarize(rows)))
     print(f"lossless (every policy's outputs equal spec off's): {'PASS' if lossless else 'FAIL'}")
     RESULTS.mkdir(parents=True, exist_ok=True)
+    args.out = args.out or ("adaptive" if args.grid == "full" else f"adaptive_{args.grid}")
     out = RESULTS / f"{args.out}.json"
     out.write_text(f'{{"grid": "{args.grid}", "rows": [\n' + ",\n".join(json.dumps(r) for r in rows) + "\n]}\n")  # a row a line
     plot(RESULTS / f"{args.out}.png", rows)
