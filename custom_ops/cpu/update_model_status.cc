@@ -8,12 +8,6 @@
 #include "fastspec/parallel.h"
 
 namespace fastspec {
-namespace {
-
-constexpr int64_t kParallelSlots = 4096;  // below this a thread hand-off costs more than it saves
-constexpr int64_t kGrain = 1024;
-
-}  // namespace
 
 int update_model_status_cpu(const UpdateModelStatusParams& a) {
   std::atomic<bool> running{false};
@@ -23,7 +17,7 @@ int update_model_status_cpu(const UpdateModelStatusParams& a) {
     if (any) running.store(true, std::memory_order_relaxed);
   };
   if (a.batch >= kParallelSlots) {
-    parallel_for(a.batch, kGrain, run);
+    parallel_for(a.batch, kSlotGrain, run);
   } else {
     run(0, a.batch);
   }

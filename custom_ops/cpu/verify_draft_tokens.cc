@@ -5,12 +5,6 @@
 #include "fastspec/parallel.h"
 
 namespace fastspec {
-namespace {
-
-constexpr int64_t kParallelSlots = 4096;  // below this a thread hand-off costs more than it saves
-constexpr int64_t kGrain = 1024;
-
-}  // namespace
 
 int verify_draft_tokens_cpu(const VerifyDraftTokensParams& a) {
   if (!verify_strategy_ok(a.strategy)) return kInvalidArgument;
@@ -21,7 +15,7 @@ int verify_draft_tokens_cpu(const VerifyDraftTokensParams& a) {
   const bool rows_heavy = a.strategy == kVerifyRejection;
   const int64_t work = rows_heavy ? a.batch * max64(a.vocab, 1) : a.batch;
   if (work >= (rows_heavy ? int64_t{1} << 20 : kParallelSlots)) {
-    parallel_for(a.batch, rows_heavy ? 1 : kGrain, run);
+    parallel_for(a.batch, rows_heavy ? 1 : kSlotGrain, run);
   } else {
     run(0, a.batch);
   }

@@ -17,4 +17,9 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
 // Threads parallel_for uses (workers + the caller).
 int num_threads();
 
+// The per-slot ops (a slot costs tens of nanoseconds): below kParallelSlots
+// slots a thread hand-off costs more than it saves; above, kSlotGrain a chunk.
+constexpr int64_t kParallelSlots = 4096;
+constexpr int64_t kSlotGrain = 1024;
+
 }  // namespace fastspec
