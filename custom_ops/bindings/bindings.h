@@ -31,5 +31,6 @@ inline void check_cuda(cudaError_t status, const char* what) {
 void bind_bench(py::module_& m);
 void bind_rng(py::module_& m);
 void bind_ops(py::module_& m);
+void bind_suffix(py::module_& m);
 
 }  // namespace fastspec_bindings
