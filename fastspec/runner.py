@@ -209,6 +209,7 @@ def generate(
                 if adaptive is not None:
                     adaptive.plan(state)  # draft_token_num for this step
                 if proposer is not None:
+                    proposer.draft_on_host(state)
                     proposer(state)
         with clock("pack"):
             if step is None:
@@ -232,6 +233,8 @@ def generate(
                 sampler(logits, state, draft_probs=draft_probs)
                 if wants_hidden:
                     proposer.observe_target(state, hidden)
+                if proposer is not None:
+                    proposer.observe_accepted(state)
                 if adaptive is not None:
                     adaptive.observe(state)
         if adaptive is not None:

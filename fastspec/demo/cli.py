@@ -30,14 +30,15 @@ warnings.filterwarnings("ignore", message="No ccache found")
 
 DEFAULT_CONFIG = ROOT / "configs" / "ngram.yaml"
 EAGLE3_DEMO_LAYERS = 4  # the demo's targets under eagle3: 4 layers, so configs/eagle3.yaml's ids 1, 2, 4 exist
-METHOD_CONFIGS = {"mtp": ROOT / "configs" / "mtp.yaml", "eagle3": ROOT / "configs" / "eagle3.yaml"}
+METHOD_CONFIGS = {"mtp": ROOT / "configs" / "mtp.yaml", "eagle3": ROOT / "configs" / "eagle3.yaml",
+                  "suffix": ROOT / "configs" / "suffix.yaml"}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m fastspec.demo", description=__doc__.split("\n\n")[0])
     p.add_argument("--config", default=None,
                    help="YAML config (default: configs/ngram.yaml; configs/<method>.yaml for --method mtp / eagle3)")
-    p.add_argument("--method", choices=["ngram", "mtp", "eagle3", "none", "naive"], default=None,
+    p.add_argument("--method", choices=["ngram", "suffix", "mtp", "eagle3", "none", "naive"], default=None,
                    help="override the config's method (mtp: a draft head fed with the target's hidden states; "
                         "eagle3: a head fed with the target's aux hidden states)")
     p.add_argument("--k", type=int, default=None, help="num_speculative_tokens (default 5)")

@@ -31,6 +31,13 @@ class Proposer(ABC):
     """
 
     static_step_safe = False  # True: propose keeps to fixed shapes and device tensors (see fastspec.step)
+    drafts_on_host = False  # True: draft_on_host / observe_accepted do host work around each step
+
+    def draft_on_host(self, state: SpecState) -> None:
+        """Host work before the step's propose (a host-side drafter fills its buffers here)."""
+
+    def observe_accepted(self, state: SpecState) -> None:
+        """Host work after the step's update (a host-side drafter reads the kept tokens here)."""
 
     def __init__(self, num_speculative_tokens: int) -> None:
         if num_speculative_tokens < 1:

@@ -1,0 +1,121 @@
+"""``SuffixProposer``: suffix-decoding drafts from the native host cache (docs/suffix.md).
+
+The cache lives on the host, so the work is split around the step's programs:
+
+- ``draft_on_host(state)`` (before the step; the runner and ``SpecStep.prepare`` call it):
+  starts every newly inserted request in the cache with its prompt, stops requests whose
+  slot stopped, and drafts up to K tokens for every decode slot in one native call, into the
+  proposer's fixed buffers ``draft_buffer`` / ``draft_lens``;
+- ``propose(state)`` (inside the step, tensor ops only, so it can sit in a static or captured
+  program): the buffered drafts, cut to each slot's ``draft_token_num``; with
+  ``with_anchored_ngram`` also anchored n-gram drafts, keeping the longer of the two per slot;
+- ``observe_accepted(state)`` (after the step): folds every slot's kept tokens
+  (``accept_tokens[:accept_num]``) into the cache in one native call and stops finished requests,
+  whose outputs stay in the global tree for later requests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import paddle
+
+from fastspec.proposers.base import Proposal, Proposer
+from fastspec.proposers.ngram import NgramProposer
+from fastspec.state import SpecState
+from fastspec.suffix import SuffixCache
+
+
+class SuffixProposer(Proposer):
+    """Drafts from a ``SuffixCache`` kept in step with the state's slots."""
+
+    static_step_safe = True  # propose reads only the fixed buffers filled before the program
+    drafts_on_host = True
+
+    def __init__(self, num_speculative_tokens: int, max_tree_depth: int = 24, max_cached_requests: int = 10000,
+                 max_spec_factor: float = 1.0, max_spec_offset: float = 0.0, min_token_prob: float = 0.1,
+                 ngram: NgramProposer | None = None, cache: SuffixCache | None = None) -> None:
+        super().__init__(num_speculative_tokens)
+        self.cache = cache if cache is not None else SuffixCache(max_tree_depth, max_cached_requests)
+        self.rule = dict(max_spec_factor=max_spec_factor, max_spec_offset=max_spec_offset, min_token_prob=min_token_prob)
+        self.ngram = ngram  # the anchored n-gram proposer whose longer drafts win, or None
+        self.draft_buffer: paddle.Tensor | None = None  # int64 [B, K]
+        self.draft_lens: paddle.Tensor | None = None  # int32 [B]
+        self._keys = np.zeros(0, np.int64)  # the cache key of each slot's request, -1 for none
+        self._requests: list = []
+        self._serial = 0
+
+    @classmethod
+    def from_config(cls, config) -> SuffixProposer:
+        s = config.suffix
+        ngram = None
+        if s.with_anchored_ngram:
+            ngram = NgramProposer(config.num_speculative_tokens, config.max_ngram_size, config.min_ngram_size,
+                                  config.token_budget, anchored=True)
+        return cls(config.num_speculative_tokens, s.max_tree_depth, s.max_cached_requests, s.max_spec_factor,
+                   s.max_spec_offset, s.min_token_prob, ngram=ngram)
+
+    # -- host side, between the programs ---------------------------------------------------
+
+    def draft_on_host(self, state: SpecState) -> None:
+        self._check_state(state)
+        self._buffers(state)
+        enc = state.seq_lens_encoder.numpy()
+        dec = state.seq_lens_decoder.numpy()
+        stopped = state.stop_flags.numpy() | state.is_block_step.numpy()
+        self._stop_slots(np.flatnonzero((self._keys >= 0) & state.stop_flags.numpy()))
+        new = np.flatnonzero((enc > 0) & ~stopped)
+        if new.size:
+            self._stop_slots(new[self._keys[new] >= 0])  # a slot reused without a stop seen
+            prompt_lens = state.prompt_lens.numpy()
+            for slot in new.tolist():  # once per request
+                prompt = state.token_ids_all[slot, : int(prompt_lens[slot])].numpy()
+                self.cache.start_request(self._serial, prompt)
+                self._keys[slot], self._requests[slot] = self.cache.key(self._serial), self._serial
+                self._serial += 1
+        decode = (enc == 0) & (dec > 0) & ~stopped
+        keys = np.where(decode, self._keys, -1)
+        k = self.num_speculative_tokens
+        tokens, lens, _ = self.cache.speculate_batch(keys, np.full(keys.shape, k, np.int32), k, **self.rule)
+        paddle.assign(paddle.to_tensor(tokens, place=state.place), output=self.draft_buffer)
+        paddle.assign(paddle.to_tensor(lens, place=state.place), output=self.draft_lens)
+
+    def observe_accepted(self, state: SpecState) -> None:
+        if self._keys.size == 0:
+            return
+        self.cache.add_batch(self._keys, state.accept_tokens.numpy(), state.accept_num.numpy())
+        self._stop_slots(np.flatnonzero((self._keys >= 0) & state.stop_flags.numpy()))
+
+    def _stop_slots(self, slots: np.ndarray) -> None:
+        for slot in slots.tolist():
+            self.cache.stop_request(self._requests[slot])
+            self._keys[slot], self._requests[slot] = -1, None
+
+    def _buffers(self, state: SpecState) -> None:
+        if self.draft_buffer is None:
+            b, k = state.max_num_seqs, self.num_speculative_tokens
+            self.draft_buffer = paddle.to_tensor(np.full((b, k), -1, np.int64), place=state.place)
+            self.draft_lens = paddle.to_tensor(np.zeros(b, np.int32), place=state.place)
+            self._keys = np.full(b, -1, np.int64)
+            self._requests = [None] * b
+        elif self.draft_buffer.shape[0] != state.max_num_seqs:
+            raise ValueError(f"SuffixProposer: built for {self.draft_buffer.shape[0]} slots, the state has "
+                             f"{state.max_num_seqs}")
+
+    def _check_state(self, state: SpecState) -> None:
+        if state.num_speculative_tokens != self.num_speculative_tokens:
+            raise ValueError(f"SuffixProposer: the state holds {state.num_speculative_tokens} draft columns, "
+                             f"the proposer drafts {self.num_speculative_tokens}")
+
+    # -- inside the step ------------------------------------------------------------------
+
+    def propose(self, state: SpecState) -> Proposal:
+        if self.draft_buffer is None:
+            raise ValueError("SuffixProposer: draft_on_host(state) must run before propose (the runner calls it)")
+        limit = paddle.clip(state.draft_token_num, 0, self.num_speculative_tokens)
+        tokens, lens = self.draft_buffer, paddle.minimum(self.draft_lens, limit)
+        if self.ngram is not None:
+            other = self.ngram.propose(state)
+            longer = lens >= other.lens.reshape([-1])
+            tokens = paddle.where(longer.unsqueeze(-1), tokens, other.tokens)
+            lens = paddle.where(longer, lens, other.lens.reshape([-1]))
+        return Proposal(tokens, lens)
