@@ -236,6 +236,10 @@ class SuffixCache:
     def _tokens(self, op: str, name: str, value) -> np.ndarray:
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
             value = [int(value)]
+        if type(value) in (list, tuple) and value and all(type(t) is int for t in value):
+            # the common case, a few Python ints per step: checked without numpy's per-call cost
+            self._check_bounds(op, name, min(value), max(value))
+            return np.array(value, dtype=np.int32)
         array = np.asarray(value)
         if array.size == 0:
             return np.zeros(0, np.int32)
@@ -247,10 +251,11 @@ class SuffixCache:
         return np.ascontiguousarray(array, dtype=np.int32)
 
     def _check_range(self, op: str, name: str, array: np.ndarray) -> None:
-        if array.size == 0:
-            return
+        if array.size:
+            self._check_bounds(op, name, int(array.min()), int(array.max()))
+
+    def _check_bounds(self, op: str, name: str, low_value: int, high_value: int) -> None:
         high = INT32_MAX if self._vocab_size is None else self._vocab_size - 1
-        low_value, high_value = int(array.min()), int(array.max())
         if low_value < 0 or high_value > high:
             bad = low_value if low_value < 0 else high_value
             raise FastspecArgumentError(f"SuffixCache.{op}: {name} holds token id {bad}, expected ids in [0, {high}]")
