@@ -45,6 +45,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_anchored_ngram import TOKEN, git, modified_files  # noqa: E402
+
+HISTORY_REV = "72692b3"  # main when this benchmark was written: its edits are the requests
 from bench.common import machine, write_json  # noqa: E402
 from fastspec import kernels  # noqa: E402
 from fastspec.config import SuffixConfig  # noqa: E402
@@ -56,9 +58,10 @@ MAX_FILE_TOKENS = 8000
 
 # -- workloads -------------------------------------------------------------------------------
 
-def load_requests(limit: int, seed: int, max_output: int) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
+def load_requests(limit: int, seed: int, max_output: int, rev: str) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
     """{"file": [(prompt, output)], "diff": [...]}: the same sampled edits, in history order."""
-    history = modified_files(str(ROOT))
+    before = ancestors(rev)
+    history = [(c, p) for c, p in modified_files(str(ROOT)) if c in before]
     order = {key: i for i, key in enumerate(history)}
     sample = list(history)
     random.Random(seed).shuffle(sample)
@@ -83,6 +86,11 @@ def load_requests(limit: int, seed: int, max_output: int) -> dict[str, list[tupl
         workloads["file"].append((prompt, ids(new)[:max_output] if max_output else ids(new)))
         workloads["diff"].append((prompt, ids(patch)[:max_output] if max_output else ids(patch)))
     return workloads
+
+
+def ancestors(rev: str) -> set[str]:
+    """The commits up to ``rev``: the sample stays the same as the branch grows."""
+    return set(git(str(ROOT), "rev-list", rev).split())
 
 
 # -- drafters: start / draft / update / stop ---------------------------------------------------
@@ -147,7 +155,8 @@ class Suffix:
 
 
 class Longer:
-    """Two drafters side by side; each step keeps the longer draft (the first on ties)."""
+    """Two drafters side by side; each step keeps the longer draft (the first on ties), as
+    ``SuffixProposer`` with ``with_anchored_ngram`` does (anchored n-gram first)."""
 
     def __init__(self, name: str, first, second) -> None:
         self.name, self.parts = name, (first, second)
@@ -217,7 +226,7 @@ def simulate(drafter, requests: list[tuple[np.ndarray, np.ndarray]], k: int) -> 
 
 def drafters(k: int, arctic_module) -> list:
     cfg = SuffixConfig()
-    out = [Anchored(k), ours(k, cfg), Longer("suffix+anchored", ours(k, cfg), Anchored(k))]
+    out = [Anchored(k), ours(k, cfg), Longer("suffix+anchored", Anchored(k), ours(k, cfg))]
     if arctic_module is not None:
         out.append(arctic(k, arctic_module))
     return out
@@ -239,6 +248,7 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=40)
     parser.add_argument("--max-output", type=int, default=3000, help="output tokens per request (0: all)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rev", default=HISTORY_REV, help="sample edits from the history up to this commit")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--arctic", default=None, help="a directory holding an importable arctic_suffix module")
     parser.add_argument("--out", default="suffix")
@@ -246,7 +256,7 @@ def main() -> int:
     if args.quick:
         args.requests, args.max_output = 12, 800
     module = load_arctic(args.arctic)
-    workloads = load_requests(args.requests, args.seed, args.max_output)
+    workloads = load_requests(args.requests, args.seed, args.max_output, args.rev)
     results = {}
     print(f"{'workload':8} {'K':>3} {'method':16} {'accepted':>9} {'draft us':>9} {'update us':>10}")
     for name, requests in workloads.items():
@@ -262,6 +272,7 @@ def main() -> int:
                 print(f"{name:8} {k:3} {drafter.name:16} {r['mean_accepted_length']:9.3f} {r['cpu_us_per_draft']:9.1f} "
                       f"{r['cpu_us_per_update']:10.1f}{memory}")
     payload = {"machine": machine(), "requests": args.requests, "max_output": args.max_output, "seed": args.seed,
+               "rev": args.rev,
                "output_tokens": {n: int(sum(len(o) for _, o in w)) for n, w in workloads.items()},
                "suffix_config": vars(SuffixConfig()), "arctic": module is not None, "results": results}
     print(f"wrote {write_json(args.out, payload)}")

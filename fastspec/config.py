@@ -77,10 +77,10 @@ class SuffixConfig:
 
     max_tree_depth: int = 24  # longest substring counted; matches up to max_tree_depth - 1 tokens
     max_cached_requests: int = 10000  # outputs kept in the global tree (-1: no limit, 0: none), oldest evicted
-    max_spec_factor: float = 1.0  # a match of m tokens drafts at most int(m * factor + offset) tokens
+    max_spec_factor: float = 2.0  # a match of m tokens drafts at most int(m * factor + offset) tokens
     max_spec_offset: float = 0.0
     min_token_prob: float = 0.1  # a draft stops before a token whose estimated probability is lower
-    with_anchored_ngram: bool = False  # also draft with anchored n-gram and keep the longer draft per slot
+    with_anchored_ngram: bool = True  # also anchored n-gram drafts; the longer draft per slot wins (n-gram on ties)
 
     def validate(self) -> None:
         _check_int("suffix.max_tree_depth", self.max_tree_depth, low=2, high=4096)

@@ -168,6 +168,8 @@ class SuffixCache:
         (``use_tree_spec=True`` is refused).
         """
         self._require_active("speculate", req_id)
+        if isinstance(context, (list, tuple, np.ndarray)) and np.ndim(context) == 1:
+            context = context[-self._max_tree_depth:]  # only the tail is matched: check only the tail
         context = self._tokens("speculate", "context", context)[-self._max_tree_depth:]
         limit = self._max_tree_depth if max_spec_tokens is None else max_spec_tokens
         _check_int("max_spec_tokens", limit, 0, INT32_MAX, op="speculate")
@@ -233,22 +235,23 @@ class SuffixCache:
             if key not in self._ids or self._ids[key] not in self._active:
                 raise SuffixRequestError(f"SuffixCache.{op}: key {key} is not an active request")
 
-    def _tokens(self, op: str, name: str, value) -> np.ndarray:
+    def _tokens(self, op: str, name: str, value) -> list[int]:
+        """Checked token ids as a list of ints (what the native single-request calls take)."""
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
             value = [int(value)]
         if type(value) in (list, tuple) and value and all(type(t) is int for t in value):
             # the common case, a few Python ints per step: checked without numpy's per-call cost
             self._check_bounds(op, name, min(value), max(value))
-            return np.array(value, dtype=np.int32)
+            return value if type(value) is list else list(value)
         array = np.asarray(value)
         if array.size == 0:
-            return np.zeros(0, np.int32)
+            return []
         if array.dtype.kind not in "iu":
             raise FastspecTypeError(f"SuffixCache.{op}: {name} must hold integer token ids, got dtype {array.dtype}")
         if array.ndim != 1:
             raise FastspecTypeError(f"SuffixCache.{op}: {name} must be 1-D, got shape {array.shape}")
         self._check_range(op, name, array)
-        return np.ascontiguousarray(array, dtype=np.int32)
+        return array.tolist()
 
     def _check_range(self, op: str, name: str, array: np.ndarray) -> None:
         if array.size:

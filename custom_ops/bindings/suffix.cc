@@ -1,7 +1,8 @@
 // The suffix-decoding host cache (custom_ops/suffix/) as the class
 // fastspec_kernels.SuffixCacheCore. fastspec/suffix.py checks every argument
-// and passes C-contiguous numpy arrays of the dtypes below; the cache's own
-// std::invalid_argument (a ValueError here) is a last guard.
+// first: single-request calls pass lists of ints (a few per step: cheaper
+// than arrays), batch calls C-contiguous numpy arrays of the dtypes below.
+// The cache's own std::invalid_argument (a ValueError here) is a last guard.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -43,19 +44,19 @@ void bind_suffix(py::module_& m) {
   py::class_<SuffixCache>(m, "SuffixCacheCore")
       .def(py::init<int32_t, int64_t>(), py::arg("max_depth"), py::arg("max_cached_requests"))
       .def("start_request",
-           [](SuffixCache& c, int64_t req, const Array<int32_t>& prompt) {
-             return c.start_request(req, data_of(prompt), prompt.size());
+           [](SuffixCache& c, int64_t req, const std::vector<int32_t>& prompt) {
+             return c.start_request(req, prompt.data(), static_cast<int64_t>(prompt.size()));
            })
       .def("add_active_response",
-           [](SuffixCache& c, int64_t req, const Array<int32_t>& tokens) {
-             c.add_active_response(req, data_of(tokens), tokens.size());
+           [](SuffixCache& c, int64_t req, const std::vector<int32_t>& tokens) {
+             c.add_active_response(req, tokens.data(), static_cast<int64_t>(tokens.size()));
            })
       .def("stop_request", &SuffixCache::stop_request)
       .def("evict_cached_response", &SuffixCache::evict_cached_response)
       .def("speculate",
-           [](const SuffixCache& c, int64_t req, const Array<int32_t>& context, int32_t max_spec_tokens, double factor,
-              double offset, double min_prob) {
-             return as_tuple(c.speculate(req, data_of(context), context.size(),
+           [](const SuffixCache& c, int64_t req, const std::vector<int32_t>& context, int32_t max_spec_tokens,
+              double factor, double offset, double min_prob) {
+             return as_tuple(c.speculate(req, context.data(), static_cast<int64_t>(context.size()),
                                          rule(max_spec_tokens, factor, offset, min_prob)));
            })
       .def("speculate_batch",

@@ -80,8 +80,21 @@ void SuffixCache::evict_cached_response(int64_t req) {
 }
 
 Draft SuffixCache::speculate(int64_t req, const int32_t* context, int64_t n, const SpecRule& rule) const {
+  const std::vector<int32_t>& seq = *local(req).tokens(0);
+  const int64_t m = std::min<int64_t>(n, max_depth_ - 1);  // the longest match the rule tries
+  if (m > 0 && m <= static_cast<int64_t>(seq.size()) && std::equal(context + n - m, context + n, seq.end() - m)) {
+    return speculate_tail(req, context + n - m, m, rule);  // the usual call: the context is the request's tail
+  }
   Draft draft = local(req).speculate(context, n, rule);
   Draft other = global_.speculate(context, n, rule);
+  return other.score > draft.score ? other : draft;
+}
+
+Draft SuffixCache::speculate_tail(int64_t req, const int32_t* context, int64_t n, const SpecRule& rule) const {
+  // the context is the request's own tail: its open nodes are the matches in both trees
+  Draft draft = local(req).speculate(context, n, rule, 0);
+  auto cached = seq_of_.find(req);
+  Draft other = global_.speculate(context, n, rule, cached == seq_of_.end() ? -1 : cached->second);
   return other.score > draft.score ? other : draft;
 }
 
@@ -101,7 +114,7 @@ void SuffixCache::speculate_batch(const int64_t* keys, const int32_t* max_tokens
     const int64_t ctx = std::min<int64_t>(len, std::max(0, max_depth_ - 1));
     SpecRule r = rule;
     r.max_spec_tokens = static_cast<int32_t>(std::min<int64_t>({rule.max_spec_tokens, max_tokens[i], width}));
-    const Draft d = speculate(keys[i], seq.data() + len - ctx, ctx, r);
+    const Draft d = speculate_tail(keys[i], seq.data() + len - ctx, ctx, r);
     const int64_t m = static_cast<int64_t>(d.token_ids.size());
     for (int64_t j = 0; j < m; ++j) row[j] = d.token_ids[j];
     out_lens[i] = static_cast<int32_t>(m);

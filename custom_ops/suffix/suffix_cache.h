@@ -51,6 +51,7 @@ class SuffixCache {
 
  private:
   const SuffixTrie& local(int64_t req) const;
+  Draft speculate_tail(int64_t req, const int32_t* context, int64_t n, const SpecRule& rule) const;
   void append_response(int64_t req, const int32_t* tokens, int64_t n);
 
   int32_t max_depth_;

@@ -145,11 +145,17 @@ Draft SuffixTrie::follow(int32_t node, int32_t depth, int32_t budget, double min
   return d;
 }
 
-Draft SuffixTrie::speculate(const int32_t* context, int64_t n, const SpecRule& rule) const {
+Draft SuffixTrie::speculate(const int32_t* context, int64_t n, const SpecRule& rule, int64_t tail_seq) const {
   Draft best;
   const int64_t longest = std::min<int64_t>(n, max_depth_ - 1);
+  const std::vector<int32_t>* open = nullptr;
+  if (tail_seq >= 0) {
+    auto it = seqs_.find(tail_seq);
+    if (it != seqs_.end()) open = &it->second.open;
+  }
+  const int64_t known = open ? static_cast<int64_t>(open->size()) : 0;  // open[known - m]: the last m tokens
   for (int64_t m = 1; m <= longest; ++m) {
-    const int32_t node = walk(context + n - m, m);
+    const int32_t node = m <= known ? (*open)[known - m] : walk(context + n - m, m);
     if (node < 0) break;
     Draft d = follow(node, static_cast<int32_t>(m), rule.budget(static_cast<int32_t>(m)), rule.min_token_prob);
     if (d.score >= best.score) {

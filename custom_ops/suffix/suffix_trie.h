@@ -49,7 +49,9 @@ class SuffixTrie {
   bool has(int64_t seq) const { return seqs_.count(seq) != 0; }
   const std::vector<int32_t>* tokens(int64_t seq) const;
 
-  Draft speculate(const int32_t* context, int64_t n, const SpecRule& rule) const;
+  // tail_seq >= 0 says the context ends with that sequence's tokens: its open nodes are then the
+  // matches (no walk from the root) for as many tokens as they cover
+  Draft speculate(const int32_t* context, int64_t n, const SpecRule& rule, int64_t tail_seq = -1) const;
 
   int64_t num_nodes() const { return static_cast<int64_t>(nodes_.size() - free_.size()); }
   int64_t num_tokens() const { return nodes_[0].count; }

@@ -8,7 +8,8 @@ The cache lives on the host, so the work is split around the step's programs:
   proposer's fixed buffers ``draft_buffer`` / ``draft_lens``;
 - ``propose(state)`` (inside the step, tensor ops only, so it can sit in a static or captured
   program): the buffered drafts, cut to each slot's ``draft_token_num``; with
-  ``with_anchored_ngram`` also anchored n-gram drafts, keeping the longer of the two per slot;
+  ``with_anchored_ngram`` also anchored n-gram drafts, keeping the longer of the two per slot
+  (the n-gram's on ties);
 - ``observe_accepted(state)`` (after the step): folds every slot's kept tokens
   (``accept_tokens[:accept_num]``) into the cache in one native call and stops finished requests,
   whose outputs stay in the global tree for later requests.
@@ -32,7 +33,7 @@ class SuffixProposer(Proposer):
     drafts_on_host = True
 
     def __init__(self, num_speculative_tokens: int, max_tree_depth: int = 24, max_cached_requests: int = 10000,
-                 max_spec_factor: float = 1.0, max_spec_offset: float = 0.0, min_token_prob: float = 0.1,
+                 max_spec_factor: float = 2.0, max_spec_offset: float = 0.0, min_token_prob: float = 0.1,
                  ngram: NgramProposer | None = None, cache: SuffixCache | None = None) -> None:
         super().__init__(num_speculative_tokens)
         self.cache = cache if cache is not None else SuffixCache(max_tree_depth, max_cached_requests)
@@ -111,11 +112,14 @@ class SuffixProposer(Proposer):
     def propose(self, state: SpecState) -> Proposal:
         if self.draft_buffer is None:
             raise ValueError("SuffixProposer: draft_on_host(state) must run before propose (the runner calls it)")
-        limit = paddle.clip(state.draft_token_num, 0, self.num_speculative_tokens)
+        # ngram_match's cap: the slot's draft_token_num, K, and the room before max_dec_len
+        room = (state.max_dec_len - state.step_idx - 1).clip(min=0, max=self.num_speculative_tokens).astype("int32")
+        limit = paddle.minimum(paddle.clip(state.draft_token_num, 0, self.num_speculative_tokens), room)
         tokens, lens = self.draft_buffer, paddle.minimum(self.draft_lens, limit)
         if self.ngram is not None:
             other = self.ngram.propose(state)
-            longer = lens >= other.lens.reshape([-1])
+            other_lens = other.lens.reshape([-1])
+            longer = lens > other_lens  # the anchored draft on ties: it copies from a place, not a frequency
             tokens = paddle.where(longer.unsqueeze(-1), tokens, other.tokens)
-            lens = paddle.where(longer, lens, other.lens.reshape([-1]))
+            lens = paddle.where(longer, lens, other_lens)
         return Proposal(tokens, lens)

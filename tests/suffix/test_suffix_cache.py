@@ -55,7 +55,8 @@ def run_workload(requests, depth, max_cached, rng, chunk=4):
         while live:
             req, seen, rest = live[0] if rng.random() < 0.5 or len(live) == 1 else live[1]
             rule = RULES[int(rng.integers(len(RULES)))]
-            pair.check(req, seen[-depth:], rule)
+            pair.check(req, seen[-depth:], rule)  # the request's own tail (the usual call)
+            pair.check(req, seen[-depth - 3:-3] or seen, rule)  # another context: matches walked from the root
             step = rest[:chunk]
             del rest[:len(step)]
             pair.add_active_response(req, step)
