@@ -19,7 +19,7 @@ longest prefix that equals the true continuation and adds the next true token. E
 sees the same calls: start (prompt), draft (the context so far), update (the kept tokens), stop.
 
 Methods: ``anchored`` (today's default: anchored n-gram, max_ngram_size 5, the native op through
-``fastspec.kernels``), ``suffix`` (``fastspec.suffix.SuffixCache`` at the config's defaults),
+``fastspec.arrays``), ``suffix`` (``fastspec.suffix.SuffixCache`` at the config's defaults),
 ``suffix+anchored`` (both, the longer draft per step), ``arctic`` (``SuffixDecodingCache`` at
 vLLM's suffix defaults: depth 24, factor 1, min probability 0.1, 10000 cached requests) when
 ``--arctic DIR`` names a directory from which ``arctic_inference.suffix_decoding`` imports (the
@@ -48,8 +48,8 @@ from bench.bench_anchored_ngram import TOKEN, git, modified_files  # noqa: E402
 
 HISTORY_REV = "72692b3"  # main when this benchmark was written: its edits are the requests
 from bench.common import machine, write_json  # noqa: E402
-from fastspec import kernels  # noqa: E402
-from fastspec.config import SuffixConfig  # noqa: E402
+from fastspec import arrays as kernels  # noqa: E402
+from fastspec.runtime.config import SuffixConfig  # noqa: E402
 from fastspec.suffix import SuffixCache  # noqa: E402
 
 KS = (5, 16)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec.config import SpeculativeConfig
+from fastspec.runtime.config import SpeculativeConfig
 from fastspec.demo.models import ReplayModel
-from fastspec.proposers import SuffixProposer, make_proposer
-from fastspec.runner import generate
-from fastspec.state import RequestParams
+from fastspec.runtime.proposers import SuffixProposer, make_proposer
+from fastspec.runtime.generation import generate
+from fastspec.runtime.state import RequestParams
 from tests.test_runner import copy_task
 
 V, K = 64, 4
@@ -121,7 +121,7 @@ def test_the_longer_draft_wins_with_anchored_ngram():
 
 
 def test_config_reaches_the_proposer_and_bad_values_are_named():
-    from fastspec.config import ConfigError
+    from fastspec.runtime.config import ConfigError
 
     p = make_proposer(config(max_tree_depth=12, max_spec_factor=1.5, min_token_prob=0.2, with_anchored_ngram=True))
     assert isinstance(p, SuffixProposer) and p.cache.max_tree_depth == 12 and p.ngram is not None

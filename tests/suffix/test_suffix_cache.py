@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fastspec.errors import FastspecArgumentError, FastspecTypeError
+from fastspec.core.errors import FastspecArgumentError, FastspecTypeError
 from fastspec.reference.suffix import SpecRule, SuffixCacheReference
 from fastspec.suffix import SuffixCache, SuffixRequestError
 

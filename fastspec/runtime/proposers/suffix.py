@@ -20,17 +20,16 @@ from __future__ import annotations
 import numpy as np
 import paddle
 
-from fastspec.proposers.base import Proposal, Proposer
-from fastspec.proposers.ngram import NgramProposer
-from fastspec.state import SpecState
-from fastspec.suffix import SuffixCache
+from fastspec.runtime.proposers.base import Proposal, Proposer
+from fastspec.runtime.proposers.ngram import NgramProposer
+from fastspec.runtime.state import SpecState
+from fastspec.runtime.suffix import SuffixCache
 
 
 class SuffixProposer(Proposer):
     """Drafts from a ``SuffixCache`` kept in step with the state's slots."""
 
     static_step_safe = True  # propose reads only the fixed buffers filled before the program
-    drafts_on_host = True
 
     def __init__(self, num_speculative_tokens: int, max_tree_depth: int = 24, max_cached_requests: int = 10000,
                  max_spec_factor: float = 2.0, max_spec_offset: float = 0.0, min_token_prob: float = 0.1,
