@@ -20,7 +20,8 @@ sees the same calls: start (prompt), draft (the context so far), update (the kep
 
 Methods: ``anchored`` (today's default: anchored n-gram, max_ngram_size 5, the native op through
 ``fastspec.arrays``), ``suffix`` (``fastspec.suffix.SuffixCache`` at the config's defaults),
-``suffix+anchored`` (both, the longer draft per step), ``arctic`` (``SuffixDecodingCache`` at
+``suffix+anchored`` (both, one draft per step as ``DraftChoice`` says: the method's default),
+``longer of the two`` (both, the longer draft, anchored n-gram's on ties), ``arctic`` (``SuffixDecodingCache`` at
 vLLM's suffix defaults: depth 24, factor 1, min probability 0.1, 10000 cached requests) when
 ``--arctic DIR`` names a directory from which ``arctic_inference.suffix_decoding`` imports (the
 ``arctic-inference`` sdist's suffix-decoding extension, built on its own; nothing of it is kept
@@ -50,6 +51,7 @@ HISTORY_REV = "72692b3"  # main when this benchmark was written: its edits are t
 from bench.common import machine, write_json  # noqa: E402
 from fastspec import arrays as kernels  # noqa: E402
 from fastspec.runtime.config import SuffixConfig  # noqa: E402
+from fastspec.runtime.proposers.draft_choice import DraftChoice, first_wins  # noqa: E402
 from fastspec.suffix import SuffixCache  # noqa: E402
 
 KS = (5, 16)
@@ -154,6 +156,37 @@ class Suffix:
         self.cache.stop_request(self.req)
 
 
+class Chosen:
+    """Suffix and anchored n-gram side by side, one draft per step as ``DraftChoice`` says (what
+    ``SuffixProposer`` does with ``with_anchored_ngram``)."""
+
+    def __init__(self, name: str, suffix, anchored) -> None:
+        self.name, self.parts = name, (suffix, anchored)
+        self.choice = DraftChoice(1)
+
+    def start(self, prompt, capacity):
+        self.choice.reset(0)
+        for d in self.parts:
+            d.start(prompt, capacity)
+
+    def draft(self):
+        self.offered = [d.draft() for d in self.parts]
+        lens = [np.array([len(x)]) for x in self.offered]
+        return self.offered[0] if first_wins(self.choice.preference(), *lens)[0] else self.offered[1]
+
+    def update(self, kept):
+        if hasattr(self, "offered"):
+            rows = [(np.asarray(x, np.int64).reshape(1, -1), np.array([len(x)])) for x in self.offered]
+            self.choice.observe(np.array([True]), *rows, kept.reshape(1, -1), np.array([len(kept)]))
+            del self.offered
+        for d in self.parts:
+            d.update(kept)
+
+    def stop(self):
+        for d in self.parts:
+            d.stop()
+
+
 class Longer:
     """Two drafters side by side; each step keeps the longer draft (the first on ties), as
     ``SuffixProposer`` with ``with_anchored_ngram`` does (anchored n-gram first)."""
@@ -226,7 +259,8 @@ def simulate(drafter, requests: list[tuple[np.ndarray, np.ndarray]], k: int) -> 
 
 def drafters(k: int, arctic_module) -> list:
     cfg = SuffixConfig()
-    out = [Anchored(k), ours(k, cfg), Longer("suffix+anchored", Anchored(k), ours(k, cfg))]
+    out = [Anchored(k), ours(k, cfg), Chosen("suffix+anchored", ours(k, cfg), Anchored(k)),
+           Longer("longer of the two", Anchored(k), ours(k, cfg))]
     if arctic_module is not None:
         out.append(arctic(k, arctic_module))
     return out

@@ -13,7 +13,7 @@ namespace {
 
 SuffixCache::SuffixCache(int32_t max_depth, int64_t max_cached_requests)
     : max_depth_(max_depth), max_cached_requests_(max_cached_requests), global_(max_depth) {
-  if (max_depth < 1) refuse("max_depth must be >= 1");
+  if (max_depth < 1 || max_depth > 4096) refuse("max_depth must be in [1, 4096]");
   if (max_cached_requests < -1) refuse("max_cached_requests must be >= -1");
 }
 
@@ -86,7 +86,7 @@ Draft SuffixCache::speculate(int64_t req, const int32_t* context, int64_t n, con
     return speculate_tail(req, context + n - m, m, rule);  // the usual call: the context is the request's tail
   }
   Draft draft = local(req).speculate(context, n, rule);
-  Draft other = global_.speculate(context, n, rule);
+  Draft other = global_.speculate(context, n, rule, -1, draft.score);
   return other.score > draft.score ? other : draft;
 }
 
@@ -94,7 +94,7 @@ Draft SuffixCache::speculate_tail(int64_t req, const int32_t* context, int64_t n
   // the context is the request's own tail: its open nodes are the matches in both trees
   Draft draft = local(req).speculate(context, n, rule, 0);
   auto cached = seq_of_.find(req);
-  Draft other = global_.speculate(context, n, rule, cached == seq_of_.end() ? -1 : cached->second);
+  Draft other = global_.speculate(context, n, rule, cached == seq_of_.end() ? -1 : cached->second, draft.score);
   return other.score > draft.score ? other : draft;
 }
 

@@ -145,8 +145,8 @@ Draft SuffixTrie::follow(int32_t node, int32_t depth, int32_t budget, double min
   return d;
 }
 
-Draft SuffixTrie::speculate(const int32_t* context, int64_t n, const SpecRule& rule, int64_t tail_seq) const {
-  Draft best;
+Draft SuffixTrie::speculate(const int32_t* context, int64_t n, const SpecRule& rule, int64_t tail_seq,
+                            double floor) const {
   const int64_t longest = std::min<int64_t>(n, max_depth_ - 1);
   const std::vector<int32_t>* open = nullptr;
   if (tail_seq >= 0) {
@@ -154,13 +154,29 @@ Draft SuffixTrie::speculate(const int32_t* context, int64_t n, const SpecRule& r
     if (it != seqs_.end()) open = &it->second.open;
   }
   const int64_t known = open ? static_cast<int64_t>(open->size()) : 0;  // open[known - m]: the last m tokens
-  for (int64_t m = 1; m <= longest; ++m) {
+  // every matching length (a longer one matches only if the shorter ones do)
+  int32_t match[4096];
+  int64_t found = 0;
+  while (found < longest) {
+    const int64_t m = found + 1;
     const int32_t node = m <= known ? (*open)[known - m] : walk(context + n - m, m);
     if (node < 0) break;
-    Draft d = follow(node, static_cast<int32_t>(m), rule.budget(static_cast<int32_t>(m)), rule.min_token_prob);
-    if (d.score >= best.score) {
+    match[found++] = node;
+  }
+  // Longest first, keeping a strictly better score: the reference's winner (the best score, the
+  // longest match on ties). A draft scores at most its budget, and budgets shrink with the
+  // match, so once the budget cannot beat the best (or the floor) no shorter match can.
+  Draft best;
+  bool have = false;
+  for (int64_t m = found; m >= 1; --m) {
+    const int32_t budget = rule.budget(static_cast<int32_t>(m));
+    if (have && budget <= std::max(best.score, floor)) break;
+    if (!have && floor >= 0.0 && budget <= floor) break;
+    Draft d = follow(match[m - 1], static_cast<int32_t>(m), budget, rule.min_token_prob);
+    if (!have || d.score > best.score) {
       best = std::move(d);
       best.match_len = static_cast<int32_t>(m);
+      have = true;
     }
   }
   return best;

@@ -51,7 +51,11 @@ class SuffixTrie {
 
   // tail_seq >= 0 says the context ends with that sequence's tokens: its open nodes are then the
   // matches (no walk from the root) for as many tokens as they cover
-  Draft speculate(const int32_t* context, int64_t n, const SpecRule& rule, int64_t tail_seq = -1) const;
+  // floor: a caller that keeps another draft unless this one scores strictly higher passes that
+  // draft's score; match lengths that cannot beat it are skipped (the result then may be any
+  // draft scoring <= floor)
+  Draft speculate(const int32_t* context, int64_t n, const SpecRule& rule, int64_t tail_seq = -1,
+                  double floor = -1.0) const;
 
   int64_t num_nodes() const { return static_cast<int64_t>(nodes_.size() - free_.size()); }
   int64_t num_tokens() const { return nodes_[0].count; }

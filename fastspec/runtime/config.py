@@ -80,7 +80,7 @@ class SuffixConfig:
     max_spec_factor: float = 2.0  # a match of m tokens drafts at most int(m * factor + offset) tokens
     max_spec_offset: float = 0.0
     min_token_prob: float = 0.1  # a draft stops before a token whose estimated probability is lower
-    with_anchored_ngram: bool = True  # also anchored n-gram drafts; the longer draft per slot wins (n-gram on ties)
+    with_anchored_ngram: bool = True  # also anchored n-gram drafts; per slot the one accepted more lately wins (DraftChoice)
 
     def validate(self) -> None:
         _check_int("suffix.max_tree_depth", self.max_tree_depth, low=2, high=4096)

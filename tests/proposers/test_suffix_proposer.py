@@ -9,7 +9,8 @@ import pytest
 
 from fastspec.runtime.config import SpeculativeConfig
 from fastspec.demo.models import ReplayModel
-from fastspec.runtime.proposers import SuffixProposer, make_proposer
+from fastspec.runtime.proposers import NgramProposer, SuffixProposer, make_proposer
+from fastspec.runtime.proposers.draft_choice import DraftChoice, accepted, first_wins
 from fastspec.runtime.generation import generate
 from fastspec.runtime.state import RequestParams
 from tests.test_runner import copy_task
@@ -32,13 +33,14 @@ class Recording(SuffixProposer):
     def __call__(self, state):
         proposal = super().__call__(state)
         tokens, lens = proposal.tokens.numpy(), proposal.lens.numpy()
-        limit = state.draft_token_num.numpy()
+        # the caps: K, draft_token_num, and the room before max_dec_len
+        room = state.max_dec_len.numpy() - state.step_idx.numpy() - 1
+        limit = np.minimum(np.minimum(state.draft_token_num.numpy(), room), K).clip(min=0)
         for slot in np.flatnonzero(self._keys >= 0):
             if int(state.seq_lens_encoder[slot]) > 0:
                 continue
             req = self._requests[slot]
-            d = self.cache.speculate(req, self.cache.request_tokens(req), max_spec_tokens=int(min(K, limit[slot])),
-                                     **self.rule)
+            d = self.cache.speculate(req, self.cache.request_tokens(req), max_spec_tokens=int(limit[slot]), **self.rule)
             assert tokens[slot, : lens[slot]].tolist() == d.token_ids
             self.checked_drafts += len(d.token_ids) > 0
         return proposal
@@ -111,13 +113,51 @@ def test_every_step_mode_gives_the_same_steps(strategy, with_ngram):
     assert runs["static"][0].stats.program_builds == {"prepare": 1, "finish": 1}
 
 
-def test_the_longer_draft_wins_with_anchored_ngram():
+class Choosing(SuffixProposer):
+    """Checks the in-step choice against DraftChoice's numpy rule at every step."""
+
+    checked = 0
+
+    def __call__(self, state):
+        proposal = super().__call__(state)
+        room = state.max_dec_len.numpy() - state.step_idx.numpy() - 1
+        limit = np.minimum(np.minimum(state.draft_token_num.numpy(), room), K).clip(min=0)
+        mine = np.minimum(self.draft_lens.numpy(), limit)
+        other = self.ngram_lens.numpy()
+        pick = first_wins(self.preference.numpy(), mine, other)
+        lens = proposal.lens.numpy().reshape(-1)
+        np.testing.assert_array_equal(lens, np.where(pick, mine, other))
+        tokens = proposal.tokens.numpy()
+        for b in range(len(lens)):
+            source = self.draft_buffer.numpy()[b] if pick[b] else self.ngram_buffer.numpy()[b]
+            assert tokens[b, : lens[b]].tolist() == source[: lens[b]].tolist()
+        Choosing.checked += int((self.preference.numpy() != 0).any())
+        return proposal
+
+
+def test_with_anchored_ngram_the_step_follows_the_draft_choice_rule():
     prompts, refs = copy_task(4, length=60, seed=1)
-    plain = generate(ReplayModel(refs, V, end_token=0), prompts, config(), end_tokens=[0])
-    both = generate(ReplayModel(refs, V, end_token=0), prompts, config(with_anchored_ngram=True), end_tokens=[0])
-    # the copy task is anchored n-gram's home ground: keeping the longer draft never offers fewer
-    assert both.stats.proposed_tokens >= plain.stats.proposed_tokens
-    assert both.stats.mean_accepted_length >= plain.stats.mean_accepted_length
+    ngram = NgramProposer(K, 5, 1, anchored=True)
+    proposer = Choosing(K, ngram=ngram)
+    result = generate(ReplayModel(refs, V, end_token=0), prompts, config(), max_num_seqs=2, end_tokens=[0],
+                      proposer=proposer)
+    assert Choosing.checked > 5  # preferences formed and were applied
+    assert result.stats.mean_accepted_length > 2.0
+
+
+def test_draft_choice_scores_drafts_by_what_the_target_kept():
+    choice = DraftChoice(3, rate=0.5)
+    kept = np.array([[1, 2, 3, -1], [4, 5, -1, -1], [7, 8, 9, 1]])
+    kept_num = np.array([3, 2, 4])
+    first = (np.array([[1, 2, 9, 9], [4, 5, 6, 6], [0, 0, 0, 0]]), np.array([4, 4, 0]))
+    second = (np.array([[1, 9, 9, 9], [4, 5, 6, 6], [7, 8, 9, 1]]), np.array([4, 1, 4]))
+    assert accepted(*first, kept, kept_num).tolist() == [2, 2, 0]
+    assert accepted(*second, kept, kept_num).tolist() == [1, 1, 4]
+    choice.observe(np.array([True, True, False]), first, second, kept, kept_num)
+    assert choice.preference().tolist() == [1, 1, 0]  # row 2 was masked out: no preference yet
+    # the rule: the preferred drafter unless it has no draft; otherwise the longer, the second on ties
+    assert first_wins(np.array([1, 1, -1, -1, 0, 0]), np.array([2, 0, 3, 3, 2, 2]),
+                      np.array([5, 1, 1, 0, 1, 2])).tolist() == [True, False, False, True, True, False]
 
 
 def test_config_reaches_the_proposer_and_bad_values_are_named():

@@ -8,11 +8,12 @@ The cache lives on the host, so the work is split around the step's programs:
   proposer's fixed buffers ``draft_buffer`` / ``draft_lens``;
 - ``propose(state)`` (inside the step, tensor ops only, so it can sit in a static or captured
   program): the buffered drafts, cut to each slot's ``draft_token_num``; with
-  ``with_anchored_ngram`` also anchored n-gram drafts, keeping the longer of the two per slot
-  (the n-gram's on ties);
+  ``with_anchored_ngram`` also anchored n-gram drafts, one of the two per slot as
+  ``DraftChoice`` says (the drafter whose drafts the target has been accepting lately);
 - ``observe_accepted(state)`` (after the step): folds every slot's kept tokens
-  (``accept_tokens[:accept_num]``) into the cache in one native call and stops finished requests,
-  whose outputs stay in the global tree for later requests.
+  (``accept_tokens[:accept_num]``) into the cache in one native call, scores both drafters'
+  drafts against them (with n-gram), and stops finished requests, whose outputs stay in the
+  global tree for later requests.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 import paddle
 
 from fastspec.runtime.proposers.base import Proposal, Proposer
+from fastspec.runtime.proposers.draft_choice import DraftChoice
 from fastspec.runtime.proposers.ngram import NgramProposer
 from fastspec.runtime.state import SpecState
 from fastspec.runtime.suffix import SuffixCache
@@ -40,6 +42,11 @@ class SuffixProposer(Proposer):
         self.ngram = ngram  # the anchored n-gram proposer whose longer drafts win, or None
         self.draft_buffer: paddle.Tensor | None = None  # int64 [B, K]
         self.draft_lens: paddle.Tensor | None = None  # int32 [B]
+        self.ngram_buffer: paddle.Tensor | None = None  # int64 [B, K]: the n-gram drafts of the step
+        self.ngram_lens: paddle.Tensor | None = None  # int32 [B]
+        self.preference: paddle.Tensor | None = None  # int32 [B]: DraftChoice.preference (1: suffix)
+        self._choice: DraftChoice | None = None
+        self._offered = (np.zeros((0, 0), np.int64), np.zeros(0, np.int32), np.zeros(0, bool))  # host drafts, decode
         self._keys = np.zeros(0, np.int64)  # the cache key of each slot's request, -1 for none
         self._requests: list = []
         self._serial = 0
@@ -55,6 +62,10 @@ class SuffixProposer(Proposer):
                    s.max_spec_offset, s.min_token_prob, ngram=ngram)
 
     # -- host side, between the programs ---------------------------------------------------
+
+    def prepare(self, state: SpecState) -> None:
+        self._check_state(state)
+        self._buffers(state)  # before a static program is built over them
 
     def draft_on_host(self, state: SpecState) -> None:
         self._check_state(state)
@@ -72,17 +83,27 @@ class SuffixProposer(Proposer):
                 self.cache.start_request(self._serial, prompt)
                 self._keys[slot], self._requests[slot] = self.cache.key(self._serial), self._serial
                 self._serial += 1
+            if self._choice is not None:
+                self._choice.reset(new)
         decode = (enc == 0) & (dec > 0) & ~stopped
         keys = np.where(decode, self._keys, -1)
         k = self.num_speculative_tokens
         tokens, lens, _ = self.cache.speculate_batch(keys, np.full(keys.shape, k, np.int32), k, **self.rule)
         paddle.assign(paddle.to_tensor(tokens, place=state.place), output=self.draft_buffer)
         paddle.assign(paddle.to_tensor(lens, place=state.place), output=self.draft_lens)
+        if self._choice is not None:
+            self._offered = (tokens, lens, decode)
+            paddle.assign(paddle.to_tensor(self._choice.preference(), place=state.place), output=self.preference)
 
     def observe_accepted(self, state: SpecState) -> None:
         if self._keys.size == 0:
             return
-        self.cache.add_batch(self._keys, state.accept_tokens.numpy(), state.accept_num.numpy())
+        kept, kept_num = state.accept_tokens.numpy(), state.accept_num.numpy()
+        self.cache.add_batch(self._keys, kept, kept_num)
+        if self._choice is not None:
+            tokens, lens, decode = self._offered
+            self._choice.observe(decode, (tokens, lens), (self.ngram_buffer.numpy(), self.ngram_lens.numpy()), kept,
+                                 kept_num)
         self._stop_slots(np.flatnonzero((self._keys >= 0) & state.stop_flags.numpy()))
 
     def _stop_slots(self, slots: np.ndarray) -> None:
@@ -97,6 +118,11 @@ class SuffixProposer(Proposer):
             self.draft_lens = paddle.to_tensor(np.zeros(b, np.int32), place=state.place)
             self._keys = np.full(b, -1, np.int64)
             self._requests = [None] * b
+            if self.ngram is not None:
+                self.ngram_buffer = paddle.to_tensor(np.full((b, k), -1, np.int64), place=state.place)
+                self.ngram_lens = paddle.to_tensor(np.zeros(b, np.int32), place=state.place)
+                self.preference = paddle.to_tensor(np.zeros(b, np.int32), place=state.place)
+                self._choice = DraftChoice(b)
         elif self.draft_buffer.shape[0] != state.max_num_seqs:
             raise ValueError(f"SuffixProposer: built for {self.draft_buffer.shape[0]} slots, the state has "
                              f"{state.max_num_seqs}")
@@ -118,7 +144,12 @@ class SuffixProposer(Proposer):
         if self.ngram is not None:
             other = self.ngram.propose(state)
             other_lens = other.lens.reshape([-1])
-            longer = lens > other_lens  # the anchored draft on ties: it copies from a place, not a frequency
-            tokens = paddle.where(longer.unsqueeze(-1), tokens, other.tokens)
-            lens = paddle.where(longer, lens, other_lens)
+            paddle.assign(other.tokens, output=self.ngram_buffer)  # scored against the kept tokens later
+            paddle.assign(other_lens, output=self.ngram_lens)
+            pref = self.preference  # DraftChoice's rule (first_wins), in tensor ops
+            suffix_wins = paddle.logical_or(
+                paddle.logical_or(paddle.logical_and(pref == 1, lens > 0), paddle.logical_and(pref == -1, other_lens == 0)),
+                paddle.logical_and(pref == 0, lens > other_lens))
+            tokens = paddle.where(suffix_wins.unsqueeze(-1), tokens, other.tokens)
+            lens = paddle.where(suffix_wins, lens, other_lens)
         return Proposal(tokens, lens)
