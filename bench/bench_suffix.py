@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Suffix decoding against anchored n-gram (and Arctic Inference's cache) on this repository's edits.
 
-    python bench/bench_suffix.py                 # 40 requests per workload, K = 5 and 16
+    python bench/bench_suffix.py                 # 20 requests per workload, outputs cut to 1500 tokens
     python bench/bench_suffix.py --quick         # 12 requests, outputs cut to 800 tokens
     python bench/bench_suffix.py --arctic DIR    # also Arctic's SuffixDecodingCache (see --arctic)
 
@@ -279,8 +279,8 @@ def load_arctic(directory: str | None):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=40)
-    parser.add_argument("--max-output", type=int, default=3000, help="output tokens per request (0: all)")
+    parser.add_argument("--requests", type=int, default=20)
+    parser.add_argument("--max-output", type=int, default=1500, help="output tokens per request (0: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rev", default=HISTORY_REV, help="sample edits from the history up to this commit")
     parser.add_argument("--quick", action="store_true")
