@@ -329,6 +329,7 @@ class Builder:
             flags += ["-DFASTSPEC_WITH_CUDA", f"-I{self.cuda_home / 'include'}",
                       f'-DFASTSPEC_CUDA_ARCH_LIST="{";".join(cuda_archs())}"']
         units = self.kernel_units() + [(src, ["g++"], flags) for src in sources("bindings", ".cc")]
+        units += [(src, ["g++"], self.cxx_flags()) for src in sources("suffix", ".cc")]  # the suffix-decoding host cache
         objects = self.compile(units)
         suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
         self.link(objects, self.lib_dir / f"fastspec_kernels{suffix}", self.cuda_link_flags())

@@ -32,5 +32,6 @@ void bind_build_info(py::module_& m);
 void bind_bench(py::module_& m);
 void bind_rng(py::module_& m);
 void bind_ops(py::module_& m);
+void bind_suffix(py::module_& m);
 
 }  // namespace fastspec_bindings

@@ -32,7 +32,8 @@ warnings.filterwarnings("ignore", message="No ccache found")
 
 DEFAULT_CONFIG = ROOT / "configs" / "ngram.yaml"
 EAGLE3_DEMO_LAYERS = 4  # the demo's targets under eagle3: 4 layers, so configs/eagle3.yaml's ids 1, 2, 4 exist
-METHOD_CONFIGS = {"mtp": ROOT / "configs" / "mtp.yaml", "eagle3": ROOT / "configs" / "eagle3.yaml"}
+METHOD_CONFIGS = {"mtp": ROOT / "configs" / "mtp.yaml", "eagle3": ROOT / "configs" / "eagle3.yaml",
+                  "suffix": ROOT / "configs" / "suffix.yaml"}
 PROG = "python -m fastspec.demo"
 
 
@@ -40,7 +41,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("--config", type=readable_file, default=None,
                    help="YAML config (default: configs/ngram.yaml; configs/<method>.yaml for --method mtp / eagle3)")
-    p.add_argument("--method", choices=["ngram", "mtp", "eagle3", "none", "naive"], default=None,
+    p.add_argument("--method", choices=["ngram", "suffix", "mtp", "eagle3", "none", "naive"], default=None,
                    help="override the config's method (mtp: a draft head fed with the target's hidden states; "
                         "eagle3: a head fed with the target's aux hidden states)")
     p.add_argument("--k", type=int_range(0, MAX_SPECULATIVE_TOKENS), default=None, help="num_speculative_tokens (default 5)")

@@ -13,7 +13,7 @@ from typing import Any
 
 from fastspec.core.schema import MAX_CANDIDATE_LEN, STRATEGIES
 
-METHODS = ("none", "naive", "ngram", "mtp", "eagle3")
+METHODS = ("none", "naive", "ngram", "suffix", "mtp", "eagle3")
 DRAFT_MODEL_METHODS = ("mtp", "eagle3")  # a draft head fed with the target's hidden states
 ACCEPT_POLICIES = ("normal", "accept_all", "reject_all")
 MAX_SPECULATIVE_TOKENS = 64  # K: drafts per request per step
@@ -72,10 +72,31 @@ class AdaptiveConfig:
 
 
 @dataclass
+class SuffixConfig:
+    """Suffix decoding (method ``suffix``, docs/suffix.md): drafts from a suffix tree over each
+    request's prompt and output and a global one over earlier requests' outputs."""
+
+    max_tree_depth: int = 24  # longest substring counted; matches up to max_tree_depth - 1 tokens
+    max_cached_requests: int = 10000  # outputs kept in the global tree (-1: no limit, 0: none), oldest evicted
+    max_spec_factor: float = 2.0  # a match of m tokens drafts at most int(m * factor + offset) tokens
+    max_spec_offset: float = 0.0
+    min_token_prob: float = 0.1  # a draft stops before a token whose estimated probability is lower
+    with_anchored_ngram: bool = True  # also anchored n-gram drafts; per slot the one accepted more lately wins (DraftChoice)
+
+    def validate(self) -> None:
+        _check_int("suffix.max_tree_depth", self.max_tree_depth, low=2, high=4096)
+        _check_int("suffix.max_cached_requests", self.max_cached_requests, low=-1)
+        _check_number("suffix.max_spec_factor", self.max_spec_factor, low=0.0)
+        _check_number("suffix.max_spec_offset", self.max_spec_offset, low=-1e9)
+        _check_number("suffix.min_token_prob", self.min_token_prob, low=0.0, high=1.0)
+        _check_bool("suffix.with_anchored_ngram", self.with_anchored_ngram)
+
+
+@dataclass
 class SpeculativeConfig:
     """What the runner does each step. See docs/python_api.md for every key."""
 
-    method: str = "none"  # none | naive | ngram | mtp | eagle3
+    method: str = "none"  # none | naive | ngram | suffix | mtp | eagle3
     num_speculative_tokens: int = 0  # K: drafts per request per step
     verify_strategy: str = "topp"  # topp | greedy | target_match | rejection (mtp only); case-insensitive
     max_candidate_len: int = 5  # TOPP: candidates kept per row
@@ -89,11 +110,12 @@ class SpeculativeConfig:
     aux_layer_ids: list | None = None  # eagle3: the target layers whose states the head reads (None: (2, L // 2, L - 3))
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     adaptive: AdaptiveConfig = field(default_factory=AdaptiveConfig)
+    suffix: SuffixConfig = field(default_factory=SuffixConfig)
 
     @property
     def speculative(self) -> bool:
         """True when a proposer drafts tokens and the verify path runs."""
-        return self.method in ("ngram",) + DRAFT_MODEL_METHODS
+        return self.method in ("ngram", "suffix") + DRAFT_MODEL_METHODS
 
     def validate(self) -> SpeculativeConfig:
         """Checks every field; normalises the string fields to lower case. Returns self."""
@@ -122,14 +144,18 @@ class SpeculativeConfig:
             raise ConfigError(f"anchored must be a boolean, got {type(self.anchored).__name__} {self.anchored!r}")
         if not isinstance(self.chain_hidden_states, bool):
             raise ConfigError(f"chain_hidden_states must be a boolean, got {type(self.chain_hidden_states).__name__} {self.chain_hidden_states!r}")
-        if self.verify_strategy == "rejection" and self.method == "ngram":
-            raise ConfigError("verify_strategy 'rejection' needs draft probabilities: use method 'mtp' or 'eagle3' (ngram drafts have none)")
+        if self.verify_strategy == "rejection" and self.method in ("ngram", "suffix"):
+            raise ConfigError(f"verify_strategy 'rejection' needs draft probabilities: use method 'mtp' or 'eagle3' "
+                              f"({self.method} drafts have none)")
         if not isinstance(self.sampling, SamplingConfig):
             raise ConfigError(f"sampling must be a mapping, got {type(self.sampling).__name__}")
         self.sampling.validate()
         if not isinstance(self.adaptive, AdaptiveConfig):
             raise ConfigError(f"adaptive must be a mapping, got {type(self.adaptive).__name__}")
         self.adaptive.validate()
+        if not isinstance(self.suffix, SuffixConfig):
+            raise ConfigError(f"suffix must be a mapping, got {type(self.suffix).__name__}")
+        self.suffix.validate()
         return self
 
     def _check_aux_layer_ids(self) -> None:
@@ -189,7 +215,7 @@ def load_config(path: str | Path) -> SpeculativeConfig:
     return SpeculativeConfig.from_yaml(path)
 
 
-SECTIONS = {"sampling": SamplingConfig, "adaptive": AdaptiveConfig}  # nested mappings of the YAML
+SECTIONS = {"sampling": SamplingConfig, "adaptive": AdaptiveConfig, "suffix": SuffixConfig}  # nested mappings of the YAML
 
 
 def _section(name: str, data: Any, kind: type) -> Any:

@@ -113,6 +113,8 @@ class SpecStep:
     def prepare(self) -> int:
         """Proposes and packs this step's rows; returns T, the packed rows (read on the host
         for the runner's model inputs, after the program ran)."""
+        if self.proposer is not None:
+            self.proposer.draft_on_host(self.state)  # host-side drafters fill their buffers first
         with paddle.no_grad():
             total = self._run("prepare", self._prepare, (self._no_input,))
         self.state.num_rows = int(total.numpy().reshape(-1)[0])
@@ -129,7 +131,10 @@ class SpecStep:
         else:
             args = (self.pad_rows(logits),) + ((self.pad_rows(hidden.astype("float32")),) if self.observes else ())
         with paddle.no_grad():
-            return self._run("finish", self._finish, args)
+            has_running = self._run("finish", self._finish, args)
+        if self.proposer is not None:
+            self.proposer.observe_accepted(self.state)
+        return has_running
 
     def pad_rows(self, x: paddle.Tensor) -> paddle.Tensor:
         """``[T, ...]`` -> ``[max_rows, ...]`` with zero rows after the packed ones."""

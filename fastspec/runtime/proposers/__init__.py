@@ -1,4 +1,4 @@
-"""Draft proposers: ``Proposer`` (the contract), ``NgramProposer``, ``DraftModelProposer`` (MTP /
+"""Draft proposers: ``Proposer`` (the contract), ``NgramProposer``, ``SuffixProposer``, ``DraftModelProposer`` (MTP /
 EAGLE3 heads, hybrid with n-gram; ``Eagle3DraftHead``) and ``ExtractHiddenStatesProposer``."""
 
 from fastspec.runtime.proposers.base import Proposal, ProposalError, Proposer
@@ -6,6 +6,7 @@ from fastspec.runtime.proposers.draft_model import DraftModelProposer, DraftShap
 from fastspec.runtime.proposers.eagle3 import Eagle3DraftHead, concat_aux_rows
 from fastspec.runtime.proposers.extract_hidden import ExtractHiddenStatesProposer
 from fastspec.runtime.proposers.ngram import NgramProposer
+from fastspec.runtime.proposers.suffix import SuffixProposer
 
 
 def make_proposer(config, draft_model=None):
@@ -17,6 +18,8 @@ def make_proposer(config, draft_model=None):
     """
     if config.method == "ngram":
         return NgramProposer.from_config(config)
+    if config.method == "suffix":
+        return SuffixProposer.from_config(config)
     if config.method in ("mtp", "eagle3"):
         if draft_model is None:
             raise ValueError(
@@ -37,5 +40,6 @@ __all__ = [
     "Proposal",
     "ProposalError",
     "Proposer",
+    "SuffixProposer",
     "make_proposer",
 ]

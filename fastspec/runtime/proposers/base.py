@@ -40,6 +40,12 @@ class Proposer(ABC):
     provides_draft_probs: ClassVar[bool] = False
     """It keeps its drafts' probabilities (``draft_probs_rows``), so its drafts can be verified by REJECTION."""
 
+    def draft_on_host(self, state: SpecState) -> None:
+        """Host work before each step's programs (a host-side drafter fills its buffers here)."""
+
+    def observe_accepted(self, state: SpecState) -> None:
+        """Host work after each step's update (a host-side drafter reads the kept tokens here)."""
+
     def __init__(self, num_speculative_tokens: int) -> None:
         if num_speculative_tokens < 1:
             raise ValueError(f"{type(self).__name__}: num_speculative_tokens must be >= 1, got {num_speculative_tokens}")

@@ -1,0 +1,168 @@
+#include "suffix_cache.h"
+
+#include <algorithm>
+#include <climits>
+#include <stdexcept>
+#include <string>
+
+namespace fastspec::suffix {
+
+namespace {
+[[noreturn]] void refuse(const std::string& what) { throw std::invalid_argument("SuffixCache: " + what); }
+}  // namespace
+
+SuffixCache::SuffixCache(int32_t max_depth, int64_t max_cached_requests)
+    : max_depth_(max_depth), max_cached_requests_(max_cached_requests), global_(max_depth) {
+  if (max_depth < 1 || max_depth > 4096) refuse("max_depth must be in [1, 4096]");
+  if (max_cached_requests < -1) refuse("max_cached_requests must be >= -1");
+}
+
+const SuffixTrie& SuffixCache::local(int64_t req) const {
+  auto it = local_.find(req);
+  if (it == local_.end()) refuse("request " + std::to_string(req) + " is not active");
+  return *it->second;
+}
+
+std::vector<int64_t> SuffixCache::start_request(int64_t req, const int32_t* prompt, int64_t n) {
+  if (local_.count(req)) refuse("request " + std::to_string(req) + " is already active");
+  auto trie = std::make_unique<SuffixTrie>(max_depth_);
+  trie->extend(0, prompt, n);
+  local_.emplace(req, std::move(trie));
+  std::vector<int64_t> evicted;
+  if (max_cached_requests_ == 0) return evicted;
+  if (seq_of_.count(req)) evict_cached_response(req);
+  const int64_t seq = next_seq_++;
+  seq_of_.emplace(req, seq);
+  order_.emplace_back(req, seq);
+  global_.extend(seq, nullptr, 0);
+  while (max_cached_requests_ > 0 && static_cast<int64_t>(seq_of_.size()) > max_cached_requests_) {
+    const auto [oldest, oldest_seq] = order_.front();
+    order_.pop_front();
+    auto it = seq_of_.find(oldest);
+    if (it != seq_of_.end() && it->second == oldest_seq) {
+      evict_cached_response(oldest);
+      evicted.push_back(oldest);
+    }
+  }
+  return evicted;
+}
+
+void SuffixCache::append_response(int64_t req, const int32_t* tokens, int64_t n) {
+  auto it = local_.find(req);
+  it->second->extend(0, tokens, n);
+  auto cached = seq_of_.find(req);
+  if (cached != seq_of_.end()) global_.extend(cached->second, tokens, n);
+}
+
+void SuffixCache::add_active_response(int64_t req, const int32_t* tokens, int64_t n) {
+  local(req);  // refuses an inactive request
+  append_response(req, tokens, n);
+}
+
+void SuffixCache::stop_request(int64_t req) {
+  local(req);
+  local_.erase(req);
+  auto cached = seq_of_.find(req);
+  if (cached != seq_of_.end()) global_.close(cached->second);  // a finished response grows no more
+}
+
+void SuffixCache::evict_cached_response(int64_t req) {
+  auto it = seq_of_.find(req);
+  if (it == seq_of_.end()) refuse("request " + std::to_string(req) + " is not cached");
+  global_.remove(it->second);
+  seq_of_.erase(it);
+  // its order_ entry turns stale; drop stale entries at the front so the deque stays bounded
+  while (!order_.empty()) {
+    auto front = seq_of_.find(order_.front().first);
+    if (front != seq_of_.end() && front->second == order_.front().second) break;
+    order_.pop_front();
+  }
+}
+
+Draft SuffixCache::speculate(int64_t req, const int32_t* context, int64_t n, const SpecRule& rule) const {
+  const std::vector<int32_t>& seq = *local(req).tokens(0);
+  const int64_t m = std::min<int64_t>(n, max_depth_ - 1);  // the longest match the rule tries
+  if (m > 0 && m <= static_cast<int64_t>(seq.size()) && std::equal(context + n - m, context + n, seq.end() - m)) {
+    return speculate_tail(req, context + n - m, m, rule);  // the usual call: the context is the request's tail
+  }
+  Draft draft = local(req).speculate(context, n, rule);
+  Draft other = global_.speculate(context, n, rule, -1, draft.score);
+  return other.score > draft.score ? other : draft;
+}
+
+Draft SuffixCache::speculate_tail(int64_t req, const int32_t* context, int64_t n, const SpecRule& rule) const {
+  // the context is the request's own tail: its open nodes are the matches in both trees
+  Draft draft = local(req).speculate(context, n, rule, 0);
+  auto cached = seq_of_.find(req);
+  Draft other = global_.speculate(context, n, rule, cached == seq_of_.end() ? -1 : cached->second, draft.score);
+  return other.score > draft.score ? other : draft;
+}
+
+void SuffixCache::speculate_batch(const int64_t* keys, const int32_t* max_tokens, int64_t n, const SpecRule& rule,
+                                  int64_t* out_tokens, int32_t* out_lens, float* out_scores, int64_t width) const {
+  for (int64_t i = 0; i < n; ++i) {  // checked before anything is written
+    if (keys[i] >= 0) local(keys[i]);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t* row = out_tokens + i * width;
+    std::fill(row, row + width, int64_t{-1});
+    out_lens[i] = 0;
+    if (out_scores) out_scores[i] = 0.0f;
+    if (keys[i] < 0 || max_tokens[i] <= 0) continue;
+    const std::vector<int32_t>& seq = *local(keys[i]).tokens(0);
+    const int64_t len = static_cast<int64_t>(seq.size());
+    const int64_t ctx = std::min<int64_t>(len, std::max(0, max_depth_ - 1));
+    SpecRule r = rule;
+    r.max_spec_tokens = static_cast<int32_t>(std::min<int64_t>({rule.max_spec_tokens, max_tokens[i], width}));
+    const Draft d = speculate_tail(keys[i], seq.data() + len - ctx, ctx, r);
+    const int64_t m = static_cast<int64_t>(d.token_ids.size());
+    for (int64_t j = 0; j < m; ++j) row[j] = d.token_ids[j];
+    out_lens[i] = static_cast<int32_t>(m);
+    if (out_scores) out_scores[i] = static_cast<float>(d.score);
+  }
+}
+
+void SuffixCache::extend_batch(const int64_t* keys, const int64_t* tokens, const int32_t* counts, int64_t n,
+                               int64_t width) {
+  for (int64_t i = 0; i < n; ++i) {  // checked before anything changes
+    if (keys[i] < 0 || counts[i] <= 0) continue;
+    local(keys[i]);
+    if (counts[i] > width) refuse("extend_batch: a count exceeds the token rows' width");
+    for (int64_t j = 0; j < counts[i]; ++j) {
+      const int64_t t = tokens[i * width + j];
+      if (t < 0 || t > INT32_MAX) refuse("extend_batch: token id " + std::to_string(t) + " out of range");
+    }
+  }
+  std::vector<int32_t> row;
+  for (int64_t i = 0; i < n; ++i) {
+    if (keys[i] < 0 || counts[i] <= 0) continue;
+    row.assign(tokens + i * width, tokens + i * width + counts[i]);
+    append_response(keys[i], row.data(), counts[i]);
+  }
+}
+
+std::vector<int64_t> SuffixCache::active_requests() const {
+  std::vector<int64_t> out;
+  for (const auto& [req, trie] : local_) out.push_back(req);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<int64_t> SuffixCache::cached_requests() const {
+  std::vector<int64_t> out;
+  for (const auto& [req, seq] : order_) {
+    auto it = seq_of_.find(req);
+    if (it != seq_of_.end() && it->second == seq) out.push_back(req);
+  }
+  return out;
+}
+
+const std::vector<int32_t>& SuffixCache::request_tokens(int64_t req) const { return *local(req).tokens(0); }
+
+size_t SuffixCache::memory_bytes() const {
+  size_t total = global_.memory_bytes();
+  for (const auto& [req, trie] : local_) total += trie->memory_bytes();
+  return total;
+}
+
+}  // namespace fastspec::suffix

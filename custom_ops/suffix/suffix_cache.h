@@ -1,0 +1,66 @@
+// SuffixCache: the host-side cache of suffix decoding (docs/suffix.md).
+//
+// One SuffixTrie per active request over its prompt and response, and one
+// global SuffixTrie over the responses of cached requests (active ones
+// included), at most max_cached_requests of them (-1: no limit, 0: none), the
+// oldest evicted first. Requests are int64 keys; the Python front end
+// (fastspec/suffix.py) maps any hashable id to one and checks every argument
+// first, so the checks here are a last guard (std::invalid_argument).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "suffix_trie.h"
+
+namespace fastspec::suffix {
+
+class SuffixCache {
+ public:
+  SuffixCache(int32_t max_depth, int64_t max_cached_requests);
+
+  // returns the requests whose cached responses it evicted to stay within max_cached_requests
+  std::vector<int64_t> start_request(int64_t req, const int32_t* prompt, int64_t n);
+  void add_active_response(int64_t req, const int32_t* tokens, int64_t n);
+  void stop_request(int64_t req);
+  void evict_cached_response(int64_t req);
+  Draft speculate(int64_t req, const int32_t* context, int64_t n, const SpecRule& rule) const;
+
+  // Batch calls over n requests. speculate_batch drafts from each request's own
+  // prompt + response (its last max_depth - 1 tokens), up to max_tokens[i]
+  // drafts into out_tokens[i, :width] (-1 after the draft), the draft length
+  // into out_lens[i]; a key < 0 gets no draft. extend_batch appends
+  // tokens[i, :counts[i]] to request keys[i] (keys < 0 and counts <= 0 skip).
+  void speculate_batch(const int64_t* keys, const int32_t* max_tokens, int64_t n, const SpecRule& rule,
+                       int64_t* out_tokens, int32_t* out_lens, float* out_scores, int64_t width) const;
+  void extend_batch(const int64_t* keys, const int64_t* tokens, const int32_t* counts, int64_t n, int64_t width);
+
+  bool active(int64_t req) const { return local_.count(req) != 0; }
+  bool cached(int64_t req) const { return seq_of_.count(req) != 0; }
+  std::vector<int64_t> active_requests() const;
+  std::vector<int64_t> cached_requests() const;  // oldest first
+  const std::vector<int32_t>& request_tokens(int64_t req) const;
+  int32_t max_depth() const { return max_depth_; }
+  int64_t max_cached_requests() const { return max_cached_requests_; }
+  size_t memory_bytes() const;
+  int64_t global_tokens() const { return global_.num_tokens(); }
+  int64_t global_nodes() const { return global_.num_nodes(); }
+
+ private:
+  const SuffixTrie& local(int64_t req) const;
+  Draft speculate_tail(int64_t req, const int32_t* context, int64_t n, const SpecRule& rule) const;
+  void append_response(int64_t req, const int32_t* tokens, int64_t n);
+
+  int32_t max_depth_;
+  int64_t max_cached_requests_;
+  std::unordered_map<int64_t, std::unique_ptr<SuffixTrie>> local_;
+  SuffixTrie global_;
+  std::unordered_map<int64_t, int64_t> seq_of_;  // cached request -> its sequence in global_
+  std::deque<std::pair<int64_t, int64_t>> order_;  // (request, sequence), oldest first; stale entries skipped
+  int64_t next_seq_ = 0;
+};
+
+}  // namespace fastspec::suffix

@@ -1,0 +1,193 @@
+#include "suffix_trie.h"
+
+#include <algorithm>
+
+namespace fastspec::suffix {
+
+int32_t SpecRule::budget(int32_t match_len) const {
+  const double grown = match_len * max_spec_factor + max_spec_offset + 1e-6;
+  const double capped = std::min(static_cast<double>(max_spec_tokens), grown);
+  return capped > 0.0 ? static_cast<int32_t>(capped) : 0;  // truncation, as the reference's int()
+}
+
+SuffixTrie::SuffixTrie(int32_t max_depth) : max_depth_(max_depth) { nodes_.emplace_back(); }
+
+const std::vector<int32_t>* SuffixTrie::tokens(int64_t seq) const {
+  auto it = seqs_.find(seq);
+  return it == seqs_.end() ? nullptr : &it->second.tokens;
+}
+
+int32_t SuffixTrie::child_for(int32_t parent, int32_t token) {
+  int32_t child = children_.find(parent, token);
+  if (child < 0) {
+    if (free_.empty()) {
+      child = static_cast<int32_t>(nodes_.size());
+      nodes_.emplace_back();
+    } else {
+      child = free_.back();
+      free_.pop_back();
+      nodes_[child] = Node{};
+    }
+    Node& c = nodes_[child];
+    c.token = token;
+    c.next_sibling = nodes_[parent].first_child;
+    nodes_[parent].first_child = child;
+    children_.insert(parent, token, child);
+  }
+  nodes_[child].count += 1;
+  better_child(parent, child);
+  return child;
+}
+
+void SuffixTrie::better_child(int32_t parent, int32_t child) {
+  const int32_t best = nodes_[parent].best;
+  const Node& c = nodes_[child];
+  if (best < 0 || c.count > nodes_[best].count || (c.count == nodes_[best].count && c.token < nodes_[best].token)) {
+    nodes_[parent].best = child;
+  }
+}
+
+void SuffixTrie::recompute_best(int32_t parent) {
+  nodes_[parent].best = -1;
+  for (int32_t c = nodes_[parent].first_child; c >= 0; c = nodes_[c].next_sibling) better_child(parent, c);
+}
+
+void SuffixTrie::unlink(int32_t parent, int32_t child) {
+  int32_t* link = &nodes_[parent].first_child;
+  while (*link != child) link = &nodes_[*link].next_sibling;
+  *link = nodes_[child].next_sibling;
+  children_.erase(parent, nodes_[child].token);
+}
+
+void SuffixTrie::append(int64_t seq, int32_t token) {
+  Sequence& s = seqs_[seq];
+  s.tokens.push_back(token);
+  nodes_[0].count += 1;
+  // open[i] has depth open.size() - i; each grows by one token and the root opens a new suffix.
+  // Written back in place (the write index never passes the read index), longest first.
+  const size_t open = s.open.size();
+  size_t kept = 0;
+  for (size_t i = 0; i < open; ++i) {
+    const int32_t node = child_for(s.open[i], token);
+    if (static_cast<int32_t>(open - i) + 1 < max_depth_) s.open[kept++] = node;
+  }
+  s.open.resize(kept);
+  const int32_t newest = child_for(0, token);
+  if (max_depth_ > 1) s.open.push_back(newest);
+}
+
+void SuffixTrie::extend(int64_t seq, const int32_t* tokens, int64_t n) {
+  seqs_[seq];  // an empty sequence still exists (a response that has not started)
+  for (int64_t i = 0; i < n; ++i) append(seq, tokens[i]);
+}
+
+void SuffixTrie::close(int64_t seq) {
+  auto it = seqs_.find(seq);
+  if (it != seqs_.end()) std::vector<int32_t>().swap(it->second.open);
+}
+
+void SuffixTrie::remove(int64_t seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return;
+  const std::vector<int32_t>& t = it->second.tokens;
+  const int64_t n = static_cast<int64_t>(t.size());
+  for (int64_t start = 0; start < n; ++start) {
+    nodes_[0].count -= 1;
+    int32_t parent = 0;
+    const int64_t stop = std::min<int64_t>(n, start + max_depth_);
+    for (int64_t i = start; i < stop; ++i) {
+      const int32_t child = children_.find(parent, t[i]);
+      Node& c = nodes_[child];
+      c.count -= 1;
+      const bool was_best = nodes_[parent].best == child;
+      if (c.count == 0) {
+        // everything below lies on this suffix only: free the rest of its path
+        unlink(parent, child);
+        int32_t dead = child;
+        for (int64_t j = i + 1; j < stop; ++j) {
+          const int32_t below = children_.find(dead, t[j]);
+          children_.erase(dead, t[j]);
+          free_.push_back(dead);
+          dead = below;
+        }
+        free_.push_back(dead);
+        if (was_best) recompute_best(parent);
+        break;
+      }
+      if (was_best) recompute_best(parent);
+      parent = child;
+    }
+  }
+  seqs_.erase(it);
+}
+
+int32_t SuffixTrie::walk(const int32_t* tokens, int64_t n) const {
+  int32_t node = 0;
+  for (int64_t i = 0; i < n && node >= 0; ++i) node = children_.find(node, tokens[i]);
+  return node;
+}
+
+Draft SuffixTrie::follow(int32_t node, int32_t depth, int32_t budget, double min_prob) const {
+  Draft d;
+  double prob = 1.0;
+  while (static_cast<int32_t>(d.token_ids.size()) < budget && depth < max_depth_) {
+    const int32_t child = nodes_[node].best;
+    if (child < 0) break;
+    prob = prob * static_cast<double>(nodes_[child].count) / static_cast<double>(nodes_[node].count);
+    if (prob < min_prob) break;
+    d.parents.push_back(static_cast<int32_t>(d.token_ids.size()) - 1);
+    d.token_ids.push_back(nodes_[child].token);
+    d.probs.push_back(prob);
+    d.score += prob;
+    node = child;
+    ++depth;
+  }
+  return d;
+}
+
+Draft SuffixTrie::speculate(const int32_t* context, int64_t n, const SpecRule& rule, int64_t tail_seq,
+                            double floor) const {
+  const int64_t longest = std::min<int64_t>(n, max_depth_ - 1);
+  const std::vector<int32_t>* open = nullptr;
+  if (tail_seq >= 0) {
+    auto it = seqs_.find(tail_seq);
+    if (it != seqs_.end()) open = &it->second.open;
+  }
+  const int64_t known = open ? static_cast<int64_t>(open->size()) : 0;  // open[known - m]: the last m tokens
+  // every matching length (a longer one matches only if the shorter ones do)
+  int32_t match[4096];
+  int64_t found = 0;
+  while (found < longest) {
+    const int64_t m = found + 1;
+    const int32_t node = m <= known ? (*open)[known - m] : walk(context + n - m, m);
+    if (node < 0) break;
+    match[found++] = node;
+  }
+  // Longest first, keeping a strictly better score: the reference's winner (the best score, the
+  // longest match on ties). A draft scores at most its budget, and budgets shrink with the
+  // match, so once the budget cannot beat the best (or the floor) no shorter match can.
+  Draft best;
+  bool have = false;
+  for (int64_t m = found; m >= 1; --m) {
+    const int32_t budget = rule.budget(static_cast<int32_t>(m));
+    if (have && budget <= std::max(best.score, floor)) break;
+    if (!have && floor >= 0.0 && budget <= floor) break;
+    Draft d = follow(match[m - 1], static_cast<int32_t>(m), budget, rule.min_token_prob);
+    if (!have || d.score > best.score) {
+      best = std::move(d);
+      best.match_len = static_cast<int32_t>(m);
+      have = true;
+    }
+  }
+  return best;
+}
+
+size_t SuffixTrie::memory_bytes() const {
+  size_t total = nodes_.capacity() * sizeof(Node) + free_.capacity() * sizeof(int32_t) + children_.bytes();
+  for (const auto& [id, s] : seqs_) {
+    total += sizeof(s) + 32 + (s.tokens.capacity() + s.open.capacity()) * sizeof(int32_t);
+  }
+  return total;
+}
+
+}  // namespace fastspec::suffix

@@ -1,0 +1,91 @@
+// SuffixTrie: every substring (up to max_depth tokens) of a set of sequences,
+// with how many times it occurs, updated one token at a time.
+//
+// A node is a substring s; count(s) is its number of occurrences. Appending a
+// token to a sequence extends the suffixes of that sequence that are still
+// shorter than max_depth (at most max_depth - 1 of them, kept per sequence as
+// "open" nodes) and opens a new one at the root: O(max_depth) per token,
+// amortised (a child-map grow is the only non-constant step), never a rebuild.
+// Each node keeps its most frequent child (ties: smallest token), so drafting
+// follows a path without scanning children. Removing a sequence walks each of
+// its suffixes once, decrementing counts and freeing nodes that reach zero.
+// The drafting rule is fastspec/reference/suffix.py's; docs/suffix.md.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "child_map.h"
+
+namespace fastspec::suffix {
+
+struct SpecRule {
+  int32_t max_spec_tokens = 0;
+  double max_spec_factor = 1.0;
+  double max_spec_offset = 0.0;
+  double min_token_prob = 0.1;
+
+  int32_t budget(int32_t match_len) const;  // drafts a match of match_len tokens may propose
+};
+
+struct Draft {
+  std::vector<int32_t> token_ids;
+  std::vector<int32_t> parents;  // chain: i - 1 (-1 for the first)
+  std::vector<double> probs;
+  double score = 0.0;
+  int32_t match_len = 0;
+};
+
+class SuffixTrie {
+ public:
+  explicit SuffixTrie(int32_t max_depth);
+
+  void append(int64_t seq, int32_t token);
+  void extend(int64_t seq, const int32_t* tokens, int64_t n);
+  void remove(int64_t seq);  // a sequence never appended to is a no-op
+  // closes a sequence for appends (its open nodes are dropped; remove still works)
+  void close(int64_t seq);
+  bool has(int64_t seq) const { return seqs_.count(seq) != 0; }
+  const std::vector<int32_t>* tokens(int64_t seq) const;
+
+  // tail_seq >= 0 says the context ends with that sequence's tokens: its open nodes are then the
+  // matches (no walk from the root) for as many tokens as they cover
+  // floor: a caller that keeps another draft unless this one scores strictly higher passes that
+  // draft's score; match lengths that cannot beat it are skipped (the result then may be any
+  // draft scoring <= floor)
+  Draft speculate(const int32_t* context, int64_t n, const SpecRule& rule, int64_t tail_seq = -1,
+                  double floor = -1.0) const;
+
+  int64_t num_nodes() const { return static_cast<int64_t>(nodes_.size() - free_.size()); }
+  int64_t num_tokens() const { return nodes_[0].count; }
+  size_t memory_bytes() const;
+
+ private:
+  struct Node {
+    int32_t count = 0;
+    int32_t token = -1;
+    int32_t best = -1;          // most frequent child
+    int32_t first_child = -1;   // children as a singly linked list (eviction and best recompute)
+    int32_t next_sibling = -1;
+  };
+  struct Sequence {
+    std::vector<int32_t> tokens;
+    std::vector<int32_t> open;  // nodes of the suffixes shorter than max_depth, longest first
+  };
+
+  int32_t child_for(int32_t parent, int32_t token);  // finds or creates, then counts one more
+  void better_child(int32_t parent, int32_t child);
+  void recompute_best(int32_t parent);
+  void unlink(int32_t parent, int32_t child);
+  int32_t walk(const int32_t* tokens, int64_t n) const;
+  Draft follow(int32_t node, int32_t depth, int32_t budget, double min_prob) const;
+
+  int32_t max_depth_;
+  std::vector<Node> nodes_;  // nodes_[0] is the root (count: tokens of all sequences)
+  std::vector<int32_t> free_;
+  ChildMap children_;
+  std::unordered_map<int64_t, Sequence> seqs_;
+};
+
+}  // namespace fastspec::suffix

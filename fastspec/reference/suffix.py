@@ -1,0 +1,158 @@
+"""Reference of suffix drafting (docs/suffix.md): counts read straight off the stored sequences.
+
+A *tree* here is a multiset of token sequences. The native cache keeps each tree as a trie of
+every substring up to ``max_depth`` tokens with its occurrence count; this reference keeps only
+the sequences and counts occurrences by scanning them, so it states the rule without any tree
+mechanics:
+
+- ``count(s)``: how many times ``s`` occurs in the tree's sequences (any position);
+- the continuation of ``s`` is the token ``t`` with the largest ``count(s + t)`` (ties: the
+  smallest id), and only while ``len(s) < max_depth``;
+- a match of length ``m`` is the context's last ``m`` tokens, for ``m = 1 ..
+  min(len(context), max_depth - 1)`` while ``count > 0``;
+- from a match, the draft follows the continuations, each token's probability the running
+  product of ``count(s + t) / count(s)``, and stops before a token whose probability falls below
+  ``min_token_prob`` or after ``int(m * max_spec_factor + max_spec_offset + 1e-6)`` tokens
+  (at most ``max_spec_tokens``);
+- the draft's score is the sum of its probabilities (the expected accepted length when each
+  probability is right); the best score over all match lengths wins, a longer match on ties.
+
+``SuffixCacheReference`` adds the two trees of a cache: one per active request (its prompt and
+response) and a global one over the responses of cached requests (active ones included), at
+most ``max_cached_requests`` of them (-1: no limit, 0: no global tree), the oldest evicted first.
+The local tree's draft is kept unless the global one scores strictly higher.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Hashable, Sequence
+
+
+@dataclass
+class Draft:
+    """A chain draft: ``parents[i]`` is the index of token i's parent (-1: the context)."""
+
+    token_ids: list = field(default_factory=list)
+    parents: list = field(default_factory=list)
+    probs: list = field(default_factory=list)
+    score: float = 0.0
+    match_len: int = 0
+
+
+@dataclass(frozen=True)
+class SpecRule:
+    """How long a draft may grow (see the module docstring)."""
+
+    max_spec_tokens: int
+    max_spec_factor: float = 1.0
+    max_spec_offset: float = 0.0
+    min_token_prob: float = 0.1
+
+    def budget(self, match_len: int) -> int:
+        """Drafts a match of ``match_len`` tokens may propose."""
+        grown = match_len * self.max_spec_factor + self.max_spec_offset + 1e-6
+        return max(0, int(min(float(self.max_spec_tokens), grown)))
+
+
+class ReferenceTree:
+    """A multiset of sequences with the counts and continuations of the rule."""
+
+    def __init__(self, max_depth: int) -> None:
+        self.max_depth = max_depth
+        self.seqs: dict[Hashable, list[int]] = {}
+
+    def extend(self, seq_id: Hashable, tokens: Sequence[int]) -> None:
+        self.seqs.setdefault(seq_id, []).extend(int(t) for t in tokens)
+
+    def remove(self, seq_id: Hashable) -> None:
+        del self.seqs[seq_id]
+
+    def _ends(self, pattern: Sequence[int]) -> list[tuple[list[int], int]]:
+        """Every occurrence of ``pattern`` as (sequence, index just past it)."""
+        m = len(pattern)
+        pattern = list(pattern)
+        return [(seq, end) for seq in self.seqs.values() for end in range(m, len(seq) + 1) if seq[end - m:end] == pattern]
+
+    def speculate(self, context: Sequence[int], rule: SpecRule) -> Draft:
+        best = Draft()
+        context = [int(t) for t in context]
+        for m in range(1, min(len(context), self.max_depth - 1) + 1):
+            ends = self._ends(context[-m:])
+            if not ends:
+                break
+            draft = self._follow(ends, m, rule.budget(m), rule.min_token_prob)
+            if draft.score >= best.score:
+                best = draft
+                best.match_len = m
+        return best
+
+    def _follow(self, ends: list[tuple[list[int], int]], depth: int, budget: int, min_prob: float) -> Draft:
+        """The most likely path from a match whose occurrences end at ``ends``."""
+        draft, prob = Draft(), 1.0
+        while len(draft.token_ids) < budget and depth < self.max_depth:
+            counts: dict[int, int] = {}
+            for seq, end in ends:
+                if end < len(seq):
+                    counts[seq[end]] = counts.get(seq[end], 0) + 1
+            if not counts:
+                break
+            token = min(counts, key=lambda t: (-counts[t], t))
+            prob = prob * counts[token] / len(ends)
+            if prob < min_prob:
+                break
+            draft.parents.append(len(draft.token_ids) - 1)
+            draft.token_ids.append(token)
+            draft.probs.append(prob)
+            draft.score += prob
+            ends = [(seq, end + 1) for seq, end in ends if end < len(seq) and seq[end] == token]
+            depth += 1
+        return draft
+
+
+class SuffixCacheReference:
+    """Per-request trees plus the global tree of responses, as the module docstring says."""
+
+    def __init__(self, max_tree_depth: int = 24, max_cached_requests: int = -1) -> None:
+        self.max_tree_depth = max_tree_depth
+        self.max_cached_requests = max_cached_requests
+        self.local: dict[Hashable, ReferenceTree] = {}
+        self.global_tree = ReferenceTree(max_tree_depth)
+        self.cached: OrderedDict[Hashable, int] = OrderedDict()  # request -> its sequence in the global tree
+        self._next_seq = 0
+
+    def start_request(self, req_id: Hashable, prompt: Sequence[int]) -> None:
+        assert req_id not in self.local, req_id
+        self.local[req_id] = ReferenceTree(self.max_tree_depth)
+        self.local[req_id].extend(0, prompt)
+        if self.max_cached_requests == 0:
+            return
+        if req_id in self.cached:
+            self.evict_cached_response(req_id)
+        self.cached[req_id] = self._next_seq
+        self.global_tree.extend(self._next_seq, [])
+        self._next_seq += 1
+        while self.max_cached_requests > 0 and len(self.cached) > self.max_cached_requests:
+            oldest = next(iter(self.cached))
+            self.evict_cached_response(oldest)
+
+    def add_active_response(self, req_id: Hashable, tokens: Sequence[int]) -> None:
+        self.local[req_id].extend(0, tokens)
+        if req_id in self.cached:
+            self.global_tree.extend(self.cached[req_id], tokens)
+
+    def stop_request(self, req_id: Hashable) -> None:
+        del self.local[req_id]
+
+    def evict_cached_response(self, req_id: Hashable) -> None:
+        self.global_tree.remove(self.cached.pop(req_id))
+
+    def speculate(self, req_id: Hashable, context: Sequence[int], rule: SpecRule) -> Draft:
+        draft = self.local[req_id].speculate(context, rule)
+        other = self.global_tree.speculate(context, rule)
+        return other if other.score > draft.score else draft
+
+    def context(self, req_id: Hashable) -> list[int]:
+        """The request's prompt and response so far (what the batch call drafts from)."""
+        return list(self.local[req_id].seqs[0])

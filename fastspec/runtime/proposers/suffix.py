@@ -1,0 +1,155 @@
+"""``SuffixProposer``: suffix-decoding drafts from the native host cache (docs/suffix.md).
+
+The cache lives on the host, so the work is split around the step's programs:
+
+- ``draft_on_host(state)`` (before the step; the runner and ``SpecStep.prepare`` call it):
+  starts every newly inserted request in the cache with its prompt, stops requests whose
+  slot stopped, and drafts up to K tokens for every decode slot in one native call, into the
+  proposer's fixed buffers ``draft_buffer`` / ``draft_lens``;
+- ``propose(state)`` (inside the step, tensor ops only, so it can sit in a static or captured
+  program): the buffered drafts, cut to each slot's ``draft_token_num``; with
+  ``with_anchored_ngram`` also anchored n-gram drafts, one of the two per slot as
+  ``DraftChoice`` says (the drafter whose drafts the target has been accepting lately);
+- ``observe_accepted(state)`` (after the step): folds every slot's kept tokens
+  (``accept_tokens[:accept_num]``) into the cache in one native call, scores both drafters'
+  drafts against them (with n-gram), and stops finished requests, whose outputs stay in the
+  global tree for later requests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import paddle
+
+from fastspec.runtime.proposers.base import Proposal, Proposer
+from fastspec.runtime.proposers.draft_choice import DraftChoice
+from fastspec.runtime.proposers.ngram import NgramProposer
+from fastspec.runtime.state import SpecState
+from fastspec.runtime.suffix import SuffixCache
+
+
+class SuffixProposer(Proposer):
+    """Drafts from a ``SuffixCache`` kept in step with the state's slots."""
+
+    static_step_safe = True  # propose reads only the fixed buffers filled before the program
+
+    def __init__(self, num_speculative_tokens: int, max_tree_depth: int = 24, max_cached_requests: int = 10000,
+                 max_spec_factor: float = 2.0, max_spec_offset: float = 0.0, min_token_prob: float = 0.1,
+                 ngram: NgramProposer | None = None, cache: SuffixCache | None = None) -> None:
+        super().__init__(num_speculative_tokens)
+        self.cache = cache if cache is not None else SuffixCache(max_tree_depth, max_cached_requests)
+        self.rule = dict(max_spec_factor=max_spec_factor, max_spec_offset=max_spec_offset, min_token_prob=min_token_prob)
+        self.ngram = ngram  # the anchored n-gram proposer whose longer drafts win, or None
+        self.draft_buffer: paddle.Tensor | None = None  # int64 [B, K]
+        self.draft_lens: paddle.Tensor | None = None  # int32 [B]
+        self.ngram_buffer: paddle.Tensor | None = None  # int64 [B, K]: the n-gram drafts of the step
+        self.ngram_lens: paddle.Tensor | None = None  # int32 [B]
+        self.preference: paddle.Tensor | None = None  # int32 [B]: DraftChoice.preference (1: suffix)
+        self._choice: DraftChoice | None = None
+        self._offered = (np.zeros((0, 0), np.int64), np.zeros(0, np.int32), np.zeros(0, bool))  # host drafts, decode
+        self._keys = np.zeros(0, np.int64)  # the cache key of each slot's request, -1 for none
+        self._requests: list = []
+        self._serial = 0
+
+    @classmethod
+    def from_config(cls, config) -> SuffixProposer:
+        s = config.suffix
+        ngram = None
+        if s.with_anchored_ngram:
+            ngram = NgramProposer(config.num_speculative_tokens, config.max_ngram_size, config.min_ngram_size,
+                                  config.token_budget, anchored=True)
+        return cls(config.num_speculative_tokens, s.max_tree_depth, s.max_cached_requests, s.max_spec_factor,
+                   s.max_spec_offset, s.min_token_prob, ngram=ngram)
+
+    # -- host side, between the programs ---------------------------------------------------
+
+    def prepare(self, state: SpecState) -> None:
+        self._check_state(state)
+        self._buffers(state)  # before a static program is built over them
+
+    def draft_on_host(self, state: SpecState) -> None:
+        self._check_state(state)
+        self._buffers(state)
+        enc = state.seq_lens_encoder.numpy()
+        dec = state.seq_lens_decoder.numpy()
+        stopped = state.stop_flags.numpy() | state.is_block_step.numpy()
+        self._stop_slots(np.flatnonzero((self._keys >= 0) & state.stop_flags.numpy()))
+        new = np.flatnonzero((enc > 0) & ~stopped)
+        if new.size:
+            self._stop_slots(new[self._keys[new] >= 0])  # a slot reused without a stop seen
+            prompt_lens = state.prompt_lens.numpy()
+            for slot in new.tolist():  # once per request
+                prompt = state.token_ids_all[slot, : int(prompt_lens[slot])].numpy()
+                self.cache.start_request(self._serial, prompt)
+                self._keys[slot], self._requests[slot] = self.cache.key(self._serial), self._serial
+                self._serial += 1
+            if self._choice is not None:
+                self._choice.reset(new)
+        decode = (enc == 0) & (dec > 0) & ~stopped
+        keys = np.where(decode, self._keys, -1)
+        k = self.num_speculative_tokens
+        tokens, lens, _ = self.cache.speculate_batch(keys, np.full(keys.shape, k, np.int32), k, **self.rule)
+        paddle.assign(paddle.to_tensor(tokens, place=state.place), output=self.draft_buffer)
+        paddle.assign(paddle.to_tensor(lens, place=state.place), output=self.draft_lens)
+        if self._choice is not None:
+            self._offered = (tokens, lens, decode)
+            paddle.assign(paddle.to_tensor(self._choice.preference(), place=state.place), output=self.preference)
+
+    def observe_accepted(self, state: SpecState) -> None:
+        if self._keys.size == 0:
+            return
+        kept, kept_num = state.accept_tokens.numpy(), state.accept_num.numpy()
+        self.cache.add_batch(self._keys, kept, kept_num)
+        if self._choice is not None:
+            tokens, lens, decode = self._offered
+            self._choice.observe(decode, (tokens, lens), (self.ngram_buffer.numpy(), self.ngram_lens.numpy()), kept,
+                                 kept_num)
+        self._stop_slots(np.flatnonzero((self._keys >= 0) & state.stop_flags.numpy()))
+
+    def _stop_slots(self, slots: np.ndarray) -> None:
+        for slot in slots.tolist():
+            self.cache.stop_request(self._requests[slot])
+            self._keys[slot], self._requests[slot] = -1, None
+
+    def _buffers(self, state: SpecState) -> None:
+        if self.draft_buffer is None:
+            b, k = state.max_num_seqs, self.num_speculative_tokens
+            self.draft_buffer = paddle.to_tensor(np.full((b, k), -1, np.int64), place=state.place)
+            self.draft_lens = paddle.to_tensor(np.zeros(b, np.int32), place=state.place)
+            self._keys = np.full(b, -1, np.int64)
+            self._requests = [None] * b
+            if self.ngram is not None:
+                self.ngram_buffer = paddle.to_tensor(np.full((b, k), -1, np.int64), place=state.place)
+                self.ngram_lens = paddle.to_tensor(np.zeros(b, np.int32), place=state.place)
+                self.preference = paddle.to_tensor(np.zeros(b, np.int32), place=state.place)
+                self._choice = DraftChoice(b)
+        elif self.draft_buffer.shape[0] != state.max_num_seqs:
+            raise ValueError(f"SuffixProposer: built for {self.draft_buffer.shape[0]} slots, the state has "
+                             f"{state.max_num_seqs}")
+
+    def _check_state(self, state: SpecState) -> None:
+        if state.num_speculative_tokens != self.num_speculative_tokens:
+            raise ValueError(f"SuffixProposer: the state holds {state.num_speculative_tokens} draft columns, "
+                             f"the proposer drafts {self.num_speculative_tokens}")
+
+    # -- inside the step ------------------------------------------------------------------
+
+    def propose(self, state: SpecState) -> Proposal:
+        if self.draft_buffer is None:
+            raise ValueError("SuffixProposer: draft_on_host(state) must run before propose (the runner calls it)")
+        # ngram_match's cap: the slot's draft_token_num, K, and the room before max_dec_len
+        room = (state.max_dec_len - state.step_idx - 1).clip(min=0, max=self.num_speculative_tokens).astype("int32")
+        limit = paddle.minimum(paddle.clip(state.draft_token_num, 0, self.num_speculative_tokens), room)
+        tokens, lens = self.draft_buffer, paddle.minimum(self.draft_lens, limit)
+        if self.ngram is not None:
+            other = self.ngram.propose(state)
+            other_lens = other.lens.reshape([-1])
+            paddle.assign(other.tokens, output=self.ngram_buffer)  # scored against the kept tokens later
+            paddle.assign(other_lens, output=self.ngram_lens)
+            pref = self.preference  # DraftChoice's rule (first_wins), in tensor ops
+            suffix_wins = paddle.logical_or(
+                paddle.logical_or(paddle.logical_and(pref == 1, lens > 0), paddle.logical_and(pref == -1, other_lens == 0)),
+                paddle.logical_and(pref == 0, lens > other_lens))
+            tokens = paddle.where(suffix_wins.unsqueeze(-1), tokens, other.tokens)
+            lens = paddle.where(suffix_wins, lens, other_lens)
+        return Proposal(tokens, lens)
