@@ -49,6 +49,7 @@ from bench.bench_anchored_ngram import TOKEN, git, modified_files  # noqa: E402
 
 HISTORY_REV = "72692b3"  # main when this benchmark was written: its edits are the requests
 from bench.common import machine, write_json  # noqa: E402
+from fastspec.cli.errors import ArgumentParser, int_range, user_errors  # noqa: E402
 from fastspec import arrays as kernels  # noqa: E402
 from fastspec.runtime.config import SuffixConfig  # noqa: E402
 from fastspec.runtime.proposers.draft_choice import DraftChoice, first_wins  # noqa: E402
@@ -277,16 +278,17 @@ def load_arctic(directory: str | None):
         return None
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=20)
-    parser.add_argument("--max-output", type=int, default=1500, help="output tokens per request (0: all)")
-    parser.add_argument("--seed", type=int, default=0)
+@user_errors()
+def main(argv=None) -> int:
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int_range(1), default=20)
+    parser.add_argument("--max-output", type=int_range(0), default=1500, help="output tokens per request (0: all)")
+    parser.add_argument("--seed", type=int_range(0), default=0)
     parser.add_argument("--rev", default=HISTORY_REV, help="sample edits from the history up to this commit")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--arctic", default=None, help="a directory holding an importable arctic_suffix module")
     parser.add_argument("--out", default="suffix")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.quick:
         args.requests, args.max_output = 12, 800
     module = load_arctic(args.arctic)
