@@ -39,6 +39,7 @@ bench: build
 	$(PY) bench/bench_ngram_append.py
 	$(PY) bench/bench_sampling.py
 	$(PY) bench/bench_verify_update.py
+	$(PY) bench/bench_call_overhead.py
 
 # The pybind11 bindings under ASan + UBSan, into build/sanitize/ (never over fastspec/_lib).
 sanitize-build: setup

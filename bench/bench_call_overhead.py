@@ -163,8 +163,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--calls", type=int, default=100, help="calls per timed run (at most 1000)")
     parser.add_argument("--front-ends", default="paddle,arrays")
+    parser.add_argument("--ops", default="", help="comma-separated labels to run (default: all)")
     parser.add_argument("--tag", default="", help="suffix of the JSON file name")
     args = parser.parse_args()
+    cases = [c for c in CASES if not args.ops or c[0] in args.ops.split(",")]
     import paddle
 
     paddle.set_device("cpu")
@@ -174,7 +176,7 @@ def main() -> int:
     print(f"{'op':32} {'front end':9} {'B':>4} {'public':>10} {'raw':>10} {'ratio':>6}")
     for front_end in args.front_ends.split(","):
         for batch in (int(b) for b in args.batches.split(",")):
-            for label, op_name, attrs in CASES:
+            for label, op_name, attrs in cases:
                 public, raw = measure(pairs[front_end], op_name, batch, attrs, args.rounds, min(args.calls, 1000))
                 ratio = public / raw
                 flag = "" if ratio <= targets[front_end] else "  (over target)"
