@@ -29,7 +29,8 @@ def test_insert_pack_output_free():
     assert state.output(0).tolist() == []
     state.free(0)
     assert state.free_slots == [0, 2] and state.request_of_slot[0] is None
-    assert state.rows_per_slot().tolist() == [0, 1, 0]
+    assert state.pack_rows() == 1  # the freed slot has no rows left
+    assert state.cu_seqlens_q_output.numpy().tolist() == [0, 0, 1, 1]
 
 
 def test_insert_errors():

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PROBS = ("float32", "float16", "bfloat16")  # probability rows; computed in float32
-PER_REQUEST = "[B] | [B, 1]"  # SPEC.md: every per-request tensor may be [B] or [B, 1]
+PER_REQUEST = "[B] | [B, 1]"  # docs/ops/conventions.md: every per-request tensor may be [B] or [B, 1]
 INT32_MAX = 2**31 - 1
 CUDA_MAX_BATCH = 4096  # custom_ops/include/fastspec/common.h kMaxCudaBatch (a test checks they agree)
 # The XPU kernels keep a slot's rows in local memory (custom_ops/xpu/xpu_types.h; a test checks they agree).

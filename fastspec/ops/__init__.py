@@ -1,6 +1,6 @@
 """fastspec's Paddle ops. Importing this module loads the compiled op library.
 
-Every op takes its tensors in SPEC order, positionally or by name, and its
+Every op takes its tensors in the order of docs/ops/<op>.md, positionally or by name, and its
 attributes by keyword; in-place tensors are updated in place and returned.
 Each op is declared once in :mod:`fastspec.core.schema`; the functions here are
 built from those declarations. ``help(fastspec.ops.<op>)`` shows the arguments

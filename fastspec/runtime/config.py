@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fastspec.core.schema import MAX_CANDIDATE_LEN, STRATEGIES
+
 METHODS = ("none", "naive", "ngram", "mtp", "eagle3")
 DRAFT_MODEL_METHODS = ("mtp", "eagle3")  # a draft head fed with the target's hidden states
-STRATEGIES = ("topp", "greedy", "target_match", "rejection")
 ACCEPT_POLICIES = ("normal", "accept_all", "reject_all")
-MAX_CANDIDATE_LEN = 1024  # SPEC.md: top_p_candidates takes at most 1024 candidates
 MAX_PROBE_INTERVAL = 1024  # bounds the controller's probe ring (up to B + interval rows)
 
 

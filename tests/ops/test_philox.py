@@ -1,4 +1,4 @@
-"""Philox4x32-10 and rand64: SPEC.md's known answers on the reference and the C++ header."""
+"""Philox4x32-10 and rand64: the known answers of docs/ops/conventions.md on the reference and the C++ header."""
 
 import pytest
 

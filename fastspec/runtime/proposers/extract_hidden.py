@@ -32,6 +32,8 @@ class ExtractHiddenStatesProposer(Proposer):
         ValueError: ``num_speculative_tokens != 1``.
     """
 
+    needs_target_hidden = True
+
     def __init__(self, num_speculative_tokens: int = 1, sink: Callable[[int, np.ndarray, np.ndarray], None] | None = None) -> None:
         if num_speculative_tokens != 1:
             raise ValueError(
