@@ -257,11 +257,7 @@ def _prepare(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any],
             int(stream or 0), int(extras.get("num_threads") or 0), grid, bool(extras.get("xpu_reverse_clusters")))
     verdict = Verdict(tuple(r is not None for r in refs), args[3], attr_values,
                       tuple(_output_shape(out, checked.dims) for out in op.outputs))
-    run_native = module().run
-
-    def launch() -> None:
-        run_native(*args)
-
+    launch = functools.partial(module().run, *args)
     launch.arrays = values  # the outputs allocated here live as long as the launch that writes them
     return launch, pack_result(op, values), verdict
 
