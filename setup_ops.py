@@ -213,12 +213,12 @@ class Builder:
     def kernel_units(self, xpu: str = "emulated") -> list[tuple[Path, list[str], list[str]]]:
         """Every kernel compile unit; the XPU kernels "emulated" (for the host) or "xtdk" (for the device)."""
         units = [(src, ["g++"], self.cxx_flags()) for src in sources("cpu", ".cc")]
-        glue = self.cxx_flags()  # ops/: each op's OpCall glue and backend registrations
+        glue = self.cxx_flags()  # dispatch/: each op's OpCall glue and backend registrations
         if self.cuda_home:
             units += [(src, self.nvcc(), self.nvcc_flags()) for src in sources("cuda", ".cu")]
             glue = glue + ["-DFASTSPEC_WITH_CUDA", f"-I{self.cuda_home / 'include'}"]
         units += self.xtdk_units() if xpu == "xtdk" else self.emulated_xpu_units()
-        return units + [(src, ["g++"], glue) for src in sources("ops", ".cc")]
+        return units + [(src, ["g++"], glue) for src in sources("dispatch", ".cc")]
 
     def emulated_xpu_units(self) -> list[tuple[Path, list[str], list[str]]]:
         """The .xpu kernels, their launchers and the emulation, compiled by g++ for the host."""

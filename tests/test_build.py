@@ -180,3 +180,10 @@ def test_simd_paths_match_the_reference(setup_ops, simd):
         assert level == 0
     elif host is not None:  # Linux: /proc/cpuinfo tells what the CPU has
         assert level == (min(host, 1) if simd == "avx2" else host)
+
+
+def test_every_dispatch_glue_file_is_compiled(setup_ops):
+    """custom_ops/dispatch/ (each op's OpCall glue and its registrations) goes into the library."""
+    sources = {Path(cmd[cmd.index("-c") + 1]) for cmd in setup_ops.planned_commands(["--cuda", "off"]) if "-c" in cmd}
+    glue = set((ROOT / "custom_ops" / "dispatch").glob("*.cc"))
+    assert glue and glue <= {s.resolve() for s in sources}

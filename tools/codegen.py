@@ -2,9 +2,10 @@
 
     python -m tools.codegen OUT_DIR
 
-writes ``OUT_DIR/fastspec/op_schema.h`` (the argument and attribute indices the
-glue files in ``custom_ops/ops/`` read an OpCall with) and
-``OUT_DIR/paddle_ops.cc`` (each op's Paddle registration: inputs, outputs,
+writes ``OUT_DIR/fastspec/op_schema.h`` (the argument and attribute indices of
+every op), ``OUT_DIR/fastspec/params/<op>.h`` (``<op>_params(call)``: an OpCall to
+the op's params struct, whose fields carry the schema's names; the glue files in
+``custom_ops/dispatch/`` register it) and ``OUT_DIR/paddle_ops.cc`` (each op's Paddle registration: inputs, outputs,
 attributes, in-place map, shape and dtype inference, and a kernel function
 that guards the shapes at run time and calls ``fastspec::run``). ``setup_ops.py``
 runs it before every build; the files are build products, never edited.
@@ -210,9 +211,62 @@ def paddle_ops() -> str:
     return "\n".join(out)
 
 
+# --- params/<op>.h: OpCall -> the op's params struct -------------------------------------
+
+# The params field that holds each size a shape names; sizes not listed are not stored.
+SIZE_FIELDS = {"B": "batch", "T": "rows", "V": "vocab", "L": "max_model_len", "K + 1": "draft_cols",
+               "Kc": "candidate_cols", "E": "num_end_tokens"}
+# The header that declares an op's params struct and launchers, when it is not fastspec/<op>.h.
+OP_HEADERS = {"top_p_candidates": "sampling.h", "sample_tokens": "sampling.h", "top_k_top_p_probs": "sampling.h"}
+
+
+def params_type(op: OpSchema) -> str:
+    return f"{_camel(op.name)}Params"
+
+
+def _sizes(op: OpSchema) -> dict[str, tuple[str, int]]:
+    """Each size field -> the first tensor every call passes that has it, and the axis: the front ends
+    check that every tensor agrees, so one is enough. A size only optional tensors have is left to the
+    op's glue file (verify_draft_tokens: T comes from the tensors its strategy reads)."""
+    found: dict[str, tuple[str, int]] = {}
+    for tensor in op.tensors:
+        if tensor.optional or tensor.needed_by:
+            continue
+        for axis, dim in enumerate(tensor.shapes[0]):
+            field_name = SIZE_FIELDS.get(str(dim))
+            if field_name and field_name not in found and all(len(s) > axis and s[axis] == dim for s in tensor.shapes):
+                found[field_name] = (tensor.name, axis)
+    return found
+
+
+def params_header(op: OpSchema) -> str:
+    """``<op>_params(call)``: every tensor as its field (typed by the struct: ``const`` for inputs; a tensor
+    of several dtypes is ``const void*`` plus ``<name>_dtype``), every attribute, every size. A field the
+    struct lacks, or a name spelt otherwise, is a compile error of the op's glue file."""
+    kind = params_type(op)
+    out = [HEADER.rstrip() + f"\n// {op.name}: an OpCall to {kind} (docs/ops/ and fastspec/core/schema.py).",
+           "#pragma once\n", f'#include "fastspec/{OP_HEADERS.get(op.name, op.name + ".h")}"',
+           '#include "fastspec/op_call.h"', '#include "fastspec/op_schema.h"',
+           *(['#include "fastspec/prob_dtype.h"'] if any(len(t.dtypes) > 1 for t in op.tensors) else []),
+           "", "namespace fastspec {", "",
+           f"inline {kind} {op.name}_params(const OpCall& call) {{",
+           f"  namespace arg = arg::{op.name};", f"  namespace attr = attr::{op.name};", f"  {kind} params{{}};"]
+    for tensor in op.tensors:
+        out.append(f"  call.read(arg::{tensor.name}, params.{tensor.name});")
+        if len(tensor.dtypes) > 1:
+            out.append(f"  params.{tensor.name}_dtype = prob_dtype(call.tensor(arg::{tensor.name}).dtype);")
+    for attr in op.attrs:
+        out.append(f"  call.read_attr(attr::{attr.name}, params.{attr.name});")
+    for field_name, (tensor, axis) in _sizes(op).items():
+        out.append(f"  params.{field_name} = call.size(arg::{tensor}, {axis});")
+    out += ["  return params;", "}", "", "}  // namespace fastspec", ""]
+    return "\n".join(out)
+
+
 def write(out_dir: Path) -> list[Path]:
     """Writes the generated files under ``out_dir`` (only those whose text changed); returns their paths."""
     files = {out_dir / "fastspec" / "op_schema.h": indices_header(), out_dir / "paddle_ops.cc": paddle_ops()}
+    files.update({out_dir / "fastspec" / "params" / f"{op.name}.h": params_header(op) for op in SCHEMAS.values()})
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.read_text() != text:

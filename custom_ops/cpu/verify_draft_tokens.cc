@@ -13,16 +13,13 @@ constexpr int64_t kGrain = 1024;
 }  // namespace
 
 int verify_draft_tokens_cpu(const VerifyDraftTokensParams& a) {
-  if (a.strategy != kVerifyTopp && a.strategy != kVerifyGreedy && a.strategy != kVerifyTargetMatch &&
-      a.strategy != kVerifyRejection) {
-    return kInvalidArgument;
-  }
+  if (!verify_strategy_ok(a.strategy)) return kInvalidArgument;
   const auto run = [&a](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) verify_slot(a, b);
   };
   // REJECTION reads whole rows (V entries) per slot: worth threads far sooner.
   const bool rows_heavy = a.strategy == kVerifyRejection;
-  const int64_t work = rows_heavy ? a.batch * max64(a.rejection.vocab, 1) : a.batch;
+  const int64_t work = rows_heavy ? a.batch * max64(a.vocab, 1) : a.batch;
   if (work >= (rows_heavy ? int64_t{1} << 20 : kParallelSlots)) {
     parallel_for(a.batch, rows_heavy ? 1 : kGrain, run);
   } else {

@@ -1,5 +1,5 @@
 // rand64 on the device, element-wise: lets the GPU tests check the one
-// Philox implementation against the known answers of SPEC.md.
+// Philox implementation against the known answers of docs/ops/conventions.md.
 #include <cuda_runtime.h>
 
 #include "fastspec/philox.h"

@@ -14,6 +14,7 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
+#include "fastspec/prob_dtype.h"
 #include "fastspec/sampling.h"
 
 namespace fastspec {
@@ -281,7 +282,7 @@ __global__ void __launch_bounds__(kThreads) sample_tokens_kernel(SampleTokensPar
         token = cut_id(r.cut, a.vocab, id_bits);
       } else {
         const long long point = static_cast<long long>(draw_point(
-            rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.stream),
+            rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.rand_stream),
             r.mass_upto));
         // first id (ascending) whose cumulative mass within S exceeds point
         if (threadIdx.x == 0) s.token = -1;
@@ -383,24 +384,16 @@ cudaError_t top_p_candidates_cuda(const TopPCandidatesParams& a, cudaStream_t st
     return cudaErrorInvalidValue;
   }
   if (a.rows == 0) return cudaSuccess;
-  switch (a.probs_dtype) {
-    case kProbF32: return launch_candidates<F32Tag>(a, stream);
-    case kProbF16: return launch_candidates<F16Tag>(a, stream);
-    default: return launch_candidates<BF16Tag>(a, stream);
-  }
+  return with_prob_tag(a.probs_dtype, [&](auto tag) { return launch_candidates<decltype(tag)>(a, stream); });
 }
 
 cudaError_t sample_tokens_cuda(const SampleTokensParams& a, cudaStream_t stream) {
   if (check_sampling_sizes(a.rows, a.vocab, a.batch, a.probs_dtype) != kOk || a.rows >= (int64_t{1} << 31) ||
-      !sample_stream_ok(a.stream)) {
+      !sample_stream_ok(a.rand_stream)) {
     return cudaErrorInvalidValue;
   }
   if (a.rows == 0) return cudaSuccess;
-  switch (a.probs_dtype) {
-    case kProbF32: return launch_sample<F32Tag>(a, stream);
-    case kProbF16: return launch_sample<F16Tag>(a, stream);
-    default: return launch_sample<BF16Tag>(a, stream);
-  }
+  return with_prob_tag(a.probs_dtype, [&](auto tag) { return launch_sample<decltype(tag)>(a, stream); });
 }
 
 cudaError_t top_k_top_p_probs_cuda(const TopKTopPProbsParams& a, cudaStream_t stream) {
@@ -408,11 +401,7 @@ cudaError_t top_k_top_p_probs_cuda(const TopKTopPProbsParams& a, cudaStream_t st
     return cudaErrorInvalidValue;
   }
   if (a.rows == 0) return cudaSuccess;
-  switch (a.probs_dtype) {
-    case kProbF32: return launch_probs<F32Tag>(a, stream);
-    case kProbF16: return launch_probs<F16Tag>(a, stream);
-    default: return launch_probs<BF16Tag>(a, stream);
-  }
+  return with_prob_tag(a.probs_dtype, [&](auto tag) { return launch_probs<decltype(tag)>(a, stream); });
 }
 
 }  // namespace fastspec

@@ -19,10 +19,7 @@ __global__ void __launch_bounds__(kThreads) verify_kernel(VerifyDraftTokensParam
 
 cudaError_t verify_draft_tokens_cuda(const VerifyDraftTokensParams& params, cudaStream_t stream) {
   if (params.batch < 0 || params.batch > kMaxCudaBatch) return cudaErrorInvalidValue;
-  if (params.strategy != kVerifyTopp && params.strategy != kVerifyGreedy &&
-      params.strategy != kVerifyTargetMatch && params.strategy != kVerifyRejection) {
-    return cudaErrorInvalidValue;
-  }
+  if (!verify_strategy_ok(params.strategy)) return cudaErrorInvalidValue;
   if (params.batch == 0) return cudaSuccess;
   const unsigned blocks = static_cast<unsigned>((params.batch + kThreads - 1) / kThreads);
   verify_kernel<<<blocks, kThreads, 0, stream>>>(params);

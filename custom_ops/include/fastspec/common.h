@@ -1,5 +1,5 @@
 // Framework-free basics shared by every backend: the host/device qualifier,
-// status codes and the slot-kind rules of SPEC.md.
+// status codes and the slot kinds of docs/ops/conventions.md.
 #pragma once
 
 #include <cstdint>
@@ -50,7 +50,7 @@ struct XpuGrid {
 const char* xpu_emulation_error();
 int xpu_probe(int which, const int* in, int* out, int n, const XpuGrid& grid);
 
-// Slot kinds (SPEC.md "Conventions").
+// Slot kinds (docs/ops/conventions.md "A request's tokens and rows").
 FS_HD bool is_prefill(int32_t seq_len_encoder) { return seq_len_encoder > 0; }
 FS_HD bool is_decode(int32_t seq_len_encoder, int32_t seq_len_decoder) {
   return seq_len_encoder == 0 && seq_len_decoder > 0;
@@ -66,7 +66,7 @@ FS_HD int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 // a - b, saturated to the int64 range instead of wrapping (undefined behaviour).
 // The rules compare such differences with small counts, so a saturated value
-// decides exactly as the mathematical one does (SPEC.md's rules hold for every
+// decides exactly as the mathematical one does (the rules of docs/ops/ hold for every
 // int64 input, as in the reference's unbounded integers).
 FS_HD int64_t sub_sat64(int64_t a, int64_t b) {
   const int64_t lo = static_cast<int64_t>(~(~uint64_t{0} >> 1));  // INT64_MIN

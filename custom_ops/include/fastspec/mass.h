@@ -1,5 +1,5 @@
-// Fixed-point probability masses and the exact top-p threshold of SPEC.md
-// ("Arithmetic that makes the bits identical"). Every sum, cumulative sum and
+// Fixed-point probability masses and the exact top-p threshold of docs/ops/conventions.md
+// ("Arithmetic that makes the bits agree"). Every sum, cumulative sum and
 // comparison of probabilities goes through these int64 masses, so the result
 // does not depend on summation order, thread count or backend.
 #pragma once
@@ -49,7 +49,7 @@ FS_HD int64_t topp_threshold(int64_t total_mass, float top_p) {
 }
 
 // The index a draw lands on in a mass set of total `total_mass`: the first
-// element whose cumulative mass exceeds the returned value (SPEC.md "Drawing").
+// element whose cumulative mass exceeds the returned value (docs/ops/conventions.md "Drawing").
 FS_HD uint64_t draw_point(uint64_t random, int64_t total_mass) {
   return scale_rand64(random, static_cast<uint64_t>(total_mass));
 }

@@ -165,6 +165,9 @@ FS_HD void ngram_append_finish(const NgramMatchParams& a, int64_t b, const Ngram
   a.seq_lens_this_time[b] = static_cast<int32_t>(1 + total);
 }
 
+// ngram_append takes ngram_match's arguments (its generated builder fills this).
+using NgramAppendParams = NgramMatchParams;
+
 // CPU: both passes. Returns kOk.
 int ngram_append_cpu(const NgramMatchParams& params);
 

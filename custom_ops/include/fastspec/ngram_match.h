@@ -1,5 +1,5 @@
 // ngram_match: parameters, the per-slot rules shared by every backend, and
-// the launcher declarations. Semantics: SPEC.md "ngram_match".
+// the launcher declarations. Semantics: docs/ops/ngram_match.md.
 //
 // Both backends run the same two passes:
 //   1. search (parallel over slots): per decode slot, find the best match and
@@ -171,7 +171,7 @@ FS_HD int64_t ngram_drafts_of(const NgramSlot& slot, uint64_t key, const int64_t
   return count;
 }
 
-// Pass 2, sequential over slots: the budget rule of SPEC.md, one slot at a
+// Pass 2, sequential over slots: the budget rule of docs/ops/ngram_match.md, one slot at a
 // time (the XPU kernel streams the slots through local memory). Start with
 // the number of running slots, then step through every slot in order.
 struct NgramBudget {

@@ -1,9 +1,7 @@
-// One call of an op, as every front end hands it to the kernels: the tensors
-// in the order of the op's schema (fastspec/core/schema.py), the attributes as
-// integers, the backend and its stream. Front ends (the Paddle ops, the
-// pybind11 bindings) fill an OpCall and call fastspec::run; each op's glue file
-// (custom_ops/ops/<op>.cc) turns it into the op's parameter struct and
-// registers one launcher per backend. Framework-free.
+// One call of an op as every front end hands it to the kernels: the tensors in
+// schema order (fastspec/core/schema.py), the attributes as integers, the
+// backend and its stream. Front ends fill an OpCall and call fastspec::run;
+// custom_ops/dispatch/ turns it into the op's params and picks the launcher.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +40,12 @@ struct OpCall {
     return tensors[index].present ? static_cast<T*>(tensors[index].data) : nullptr;
   }
   int64_t attr(int index) const { return attrs[index]; }
+  // field = the tensor's data typed as the field (nullptr when left out); the
+  // generated <op>_params builders (build/gen/fastspec/params/) read with these.
+  template <typename T>
+  void read(int index, T*& field) const { field = data<T>(index); }
+  template <typename T>
+  void read_attr(int index, T& field) const { field = static_cast<T>(attr(index)); }
   XpuGrid xpu() const {
     XpuGrid grid = xpu_grid;
     grid.stream = stream;
@@ -61,7 +65,7 @@ int run(const char* op, const OpCall& call);
 // The backends with a launcher for `op`, e.g. "cpu, cuda" (for error messages).
 const char* backends_of(const char* op);
 
-// Registration: one static Registrar per op and backend, in the op's glue file.
+// Registration: one static Registrar per op and backend (FASTSPEC_REGISTER_OP).
 struct Registrar {
   Registrar(const char* op, Backend backend, Launcher launcher);
 };
@@ -74,3 +78,21 @@ struct Registrar {
 #define FASTSPEC_REGISTER(op, backend, launcher)                                          \
   static const ::fastspec::Registrar FASTSPEC_CONCAT(registrar_##op##_##backend, __LINE__)( \
       #op, ::fastspec::Backend::backend, launcher)
+
+// FASTSPEC_REGISTER_OP(ngram_match, build): op ngram_match runs on every backend
+// compiled in, through the launchers named after it, given build(call):
+//   ngram_match_cpu(params), ngram_match_xpu(params, XpuGrid), and with CUDA
+//   ngram_match_cuda(params, cudaStream_t) (its cudaError_t becomes the status).
+#define FASTSPEC_REGISTER_OP(op, build)                                                                     \
+  FASTSPEC_REGISTER(op, kCpu, [](const ::fastspec::OpCall& c) { return op##_cpu(build(c)); });              \
+  FASTSPEC_REGISTER(op, kXpu, [](const ::fastspec::OpCall& c) { return op##_xpu(build(c), c.xpu()); });     \
+  FASTSPEC_REGISTER_CUDA_(op, build)
+
+#if defined(FASTSPEC_WITH_CUDA)
+#define FASTSPEC_REGISTER_CUDA_(op, build)                                                       \
+  FASTSPEC_REGISTER(op, kCuda, [](const ::fastspec::OpCall& c) {                                 \
+    return static_cast<int>(op##_cuda(build(c), static_cast<cudaStream_t>(c.stream)));           \
+  })
+#else
+#define FASTSPEC_REGISTER_CUDA_(op, build) static_assert(true, "no CUDA in this build")
+#endif

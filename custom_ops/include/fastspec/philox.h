@@ -1,4 +1,4 @@
-// Philox4x32-10 and the rand64 stream of SPEC.md, one implementation for
+// Philox4x32-10 and the rand64 stream of docs/ops/conventions.md, one implementation for
 // host and device. Stateless: every number is a pure function of
 // (seed, position, stream), so results are batch-invariant and a captured
 // CUDA Graph replays with seeds and positions read from device tensors.

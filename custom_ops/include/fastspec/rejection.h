@@ -1,4 +1,4 @@
-// REJECTION verification arithmetic (SPEC.md "verify_draft_tokens",
+// REJECTION verification arithmetic (docs/ops/verify_draft_tokens.md "REJECTION",
 // **REJECTION**), shared by every backend. Probability rows may be f32, f16 or
 // bf16 (widened exactly to f32); every decision is made on int64 masses.
 //

@@ -1,26 +1,6 @@
-// top_p_candidates, sample_tokens and top_k_top_p_probs: parameters, the
-// arithmetic and the set rule shared by every backend, and the launcher
-// declarations. Semantics: SPEC.md "top_p_candidates" and "sample_tokens";
-// top_k_top_p_probs (docs/ops/sampling.md) renormalises over sample_tokens' set.
-//
-// Every decision is made on integers:
-//   * a probability becomes its f32 bit pattern (fp16/bf16 widened exactly
-//     first, by the converters below); a valid probability (finite, > 0) has
-//     bits in [1, 0x7f7fffff] and positive floats order like their bits;
-//   * an element's rank key is `combined = bits << id_bits | (V - 1 - id)`:
-//     larger combined = earlier in probability order (value descending, then
-//     id ascending); every invalid entry has bits 0, so its combined key is
-//     below 2^id_bits and below every cutoff (a cutoff is a valid element's key);
-//   * masses come from the bits by integer shifts (mass_of_bits), equal to
-//     SPEC.md's floor(min(p, 1) * 2^40) without any float operation.
-// A "cut" C is the combined key of one element; the set it selects is every
-// element with combined >= C: a prefix of the probability order.
-//
-// Both backends find cuts the same way: a radix select over the combined key,
-// 11 bits per level from the top, with per-bucket counts and masses, stopping
-// early when the chosen bucket holds a single element. The cut itself is
-// defined by the contract (it does not depend on how it is found), so the
-// backends agree bit for bit whatever their parallel schedule.
+// top_p_candidates, sample_tokens and top_k_top_p_probs (docs/ops/sampling.md):
+// their params, the integer keys and the set rule every backend shares, and
+// the launcher declarations.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +10,25 @@
 #include "fastspec/philox.h"
 
 namespace fastspec {
+
+// Every decision is made on integers:
+//   * a probability becomes its f32 bit pattern (fp16/bf16 widened exactly
+//     first, by the converters below); a valid probability (finite, > 0) has
+//     bits in [1, 0x7f7fffff] and positive floats order like their bits;
+//   * an element's rank key is `combined = bits << id_bits | (V - 1 - id)`:
+//     larger combined = earlier in probability order (value descending, then
+//     id ascending); every invalid entry has bits 0, so its combined key is
+//     below 2^id_bits and below every cutoff (a cutoff is a valid element's key);
+//   * masses come from the bits by integer shifts (mass_of_bits), equal to
+//     the contract's floor(min(p, 1) * 2^40) without any float operation.
+// A "cut" C is the combined key of one element; the set it selects is every
+// element with combined >= C: a prefix of the probability order.
+//
+// Both backends find cuts the same way: a radix select over the combined key,
+// 11 bits per level from the top, with per-bucket counts and masses, stopping
+// early when the chosen bucket holds a single element. The cut itself is
+// defined by the contract (it does not depend on how it is found), so the
+// backends agree bit for bit whatever their parallel schedule.
 
 enum ProbDtype : int32_t { kProbF32 = 0, kProbF16 = 1, kProbBF16 = 2 };
 
@@ -154,7 +153,7 @@ struct SelectResult {
   int64_t mass_upto;
 };
 
-// The set S sample_tokens draws a row from (SPEC.md "sample_tokens"): S_k =
+// The set S sample_tokens draws a row from (docs/ops/sampling.md "Rules"): S_k =
 // the first top_k valid entries in probability order (every valid entry when
 // top_k does not limit), S = the shortest prefix of S_k whose mass reaches the
 // top-p threshold of S_k's mass, or S_k's first element alone when that mass
@@ -199,45 +198,51 @@ FS_HD int64_t row_position(const int64_t* step_idx, const int32_t* cu_seqlens_q_
                               static_cast<uint64_t>(static_cast<int64_t>(cu_seqlens_q_output[b])));
 }
 
+// The params structs: fields named as the schema's arguments, filled by the
+// generated <op>_params(call) (build/gen/fastspec/params/).
 struct TopPCandidatesParams {
-  const void* probs;                        // [T, V], f32 / f16 / bf16 (ProbDtype)
-  int32_t probs_dtype;
-  const float* top_p;                       // [B]
-  const int32_t* batch_id_per_token_output; // [T]
-  int64_t* candidate_ids;                   // [T, K'] (written)
-  float* candidate_scores;                  // [T, K'] (written)
-  int32_t* candidate_lens;                  // [T] (written)
-  int64_t rows;                             // T
-  int64_t vocab;                            // V
-  int64_t batch;                            // B
-  int32_t max_candidate_len;                // K' in [1, min(V, 1024)]
-  int32_t num_threads;                      // CPU only: 1 runs inline, else the thread pool
+  const void* probs;                         // [T, V] f32 / f16 / bf16
+  int32_t probs_dtype;                       // ProbDtype of probs
+  const float* top_p;                        // [B] float32
+  const int32_t* batch_id_per_token_output;  // [T] int32
+  int64_t* candidate_ids;                    // [T, K'] int64, written
+  float* candidate_scores;                   // [T, K'] float32, written
+  int32_t* candidate_lens;                   // [T] int32, written
+  int64_t rows;                              // T
+  int64_t vocab;                             // V
+  int64_t batch;                             // B
+  int32_t max_candidate_len;                 // K' in [1, min(V, 1024)]
+  int32_t num_threads;                       // CPU only: 1 runs inline, else the thread pool
 };
 
 struct SampleTokensParams {
-  const void* probs;                        // [T, V], f32 / f16 / bf16 (ProbDtype)
-  int32_t probs_dtype;
-  const float* top_p;                       // [B]
-  const int32_t* top_k;                     // [B]
-  const int64_t* seed;                      // [B]
-  const int64_t* step_idx;                  // [B]
-  const int32_t* batch_id_per_token_output; // [T]
-  const int32_t* cu_seqlens_q_output;       // [B + 1]
-  int64_t* tokens;                          // [T] (written)
-  int64_t rows, vocab, batch;
-  int32_t num_threads;                      // CPU only
-  uint32_t stream;                          // rand64 stream: kStreamTarget or kStreamDraft
+  const void* probs;                         // [T, V] f32 / f16 / bf16
+  int32_t probs_dtype;                       // ProbDtype of probs
+  const float* top_p;                        // [B] float32
+  const int32_t* top_k;                      // [B] int32
+  const int64_t* seed;                       // [B] int64
+  const int64_t* step_idx;                   // [B] int64
+  const int32_t* batch_id_per_token_output;  // [T] int32
+  const int32_t* cu_seqlens_q_output;        // [B + 1] int32
+  int64_t* tokens;                           // [T] int64, written
+  int64_t rows;                              // T
+  int64_t vocab;                             // V
+  int64_t batch;                             // B
+  int32_t num_threads;                       // CPU only: 1 runs inline, else the thread pool
+  uint32_t rand_stream;                      // rand64 stream: kStreamTarget or kStreamDraft
 };
 
 struct TopKTopPProbsParams {
-  const void* probs;                        // [T, V], f32 / f16 / bf16 (ProbDtype)
-  int32_t probs_dtype;
-  const float* top_p;                       // [B]
-  const int32_t* top_k;                     // [B]
-  const int32_t* batch_id_per_token_output; // [T]
-  float* target_probs;                      // [T, V] (written, every element)
-  int64_t rows, vocab, batch;
-  int32_t num_threads;                      // CPU only
+  const void* probs;                         // [T, V] f32 / f16 / bf16
+  int32_t probs_dtype;                       // ProbDtype of probs
+  const float* top_p;                        // [B] float32
+  const int32_t* top_k;                      // [B] int32
+  const int32_t* batch_id_per_token_output;  // [T] int32
+  float* target_probs;                       // [T, V] float32, written (every element)
+  int64_t rows;                              // T
+  int64_t vocab;                             // V
+  int64_t batch;                             // B
+  int32_t num_threads;                       // CPU only: 1 runs inline, else the thread pool
 };
 
 // The random streams sample_tokens may draw with: TARGET (the target's

@@ -1,5 +1,5 @@
 // update_model_status: parameters, the per-slot rule shared by every backend,
-// and the launcher declarations. Semantics: SPEC.md "update_model_status".
+// and the launcher declarations. Semantics: docs/ops/update_model_status.md.
 //
 // Each slot is updated independently; has_running is the OR over slots of
 // "running after the update" (CPU: a reduction; CUDA: one block, __syncthreads_or).
@@ -42,7 +42,7 @@ FS_HD bool slot_running(int32_t enc, int32_t dec, bool stopped, bool blocked) {
   return (is_prefill(enc) || is_decode(enc, dec)) && !stopped && !blocked;
 }
 
-// SPEC.md's per-slot rule, all but the history: the kept tokens are left in
+// The per-slot rule (docs/ops/update_model_status.md), all but the history: the kept tokens are left in
 // accept_tokens[b, 0:accept_num[b]], and *history_at is where they go in
 // token_ids_all[b, :] (update_slot writes them; the XPU kernel copies them
 // out of local memory). Returns whether the slot is running afterwards.

@@ -1,5 +1,5 @@
 // verify_draft_tokens: parameters, the per-slot rule shared by every backend,
-// and the launcher declarations. Semantics: SPEC.md "verify_draft_tokens".
+// and the launcher declarations. Semantics: docs/ops/verify_draft_tokens.md.
 //
 // Every slot is independent (no cross-slot pass), so both backends run
 // verify_slot once per slot: CPU threads across slots, one CUDA thread per slot.
@@ -22,34 +22,46 @@ enum VerifyStrategy : int32_t {
   kVerifyRejection = 3,    // drafts with probabilities: accept iff u * q(d) < p(d) (rejection.h)
 };
 
+// Fields named as the schema's arguments, filled by the generated
+// verify_draft_tokens_params(call) (build/gen/fastspec/params/); the sizes of
+// the strategy's own tensors (T, Kc, V) by custom_ops/dispatch/verify_draft_tokens.cc.
 struct VerifyDraftTokensParams {
-  int64_t* accept_tokens;              // [B, K + 1], in place
-  int32_t* accept_num;                 // [B], in place
-  const int64_t* draft_tokens;         // [B, K + 1]
-  const int64_t* target_tokens;        // [T]: GREEDY, TARGET_MATCH (else unused)
-  const int64_t* candidate_ids;        // [T, K']: TOPP (else unused)
-  const float* candidate_scores;       // [T, K']: TOPP
-  const int32_t* candidate_lens;       // [T]: TOPP
-  const int64_t* seed;                 // [B]
-  const int64_t* step_idx;             // [B]
-  const bool* stop_flags;              // [B]
-  const bool* is_block_step;           // [B]
-  const int32_t* seq_lens_encoder;     // [B]
-  const int32_t* seq_lens_this_time;   // [B]
-  const int32_t* cu_seqlens_q_output;  // [B + 1]
-  const int32_t* reasoning_status;     // [B] or nullptr (no slot is reasoning)
-  const int64_t* max_dec_len;          // [B]
-  const int64_t* end_tokens;           // [E], E >= 1
-  RejectionRows rejection;             // REJECTION: target_probs / draft_probs [T, V] (else unused)
+  int64_t* accept_tokens;              // [B, K + 1] int64, in place
+  int32_t* accept_num;                 // [B] int32, in place
+  const int64_t* draft_tokens;         // [B, K + 1] int64
+  const int64_t* target_tokens;        // [T] int64: GREEDY, TARGET_MATCH (else unused)
+  const int64_t* candidate_ids;        // [T, Kc] int64: TOPP (else unused)
+  const float* candidate_scores;       // [T, Kc] float32: TOPP
+  const int32_t* candidate_lens;       // [T] int32: TOPP
+  const int64_t* seed;                 // [B] int64
+  const int64_t* step_idx;             // [B] int64
+  const bool* stop_flags;              // [B] bool
+  const bool* is_block_step;           // [B] bool
+  const int32_t* seq_lens_encoder;     // [B] int32
+  const int32_t* seq_lens_this_time;   // [B] int32
+  const int32_t* cu_seqlens_q_output;  // [B + 1] int32
+  const int32_t* reasoning_status;     // [B] int32, or nullptr (no slot is reasoning)
+  const int64_t* max_dec_len;          // [B] int64
+  const int64_t* end_tokens;           // [E] int64, E >= 1
+  const void* target_probs;            // [T, V] f32 / f16 / bf16: REJECTION (p)
+  int32_t target_probs_dtype;          // ProbDtype of target_probs and draft_probs
+  const void* draft_probs;             // [T, V]: REJECTION (q)
+  int32_t draft_probs_dtype;           // = target_probs_dtype (the front ends check)
   int64_t batch;                       // B
   int64_t draft_cols;                  // K + 1
-  int64_t rows;                        // T
-  int64_t candidate_cols;              // K' (TOPP)
+  int64_t rows;                        // T (0 when the strategy's tensors are left out)
+  int64_t candidate_cols;              // Kc (TOPP)
+  int64_t vocab;                       // V (REJECTION)
   int64_t num_end_tokens;              // E
   int32_t strategy;                    // VerifyStrategy
   bool accept_all;
   bool reject_all;                     // wins over accept_all
+
+  FS_HD RejectionRows rejection() const { return {target_probs, draft_probs, target_probs_dtype, vocab}; }
 };
+
+// The strategies the kernels know; every backend refuses any other.
+FS_HD bool verify_strategy_ok(int32_t strategy) { return strategy >= kVerifyTopp && strategy <= kVerifyRejection; }
 
 FS_HD bool is_end_token(int64_t token, const int64_t* end_tokens, int64_t count) {
   for (int64_t e = 0; e < count; ++e) {
@@ -67,7 +79,7 @@ FS_HD int64_t verify_candidate_len(const VerifyDraftTokensParams& a, int64_t t) 
 // of request b)? accept_all and negative drafts are verify_slot_with's.
 FS_HD bool verify_accepts(const VerifyDraftTokensParams& a, int64_t b, int64_t t, int64_t d,
                           int64_t position) {
-  if (a.strategy == kVerifyRejection) return rejection_accepts(a.rejection, t, d, a.seed[b], position);
+  if (a.strategy == kVerifyRejection) return rejection_accepts(a.rejection(), t, d, a.seed[b], position);
   if (a.strategy == kVerifyTopp) {
     const int64_t* ids = a.candidate_ids + t * a.candidate_cols;
     const int64_t len = verify_candidate_len(a, t);
@@ -87,7 +99,7 @@ FS_HD int64_t verify_correction(const VerifyDraftTokensParams& a, int64_t b, int
                                 int64_t position, bool rejected) {
   int64_t token = -1;
   if (a.strategy == kVerifyRejection) {
-    token = rejection_correction(a.rejection, t, rejected, a.seed[b], position);
+    token = rejection_correction(a.rejection(), t, rejected, a.seed[b], position);
   } else if (a.strategy == kVerifyTopp) {
     const int64_t len = verify_candidate_len(a, t);
     if (len > 0) {
@@ -125,9 +137,10 @@ struct VerifyRowsInMemory {
   }
 };
 
-// SPEC.md's per-slot rule. Writes accept_tokens[b, :] and accept_num[b]. A
-// negative draft is never accepted (the op never emits -1), not even under
-// accept_all; a correction that is not a real token becomes end_tokens[0].
+// The per-slot rule (docs/ops/verify_draft_tokens.md "Rules"). Writes
+// accept_tokens[b, :] and accept_num[b]. A negative draft is never accepted
+// (the op never emits -1), not even under accept_all; a correction that is not
+// a real token becomes end_tokens[0].
 template <class Rows>
 FS_HD void verify_slot_with(const VerifyDraftTokensParams& a, int64_t b, const Rows& rows) {
   int64_t* out = a.accept_tokens + b * a.draft_cols;
@@ -152,7 +165,7 @@ FS_HD void verify_slot_with(const VerifyDraftTokensParams& a, int64_t b, const R
   int64_t cur = a.step_idx[b];
   int64_t emitted = 0;
   bool ended = false;
-  // emit(i, tok) of SPEC.md; returns whether the request ended.
+  // emit(i, tok) of the rule; returns whether the request ended.
   auto emit = [&](int64_t token) {
     cur = static_cast<int64_t>(static_cast<uint64_t>(cur) + 1);  // wraps, like the reference
     const bool is_end = is_end_token(token, a.end_tokens, a.num_end_tokens);

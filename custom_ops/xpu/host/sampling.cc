@@ -19,14 +19,14 @@ int top_p_candidates_xpu(const TopPCandidatesParams& p, const XpuGrid& grid) {
 
 int sample_tokens_xpu(const SampleTokensParams& p, const XpuGrid& grid) {
   if (!xpu::grid_ok(grid) || check_sampling_sizes(p.rows, p.vocab, p.batch, p.probs_dtype) != kOk ||
-      !sample_stream_ok(p.stream)) {
+      !sample_stream_ok(p.rand_stream)) {
     return kInvalidArgument;
   }
   if (p.rows == 0) return kOk;
   return FS_XPU_LAUNCH(grid.clusters, grid, xpu::sample_tokens_kernel, static_cast<const unsigned char*>(p.probs),
                        p.probs_dtype, p.top_p, p.top_k, xpu::i64(p.seed), xpu::i64(p.step_idx),
                        p.batch_id_per_token_output, p.cu_seqlens_q_output, xpu::i64(p.tokens), p.rows, p.vocab,
-                       p.batch, p.stream);
+                       p.batch, p.rand_stream);
 }
 
 int top_k_top_p_probs_xpu(const TopKTopPProbsParams& p, const XpuGrid& grid) {

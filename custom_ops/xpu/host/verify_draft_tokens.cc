@@ -6,12 +6,11 @@ namespace fastspec {
 
 int verify_draft_tokens_xpu(const VerifyDraftTokensParams& p, const XpuGrid& grid) {
   if (!xpu::grid_ok(grid) || p.batch < 0 || p.draft_cols < 1 || p.draft_cols > xpu::kMaxDraftCols ||
-      p.num_end_tokens < 1 || p.num_end_tokens > xpu::kMaxEndTokens || p.strategy < kVerifyTopp ||
-      p.strategy > kVerifyRejection) {
+      p.num_end_tokens < 1 || p.num_end_tokens > xpu::kMaxEndTokens || !verify_strategy_ok(p.strategy)) {
     return kInvalidArgument;
   }
   if (p.batch == 0) return kOk;
-  const RejectionRows& r = p.rejection;
+  const RejectionRows r = p.rejection();
   return FS_XPU_LAUNCH(grid.clusters, grid, xpu::verify_draft_tokens_kernel, xpu::i64(p.accept_tokens),
                        p.accept_num, xpu::i64(p.draft_tokens), xpu::i64(p.target_tokens), xpu::i64(p.candidate_ids),
                        p.candidate_scores, p.candidate_lens, xpu::i64(p.seed), xpu::i64(p.step_idx), p.stop_flags,

@@ -1,0 +1,249 @@
+// The AVX-512 row passes of the CPU sampling kernels (F and DQ): 16 keys at a
+// time, the same integers as sampling_scalar.h (bf16 bits << 16 are its f32
+// bits; fp16 as f16_to_f32_bits). Every function carries FS_TARGET_AVX512.
+// Included by sampling.cc only (through sampling_passes.h).
+#pragma once
+
+#include "fastspec/cpu_features.h"
+
+#if FASTSPEC_X86
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "sampling_row.h"
+#include "sampling_scalar.h"
+#include "simd.h"
+
+namespace fastspec {
+namespace {
+
+FS_TARGET_AVX512 inline __m512i f32_bits16(F32Tag, const float* p) { return _mm512_loadu_si512(p); }
+FS_TARGET_AVX512 inline __m512i f32_bits16(BF16Tag, const uint16_t* p) {
+  return _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16);
+}
+
+FS_TARGET_AVX512 inline __m512i f32_bits16(F16Tag, const uint16_t* p) {  // f16_to_f32_bits, 16 lanes
+  const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(0x8000)), 16);
+  const __m512i exp = _mm512_and_si512(_mm512_srli_epi32(h, 10), _mm512_set1_epi32(0x1f));
+  const __m512i mant = _mm512_and_si512(h, _mm512_set1_epi32(0x3ff));
+  const __m512i mant13 = _mm512_slli_epi32(mant, 13);
+  const __m512i normal = _mm512_or_si512(_mm512_slli_epi32(_mm512_add_epi32(exp, _mm512_set1_epi32(112)), 23), mant13);
+  const __m512i infnan = _mm512_or_si512(_mm512_set1_epi32(0x7f800000), mant13);
+  const __m512i sub = _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(mant), _mm512_set1_ps(5.9604644775390625e-08f)));
+  __m512i r = _mm512_mask_mov_epi32(normal, _mm512_cmpeq_epi32_mask(exp, _mm512_setzero_si512()), sub);
+  r = _mm512_mask_mov_epi32(r, _mm512_cmpeq_epi32_mask(exp, _mm512_set1_epi32(0x1f)), infnan);
+  return _mm512_or_si512(r, sign);
+}
+
+template <typename Tag>
+FS_TARGET_AVX512 inline __m512i keys16(const typename Tag::T* p) {
+  const __m512i bits = f32_bits16(Tag{}, p);
+  const __mmask16 valid = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(bits, _mm512_set1_epi32(1)),
+                                                  _mm512_set1_epi32(0x7f7fffff));
+  return _mm512_maskz_mov_epi32(valid, bits);
+}
+
+template <typename Tag>
+FS_TARGET_AVX512 RowTotals totals_and_bound(Avx512, const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
+  const __m512d scale = _mm512_set1_pd(1099511627776.0);
+  const __m512i one_bits = _mm512_set1_epi32(0x3f800000);
+  const __m512i one = _mm512_set1_epi32(1);
+  int64_t n = 0;
+  __m512i msum = _mm512_setzero_si512();
+  __m512i vmin = _mm512_set1_epi32(-1);  // min of key - 1: invalid (0) wraps to the top
+  uint32_t mn = 0xffffffffu;
+  const int64_t size = row.vocab / chunks;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * size, end = c + 1 == chunks ? row.vocab : begin + size;
+    __m512i vmax = _mm512_setzero_si512();
+    uint32_t mx = 0;
+    int64_t i = begin;
+    for (; i + 16 <= end; i += 16) {
+      const __m512i key = keys16<Tag>(row.p + i);
+      vmax = _mm512_max_epu32(vmax, key);
+      vmin = _mm512_min_epu32(vmin, _mm512_sub_epi32(key, one));
+      n += __builtin_popcount(_mm512_test_epi32_mask(key, key));
+      const __m512 clamped = _mm512_castsi512_ps(_mm512_min_epu32(key, one_bits));
+      const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(clamped));
+      const __m512d hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(clamped, 1));
+      msum = _mm512_add_epi64(msum, _mm512_cvttpd_epi64(_mm512_mul_pd(lo, scale)));
+      msum = _mm512_add_epi64(msum, _mm512_cvttpd_epi64(_mm512_mul_pd(hi, scale)));
+    }
+    mx = _mm512_reduce_max_epu32(vmax);
+    int64_t tail_mass = 0;
+    for (; i < end; ++i) {
+      const uint32_t k = row.key(i);
+      n += k != 0;
+      tail_mass += mass_fast(k);
+      mx = std::max(mx, k);
+      mn = std::min(mn, k - 1u);
+    }
+    msum = _mm512_add_epi64(msum, _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, tail_mass));
+    maxima[c] = mx;
+  }
+  mn = std::min(mn, _mm512_reduce_min_epu32(vmin));
+  return {n, _mm512_reduce_add_epi64(msum), mn + 1u};
+}
+
+template <typename Tag>
+FS_TARGET_AVX512 int64_t gather_above(Avx512, const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mass) {
+  Gather<Tag> gather(row, s);
+  const __m512i vtau = _mm512_set1_epi32(static_cast<int>(tau));
+  int64_t i = 0;
+  for (; i + 16 <= row.vocab; i += 16) gather.lanes(i, _mm512_cmpge_epu32_mask(keys16<Tag>(row.p + i), vtau));
+  return gather.rest(i, tau, mass);
+}
+
+// The masses of 16 keys (mass_fast), lanes 0-7 and 8-15.
+FS_TARGET_AVX512 inline void masses16(__m512i key, __m512i* lo, __m512i* hi) {
+  const __m512d scale = _mm512_set1_pd(1099511627776.0);
+  const __m512 clamped = _mm512_castsi512_ps(_mm512_min_epu32(key, _mm512_set1_epi32(0x3f800000)));
+  *lo = _mm512_cvttpd_epi64(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(clamped)), scale));
+  *hi = _mm512_cvttpd_epi64(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(clamped, 1)), scale));
+}
+
+// Keys below 2^-14 (as floats) have masses below 2^26 (mass_of_bits in 32-bit
+// lanes), so a 32-bit lane sums its kDrawBlock / 16 entries of a block
+// without overflow.
+constexpr uint32_t kSmallKeys = 0x38800000u;
+static_assert(kDrawBlock / 16 * (int64_t{1} << 26) <= (int64_t{1} << 32), "block sums fit 32 bits");
+
+FS_TARGET_AVX512 inline __m512i small_masses16(__m512i key) {  // mass_of_bits for keys < kSmallKeys
+  const __m512i e = _mm512_srli_epi32(key, 23);
+  const __m512i mant = _mm512_or_si512(_mm512_and_si512(key, _mm512_set1_epi32(0x7fffff)), _mm512_set1_epi32(0x800000));
+  const __m512i bias = _mm512_set1_epi32(110);
+  const __m512i up = _mm512_sllv_epi32(mant, _mm512_max_epi32(_mm512_sub_epi32(e, bias), _mm512_setzero_si512()));
+  const __m512i m = _mm512_srlv_epi32(up, _mm512_max_epi32(_mm512_sub_epi32(bias, e), _mm512_setzero_si512()));
+  return _mm512_maskz_mov_epi32(_mm512_test_epi32_mask(e, e), m);  // exponent 0 (subnormal, invalid): 0
+}
+
+// Entries [i, i + 64) whose bucket is below limit go into hist: buckets (and,
+// for small keys, masses) computed and compressed by the vector unit, the adds
+// in scalar (the part that costs).
+template <typename Tag, bool kSmall>
+FS_TARGET_AVX512 inline void flat_group(const Row<Tag>& row, int64_t i, __m512i vlo, __m128i vshift, __m512i vlimit,
+                                         int64_t* hist) {
+  alignas(64) uint32_t dig[64 + 16];
+  alignas(64) uint32_t val[64 + 16];  // masses (kSmall) or keys
+  int m = 0;
+  for (int v = 0; v < 4; ++v) {
+    const __m512i k = keys16<Tag>(row.p + i + 16 * v);
+    const __m512i d = _mm512_srl_epi32(_mm512_sub_epi32(_mm512_max_epu32(k, vlo), vlo), vshift);  // invalid: 0
+    const __mmask16 sel = _mm512_cmplt_epu32_mask(d, vlimit);
+    _mm512_storeu_si512(dig + m, _mm512_maskz_compress_epi32(sel, d));
+    _mm512_storeu_si512(val + m, _mm512_maskz_compress_epi32(sel, kSmall ? small_masses16(k) : k));
+    m += __builtin_popcount(sel);
+  }
+  for (int j = 0; j < m; ++j) hist[dig[j]] += kSmall ? static_cast<int64_t>(val[j]) : mass_fast(val[j]);
+}
+
+// flat_cut_bucket(Scalar)'s answer in two phases. Every 32nd group of 64
+// entries is histogrammed in full; from that sample, a bucket limit that the
+// cut very likely lies below (the bottom excl/total of the mass plus a
+// margin). The rest of the row adds only its entries below the limit (a top-p
+// cut lies near the bottom of a flat row). If the cut is not found below the
+// limit, the full histogram is built after all: the result is the same either
+// way, only the time differs.
+template <typename Tag, bool kSmall>
+FS_TARGET_AVX512 int flat_cut_bucket_avx512(const Row<Tag>& row, uint32_t lo, int shift, int64_t excl, int64_t total,
+                                            int64_t* hist, int64_t* below) {
+  std::fill(hist, hist + kRadixBuckets, 0);
+  const __m512i vlo = _mm512_set1_epi32(static_cast<int>(lo));
+  const __m128i vshift = _mm_cvtsi32_si128(shift);
+  const int64_t groups = row.vocab / 64;
+  const __m512i all = _mm512_set1_epi32(kRadixBuckets);
+  for (int64_t g = 0; g < groups; g += 32) flat_group<Tag, kSmall>(row, g * 64, vlo, vshift, all, hist);
+  int limit = kRadixBuckets;
+  int64_t sampled = 0;
+  for (int d = 0; d < kRadixBuckets; ++d) sampled += hist[d];
+  const double frac = static_cast<double>(excl) / static_cast<double>(total) + 0.03;
+  if (groups >= 128 && frac < 0.9) {
+    const int64_t want = static_cast<int64_t>(frac * static_cast<double>(sampled));
+    int64_t cum = 0;
+    int d = 0;
+    while (d < kRadixBuckets && cum <= want) cum += hist[d++];
+    limit = std::min(kRadixBuckets, d + 8);
+  }
+  const __m512i vlimit = _mm512_set1_epi32(limit);
+  for (int64_t g = 0; g < groups; ++g) {
+    if (g % 32 != 0) flat_group<Tag, kSmall>(row, g * 64, vlo, vshift, vlimit, hist);
+  }
+  for (int64_t i = groups * 64; i < row.vocab; ++i) {
+    const uint32_t k = row.key(i);
+    const uint32_t d = (std::max(k, lo) - lo) >> shift;
+    if (static_cast<int>(d) < limit) hist[d] += mass_fast(k);
+  }
+  const int d = walk_from_bottom(hist, limit, excl, below);
+  if (d >= 0 || limit == kRadixBuckets) return d;
+  // The cut lies above the limit: the rest of the histogram after all.
+  const __m512i vall = _mm512_set1_epi32(kRadixBuckets);
+  std::fill(hist, hist + kRadixBuckets, 0);
+  for (int64_t g = 0; g < groups; ++g) flat_group<Tag, kSmall>(row, g * 64, vlo, vshift, vall, hist);
+  for (int64_t i = groups * 64; i < row.vocab; ++i) {
+    const uint32_t k = row.key(i);
+    hist[(std::max(k, lo) - lo) >> shift] += mass_fast(k);
+  }
+  return walk_from_bottom(hist, kRadixBuckets, excl, below);
+}
+
+template <typename Tag>
+FS_TARGET_AVX512 int64_t flat_bucket_pass(Avx512, const Row<Tag>& row, uint32_t blo, uint32_t btop, uint32_t max_key,
+                                                 Scratch& s) {
+  flat_prepare(row.vocab, s);
+  uint64_t* out = s.gathered.data();
+  int64_t n = 0;
+  const bool small = max_key < kSmallKeys;
+  const __m512i vblo = _mm512_set1_epi32(static_cast<int>(blo));
+  const __m512i vtop = _mm512_set1_epi32(static_cast<int>(btop));
+  for (int64_t begin = 0, b = 0; begin < row.vocab; begin += kDrawBlock, ++b) {
+    const int64_t end = std::min(row.vocab, begin + kDrawBlock);
+    __m512i acc = _mm512_setzero_si512();  // 8 x int64, or 16 x uint32 when small
+    int64_t i = begin;
+    for (; i + 16 <= end; i += 16) {
+      const __m512i key = keys16<Tag>(row.p + i);
+      const __mmask16 above = _mm512_cmpge_epu32_mask(key, vtop);
+      if (small) {
+        acc = _mm512_mask_add_epi32(acc, above, acc, small_masses16(key));
+      } else {
+        __m512i mlo, mhi;
+        masses16(key, &mlo, &mhi);
+        acc = _mm512_mask_add_epi64(acc, static_cast<__mmask8>(above), acc, mlo);
+        acc = _mm512_mask_add_epi64(acc, static_cast<__mmask8>(above >> 8), acc, mhi);
+      }
+      uint32_t hits = _mm512_mask_cmpge_epu32_mask(static_cast<__mmask16>(~above), key, vblo);
+      while (hits) {
+        const int lane = __builtin_ctz(hits);
+        hits &= hits - 1;
+        out[n++] = combined_key(row.key(i + lane), i + lane, row.vocab, row.id_bits);
+      }
+    }
+    if (small) {
+      acc = _mm512_add_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(acc)),
+                             _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(acc, 1)));
+    }
+    int64_t m = _mm512_reduce_add_epi64(acc);
+    for (; i < end; ++i) {
+      const uint32_t k = row.key(i);
+      m += k >= btop ? mass_fast(k) : 0;
+      if (k >= blo && k < btop) out[n++] = combined_key(k, i, row.vocab, row.id_bits);
+    }
+    s.block_mass[b] = m;
+  }
+  return n;
+}
+
+// The bucket that straddles the cut, with the masses in 32-bit lanes when every key is small.
+template <typename Tag>
+FS_TARGET_AVX512 int flat_cut_bucket(Avx512, const Row<Tag>& row, uint32_t lo, uint32_t max_key, int shift,
+                                     int64_t excl, int64_t total, int64_t* hist, int64_t* below) {
+  return max_key < kSmallKeys ? flat_cut_bucket_avx512<Tag, true>(row, lo, shift, excl, total, hist, below)
+                              : flat_cut_bucket_avx512<Tag, false>(row, lo, shift, excl, total, hist, below);
+}
+
+}  // namespace
+}  // namespace fastspec
+
+#endif  // FASTSPEC_X86
