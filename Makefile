@@ -40,6 +40,7 @@ bench: build
 	$(PY) bench/bench_sampling.py
 	$(PY) bench/bench_verify_update.py
 	$(PY) bench/bench_adaptive.py --grid smoke
+	$(PY) bench/bench_call_overhead.py
 
 # The pybind11 bindings under ASan + UBSan, into build/sanitize/ (never over fastspec/_lib).
 sanitize-build: setup

@@ -44,6 +44,7 @@ from fastspec.core.errors import FastspecArgumentError, FastspecBuildError, Fast
 from fastspec.core.wrappers import make_op, pack_result, result_type
 from fastspec.core.schema import SCHEMAS, OpSchema, Tensor, VerifyStrategy
 from fastspec.core.validate import TensorMeta, validate
+from fastspec.arrays._memo import Verdict, fast_path, remember
 
 BACKENDS = {"cpu": 0, "cuda": 1, "xpu": 2}  # op_call.h Backend
 KERNELS_LIB_ENV = "FASTSPEC_KERNELS_LIB"  # unset: fastspec/_lib; "sanitize": SANITIZE_LIB_DIR
@@ -214,8 +215,9 @@ def _xpu_grid(op: OpSchema, grid: Any) -> tuple[int, int]:
     return clusters, cores
 
 
-def _prepare(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extras: dict[str, Any]) -> tuple[Any, Any]:
-    """Checks a call against the schema and allocates missing outputs; returns (launch, result)."""
+def _prepare(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any],
+             extras: dict[str, Any]) -> tuple[Any, Any, Verdict]:
+    """Checks a call against the schema and allocates missing outputs; returns (launch, result, verdict)."""
     arrays = {t.name: None if tensors[t.name] is None else read_array(op, t, tensors[t.name]) for t in op.tensors}
     backend = extras.get("backend")
     if backend not in (None, XPU_EMULATOR):
@@ -253,13 +255,29 @@ def _prepare(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extra
             [r.address if r else 0 for r in refs], [DTYPE_CODES.get(r.meta.dtype, -1) if r else -1 for r in refs],
             [list(r.meta.shape) if r else [] for r in refs], [r is not None for r in refs], attr_values,
             int(stream or 0), int(extras.get("num_threads") or 0), grid, bool(extras.get("xpu_reverse_clusters")))
-    return functools.partial(module().run, *args), pack_result(op, values)
+    verdict = Verdict(tuple(r is not None for r in refs), args[3], attr_values,
+                      tuple(_output_shape(out, checked.dims) for out in op.outputs))
+    launch = functools.partial(module().run, *args)
+    launch.arrays = values  # the outputs allocated here live as long as the launch that writes them
+    return launch, pack_result(op, values), verdict
 
 
 def run(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extras: dict[str, Any]) -> Any:
     """Checks a call against the schema, allocates missing outputs and runs the kernel."""
-    launch, result = _prepare(op, tensors, attrs, extras)
+    launch, result, _ = _prepare(op, tensors, attrs, extras)
     launch()
+    return result
+
+
+def run_remembered(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extras: dict[str, Any],
+                   key: tuple | None) -> Any:
+    """:func:`run`; the verdict of a call on plain numpy arrays on the CPU is kept under ``key``
+    (see :mod:`fastspec.arrays._memo`), so the next call like it skips the checks."""
+    launch, result, verdict = _prepare(op, tensors, attrs, extras)
+    launch()
+    if key is not None and all(v is None or type(v) is np.ndarray for v in tensors.values()) \
+            and extras["backend"] is None and extras["stream"] is None:
+        remember(op, key, verdict)
     return result
 
 
@@ -270,7 +288,7 @@ def prepare(op_name: str, *args: Any, **kwargs: Any) -> Any:
     shapes; their contents may change between launches. For benchmarks and hot loops that
     cannot afford the checks on every call; ``fastspec.arrays.<op>`` is the safe way.
     """
-    launch, _ = _prepare(SCHEMAS[op_name], *globals()[op_name].bind_arguments(*args, **kwargs))
+    launch, _, _ = _prepare(SCHEMAS[op_name], *globals()[op_name].bind_arguments(*args, **kwargs))
     return launch
 
 
@@ -290,8 +308,9 @@ _EXTRA_DOC = ("    num_threads (CPU only): 1 keeps the work on the calling threa
 
 
 def _op(name: str) -> Any:
-    return make_op(SCHEMAS[name], run, module=__name__, setup=_SETUP, outputs_are_args=True, extras=_EXTRAS,
-                   extra_doc=_EXTRA_DOC)
+    op = SCHEMAS[name]
+    return make_op(op, run, module=__name__, setup=_SETUP, outputs_are_args=True, extras=_EXTRAS,
+                   extra_doc=_EXTRA_DOC, fast_path=fast_path(op, run_remembered, DEFAULT_XPU_GRID))
 
 
 ngram_match = _op("ngram_match")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from fastspec.core.errors import FastspecTypeError
@@ -74,11 +75,48 @@ def signature(op: OpSchema, outputs_are_args: bool, extras: tuple[inspect.Parame
     return inspect.Signature(params + list(extras))
 
 
+@dataclass(frozen=True)
+class FastPath:
+    """Lines a front end puts at the head of an op's generated function (indented by 4; the
+    arguments are local variables by name) and the names they use (the function's globals:
+    ``_op`` and ``_run`` are added). They return the result of a call they can check and run
+    themselves; else the general ``run`` does it."""
+
+    lines: tuple[str, ...] = ()
+    names: dict[str, Any] = field(default_factory=dict)
+
+
+def _dict_source(names: Any) -> str:
+    return "{" + ", ".join(f"{name!r}: {name}" for name in names) + "}"
+
+
+def literal_function(name: str, sig: inspect.Signature, body: list[str], names: dict[str, Any]) -> Callable:
+    """A function ``name`` whose parameters are spelled out as ``sig``'s (defaults by name): Python
+    binds a call to it at the cost of any call, where ``inspect.Signature.bind`` costs microseconds.
+    ``names`` becomes its globals (what the body refers to)."""
+    params, keyword_only, defaults = [], False, {}
+    for p in sig.parameters.values():
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and not keyword_only:
+            params.append("*")
+            keyword_only = True
+        if p.default is inspect.Parameter.empty:
+            params.append(p.name)
+        else:
+            defaults[f"_default_{p.name}"] = p.default
+            params.append(f"{p.name}=_default_{p.name}")
+    source = f"def {name}({', '.join(params)}):\n" + "\n".join(f"    {line}" for line in body) + "\n"
+    names.update(defaults)
+    exec(compile(source, f"<fastspec.{name}>", "exec"), names)  # noqa: S102 (source made from our schema)
+    return names.pop(name)
+
+
 def make_op(op: OpSchema, run: Callable[..., Any], *, module: str, setup: str, outputs_are_args: bool,
-            extras: tuple[inspect.Parameter, ...] = (), extra_doc: str = "") -> Callable[..., Any]:
+            extras: tuple[inspect.Parameter, ...] = (), extra_doc: str = "",
+            fast_path: FastPath | None = None) -> Callable[..., Any]:
     """A public op function: binds the call to ``op``'s signature and hands
-    ``run(op, tensors, attrs, extras)`` dictionaries by name. Its ``bind_arguments``
-    attribute does the binding alone and returns those three dictionaries."""
+    ``run(op, tensors, attrs, extras)`` dictionaries by name, unless the front end's
+    ``fast_path`` lines returned first. Its ``bind_arguments`` attribute does the binding
+    alone and returns those three dictionaries."""
     sig = signature(op, outputs_are_args, extras)
     tensor_names = {t.name for t in op.tensors}
     extra_names = {p.name for p in extras}
@@ -94,8 +132,19 @@ def make_op(op: OpSchema, run: Callable[..., Any], *, module: str, setup: str, o
         attrs = {a.name: given[a.name] for a in op.attrs}
         return tensors, attrs, {name: given[name] for name in extra_names}
 
+    tensors = [name for name in sig.parameters if name in tensor_names]
+    general = f"return _run(_op, {_dict_source(tensors)}, {_dict_source(op.attr_names)}, {_dict_source(extra_names)})"
+    fast_path = fast_path or FastPath()
+    fast_path.names.update(_run=run, _op=op)
+    bound_call = literal_function(op.name, sig, [*fast_path.lines, general], fast_path.names)
+
     def call(*args: Any, **kwargs: Any) -> Any:
-        return run(op, *bind_arguments(*args, **kwargs))
+        try:
+            return bound_call(*args, **kwargs)
+        except TypeError as error:
+            if error.__traceback__.tb_next is None:  # raised by the binding itself: worded as the op's error
+                bind_arguments(*args, **kwargs)
+            raise
 
     call.__name__ = call.__qualname__ = op.name
     call.__module__ = module

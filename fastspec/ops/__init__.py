@@ -9,6 +9,7 @@ and an example; docs/ops/ has the full contracts.
 
 from fastspec.core.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError
 from fastspec.core.wrappers import make_op, result_type
+from fastspec.ops._eager import fast_path
 from fastspec.ops._library import load, run
 from fastspec.core.schema import SCHEMAS, VerifyStrategy
 
@@ -18,7 +19,8 @@ _SETUP = ">>> import paddle, fastspec.ops as fs; T = paddle.to_tensor"
 
 
 def _op(name: str):
-    return make_op(SCHEMAS[name], run, module=__name__, setup=_SETUP, outputs_are_args=False)
+    return make_op(SCHEMAS[name], run, module=__name__, setup=_SETUP, outputs_are_args=False,
+                   fast_path=fast_path(SCHEMAS[name]))
 
 
 ngram_match = _op("ngram_match")

@@ -84,10 +84,7 @@ def run_op(op: OpSchema, inputs: dict[str, Any], attrs: list[Any]) -> dict[str, 
         try:
             outs = _C_ops._run_custom_op(name, *inputs.values(), *attrs)
         except (OSError, ValueError) as error:  # the C++ guard (static graphs whose shapes were unknown)
-            text, public = str(error), f"{op.name}: "
-            if public not in text:
-                raise
-            raise FastspecArgumentError(text[text.index(public):].splitlines()[0]) from None
+            raise guard_error(op, error) from None
         outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
         return dict(zip(new, outs[len(outs) - len(new):]))
 
@@ -103,3 +100,19 @@ def run_op(op: OpSchema, inputs: dict[str, Any], attrs: list[Any]) -> dict[str, 
         attrs=dict(zip(op.attr_names, attrs)),
     )
     return {t: outputs[t] for t in new}
+
+
+def refused(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], error: Exception) -> None:
+    """Raises the error of an eager call that Paddle or the op's guard refused: the Python checks'
+    own (as the general path words it) where they refuse it too, else the guard's."""
+    metas = {name: None if value is None else tensor_meta(op, name, value, True) for name, value in tensors.items()}
+    validate(op, metas, attrs)
+    raise guard_error(op, error) from None
+
+
+def guard_error(op: OpSchema, error: Exception) -> Exception:
+    """The op's guard refusal as a FastspecArgumentError (Paddle raises it as a ValueError); any other error as is."""
+    text, public = str(error), f"{op.name}: "
+    if isinstance(error, (OSError, ValueError)) and public in text:
+        return FastspecArgumentError(text[text.index(public):].splitlines()[0])
+    return error
