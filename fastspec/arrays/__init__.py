@@ -313,13 +313,9 @@ def _op(name: str) -> Any:
                    extra_doc=_EXTRA_DOC, fast_path=fast_path(op, run_remembered, DEFAULT_XPU_GRID))
 
 
-ngram_match = _op("ngram_match")
-ngram_append = _op("ngram_append")
-top_p_candidates = _op("top_p_candidates")
-sample_tokens = _op("sample_tokens")
-top_k_top_p_probs = _op("top_k_top_p_probs")
-verify_draft_tokens = _op("verify_draft_tokens")
-update_model_status = _op("update_model_status")
+# one function per declared op, in SCHEMAS' order (tests/test_schema.py checks each name)
+(ngram_match, ngram_append, top_p_candidates, sample_tokens, top_k_top_p_probs, verify_draft_tokens,
+ update_model_status) = map(_op, SCHEMAS)
 
 
 __all__ = ["FastspecArgumentError", "FastspecTypeError", "VerifyStrategy", "module", "ngram_append",
