@@ -1,7 +1,7 @@
 // ngram_append on CUDA: one block per slot; threads stride over candidate end
 // positions and fold each candidate's key into one shared 64-bit minimum
 // (longest, prompt first, leftmost). A single-block launch applies the budget.
-#include <cuda_runtime.h>
+#include "cuda_kernel.h"
 
 #include "fastspec/ngram_append.h"
 
@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(kThreads) ngram_append_kernel(NgramMatchParams
 cudaError_t ngram_append_cuda(const NgramMatchParams& params, cudaStream_t stream) {
   if (params.batch < 0 || params.batch > kMaxCudaBatch) return cudaErrorInvalidValue;
   if (params.batch == 0) return cudaSuccess;
-  ngram_append_kernel<<<static_cast<unsigned>(params.batch), kThreads, 0, stream>>>(params);
+  FS_CUDA_LAUNCH(ngram_append_kernel, static_cast<unsigned>(params.batch), kThreads, 0, stream, params);
   if (params.token_budget > 0) ngram_budget_cuda(params, stream);
   return cudaGetLastError();
 }

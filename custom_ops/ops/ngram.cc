@@ -2,6 +2,7 @@
 // the same arguments), and each backend's launcher.
 #include "fastspec/ngram_append.h"
 #include "fastspec/ngram_match.h"
+#include "emulation/launchers.h"
 #include "fastspec/op_call.h"
 #include "fastspec/op_schema.h"
 
@@ -41,6 +42,9 @@ FASTSPEC_REGISTER(ngram_append, kCpu, [](const OpCall& c) { return ngram_append_
 // The XPU kernels: emulated on the host, or real under XTDK (custom_ops/xpu).
 FASTSPEC_REGISTER(ngram_match, kXpu, [](const OpCall& c) { return ngram_match_xpu(ngram_params(c), c.xpu()); });
 FASTSPEC_REGISTER(ngram_append, kXpu, [](const OpCall& c) { return ngram_append_xpu(ngram_params(c), c.xpu()); });
+// The CUDA kernels on the host emulation of a CUDA device (custom_ops/cuda/emulation).
+FASTSPEC_REGISTER(ngram_match, kCudaEmulator, [](const OpCall& c) { return cuda_emulated(c, [&] { return ngram_match_cuda_emulated(ngram_params(c), nullptr); }); });
+FASTSPEC_REGISTER(ngram_append, kCudaEmulator, [](const OpCall& c) { return cuda_emulated(c, [&] { return ngram_append_cuda_emulated(ngram_params(c), nullptr); }); });
 #if defined(FASTSPEC_WITH_CUDA)
 FASTSPEC_REGISTER(ngram_match, kCuda, [](const OpCall& c) {
   return static_cast<int>(ngram_match_cuda(ngram_params(c), static_cast<cudaStream_t>(c.stream)));

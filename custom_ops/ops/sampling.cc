@@ -1,5 +1,6 @@
 // top_p_candidates, sample_tokens and top_k_top_p_probs: an OpCall to their
 // parameter structs, and each backend's launcher.
+#include "emulation/launchers.h"
 #include "fastspec/op_call.h"
 #include "fastspec/op_schema.h"
 #include "fastspec/sampling.h"
@@ -64,6 +65,10 @@ FASTSPEC_REGISTER(top_p_candidates, kXpu, [](const OpCall& c) { return top_p_can
 FASTSPEC_REGISTER(sample_tokens, kXpu, [](const OpCall& c) { return sample_tokens_xpu(sample_params(c), c.xpu()); });
 FASTSPEC_REGISTER(top_k_top_p_probs, kXpu,
                   [](const OpCall& c) { return top_k_top_p_probs_xpu(probs_params(c), c.xpu()); });
+// The CUDA kernels on the host emulation of a CUDA device (custom_ops/cuda/emulation).
+FASTSPEC_REGISTER(top_p_candidates, kCudaEmulator, [](const OpCall& c) { return cuda_emulated(c, [&] { return top_p_candidates_cuda_emulated(candidates_params(c), nullptr); }); });
+FASTSPEC_REGISTER(sample_tokens, kCudaEmulator, [](const OpCall& c) { return cuda_emulated(c, [&] { return sample_tokens_cuda_emulated(sample_params(c), nullptr); }); });
+FASTSPEC_REGISTER(top_k_top_p_probs, kCudaEmulator, [](const OpCall& c) { return cuda_emulated(c, [&] { return top_k_top_p_probs_cuda_emulated(probs_params(c), nullptr); }); });
 #if defined(FASTSPEC_WITH_CUDA)
 FASTSPEC_REGISTER(top_p_candidates, kCuda, [](const OpCall& c) {
   return static_cast<int>(top_p_candidates_cuda(candidates_params(c), static_cast<cudaStream_t>(c.stream)));

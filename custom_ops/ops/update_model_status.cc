@@ -1,5 +1,6 @@
 // update_model_status: an OpCall to UpdateModelStatusParams, and each
 // backend's launcher.
+#include "emulation/launchers.h"
 #include "fastspec/op_call.h"
 #include "fastspec/op_schema.h"
 #include "fastspec/update_model_status.h"
@@ -36,6 +37,8 @@ UpdateModelStatusParams update_params(const OpCall& c) {
 FASTSPEC_REGISTER(update_model_status, kCpu, [](const OpCall& c) { return update_model_status_cpu(update_params(c)); });
 // The XPU kernels: emulated on the host, or real under XTDK (custom_ops/xpu).
 FASTSPEC_REGISTER(update_model_status, kXpu, [](const OpCall& c) { return update_model_status_xpu(update_params(c), c.xpu()); });
+// The CUDA kernels on the host emulation of a CUDA device (custom_ops/cuda/emulation).
+FASTSPEC_REGISTER(update_model_status, kCudaEmulator, [](const OpCall& c) { return cuda_emulated(c, [&] { return update_model_status_cuda_emulated(update_params(c), nullptr); }); });
 #if defined(FASTSPEC_WITH_CUDA)
 FASTSPEC_REGISTER(update_model_status, kCuda, [](const OpCall& c) {
   return static_cast<int>(update_model_status_cuda(update_params(c), static_cast<cudaStream_t>(c.stream)));

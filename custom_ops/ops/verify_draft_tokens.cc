@@ -1,6 +1,7 @@
 // verify_draft_tokens: an OpCall to VerifyDraftTokensParams, and each
 // backend's launcher. The rows T come from the tensors the strategy reads;
 // an absent one (Paddle passes an empty optional tensor as absent) means T = 0.
+#include "emulation/launchers.h"
 #include "fastspec/op_call.h"
 #include "fastspec/op_schema.h"
 #include "fastspec/sampling.h"
@@ -68,6 +69,8 @@ VerifyDraftTokensParams verify_params(const OpCall& c) {
 FASTSPEC_REGISTER(verify_draft_tokens, kCpu, [](const OpCall& c) { return verify_draft_tokens_cpu(verify_params(c)); });
 // The XPU kernels: emulated on the host, or real under XTDK (custom_ops/xpu).
 FASTSPEC_REGISTER(verify_draft_tokens, kXpu, [](const OpCall& c) { return verify_draft_tokens_xpu(verify_params(c), c.xpu()); });
+// The CUDA kernels on the host emulation of a CUDA device (custom_ops/cuda/emulation).
+FASTSPEC_REGISTER(verify_draft_tokens, kCudaEmulator, [](const OpCall& c) { return cuda_emulated(c, [&] { return verify_draft_tokens_cuda_emulated(verify_params(c), nullptr); }); });
 #if defined(FASTSPEC_WITH_CUDA)
 FASTSPEC_REGISTER(verify_draft_tokens, kCuda, [](const OpCall& c) {
   return static_cast<int>(verify_draft_tokens_cuda(verify_params(c), static_cast<cudaStream_t>(c.stream)));
