@@ -3,7 +3,8 @@
 // and store they make; these callbacks, not the ThreadSanitizer runtime, look
 // at each access of an emulated thread:
 //   * its own stack, the launch's parameters: allowed;
-//   * shared memory (the cuda_sm section, the dynamic buffer): a shadow byte per
+//   * shared memory (this library's writable image, where the kernels' static
+//     __shared__ objects live, and the dynamic buffer): a shadow entry per
 //     byte says which thread last wrote, read and atomically updated it in which
 //     epoch (barrier interval); a read of a byte this block never wrote, or two
 //     threads in one epoch where one writes without an atomic, is reported;
@@ -21,10 +22,6 @@
 
 #include "runtime.h"
 
-// Bounds of the shared-memory section, defined by the linker.
-extern "C" char __start_cuda_sm[] __attribute__((visibility("hidden"), weak));
-extern "C" char __stop_cuda_sm[] __attribute__((visibility("hidden"), weak));
-
 namespace cuda_emu {
 
 const Session* current_session();
@@ -40,46 +37,49 @@ struct Shadow {
 enum class Access { kRead, kWrite, kAtomic };
 
 struct Memory {
+  // this library's mapped image: read-only parts (constants) and the writable part (static shared memory)
+  uintptr_t image_begin = 0, image_end = 0, writable_begin = 0, writable_end = 0;
   std::vector<Shadow> static_shadow, dynamic_shadow;
   alignas(16) char dynamic[kMaxDynamicShared];
-  uint32_t epoch = 1, block_first_epoch = 1;
-  uintptr_t image_begin = 0, image_end = 0;  // this library's mapped image
-  bool poisoned_once = false;
+  uint32_t epoch = 1, block_first_epoch = 1, launch_first_epoch = 1;
 };
+
+struct Image {
+  uintptr_t inside, begin, end, writable_begin, writable_end;
+};
+
+int find_image(dl_phdr_info* object, size_t, void* data) {
+  auto& image = *static_cast<Image*>(data);
+  uintptr_t lo = ~uintptr_t{0}, hi = 0, w_lo = ~uintptr_t{0}, w_hi = 0;
+  bool ours = false;
+  for (int i = 0; i < object->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = object->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    const uintptr_t a = object->dlpi_addr + ph.p_vaddr;
+    lo = std::min(lo, a);
+    hi = std::max(hi, a + ph.p_memsz);
+    if (ph.p_flags & PF_W) {
+      w_lo = std::min(w_lo, a);
+      w_hi = std::max(w_hi, a + ph.p_memsz);
+    }
+    ours |= a <= image.inside && image.inside < a + ph.p_memsz;
+  }
+  if (!ours) return 0;
+  image = {image.inside, lo, hi, w_lo, w_hi > w_lo ? w_hi : w_lo};
+  return 1;
+}
 
 Memory& memory() {
   static Memory* m = [] {
     auto* m = new Memory;
-    m->static_shadow.resize(static_shared_end() - static_shared_begin());
+    Image image{reinterpret_cast<uintptr_t>(&find_image), 0, 0, 0, 0};
+    dl_iterate_phdr(&find_image, &image);
+    m->image_begin = image.begin;
+    m->image_end = image.end;
+    m->writable_begin = image.writable_begin;
+    m->writable_end = image.writable_end;
+    m->static_shadow.resize(m->writable_end - m->writable_begin);
     m->dynamic_shadow.resize(kMaxDynamicShared);
-    Dl_info info;
-    if (dladdr(reinterpret_cast<void*>(&memory), &info) && info.dli_fbase) {
-      struct Find {
-        uintptr_t base, begin, end;
-      } find{reinterpret_cast<uintptr_t>(info.dli_fbase), 0, 0};
-      dl_iterate_phdr(
-          [](dl_phdr_info* object, size_t, void* data) {
-            auto& f = *static_cast<Find*>(data);
-            bool ours = false;
-            uintptr_t lo = ~uintptr_t{0}, hi = 0;
-            for (int i = 0; i < object->dlpi_phnum; ++i) {
-              const ElfW(Phdr)& ph = object->dlpi_phdr[i];
-              if (ph.p_type != PT_LOAD) continue;
-              const uintptr_t a = object->dlpi_addr + ph.p_vaddr;
-              lo = std::min(lo, a);
-              hi = std::max(hi, a + ph.p_memsz);
-              ours |= a <= f.base && f.base < a + ph.p_memsz;
-            }
-            if (ours) {
-              f.begin = lo;
-              f.end = hi;
-            }
-            return ours ? 1 : 0;
-          },
-          &find);
-      m->image_begin = find.begin;
-      m->image_end = find.end;
-    }
     return m;
   }();
   return *m;
@@ -105,10 +105,12 @@ void shared_access(Launch& l, Shadow* shadow, const char* space, uintptr_t offse
   const uint16_t me = static_cast<uint16_t>(l.current->rank);
   for (size_t i = 0; i < bytes; ++i) {
     Shadow& s = shadow[offset + i];
-    const std::string access = std::string(name(kind)) + " of " + std::to_string(bytes) + " bytes at " + space +
-                               " + " + std::to_string(offset);
+    const auto access = [&] {
+      return std::string(name(kind)) + " of " + std::to_string(bytes) + " bytes at " + space + " + " +
+             std::to_string(offset);
+    };
     if (kind != Access::kWrite && s.write_epoch < first && s.atomic_epoch < first) {
-      fail_thread("uninitialised shared read: a " + access + " reads byte " + std::to_string(offset + i) +
+      fail_thread("uninitialised shared read: a " + access() + " reads byte " + std::to_string(offset + i) +
                   ", which no thread of this block wrote");
     }
     int other = -1;
@@ -120,7 +122,7 @@ void shared_access(Launch& l, Shadow* shadow, const char* space, uintptr_t offse
       }
     }
     if (other != -1) {
-      fail_thread("shared-memory race: a " + access + " touches byte " + std::to_string(offset + i) + ", which " +
+      fail_thread("shared-memory race: a " + access() + " touches byte " + std::to_string(offset + i) + ", which " +
                   (other >= 0 ? thread_name(l, other) : std::string("another thread")) +
                   " also touched since the last barrier, one of them writing without an atomic");
     }
@@ -159,8 +161,7 @@ void check(const void* p, size_t bytes, Access kind) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   const uintptr_t stack = reinterpret_cast<uintptr_t>(l->current->stack_lo);
   if (in(a, bytes, stack, stack + kStackBytes)) return;
-  const uintptr_t s0 = reinterpret_cast<uintptr_t>(static_shared_begin());
-  const uintptr_t s1 = reinterpret_cast<uintptr_t>(static_shared_end());
+  const uintptr_t s0 = memory().writable_begin, s1 = memory().writable_end;
   if (a < s1 && a + bytes > s0) {
     if (!in(a, bytes, s0, s1)) fail_thread("out-of-bounds shared access: " + describe(kind, a, bytes));
     l->static_lo = std::min(l->static_lo, a);
@@ -190,22 +191,22 @@ void check(const void* p, size_t bytes, Access kind) {
 
 }  // namespace
 
-char* static_shared_begin() { return __start_cuda_sm; }
-char* static_shared_end() { return __stop_cuda_sm; }
 char* dynamic_shared_buffer() { return memory().dynamic; }
-uint32_t current_epoch() { return memory().epoch; }
 void next_epoch() { ++memory().epoch; }
+
+void begin_launch() { memory().launch_first_epoch = memory().epoch + 1; }
 
 void begin_block() {
   Memory& m = memory();
   Launch& l = *tls_launch;
-  // Shared memory starts undefined: poison what the launch has touched so far
-  // (the whole section once), for any read the instrumentation does not see.
-  if (!m.poisoned_once) {
-    std::memset(static_shared_begin(), kPoison, static_shared_end() - static_shared_begin());
-    m.poisoned_once = true;
-  } else if (l.static_hi > l.static_lo) {
-    std::memset(reinterpret_cast<char*>(l.static_lo), kPoison, l.static_hi - l.static_lo);
+  // Shared memory starts undefined: poison what this launch's blocks wrote so
+  // far, for any read the instrumentation does not see (the shadow reports
+  // the reads it sees).
+  for (uintptr_t a = l.static_lo; a < l.static_hi; ++a) {
+    const Shadow& s = m.static_shadow[a - m.writable_begin];
+    if (s.write_epoch >= m.launch_first_epoch || s.atomic_epoch >= m.launch_first_epoch) {
+      *reinterpret_cast<unsigned char*>(a) = kPoison;
+    }
   }
   std::memset(m.dynamic, kPoison, l.shared_bytes);
   m.block_first_epoch = ++m.epoch;

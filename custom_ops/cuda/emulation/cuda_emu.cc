@@ -432,6 +432,7 @@ void launch(dim3 grid, dim3 block, size_t shared_bytes, const void* params, size
     tls_launch = outer;
     return;
   }
+  begin_launch();
   std::vector<Thread> threads(block.x * block.y * block.z);
   l.threads = &threads;
   const int64_t blocks = int64_t{grid.x} * grid.y * grid.z;

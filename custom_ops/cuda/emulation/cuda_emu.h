@@ -4,9 +4,9 @@
 //   * a launch runs its blocks one after another (forward, reversed or in a
 //     seeded shuffle); the threads of a block are fibers on the calling host
 //     thread, so __syncthreads and the warp intrinsics are real meeting points;
-//   * __shared__ variables live in one linker section (cuda_sm) and dynamic
-//     shared memory in a buffer of the launch's size; both are poisoned before
-//     every block;
+//   * __shared__ variables are static objects (the library's writable image is
+//     the static shared memory) and dynamic shared memory is a buffer of the
+//     launch's size; what a block wrote is poisoned before the next block;
 //   * the kernels are compiled with GCC's ThreadSanitizer instrumentation, whose
 //     callbacks (cuda_emu_checks.cc, no TSan runtime) see every load and store:
 //     a shared byte read before this block wrote it, two threads touching a
@@ -32,8 +32,11 @@
 #define __host__
 #define __forceinline__ inline __attribute__((always_inline))
 #define __launch_bounds__(...)
-// One object per kernel in the shared-memory section: blocks run one at a time.
-#define __shared__ __attribute__((section("cuda_sm"), used)) static
+// One object per kernel: blocks run one at a time. (GCC drops a section
+// attribute on the static locals of a template, so the checks treat this
+// library's writable image as the static shared memory instead: a kernel has
+// no other business there.)
+#define __shared__ static
 
 // The launchers compiled here get an _emulated suffix, so that one library may
 // hold both these and the nvcc-built ones (launchers.h declares them).

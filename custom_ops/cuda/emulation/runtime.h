@@ -56,10 +56,8 @@ struct Launch {
 extern thread_local Launch* tls_launch;
 
 // Memory (checks.cc).
-char* static_shared_begin();
-char* static_shared_end();
 char* dynamic_shared_buffer();  // kMaxDynamicShared bytes
-uint32_t current_epoch();
+void begin_launch();
 void begin_block();   // a new block: nothing of its shared memory is written yet
 void next_epoch();    // a barrier released
 void note_atomic(const void* address, size_t bytes);
