@@ -32,7 +32,7 @@ default architectures ``80;90``.
 
 XPU: the Kunlunxin XPU3 kernels (``custom_ops/xpu/*.xpu``) are always compiled
 for the host through the XPU emulation into the bindings (``backend=
-"xpu_emulator"`` of ``fastspec.kernels``). Where ``CLANG_PATH`` names an XTDK
+"xpu_emulator"`` of ``fastspec.arrays``). Where ``CLANG_PATH`` names an XTDK
 (it has ``bin/clang++``), they are also compiled for the device with it and
 linked, with the XRE runtime (``XRE_PATH``), into the Paddle op library, which
 then runs Paddle XPU tensors on them (``-DFASTSPEC_WITH_XPU``; needs
@@ -66,9 +66,9 @@ ROOT = Path(__file__).resolve().parent
 OPS = ROOT / "custom_ops"
 INCLUDE = OPS / "include"
 BUILD = ROOT / "build"
-GENERATED = BUILD / "gen"  # C++ generated from fastspec/schema.py (fastspec/codegen.py)
+GENERATED = BUILD / "gen"  # C++ generated from fastspec/core/schema.py (tools/codegen.py)
 LIB_DIR = ROOT / "fastspec" / "_lib"
-SANITIZE_LIB_DIR = BUILD / "sanitize"  # fastspec.kernels.SANITIZE_LIB_DIR (a test checks they agree)
+SANITIZE_LIB_DIR = BUILD / "sanitize"  # fastspec.arrays.SANITIZE_LIB_DIR (a test checks they agree)
 # ASan + UBSan, every report fatal; -O1 -g keep the reports' stacks readable.
 SANITIZE_FLAGS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1"]
 DEFAULT_ARCHS = "80;90"
@@ -136,9 +136,9 @@ def sources(folder: str, suffix: str) -> list[Path]:
 
 
 def generate() -> None:
-    """Writes the C++ side of the op declarations (fastspec/schema.py) under build/gen."""
+    """Writes the C++ side of the op declarations (fastspec/core/schema.py) under build/gen."""
     sys.path.insert(0, str(ROOT))
-    from fastspec import codegen  # noqa: PLC0415 (pure Python: no Paddle, no numpy)
+    from tools import codegen  # noqa: PLC0415 (pure Python: no Paddle, no numpy)
 
     codegen.write(GENERATED)
 

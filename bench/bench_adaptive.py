@@ -4,11 +4,11 @@
     python bench/bench_adaptive.py            # both workloads, batches 1 8 32 128 256 (a few minutes)
     python bench/bench_adaptive.py --quick    # batches 1 and 32, fewer requests: a smoke run
 
-What is measured and what is simulated. Every row is a real run of ``fastspec.runner.generate``
+What is measured and what is simulated. Every row is a real run of ``fastspec.runtime.generation.generate``
 on this CPU (n-gram drafts, TARGET_MATCH verification, the replay model as the target) with an
 ``AcceptanceTrace``: what each request was offered and accepted at each step. The time is not
 this machine's: each recorded step is priced by the roofline of a target model on a GPU
-(``fastspec.cost_model.RooflineCost``, default Llama 3.1 8B in BF16 on an H100 SXM), and the
+(``fastspec.runtime.adaptive.cost_model.RooflineCost``, default Llama 3.1 8B in BF16 on an H100 SXM), and the
 adaptive controller plans against that same roofline. Tokens per second = generated tokens /
 the sum of the step costs. A step is priced by its output rows (one per prefilling request, 1 +
 drafts per decoding one): prompt processing is left out, as if a separate prefill stage did it,
@@ -43,13 +43,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import RESULTS  # noqa: E402
-from fastspec.config import SpeculativeConfig  # noqa: E402
-from fastspec.cost_model import GPUS, TARGET_MODELS, RooflineCost  # noqa: E402
+from fastspec.runtime.config import SpeculativeConfig  # noqa: E402
+from fastspec.runtime.adaptive.cost_model import GPUS, TARGET_MODELS, RooflineCost  # noqa: E402
 from fastspec.demo.models import ReplayModel  # noqa: E402
 from fastspec.demo.workload import continuation_workload, copy_edit_workload  # noqa: E402
-from fastspec.runner import generate  # noqa: E402
-from fastspec.state import RequestParams  # noqa: E402
-from fastspec.trace import AcceptanceTrace  # noqa: E402
+from fastspec.runtime.generation import generate  # noqa: E402
+from fastspec.runtime.state import RequestParams  # noqa: E402
+from fastspec.runtime.adaptive.trace import AcceptanceTrace  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE_CONFIG = ROOT / "configs" / "ngram_adaptive.yaml"

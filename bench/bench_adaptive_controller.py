@@ -4,7 +4,7 @@
     python bench/bench_adaptive_controller.py
 
 Times ``plan`` (before the proposer) and ``observe`` (after the state update) of
-``fastspec.adaptive.DraftLengthController`` on a state of B decoding slots, K = 5, with random
+``fastspec.runtime.adaptive.controller.DraftLengthController`` on a state of B decoding slots, K = 5, with random
 rows and accept counts; Paddle eager ops on this machine's CPU, median of many calls after warm-up. The issue's target: under 20 us per step at B = 256. Writes
 bench/results/adaptive_controller.json.
 """
@@ -29,9 +29,9 @@ def build(batch: int):
     """A state of ``batch`` decode slots and a controller over it (roofline cost)."""
     import paddle
 
-    from fastspec.adaptive import DraftLengthController
-    from fastspec.cost_model import RooflineCost
-    from fastspec.state import SpecState
+    from fastspec.runtime.adaptive.controller import DraftLengthController
+    from fastspec.runtime.adaptive.cost_model import RooflineCost
+    from fastspec.runtime.state import SpecState
 
     paddle.set_device("cpu")
     rng = np.random.default_rng(0)

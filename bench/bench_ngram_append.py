@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
 from bench.workloads import ngram_inputs  # noqa: E402
-from fastspec.schema import SCHEMAS  # noqa: E402
+from fastspec.core.schema import SCHEMAS  # noqa: E402
 
 ARRAY_NAMES = SCHEMAS["ngram_append"].input_names
 
@@ -51,8 +51,8 @@ def cpu_runner(arrays, name: str):
 
 
 def cuda_runners(arrays, name: str):
-    from fastspec import kernels
-    from fastspec.testing.cuda import capture, to_device
+    from fastspec import arrays as kernels
+    from tests.helpers.cuda import capture, to_device
 
     tensors = to_device(arrays)
     lens0 = tensors["seq_lens_this_time"].clone()

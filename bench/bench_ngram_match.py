@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
 from bench.workloads import ngram_inputs  # noqa: E402
-from fastspec.schema import SCHEMAS  # noqa: E402
+from fastspec.core.schema import SCHEMAS  # noqa: E402
 
 ARRAY_NAMES = SCHEMAS["ngram_match"].input_names
 
@@ -35,8 +35,8 @@ def cpu_runner(arrays):
 
 
 def cuda_runners(arrays):
-    from fastspec import kernels
-    from fastspec.testing.cuda import capture, to_device
+    from fastspec import arrays as kernels
+    from tests.helpers.cuda import capture, to_device
 
     tensors = to_device(arrays)
     step = lambda: kernels.ngram_match(*(tensors[name] for name in ARRAY_NAMES), **ATTRS)  # noqa: E731
@@ -54,7 +54,7 @@ def main() -> int:
     args = parser.parse_args()
 
     if args.device == "cpu":
-        from fastspec import kernels
+        from fastspec import arrays as kernels
 
         threads = kernels.module().num_threads()
         bandwidth = None

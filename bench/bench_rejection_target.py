@@ -20,7 +20,7 @@ CUDA: the same bytes over the device's read rate (bench.common.cuda_read_bandwid
 
 Paths (CPU): "old" the argsort path and "new" the op, both as the Sampler calls them (Paddle ops
 on Paddle tensors, every output a new tensor); "kernel" the op's CPU kernel alone through
-fastspec.kernels, writing into one output buffer it reuses (what a runner with a preallocated
+fastspec.arrays, writing into one output buffer it reuses (what a runner with a preallocated
 target buffer would pay; the difference to "new" is the allocation and first touch of a [T, V]
 float32 tensor every call).
 
@@ -44,7 +44,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.testing.sampling_cases import softmax  # noqa: E402
+from tests.helpers.sampling_cases import softmax  # noqa: E402
 
 VOCAB = 151936
 TOP_P = 0.9
@@ -66,7 +66,7 @@ def inputs(kind: str, batch: int, k: int, vocab: int, seed: int = 0) -> dict[str
 
 
 def old_target_paddle(probs, rows, top_p, top_k, max_num_seqs: int):
-    """The Sampler's REJECTION target before top_k_top_p_probs (fastspec/sampler.py at 6beb422,
+    """The Sampler's REJECTION target before top_k_top_p_probs (fastspec/runtime/sampler.py at 6beb422,
     `_sampling_distribution` and `_topp_threshold`), with the state reduced to max_num_seqs."""
     import paddle
 
@@ -110,7 +110,7 @@ def best_read_bandwidth(array: np.ndarray, repeat: int = 30) -> float:
     machine's best, so that a neighbour's load on this shared 2-core machine does not lower the floor."""
     import time
 
-    from fastspec import kernels
+    from fastspec import arrays as kernels
 
     words = np.ascontiguousarray(array).view(np.uint64).reshape(-1)
     read = kernels.module().read_once_cpu
@@ -124,11 +124,11 @@ def best_read_bandwidth(array: np.ndarray, repeat: int = 30) -> float:
 
 def cpu_step(variant: str, a: dict[str, np.ndarray]):
     """A function that runs `variant` once on `a`: "old" (the argsort path) or "new" (the op) on Paddle
-    tensors, or "kernel": the op's CPU kernel through fastspec.kernels into one output buffer, reused."""
+    tensors, or "kernel": the op's CPU kernel through fastspec.arrays into one output buffer, reused."""
     import paddle
 
     import fastspec.ops as ops
-    from fastspec import kernels
+    from fastspec import arrays as kernels
 
     if variant == "kernel":
         out = np.zeros_like(a["probs"])
@@ -173,7 +173,7 @@ def memory_in_subprocess(variant: str, kind: str, batch: int, k: int, vocab: int
 
 
 def run_cpu(args) -> dict:
-    from fastspec import kernels
+    from fastspec import arrays as kernels
 
     threads = kernels.module().num_threads()
     rows = args.batch * (args.k + 1)
@@ -255,8 +255,8 @@ def run_cuda(args) -> dict:
     import torch
 
     from bench.common import cuda_read_bandwidth, cuda_seconds
-    from fastspec import kernels
-    from fastspec.testing.cuda import capture
+    from fastspec import arrays as kernels
+    from tests.helpers.cuda import capture
 
     bandwidth = cuda_read_bandwidth()
     rows = args.batch * (args.k + 1)

@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.testing.sampling_cases import make_probs  # noqa: E402
+from tests.helpers.sampling_cases import make_probs  # noqa: E402
 
 VOCAB = 151936
 TOP_P = 0.9
@@ -70,8 +70,8 @@ def cpu_runners(a: dict, k: int):
 def cuda_runners(a: dict, k: int):
     import torch
 
-    from fastspec import kernels
-    from fastspec.testing.cuda import capture
+    from fastspec import arrays as kernels
+    from tests.helpers.cuda import capture
 
     t = {name: torch.from_numpy(np.ascontiguousarray(v)).cuda() for name, v in a.items()}
     rows = a["probs"].shape[0]
@@ -116,7 +116,7 @@ def main() -> int:
 
     results = []
     if args.device == "cpu":
-        from fastspec import kernels
+        from fastspec import arrays as kernels
 
         threads = kernels.module().num_threads()
         bandwidth = None

@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import cuda_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.schema import SCHEMAS  # noqa: E402
+from fastspec.core.schema import SCHEMAS  # noqa: E402
 
 VERIFY_NAMES = SCHEMAS["verify_draft_tokens"].input_names[:17]  # SPEC order; REJECTION's probability rows follow
 UPDATE_NAMES = SCHEMAS["update_model_status"].input_names
@@ -89,12 +89,12 @@ def cpu_rows(batches: list[int]) -> list[dict]:
     import paddle
 
     import fastspec.ops as ops
-    from fastspec import kernels
+    from fastspec import arrays as kernels
 
     floor = median_seconds(lambda: kernels.module().rand64(0, 0, 1), repeat=5000, budget_s=0.5)
     print(f"CPU; floor = one no-op call into C++ through the bindings: {fmt_time(floor)}")
-    print("paddle op: fastspec.ops from Python; bindings: fastspec.kernels from Python (argument marshalling "
-          "included); kernel: the C++ call with prebuilt arguments (fastspec.kernels.prepare); ratio = kernel / floor")
+    print("paddle op: fastspec.ops from Python; bindings: fastspec.arrays from Python (argument marshalling "
+          "included); kernel: the C++ call with prebuilt arguments (fastspec.arrays.prepare); ratio = kernel / floor")
     print(f"{'op':22} {'B':>4} {'paddle op':>12} {'bindings':>12} {'kernel':>12} {'floor':>12} {'ratio':>6}")
     rows = []
     for batch in batches:
@@ -136,8 +136,8 @@ def _report(name: str, batch: int, op: float, bind: float, kernel: float, floor:
 def cuda_rows(batches: list[int], calls: int) -> list[dict]:
     import torch
 
-    from fastspec import kernels
-    from fastspec.testing.cuda import capture, to_device
+    from fastspec import arrays as kernels
+    from tests.helpers.cuda import capture, to_device
 
     empty = torch.empty(1, device="cuda")
     empty_graph = capture(lambda: [empty.zero_() for _ in range(calls)])

@@ -37,7 +37,7 @@ def cpu_read_seconds(array: np.ndarray) -> float:
 
     Measured on the very buffer the kernel reads, so both see the same caches.
     """
-    from fastspec import kernels
+    from fastspec import arrays as kernels
 
     words = np.ascontiguousarray(array).view(np.uint64).reshape(-1)
     read = kernels.module().read_once_cpu

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `pip install --no-build-isolation .` into a throwaway environment, then, from
 # another directory, import fastspec and load its op library and bindings:
-# the installed package must find its own native libraries.
+# the installed package must find its own native libraries, and hold no demo,
+# test helper or build-time code.
 #
 #   tests/check_pip_install.sh [PYTHON]     (default: .venv/bin/python)
 #
@@ -32,14 +33,18 @@ from pathlib import Path
 warnings.filterwarnings("ignore", message="No ccache found")
 env = Path(sys.argv[1]).resolve()
 import fastspec
-import fastspec.kernels
+import fastspec.arrays
 import fastspec.ops
 from fastspec.ops import _library
 
 package = Path(fastspec.__file__).resolve().parent
 assert env in package.parents, f"fastspec was imported from {package}, not from the throwaway environment {env}"
 ops = _library.load()
-bindings = Path(fastspec.kernels.module().__file__).resolve()
+bindings = Path(fastspec.arrays.module().__file__).resolve()
 assert package in bindings.parents, f"the bindings were loaded from {bindings}"
+# the library alone: no demo, no test helper, no build-time code was installed
+site = package.parent
+strays = [str(p.relative_to(site)) for p in [package / "demo", package / "testing", site / "tools", site / "tests"] if p.exists()]
+assert not strays, f"the installed package holds what is not the library: {strays}"
 print(f"pip install check: {package} holds the op library ({len(ops)} ops) and {bindings.name}")
 PY

@@ -20,7 +20,7 @@ ARRAY_NAMES = (
 def random_case(rng: np.random.Generator, *, batch: int | None = None, max_model_len: int | None = None) -> tuple[dict, dict]:
     """A batch mixing every slot kind, planted repeats, binding budgets and out-of-range values.
 
-    Returns ``(arrays, attrs)``: arrays by SPEC.md name, attrs as keywords.
+    Returns ``(arrays, attrs)``: arrays by their documented names, attrs as keywords.
     """
     b = batch or int(rng.integers(1, 9))
     L = max_model_len or int(rng.choice([1, 2, 8, 24, 64, 200], p=[0.05, 0.05, 0.2, 0.3, 0.2, 0.2]))
@@ -66,7 +66,7 @@ def random_case(rng: np.random.Generator, *, batch: int | None = None, max_model
 
 
 def spec_example() -> tuple[dict, dict]:
-    """SPEC.md's worked example: prompt [10..60], generated [10, 20, 30, 40] -> drafts [50, 60]."""
+    """docs/ops/ngram_match.md's worked example: prompt [10..60], generated [10, 20, 30, 40] -> drafts [50, 60]."""
     tokens = np.zeros((1, 16), np.int64)
     tokens[0, :10] = [10, 20, 30, 40, 50, 60, 10, 20, 30, 40]
     arrays = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
 from tests.ngram_cases import ARRAY_NAMES
 

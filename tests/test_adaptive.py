@@ -13,9 +13,9 @@ import numpy as np
 import paddle
 import pytest
 
-from fastspec.adaptive import DraftLengthController
-from fastspec.cost_model import RooflineCost
-from fastspec.state import SpecState
+from fastspec.runtime.adaptive.controller import DraftLengthController
+from fastspec.runtime.adaptive.cost_model import RooflineCost
+from fastspec.runtime.state import SpecState
 
 K = 5
 

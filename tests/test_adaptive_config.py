@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from fastspec.config import AdaptiveConfig, ConfigError, SpeculativeConfig, load_config
+from fastspec.runtime.config import AdaptiveConfig, ConfigError, SpeculativeConfig, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec.config import SpeculativeConfig
-from fastspec.cost_model import MeasuredCost
+from fastspec.runtime.config import SpeculativeConfig
+from fastspec.runtime.adaptive.cost_model import MeasuredCost
 from fastspec.demo.draft_models import ReplayDraftHead, ReplayHiddenStates
 from fastspec.demo.models import ReplayModel
 from fastspec.demo.workload import continuation_workload, copy_edit_workload
-from fastspec.runner import generate
-from fastspec.state import RequestParams
-from fastspec.trace import AcceptanceTrace
+from fastspec.runtime.generation import generate
+from fastspec.runtime.state import RequestParams
+from fastspec.runtime.adaptive.trace import AcceptanceTrace
 from tests.test_adaptive import LineCost
 
 STEEP = LineCost(0.02, 0.01)  # a draft costs half a request's share of the step: drafts must earn it

@@ -7,7 +7,7 @@ import paddle
 import pytest
 from paddle import nn
 
-from fastspec.aux_hidden import AuxHiddenStatesMixin, default_aux_layer_ids
+from fastspec.runtime.aux_hidden import AuxHiddenStatesMixin, default_aux_layer_ids
 
 
 class _PreNormLayer(nn.Layer):

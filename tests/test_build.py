@@ -105,9 +105,9 @@ def test_dry_run_prints_the_commands():
 
 def test_the_sanitized_bindings_are_a_separate_build(setup_ops, monkeypatch):
     """--bindings-only --sanitize: every compile and the link carry ASan + UBSan (every report
-    fatal), no CUDA, and the library goes to build/sanitize/ (where fastspec.kernels looks for it
+    fatal), no CUDA, and the library goes to build/sanitize/ (where fastspec.arrays looks for it
     under FASTSPEC_KERNELS_LIB=sanitize), never over fastspec/_lib."""
-    from fastspec import kernels
+    from fastspec import arrays as kernels
 
     monkeypatch.delenv("FASTSPEC_MARCH", raising=False)
     commands = setup_ops.planned_commands(["--bindings-only", "--sanitize"])
@@ -134,7 +134,7 @@ def test_the_sanitized_bindings_are_a_separate_build(setup_ops, monkeypatch):
 KERNEL_CHECK = r"""
 import ctypes
 import numpy as np
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
 from bench.workloads import ngram_inputs
 from tests.ngram_cases import ARRAY_NAMES

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from fastspec.config import METHODS, ConfigError, SpeculativeConfig, load_config
+from fastspec.runtime.config import METHODS, ConfigError, SpeculativeConfig, load_config
 
 CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.yaml"))
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from fastspec.config import AdaptiveConfig
-from fastspec.cost_model import MeasuredCost, RooflineCost, make_cost_model
+from fastspec.runtime.config import AdaptiveConfig
+from fastspec.runtime.adaptive.cost_model import MeasuredCost, RooflineCost, make_cost_model
 
 
 def test_roofline_of_an_8b_model_on_an_h100():

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec.config import SpeculativeConfig
+from fastspec.runtime.config import SpeculativeConfig
 from fastspec.demo.draft_models import GridHiddenStates, ReplayDraftHead, ReplayHiddenStates, TinyDraftHead
 from fastspec.demo.models import ReplayModel, TinyTransformer
-from fastspec.proposers import DraftModelProposer, ExtractHiddenStatesProposer
-from fastspec.runner import generate
+from fastspec.runtime.proposers import DraftModelProposer, ExtractHiddenStatesProposer
+from fastspec.runtime.generation import generate
 from tests.test_runner import copy_task
 
 V = 64

@@ -4,9 +4,9 @@ import numpy as np
 import paddle
 import pytest
 
-from fastspec.config import SpeculativeConfig
+from fastspec.runtime.config import SpeculativeConfig
 from fastspec.demo.models import ReplayModel, TinyTransformer
-from fastspec.runner import ModelInputs, generate
+from fastspec.runtime.generation import ModelInputs, generate
 
 V = 64
 

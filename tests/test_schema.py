@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import fastspec.kernels as kernels
+import fastspec.arrays as kernels
 import fastspec.ops as ops
 from fastspec import reference as ref
-from fastspec.schema import (
+from fastspec.core.schema import (
     CUDA_MAX_BATCH,
     MAX_CANDIDATE_LEN,
     SCHEMAS,
@@ -35,6 +35,10 @@ def test_constants_agree_with_the_kernels_and_the_reference():
     assert re.search(rf"kMaxEndTokens = {XPU_MAX_END_TOKENS};", xpu_types)
     assert (STREAM_TARGET, STREAM_DRAFT) == (ref.STREAM_TARGET, ref.STREAM_DRAFT)
     assert tuple(s.value for s in VerifyStrategy) == STRATEGIES
+    # the reference keeps its own copies (it is the independent contract): tie them to the schema
+    from fastspec.reference import sampling as ref_sampling, verify as ref_verify
+    assert ref_sampling.MAX_CANDIDATE_LEN == MAX_CANDIDATE_LEN
+    assert ref_verify.STRATEGIES == STRATEGIES
 
 
 @pytest.mark.parametrize("name", list(SCHEMAS))

@@ -4,10 +4,10 @@ import numpy as np
 import paddle
 import pytest
 
-from fastspec.config import SpeculativeConfig
-from fastspec.proposers import NgramProposer
-from fastspec.sampler import Sampler
-from fastspec.state import RequestParams, SpecState
+from fastspec.runtime.config import SpeculativeConfig
+from fastspec.runtime.proposers import NgramProposer
+from fastspec.runtime.sampler import Sampler
+from fastspec.runtime.state import RequestParams, SpecState
 
 TENSORS = ("token_ids_all", "prompt_lens", "step_idx", "max_dec_len", "seed", "seq_lens_encoder", "seq_lens_decoder",
            "seq_lens_this_time", "accept_num", "draft_token_num", "top_k", "reasoning_status", "stop_flags",
@@ -29,7 +29,8 @@ def test_insert_pack_output_free():
     assert state.output(0).tolist() == []
     state.free(0)
     assert state.free_slots == [0, 2] and state.request_of_slot[0] is None
-    assert state.rows_per_slot().tolist() == [0, 1, 0]
+    assert state.pack_rows() == 1  # the freed slot has no rows left
+    assert state.cu_seqlens_q_output.numpy().tolist() == [0, 0, 1, 1]
 
 
 def test_insert_errors():

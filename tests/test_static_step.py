@@ -8,14 +8,14 @@ import numpy as np
 import paddle
 import pytest
 
-from fastspec.config import SpeculativeConfig
+from fastspec.runtime.config import SpeculativeConfig
 from fastspec.demo.draft_models import ReplayAuxHiddenStates, ReplayDraftHead, ReplayEagle3Head, ReplayHiddenStates
 from fastspec.demo.models import ReplayModel
-from fastspec.proposers import ExtractHiddenStatesProposer
-from fastspec.runner import generate
-from fastspec.sampler import Sampler
-from fastspec.state import RequestParams, SpecState
-from fastspec.step import SpecStep
+from fastspec.runtime.proposers import ExtractHiddenStatesProposer
+from fastspec.runtime.generation import generate
+from fastspec.runtime.sampler import Sampler
+from fastspec.runtime.state import RequestParams, SpecState
+from fastspec.runtime.step import SpecStep
 from tests.test_runner import copy_task
 
 V, K, SLOTS, MIN_STEPS = 64, 3, 2, 30
@@ -107,7 +107,18 @@ def test_spec_step_eager_mode_runs_the_same_code():
         np.testing.assert_array_equal(a, b)
 
 
-def test_device_packing_equals_the_host_packing():
+def expected_packing(state: SpecState) -> tuple[np.ndarray, np.ndarray]:
+    """The row packing worked out in numpy: one row per prefill, seq_lens_this_time per decode."""
+    running = ~state.stop_flags.numpy() & ~state.is_block_step.numpy()
+    enc, dec, now = state.seq_lens_encoder.numpy(), state.seq_lens_decoder.numpy(), state.seq_lens_this_time.numpy()
+    rows = np.where(running & (enc > 0), 1, np.where(running & (enc == 0) & (dec > 0), np.maximum(now, 0), 0))
+    cu = np.concatenate([[0], np.cumsum(rows)]).astype(np.int32)
+    ids = np.full(state.batch_id_per_token_output.shape[0], -1, np.int32)
+    ids[: cu[-1]] = np.repeat(np.arange(state.max_num_seqs, dtype=np.int32), rows)
+    return cu, ids
+
+
+def test_row_packing_equals_the_numpy_packing():
     state = SpecState(4, 32, 2, [0], "cpu")
     for i, prompt in enumerate(([1, 2, 3], [4, 5], [6], [7, 8, 9, 10])):
         state.insert(prompt, RequestParams(seed=i, max_dec_len=8))
@@ -115,14 +126,12 @@ def test_device_packing_equals_the_host_packing():
     state.seq_lens_decoder[1] = 4
     state.seq_lens_this_time[1] = 3
     state.stop_flags[2] = True
-    host_rows = state.pack_rows()
-    host = (state.cu_seqlens_q_output.numpy().copy(), state.batch_id_per_token_output.numpy().copy())
+    cu, ids = expected_packing(state)
     paddle.assign(paddle.full_like(state.cu_seqlens_q_output, 7), output=state.cu_seqlens_q_output)
     paddle.assign(paddle.full_like(state.batch_id_per_token_output, 7), output=state.batch_id_per_token_output)
-    device_rows = state.pack_rows_on_device()
-    assert int(device_rows.numpy()[0]) == host_rows == 1 + 3 + 1
-    np.testing.assert_array_equal(state.cu_seqlens_q_output.numpy(), host[0])
-    np.testing.assert_array_equal(state.batch_id_per_token_output.numpy(), host[1])
+    assert state.pack_rows() == state.num_rows == cu[-1] == 1 + 3 + 1
+    np.testing.assert_array_equal(state.cu_seqlens_q_output.numpy(), cu)
+    np.testing.assert_array_equal(state.batch_id_per_token_output.numpy(), ids)
 
 
 def test_what_cannot_be_a_static_step_is_refused_by_name():
@@ -135,7 +144,7 @@ def test_what_cannot_be_a_static_step_is_refused_by_name():
     with pytest.raises(RuntimeError, match="cuda_graph.*CUDA"):
         SpecStep(state, Sampler(config), None, mode="cuda_graph")
 
-    from fastspec.proposers import DraftModelProposer
+    from fastspec.runtime.proposers import DraftModelProposer
     from tests.proposers.draft_helpers import RevealLayer
 
     with pytest.raises(ValueError, match="declare the head's"):  # widths unknown before the first forward

@@ -61,7 +61,7 @@ def random_verify_case(
 ) -> tuple[dict, dict]:
     """A verify batch mixing every slot kind, with drafts planted to match 0..K positions.
 
-    Returns ``(arrays, attrs)``: arrays by SPEC.md name (None for absent optional tensors),
+    Returns ``(arrays, attrs)``: arrays by their documented names (None for absent optional tensors),
     attrs as keywords. Planted: end tokens inside the drafts, max_dec_len reached on a draft
     or on the bonus, negative targets, empty / invalid candidate rows, padding rows.
     """

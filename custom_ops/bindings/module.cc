@@ -2,7 +2,7 @@
 #include "bindings.h"
 
 PYBIND11_MODULE(fastspec_kernels, m) {
-  m.doc() = "fastspec kernels over raw pointers (no framework); see fastspec/kernels.py";
+  m.doc() = "fastspec kernels over raw pointers (no framework); see fastspec/arrays/__init__.py";
 #if defined(FASTSPEC_WITH_CUDA)
   m.attr("with_cuda") = true;
 #else

@@ -1,4 +1,4 @@
-// One entry point for every op: fastspec.kernels (the pointer API) checks the
+// One entry point for every op: fastspec.arrays (the pointer API) checks the
 // call against the op's schema, then hands the tensors here as addresses,
 // dtype codes and shapes in schema order; this fills an OpCall and runs the
 // launcher of the requested backend. Nothing here knows a particular op.
@@ -68,7 +68,7 @@ void bind_ops(py::module_& m) {
       py::arg("attrs"), py::arg("stream") = 0, py::arg("num_threads") = 0,
       py::arg("xpu_grid") = std::pair<int, int>(12, 64), py::arg("xpu_reverse_clusters") = false,
       py::arg("cuda_block_order") = 0, py::arg("cuda_shuffle_seed") = 0,
-      "Runs `op` on raw tensors (schema order); fastspec.kernels checks the call first");
+      "Runs `op` on raw tensors (schema order); fastspec.arrays checks the call first");
   m.def(
       "xpu_probe",
       [](int which, std::pair<int, int> grid, std::vector<int> in) {

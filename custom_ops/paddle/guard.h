@@ -1,5 +1,5 @@
 // The Paddle side of every op, shared by the generated registrations
-// (build/gen/paddle_ops.cc, from fastspec/schema.py): a Call collects the
+// (build/gen/paddle_ops.cc, from fastspec/core/schema.py): a Call collects the
 // op's tensors and attributes, guards their dtypes and shapes against the
 // schema's tables, allocates the new outputs and runs the op's launcher for
 // the tensors' place through fastspec::run.
@@ -220,7 +220,7 @@ class Call {
       call.xpu_grid.cores = 64;
 #else
       fail("this build has no XPU kernels for Paddle tensors (build with an XTDK: CLANG_PATH; the emulated "
-           "XPU runs in fastspec.kernels with backend='xpu_emulator')");
+           "XPU runs in fastspec.arrays with backend='xpu_emulator')");
 #endif
     } else {
       fail("no kernel for place " + anchor.place().DebugString() + " (this build has " +

@@ -6,7 +6,7 @@ defaults: the measured cost, i.e. the runner's own steps on this machine, fitted
 
 from __future__ import annotations
 
-from fastspec.cost_model import MeasuredCost
+from fastspec.runtime.adaptive.cost_model import MeasuredCost
 
 
 def adaptive_config(config):

@@ -56,7 +56,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--top-p", type=float, default=1.0,
                    help="sampling.top_p (default 1.0: the replay model really samples, ~8%% of tokens leave the reference)")
     p.add_argument("--static-step", action="store_true",
-                   help="run the spec-on step as two programs built once and replayed (fastspec.step.SpecStep)")
+                   help="run the spec-on step as two programs built once and replayed (fastspec.runtime.step.SpecStep)")
     p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     p.add_argument("--seed", type=int, default=0, help="workload and sampling seed")
     p.add_argument("--short", action="store_true", help="a small workload for CI")
@@ -94,7 +94,7 @@ class ProgressBar:
 
 
 def make_config(args):
-    from fastspec.config import SpeculativeConfig
+    from fastspec.runtime.config import SpeculativeConfig
 
     if args.config is None:
         args.config = str(METHOD_CONFIGS.get(args.method, DEFAULT_CONFIG))
@@ -121,7 +121,7 @@ def with_draft_head(config, model, workload, args):
     """Methods mtp / eagle3: the target also returns hidden states (eagle3: its aux states
     through ``AuxHiddenStatesMixin``) and a draft head reads them. Returns (target, head or None)."""
     from fastspec.demo import draft_models as dm
-    from fastspec.proposers import Eagle3DraftHead
+    from fastspec.runtime.proposers import Eagle3DraftHead
 
     vocab, end = workload.tokenizer.vocab_size, workload.tokenizer.END
     if config.method == "mtp":
@@ -139,8 +139,8 @@ def with_draft_head(config, model, workload, args):
 
 def run_one(label, model, workload, config, args, max_model_len, warmup=False, draft_model=None, step_mode=None,
             cost_model=None):
-    from fastspec.runner import generate
-    from fastspec.state import RequestParams
+    from fastspec.runtime.generation import generate
+    from fastspec.runtime.state import RequestParams
 
     s = config.sampling
     count = 1 if warmup else len(workload.prompts)

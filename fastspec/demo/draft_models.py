@@ -1,7 +1,7 @@
 """Draft heads and target hidden-state taps for MTP / EAGLE-style speculation.
 
 A draft layer is ``draft(input_ids int64 [B], hidden float32 [B, H]) -> (logits [B, V],
-hidden_out [B, H])`` (see ``fastspec.proposers.DraftModelProposer``). A target that feeds one
+hidden_out [B, H])`` (see ``fastspec.runtime.proposers.DraftModelProposer``). A target that feeds one
 returns ``(logits [T, V], hidden [T, H])`` instead of logits alone: ``hidden[t]`` is the target's
 last hidden state at output row ``t``.
 
@@ -28,7 +28,7 @@ import numpy as np
 import paddle
 from paddle import nn
 
-from fastspec.aux_hidden import AuxHiddenStatesMixin
+from fastspec.runtime.aux_hidden import AuxHiddenStatesMixin
 
 
 class TinyDraftHead(nn.Layer):
@@ -129,7 +129,7 @@ class GridAuxHiddenStates:
         self.aux_layer_ids = model.configure_aux_hidden_states(layer_ids)
 
     def __call__(self, inputs: Any) -> tuple[paddle.Tensor, paddle.Tensor]:
-        from fastspec.proposers.eagle3 import concat_aux_rows
+        from fastspec.runtime.proposers.eagle3 import concat_aux_rows
 
         logits, aux = self.model.run(inputs)
         return logits, concat_aux_rows(aux, inputs.row_slot, inputs.row_pos)

@@ -1,7 +1,7 @@
 """The two target models of the demo and the tests (the runner takes any callable of this shape).
 
 A model is a callable ``model(inputs: ModelInputs) -> logits [T, V]`` returning the logits of
-the packed output rows (see ``fastspec.runner.ModelInputs``).
+the packed output rows (see ``fastspec.runtime.generation.ModelInputs``).
 
 - ``TinyTransformer``: a small causal Paddle transformer with random weights (runs on CPU).
   It always runs on the full ``[B, L]`` grid so each row's logits are bit-identical whatever
@@ -19,10 +19,10 @@ import numpy as np
 import paddle
 from paddle import nn
 
-from fastspec.aux_hidden import AuxHiddenStatesMixin
+from fastspec.runtime.aux_hidden import AuxHiddenStatesMixin
 
 if TYPE_CHECKING:
-    from fastspec.runner import ModelInputs
+    from fastspec.runtime.generation import ModelInputs
 
 
 class _Block(nn.Layer):

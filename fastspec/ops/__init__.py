@@ -1,16 +1,16 @@
 """fastspec's Paddle ops. Importing this module loads the compiled op library.
 
-Every op takes its tensors in SPEC order, positionally or by name, and its
+Every op takes its tensors in the order of docs/ops/<op>.md, positionally or by name, and its
 attributes by keyword; in-place tensors are updated in place and returned.
-Each op is declared once in :mod:`fastspec.schema`; the functions here are
+Each op is declared once in :mod:`fastspec.core.schema`; the functions here are
 built from those declarations. ``help(fastspec.ops.<op>)`` shows the arguments
 and an example; docs/ops/ has the full contracts.
 """
 
-from fastspec.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError
-from fastspec.frontend import make_op, result_type
+from fastspec.core.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError
+from fastspec.core.wrappers import make_op, result_type
 from fastspec.ops._library import load, run
-from fastspec.schema import SCHEMAS, VerifyStrategy
+from fastspec.core.schema import SCHEMAS, VerifyStrategy
 
 load()
 

@@ -7,10 +7,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from fastspec.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError
-from fastspec.frontend import pack_result
-from fastspec.schema import OpSchema
-from fastspec.validate import UNKNOWN, TensorMeta, validate
+from fastspec.core.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError
+from fastspec.core.wrappers import pack_result
+from fastspec.core.schema import OpSchema
+from fastspec.core.validate import UNKNOWN, TensorMeta, validate
 
 LIBRARY = Path(__file__).resolve().parent.parent / "_lib" / "fastspec_ops.so"
 

@@ -1,6 +1,6 @@
 """Numpy reference implementations: the executable contract of every op.
 
-Plain, literal code that follows ``shared/SPEC.md`` (restated per op in
+Plain, literal code that follows the op contracts (restated per op in
 ``docs/ops/*.md``) step by step. Every backend is tested against these functions. They import
 numpy only, so they run where Paddle is absent (the GPU test host).
 """

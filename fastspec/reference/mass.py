@@ -1,4 +1,4 @@
-"""Fixed-point masses, the exact top-p threshold and the draw rule of SPEC.md."""
+"""Fixed-point masses, the exact top-p threshold and the draw rule of docs/ops/conventions.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reference ``update_model_status``: SPEC.md's rules, literally, one slot at a time."""
+"""Reference ``update_model_status``: the rules of docs/ops/update_model_status.md, literally, one slot at a time."""
 
 from __future__ import annotations
 

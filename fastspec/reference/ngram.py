@@ -1,4 +1,4 @@
-"""Reference ``ngram_match`` and ``ngram_append``: SPEC.md's rules, literally, one slot at a time."""
+"""Reference ``ngram_match`` and ``ngram_append``: the rules of docs/ops/ngram_match.md and ngram_append.md, literally, one slot at a time."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def _run(
 
 def ngram_match(*arrays: np.ndarray, max_ngram_size: int, min_ngram_size: int = 1, token_budget: int = 0,
                 ngram_anchor: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-    """SPEC.md's ``ngram_match`` on numpy arrays given in SPEC order; returns updated copies (and the
+    """``ngram_match`` (docs/ops/ngram_match.md) on numpy arrays given in the documented order; returns updated copies (and the
     updated ``ngram_anchor`` when one is given: anchored drafting, docs/ops/ngram_match.md)."""
 
     def decode_drafts(row, p, s, md, model_drafts, anchor):

@@ -1,4 +1,4 @@
-"""Reference REJECTION verification (SPEC.md "verify_draft_tokens", **REJECTION**).
+"""Reference REJECTION verification (docs/ops/verify_draft_tokens.md, **REJECTION**).
 
 Drafts from a draft model come with the draft distribution ``q`` of each draft; the target
 distribution is ``p``. Draft ``d`` at row ``t`` is accepted iff ``u * q(d) < p(d)``, written in
@@ -7,7 +7,7 @@ first rejection the token is drawn from the residual ``max(p - q, 0)`` (ascendin
 RESAMPLE); after full acceptance the bonus is drawn from ``p`` (ascending ids, RESAMPLE). The
 emitted tokens then follow ``p`` exactly (up to the 2^-40 mass quantum).
 
-Choices where SPEC.md is silent (docs/ops/verify_draft_tokens.md restates them):
+Choices of ours where the shared contract is silent (docs/ops/verify_draft_tokens.md restates them):
 - a draft < 0 is never accepted (as in every strategy); a draft >= V has ``mq = 0`` and is
   rejected (``accept_all`` accepts any draft >= 0, as in every strategy);
 - drafts that are skipped (prefill, ``reject_all``, ``reasoning_status == 1``) were never

@@ -33,7 +33,7 @@ def philox4x32_10(counter: tuple[int, int, int, int], key: tuple[int, int]) -> t
 
 
 def rand64(seed: int, position: int, stream: int) -> int:
-    """The 64-bit random number of SPEC.md: key from the seed, counter from position and stream."""
+    """The 64-bit random number of docs/ops/conventions.md: key from the seed, counter from position and stream."""
     s = int(seed) & _MASK64
     p = int(position) & _MASK64
     x = philox4x32_10((p & _MASK32, p >> 32, stream, 0), (s & _MASK32, s >> 32))

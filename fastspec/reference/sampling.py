@@ -1,4 +1,4 @@
-"""Reference ``top_p_candidates``, ``sample_tokens`` and ``top_k_top_p_probs``: SPEC.md's rules,
+"""Reference ``top_p_candidates``, ``sample_tokens`` and ``top_k_top_p_probs``: the rules of docs/ops/sampling.md,
 literally, one row at a time.
 
 Probabilities may be float32, float16 or bfloat16. numpy has no bfloat16, so a

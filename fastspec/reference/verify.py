@@ -1,4 +1,4 @@
-"""Reference ``verify_draft_tokens``: SPEC.md's rules, literally, one slot at a time."""
+"""Reference ``verify_draft_tokens``: the rules of docs/ops/verify_draft_tokens.md, literally, one slot at a time."""
 
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def verify_slots(
     accepts: Callable[[int, int, int, int], bool],
     correction: Callable[[int, int, int, bool], int | None],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The slot walk every strategy shares (SPEC.md steps 1-3); returns updated copies.
+    """The slot walk every strategy shares (docs/ops/verify_draft_tokens.md, steps 1-3); returns updated copies.
 
     A strategy supplies ``accepts(b, row, position, draft)`` (drafts < 0 and ``accept_all``
     are handled here) and ``correction(b, row, position, rejected)``, the token at the first

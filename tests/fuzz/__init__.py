@@ -1,4 +1,4 @@
-"""fastspec's fuzzer: random and adversarial calls of every op through ``fastspec.kernels``,
+"""fastspec's fuzzer: random and adversarial calls of every op through ``fastspec.arrays``,
 compared bit for bit with ``fastspec.reference``, optionally against the bindings built with
 ASan + UBSan. ``python -m tests.fuzz --help``; docs/fuzzing.md.
 

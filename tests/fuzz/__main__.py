@@ -5,7 +5,7 @@
     python -m tests.fuzz --replay ngram_match:1:523 [--sanitize] [--save FILE]
     python -m tests.fuzz --replay tests/fuzz/corpus/FILE.json [--sanitize]
 
-Every case is a call of one op through fastspec.kernels (CPU kernels, an eighth on the
+Every case is a call of one op through fastspec.arrays (CPU kernels, an eighth on the
 emulated XPU), compared bit for bit with fastspec.reference. ``--sanitize`` runs the workers
 on the ASan + UBSan bindings (``python setup_ops.py --bindings-only --sanitize`` builds them).
 Exits 1 on any finding: a mismatch, an unexpected exception or refusal, a broken call

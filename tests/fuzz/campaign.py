@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from fastspec.schema import SCHEMAS, XPU_MAX_DRAFTS, XPU_MAX_END_TOKENS
+from fastspec.core.schema import SCHEMAS, XPU_MAX_DRAFTS, XPU_MAX_END_TOKENS
 from tests.xpu.launches import GRIDS
 
 from .case import Case

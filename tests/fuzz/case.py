@@ -1,4 +1,4 @@
-"""One fuzz case (a call of one op through ``fastspec.kernels``) and its JSON form.
+"""One fuzz case (a call of one op through ``fastspec.arrays``) and its JSON form.
 
 A case is everything a call needs: the arrays by schema name (None where left out),
 the attributes, the call options (backend, XPU grid, threads) and, for a call broken on
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from fastspec.schema import SCHEMAS
+from fastspec.core.schema import SCHEMAS
 
 _FLOAT_BITS = {"float16": "uint16", "float32": "uint32", "float64": "uint64"}
 

@@ -1,4 +1,4 @@
-"""Runs one case through ``fastspec.kernels`` and judges it against the reference.
+"""Runs one case through ``fastspec.arrays`` and judges it against the reference.
 
 Outcomes: ``ok`` (every returned tensor has the reference's bits and no read-only input
 changed), ``rejected`` (the schema refused a call broken on purpose: not a finding), or a
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fastspec import kernels
-from fastspec.errors import FastspecArgumentError
-from fastspec.schema import SCHEMAS
+from fastspec import arrays as kernels
+from fastspec.core.errors import FastspecArgumentError
+from fastspec.core.schema import SCHEMAS
 
 from .case import Case
 from .targets import TARGETS

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from fastspec.reference import STREAM_DRAFT, STREAM_TARGET
-from fastspec.schema import MAX_CANDIDATE_LEN
-from fastspec.testing.sampling_cases import KINDS, make_batch, make_probs, request_params, to_bf16_bits
+from fastspec.core.schema import MAX_CANDIDATE_LEN
+from tests.helpers.sampling_cases import KINDS, make_batch, make_probs, request_params, to_bf16_bits
 
 
 def _vocab(rng: np.random.Generator) -> int:

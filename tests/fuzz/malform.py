@@ -15,8 +15,8 @@ from typing import Callable
 import numpy as np
 
 from fastspec.reference.sampling import as_f32_probs
-from fastspec.schema import SCHEMAS, Attr, OpSchema, Tensor
-from fastspec.testing.sampling_cases import to_bf16_bits
+from fastspec.core.schema import SCHEMAS, Attr, OpSchema, Tensor
+from tests.helpers.sampling_cases import to_bf16_bits
 
 from .case import Case, strided_view
 from .values import INT32_MAX, INT32_MIN, case_dims

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from fastspec.kernels import KERNELS_LIB_ENV, SANITIZE_LIB_DIR
+from fastspec.arrays import KERNELS_LIB_ENV, SANITIZE_LIB_DIR
 
 ASAN_OPTIONS = "detect_leaks=0:abort_on_error=1:halt_on_error=1"
 UBSAN_OPTIONS = "halt_on_error=1:abort_on_error=1"

@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from fastspec import reference as ref
-from fastspec.schema import STRATEGIES
+from fastspec.core.schema import STRATEGIES
 from tests.ngram_cases import ARRAY_NAMES as NGRAM_NAMES
 from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
 

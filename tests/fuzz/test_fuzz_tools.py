@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fastspec import kernels
-from fastspec.errors import FastspecBuildError
+from fastspec import arrays as kernels
+from fastspec.core.errors import FastspecBuildError
 from tests.fuzz import sanitizer
 from tests.fuzz.campaign import make_case
 from tests.fuzz.case import Case, from_json, is_strided, strided_view, to_json

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastspec.kernels import read_array
-from fastspec.schema import SCHEMAS
-from fastspec.validate import validate
+from fastspec.arrays import read_array
+from fastspec.core.schema import SCHEMAS
+from fastspec.core.validate import validate
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -68,7 +68,7 @@ def _positions(rng: np.random.Generator, size: int) -> np.ndarray:
 
 def poke(rng: np.random.Generator, array: np.ndarray, dims: dict[str, int]) -> None:
     """Overwrites a few entries of ``array`` (or all of them) in place with adversarial values.
-    A ``uint16`` array is bfloat16 bits (fastspec.kernels' convention)."""
+    A ``uint16`` array is bfloat16 bits (fastspec.arrays' convention)."""
     flat = array.reshape(-1)
     if flat.size == 0:
         return

@@ -22,7 +22,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from fastspec import kernels
+from fastspec import arrays as kernels
 
 from .campaign import Tally, run_range
 from .check import EXPECT_AUTO, run_case

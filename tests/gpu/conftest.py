@@ -24,7 +24,7 @@ def _skip_reason() -> str | None:
 
     if not torch.cuda.is_available():
         return "no CUDA device"
-    from fastspec import kernels
+    from fastspec import arrays as kernels
 
     try:
         if not kernels.module().with_cuda:

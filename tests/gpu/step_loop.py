@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
 
 B, K, L, V, K_CAND, STEPS = 16, 4, 256, 32, 6, 8

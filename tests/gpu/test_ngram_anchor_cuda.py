@@ -8,9 +8,9 @@ import pytest
 
 torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 
-from fastspec import kernels  # noqa: E402
+from fastspec import arrays as kernels  # noqa: E402
 from fastspec import reference as ref  # noqa: E402
-from fastspec.testing.cuda import capture, copy_into, to_device, to_host  # noqa: E402
+from tests.helpers.cuda import capture, copy_into, to_device, to_host  # noqa: E402
 from tests.ngram_append_cases import random_append_case  # noqa: E402
 from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case  # noqa: E402
 

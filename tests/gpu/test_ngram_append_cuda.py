@@ -9,9 +9,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from fastspec import kernels  # noqa: E402
+from fastspec import arrays as kernels  # noqa: E402
 from tests import ngram_harness as harness  # noqa: E402
-from fastspec.testing.cuda import capture, copy_into, run_ngram_cuda, to_device, to_host  # noqa: E402
+from tests.helpers.cuda import capture, copy_into, run_ngram_cuda, to_device, to_host  # noqa: E402
 from tests.ngram_append_cases import ARRAY_NAMES, hybrid_example, random_append_case  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")

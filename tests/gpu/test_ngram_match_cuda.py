@@ -9,10 +9,10 @@ import pytest
 
 torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 
-from fastspec import kernels  # noqa: E402
+from fastspec import arrays as kernels  # noqa: E402
 from fastspec import reference as ref  # noqa: E402
 from tests import ngram_harness as harness  # noqa: E402
-from fastspec.testing.cuda import capture, copy_into, run_ngram_cuda, to_device, to_host  # noqa: E402
+from tests.helpers.cuda import capture, copy_into, run_ngram_cuda, to_device, to_host  # noqa: E402
 from tests.ngram_cases import ARRAY_NAMES, random_case, spec_example  # noqa: E402
 
 run_cuda = partial(run_ngram_cuda, "ngram_match")

@@ -13,10 +13,10 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 
 import numpy as np
 
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
-from fastspec.testing.cuda import capture, copy_into
-from fastspec.testing.sampling_cases import (
+from tests.helpers.cuda import capture, copy_into
+from tests.helpers.sampling_cases import (
     KINDS,
     TOP_P_ODD,
     TOP_PS,

@@ -8,9 +8,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from fastspec import kernels  # noqa: E402
+from fastspec import arrays as kernels  # noqa: E402
 from fastspec import reference as ref  # noqa: E402
-from fastspec.testing.cuda import capture  # noqa: E402
+from tests.helpers.cuda import capture  # noqa: E402
 from tests.rejection_cases import ARRAY_NAMES, chi2_matches, distribution_case, random_case, random_rows  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")

@@ -9,9 +9,9 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 
 import numpy as np
 
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
-from fastspec.testing.cuda import capture, to_device, to_host
+from tests.helpers.cuda import capture, to_device, to_host
 from tests.gpu.step_loop import B, STEPS, graph_loop_state, reference_step, run_step
 from tests.verify_update_cases import (
     STRATEGIES,

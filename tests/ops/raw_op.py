@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastspec.ops._library import run_op
-from fastspec.schema import SCHEMAS
+from fastspec.core.schema import SCHEMAS
 
 
 def raw_op(name: str, tensors: dict[str, Any], attrs: dict[str, Any]) -> dict[str, Any]:

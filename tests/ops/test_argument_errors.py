@@ -4,7 +4,7 @@ The bad calls are derived from the op schemas: for each tensor a wrong dtype, a
 wrong rank, a missing one, a batch that disagrees, and a strided view of each
 in-place tensor; for each attribute a value out of range; for verify an unknown
 strategy and each strategy's tensors left out. Paddle's ops and the pointer API
-(``fastspec.kernels``) must both refuse them, and the raw Paddle op (without
+(``fastspec.arrays``) must both refuse them, and the raw Paddle op (without
 its Python checks) must refuse the shape and dtype ones through its guard.
 """
 
@@ -16,11 +16,11 @@ import numpy as np
 import paddle
 import pytest
 
-import fastspec.kernels as kernels
+import fastspec.arrays as kernels
 import fastspec.ops as ops
-from fastspec.errors import FastspecArgumentError, FastspecTypeError
-from fastspec.schema import SCHEMAS, STRATEGIES, Dim
-from fastspec.validate import TensorMeta, validate
+from fastspec.core.errors import FastspecArgumentError, FastspecTypeError
+from fastspec.core.schema import SCHEMAS, STRATEGIES, Dim
+from fastspec.core.validate import TensorMeta, validate
 from tests.ops.raw_op import raw_op
 
 

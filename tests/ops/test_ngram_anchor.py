@@ -9,7 +9,7 @@ import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
 from tests.ngram_append_cases import random_append_case
 from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case

@@ -1,8 +1,8 @@
-"""Philox4x32-10 and rand64: SPEC.md's known answers on the reference and the C++ header."""
+"""Philox4x32-10 and rand64: the known answers of docs/ops/conventions.md on the reference and the C++ header."""
 
 import pytest
 
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
 
 PHILOX_ANSWERS = [

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
 from fastspec.reference.mass import prob_mass
-from fastspec.testing.sampling_cases import (
+from tests.helpers.sampling_cases import (
     KINDS,
     TOP_P_ODD,
     TOP_PS,
@@ -298,7 +298,7 @@ import sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
 from fastspec import reference as ref
-from fastspec.testing.sampling_cases import make_batch, make_probs, request_params
+from tests.helpers.sampling_cases import make_batch, make_probs, request_params
 from tests.ops.test_sampling_kernels import run_candidates, run_sample
 rng = np.random.default_rng(77)
 cu, bid = make_batch(rng, [3, 1, 4, 2, 1, 1, 5, 2], padding_rows=2)

@@ -9,7 +9,7 @@ import pytest
 import fastspec.ops as ops
 from fastspec import reference as ref
 from tests.ops.raw_op import raw_op
-from fastspec.testing.sampling_cases import KINDS, TOP_P_ODD, TOP_PS, make_batch, make_probs, request_params, softmax
+from tests.helpers.sampling_cases import KINDS, TOP_P_ODD, TOP_PS, make_batch, make_probs, request_params, softmax
 
 
 def as_paddle_probs(probs: np.ndarray, dtype: str) -> tuple[paddle.Tensor, np.ndarray]:

@@ -8,11 +8,11 @@ import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
 from fastspec.reference.mass import prob_mass
 from fastspec.reference.sampling import sample_set
-from fastspec.testing.sampling_cases import (
+from tests.helpers.sampling_cases import (
     KINDS,
     make_batch,
     make_probs,

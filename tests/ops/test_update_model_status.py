@@ -1,5 +1,5 @@
 """update_model_status: the Paddle op (and the bindings' CPU path) against the numpy reference,
-one test per SPEC.md rule, and bad inputs."""
+one test per rule of docs/ops/update_model_status.md, and bad inputs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
 from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, random_update_case
 
@@ -91,7 +91,7 @@ def test_large_batch_uses_threads_and_matches_the_reference():
     assert_same(run_op(arrays), run_reference(arrays))
 
 
-# --- one test per rule of SPEC.md ------------------------------------------
+# --- one test per rule of docs/ops/update_model_status.md ------------------------------------------
 
 
 def test_blocked_slot_only_zeroes_this_time_and_accept_num():

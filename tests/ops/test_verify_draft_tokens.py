@@ -1,5 +1,5 @@
 """verify_draft_tokens: the Paddle op (and the bindings' CPU path) against the numpy reference,
-one test per SPEC.md rule, the TOPP draw's statistics, and bad inputs."""
+one test per rule of docs/ops/verify_draft_tokens.md, the TOPP draw's statistics, and bad inputs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
 from tests.verify_update_cases import STRATEGIES, VERIFY_NAMES, random_verify_case
 
@@ -119,7 +119,7 @@ def test_never_emits_minus_one_or_a_token_outside_the_inputs():
             assert (tokens[b, :count] >= 0).all() and (tokens[b, count:] == -1).all()
 
 
-# --- one test per rule of SPEC.md ------------------------------------------
+# --- one test per rule of docs/ops/verify_draft_tokens.md ------------------------------------------
 
 
 def test_stopped_slot_emits_nothing():

@@ -8,7 +8,7 @@ import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
 from tests.rejection_cases import ARRAY_NAMES, chi2_matches, distribution_case, random_case, random_rows
 

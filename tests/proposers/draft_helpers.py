@@ -6,7 +6,7 @@ import numpy as np
 import paddle
 from paddle import nn
 
-from fastspec.state import RequestParams, SpecState
+from fastspec.runtime.state import RequestParams, SpecState
 
 V = 10_000
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from fastspec import reference as ref
-from fastspec.config import SpeculativeConfig
-from fastspec.proposers.ngram import NgramProposer
-from fastspec.state import RequestParams, SpecState
+from fastspec.runtime.config import SpeculativeConfig
+from fastspec.runtime.proposers.ngram import NgramProposer
+from fastspec.runtime.state import RequestParams, SpecState
 from tests.ngram_cases import ARRAY_NAMES
 
 PROMPT = [1, 2, 9, 9, 9, 1, 2, 3, 4, 5, 6, 7, 8]

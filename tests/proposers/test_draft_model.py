@@ -6,7 +6,7 @@ import numpy as np
 import paddle
 import pytest
 
-from fastspec.proposers.draft_model import DraftModelProposer
+from fastspec.runtime.proposers.draft_model import DraftModelProposer
 from tests.proposers.draft_helpers import RevealLayer, decode_state, expected_drafts, observe_one_row_per_slot
 
 BASES = [7, 42, 13]

@@ -4,7 +4,7 @@ adaptive controller relies on."""
 import numpy as np
 import paddle
 
-from fastspec.proposers import DraftModelProposer, NgramProposer
+from fastspec.runtime.proposers import DraftModelProposer, NgramProposer
 from tests.proposers.draft_helpers import RevealLayer, decode_state, observe_one_row_per_slot
 from tests.proposers.test_proposers import decoding_state
 

@@ -13,11 +13,11 @@ import paddle
 import pytest
 from paddle import nn
 
-from fastspec.config import SpeculativeConfig
+from fastspec.runtime.config import SpeculativeConfig
 from fastspec.demo.draft_models import GridAuxHiddenStates, ReplayAuxHiddenStates, ReplayEagle3Head
 from fastspec.demo.models import ReplayModel, TinyTransformer
-from fastspec.proposers import DraftModelProposer, DraftShapeError, Eagle3DraftHead, concat_aux_rows
-from fastspec.runner import _model_inputs, generate
+from fastspec.runtime.proposers import DraftModelProposer, DraftShapeError, Eagle3DraftHead, concat_aux_rows
+from fastspec.runtime.generation import _model_inputs, generate
 from tests.proposers.draft_helpers import RevealLayer, decode_state, observe_one_row_per_slot
 from tests.test_runner import copy_task
 

@@ -6,7 +6,7 @@ import numpy as np
 import paddle
 import pytest
 
-from fastspec.proposers.extract_hidden import ExtractHiddenStatesProposer
+from fastspec.runtime.proposers.extract_hidden import ExtractHiddenStatesProposer
 from tests.proposers.draft_helpers import decode_state
 
 

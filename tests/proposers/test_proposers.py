@@ -5,8 +5,8 @@ import paddle
 import pytest
 
 from fastspec import reference
-from fastspec.proposers import NgramProposer, Proposal, ProposalError, Proposer
-from fastspec.state import RequestParams, SpecState
+from fastspec.runtime.proposers import NgramProposer, Proposal, ProposalError, Proposer
+from fastspec.runtime.state import RequestParams, SpecState
 
 
 class FixedProposer(Proposer):

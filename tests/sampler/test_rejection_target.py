@@ -8,10 +8,10 @@ import paddle
 
 import fastspec.ops as ops
 from fastspec import reference as ref
-from fastspec.config import SpeculativeConfig
+from fastspec.runtime.config import SpeculativeConfig
 from fastspec.reference.sampling import sampling_distribution
-from fastspec.sampler import Sampler
-from fastspec.state import RequestParams, SpecState
+from fastspec.runtime.sampler import Sampler
+from fastspec.runtime.state import RequestParams, SpecState
 
 
 def test_matches_sample_tokens_distribution():

@@ -5,11 +5,11 @@ import paddle
 import pytest
 
 from fastspec import reference
-from fastspec.config import SpeculativeConfig
+from fastspec.runtime.config import SpeculativeConfig
 from fastspec.demo.models import TinyTransformer
-from fastspec.runner import generate
-from fastspec.sampler import Sampler
-from fastspec.state import RequestParams, SpecState
+from fastspec.runtime.generation import generate
+from fastspec.runtime.sampler import Sampler
+from fastspec.runtime.state import RequestParams, SpecState
 
 V = 40
 STATE_NAMES = ("seq_lens_encoder", "seq_lens_decoder", "seq_lens_this_time", "step_idx", "stop_flags",

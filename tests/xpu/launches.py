@@ -9,7 +9,7 @@ LAUNCHES = tuple({"backend": "xpu_emulator", "xpu_grid": grid, "xpu_reverse_clus
 
 
 def launch(case: int) -> dict:
-    """The keyword arguments of fastspec.kernels for random case number `case`."""
+    """The keyword arguments of fastspec.arrays for random case number `case`."""
     return LAUNCHES[case % len(LAUNCHES)]
 
 

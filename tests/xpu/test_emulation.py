@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec import kernels
-from fastspec.errors import FastspecArgumentError
+from fastspec import arrays as kernels
+from fastspec.core.errors import FastspecArgumentError
 from tests.ngram_cases import ARRAY_NAMES, spec_example
 
 FENCED, MISSING_FENCE, SHARED_UNWRITTEN, SOURCE_CHANGED, OVER_BUDGET, WRONG_SPACE, EARLY_EXIT = range(7)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec import kernels
-from fastspec.errors import FastspecArgumentError
+from fastspec import arrays as kernels
+from fastspec.core.errors import FastspecArgumentError
 from tests import ngram_harness as harness
 from tests.ngram_append_cases import random_append_case
 from tests.ngram_cases import ARRAY_NAMES, random_case, spec_example

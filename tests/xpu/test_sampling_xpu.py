@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
-from fastspec.testing.sampling_cases import KINDS, TOP_P_ODD, TOP_PS, make_batch, make_probs, request_params, to_bf16_bits
+from tests.helpers.sampling_cases import KINDS, TOP_P_ODD, TOP_PS, make_batch, make_probs, request_params, to_bf16_bits
 from tests.xpu.launches import LAUNCHES, describe, launch
 
 

@@ -1,6 +1,6 @@
 """The whole speculative loop on the emulated XPU: propose (ngram_match) -> targets (sample_tokens or
 top_p_candidates) -> verify_draft_tokens -> update_model_status, 50 steps, run once on the XPU
-kernels and once on the CPU kernels (fastspec.kernels, numpy state): the state must stay identical
+kernels and once on the CPU kernels (fastspec.arrays, numpy state): the state must stay identical
 after every step. The loop itself is tests/ops/test_spec_loop.py's."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec import kernels
+from fastspec import arrays as kernels
 from tests.ops.test_spec_loop import (
     COMPARED,
     K,
@@ -24,7 +24,7 @@ from tests.xpu.launches import LAUNCHES, describe
 
 
 class KernelLoop:
-    """The loop's state as numpy arrays, advanced in place by fastspec.kernels with `options`
+    """The loop's state as numpy arrays, advanced in place by fastspec.arrays with `options`
     (the CPU kernels for {}, the emulated XPU for backend='xpu_emulator')."""
 
     def __init__(self, state: dict[str, np.ndarray], options: dict):

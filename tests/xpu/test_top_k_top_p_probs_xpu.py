@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
-from fastspec.testing.sampling_cases import make_batch, make_probs, probs_case
+from tests.helpers.sampling_cases import make_batch, make_probs, probs_case
 from tests.xpu.launches import LAUNCHES, describe, launch
 from tests.xpu.test_sampling_xpu import in_dtype
 

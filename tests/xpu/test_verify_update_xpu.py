@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
-from fastspec.errors import FastspecArgumentError
-from fastspec.testing.sampling_cases import to_bf16_bits
+from fastspec.core.errors import FastspecArgumentError
+from tests.helpers.sampling_cases import to_bf16_bits
 from tests import rejection_cases
 from tests.verify_update_cases import (
     STRATEGIES,

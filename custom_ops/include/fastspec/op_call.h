@@ -1,5 +1,5 @@
 // One call of an op, as every front end hands it to the kernels: the tensors
-// in the order of the op's schema (fastspec/schema.py), the attributes as
+// in the order of the op's schema (fastspec/core/schema.py), the attributes as
 // integers, the backend and its stream. Front ends (the Paddle ops, the
 // pybind11 bindings) fill an OpCall and call fastspec::run; each op's glue file
 // (custom_ops/ops/<op>.cc) turns it into the op's parameter struct and
@@ -17,7 +17,7 @@ enum class Backend : int32_t { kCpu = 0, kCuda = 1, kXpu = 2, kCudaEmulator = 3 
 constexpr int kNumBackends = 4;
 const char* backend_name(Backend backend);
 
-// Tensor element types; the numbering is shared with fastspec/codegen.py.
+// Tensor element types; the numbering is shared with tools/codegen.py.
 enum DType : int32_t { kBool = 0, kInt32 = 1, kInt64 = 2, kFloat32 = 3, kFloat16 = 4, kBFloat16 = 5 };
 
 struct TensorRef {

@@ -4,11 +4,11 @@ Each :class:`OpSchema` below lists an op's tensors (name, dtypes, shape, in plac
 new, optional, which strategies need it), its attributes (type, default, range)
 and its documentation. Everything else is derived from it:
 
-* the argument checks of both front ends (:mod:`fastspec.validate`);
-* the Python wrappers of :mod:`fastspec.ops` (Paddle) and :mod:`fastspec.kernels`
+* the argument checks of both front ends (:mod:`fastspec.core.validate`);
+* the Python wrappers of :mod:`fastspec.ops` (Paddle) and :mod:`fastspec.arrays`
   (pointer API): signatures, docstrings, named-tuple results;
 * the Paddle registration of each op and its run-time shape guard, generated
-  into C++ by ``python -m fastspec.codegen`` at build time;
+  into C++ by ``python -m tools.codegen`` at build time;
 * the argument-name lists tests and benchmarks use (``SCHEMAS[op].input_names``).
 
 Shapes are written with symbols: ``B`` batch slots, ``K + 1`` draft columns,
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PROBS = ("float32", "float16", "bfloat16")  # probability rows; computed in float32
-PER_REQUEST = "[B] | [B, 1]"  # SPEC.md: every per-request tensor may be [B] or [B, 1]
+PER_REQUEST = "[B] | [B, 1]"  # docs/ops/conventions.md: every per-request tensor may be [B] or [B, 1]
 INT32_MAX = 2**31 - 1
 CUDA_MAX_BATCH = 4096  # custom_ops/include/fastspec/common.h kMaxCudaBatch (a test checks they agree)
 # The XPU kernels keep a slot's rows in local memory (custom_ops/xpu/xpu_types.h; a test checks they agree).

@@ -1,39 +1,4 @@
-"""``DraftModelProposer``: MTP / EAGLE-style drafts from a small Paddle draft layer.
-
-The draft layer is any callable ``draft_model(input_ids int64 [B], hidden float32 [B, H_in or
-H]) -> (logits [B, V], hidden_out [B, H])``. One *draft step* feeds every slot's last token and a
-hidden state and takes the next draft token from the logits (argmax, or a seeded draw whose
-probabilities are kept for REJECTION verification). ``num_model_steps`` steps write
-``draft_tokens[:, 1..num_model_steps]``.
-
-Widths. The first draft step reads the target's hidden state (width ``H_in``: ``H`` for MTP,
-the concatenated aux hidden states ``3H`` for EAGLE3); every step outputs width ``H``. With
-``chain_hidden_states`` each later step reads the previous step's output (width ``H``),
-otherwise the target's hidden state again. The widths come from the head
-(``input_hidden_size``, ``hidden_size``, ``vocab_size`` attributes, or the constructor's
-arguments; an undeclared ``H_in`` is learnt from the first ``observe_target``, an undeclared
-``H`` equals ``H_in``). They are fixed once the buffers exist: a hidden state or a head output
-of another width raises ``DraftShapeError`` and leaves the buffers as they were.
-
-Where the first inputs come from: after each step the runner hands the target's hidden states
-of the packed rows to ``observe_target``; the proposer keeps, per slot, the hidden state of the
-row that produced the last accepted token (MTP pairs the hidden state at position j with the
-token at j + 1 to predict j + 2). The last accepted token is ``draft_tokens[b, 0]``.
-
-Persistent buffers. ``buffers`` holds the target's hidden states, the inputs of a draft step
-(``input_ids``, ``hidden``, ``position``: where the last draft step left them) and
-``draft_probs``: tensors allocated once and only ever written in place, each once per proposal.
-Within a proposal the draft steps pass their results to the next step as values (a static
-program must not read back a tensor it wrote in place). So a whole proposal can sit in a
-compiled or captured step (``fastspec.step.SpecStep``) and read the target's hidden states the
-last step left in ``target_hidden``; rebinding an attribute to a fresh tensor instead would leave
-a captured graph reading a stale buffer: the known bug this layout rules out, and what the tests
-check. ``static=True`` compiles the draft step itself with ``paddle.jit.to_static``.
-
-Hybrid drafting: when ``num_speculative_tokens > num_model_steps`` the remaining columns are
-filled by the ``ngram_append`` op from an n-gram match of the generated tokens extended by the
-model's drafts (``docs/ops/ngram_append.md``; ``max_dec_len`` and ``token_budget`` respected).
-"""
+"""``DraftModelProposer``: MTP / EAGLE-style drafts from a small Paddle draft layer."""
 
 from __future__ import annotations
 
@@ -43,9 +8,9 @@ import numpy as np
 import paddle
 
 from fastspec import ops
-from fastspec.proposers.base import Proposal, Proposer
+from fastspec.runtime.proposers.base import Proposal, Proposer
 from fastspec.reference.rng import STREAM_DRAFT
-from fastspec.state import SpecState
+from fastspec.runtime.state import SpecState
 
 
 class DraftShapeError(ValueError):
@@ -67,6 +32,40 @@ def _width(value: Any, name: str) -> int | None:
 class DraftModelProposer(Proposer):
     """Drafts from a Paddle draft layer fed with the target's hidden states.
 
+    The draft layer is any callable ``draft_model(input_ids int64 [B], hidden float32 [B, H_in or
+    H]) -> (logits [B, V], hidden_out [B, H])``. One *draft step* feeds every slot's last token and a
+    hidden state and takes the next draft token from the logits (argmax, or a seeded draw whose
+    probabilities are kept for REJECTION verification). ``num_model_steps`` steps write
+    ``draft_tokens[:, 1..num_model_steps]``.
+
+    Widths. The first draft step reads the target's hidden state (width ``H_in``: ``H`` for MTP,
+    the concatenated aux hidden states ``3H`` for EAGLE3); every step outputs width ``H``. With
+    ``chain_hidden_states`` each later step reads the previous step's output (width ``H``),
+    otherwise the target's hidden state again. The widths come from the head
+    (``input_hidden_size``, ``hidden_size``, ``vocab_size`` attributes, or the constructor's
+    arguments; an undeclared ``H_in`` is learnt from the first ``observe_target``, an undeclared
+    ``H`` equals ``H_in``). They are fixed once the buffers exist: a hidden state or a head output
+    of another width raises ``DraftShapeError`` and leaves the buffers as they were.
+
+    Where the first inputs come from: after each step the runner hands the target's hidden states
+    of the packed rows to ``observe_target``; the proposer keeps, per slot, the hidden state of the
+    row that produced the last accepted token (MTP pairs the hidden state at position j with the
+    token at j + 1 to predict j + 2). The last accepted token is ``draft_tokens[b, 0]``.
+
+    Persistent buffers. ``buffers`` holds the target's hidden states, the inputs of a draft step
+    (``input_ids``, ``hidden``, ``position``: where the last draft step left them) and
+    ``draft_probs``: tensors allocated once and only ever written in place, each once per proposal.
+    Within a proposal the draft steps pass their results to the next step as values (a static
+    program must not read back a tensor it wrote in place). So a whole proposal can sit in a
+    compiled or captured step (``fastspec.runtime.step.SpecStep``) and read the target's hidden states the
+    last step left in ``target_hidden``; rebinding an attribute to a fresh tensor instead would leave
+    a captured graph reading a stale buffer: the known bug this layout rules out, and what the tests
+    check. ``static=True`` compiles the draft step itself with ``paddle.jit.to_static``.
+
+    Hybrid drafting: when ``num_speculative_tokens > num_model_steps`` the remaining columns are
+    filled by the ``ngram_append`` op from an n-gram match of the generated tokens extended by the
+    model's drafts (``docs/ops/ngram_append.md``; ``max_dec_len`` and ``token_budget`` respected).
+
     Args:
         draft_model: ``(input_ids [B] int64, hidden [B, H_in or H] float32) -> (logits [B, V], hidden_out [B, H])``.
         num_speculative_tokens: K, draft columns.
@@ -80,7 +79,7 @@ class DraftModelProposer(Proposer):
         keep_draft_probs: keep ``draft_probs [B, K, V]`` (what REJECTION verifies against);
             default: when drafts are sampled. Without it the proposer keeps no ``[B, K, V]`` tensor.
         static: compile the draft step with ``paddle.jit.to_static`` (one program per input width);
-            ``fastspec.step.SpecStep`` compiles or captures the whole step instead.
+            ``fastspec.runtime.step.SpecStep`` compiles or captures the whole step instead.
         input_hidden_size, hidden_size, vocab_size: the head's widths (default: its attributes of
             those names; see the module docstring).
         max_ngram_size, min_ngram_size, token_budget, anchored: the n-gram part of hybrid drafting.
@@ -89,7 +88,9 @@ class DraftModelProposer(Proposer):
         ValueError: num_model_steps outside [1, K], bad n-gram settings or widths.
     """
 
-    static_step_safe = True  # fixed shapes, device tensors only: it can sit in a SpecStep program
+    static_step_safe = True
+    needs_target_hidden = True
+    provides_draft_probs = True
 
     def __init__(
         self,

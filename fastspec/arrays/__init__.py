@@ -4,7 +4,7 @@ numpy arrays and CPU torch tensors run on the CPU kernels; CUDA torch tensors
 and CuPy arrays on the CUDA kernels (on the framework's current stream, or
 ``stream=``); any other array that speaks DLPack is read through
 ``__dlpack__``. Every call is checked against the op's schema
-(:mod:`fastspec.schema`) exactly as :mod:`fastspec.ops` checks it: dtype,
+(:mod:`fastspec.core.schema`) exactly as :mod:`fastspec.ops` checks it: dtype,
 shape, contiguity and device of every array, so a bad call raises
 :class:`FastspecArgumentError` naming the argument instead of reading past an
 array. Nothing is copied or converted: in-place arrays are written in place.
@@ -47,15 +47,15 @@ from typing import Any
 
 import numpy as np
 
-from fastspec.codegen import DTYPE_CODES
-from fastspec.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError
-from fastspec.frontend import make_op, pack_result, result_type
-from fastspec.schema import SCHEMAS, OpSchema, Tensor, VerifyStrategy
-from fastspec.validate import TensorMeta, validate
+from fastspec.core.dtypes import DTYPE_CODES
+from fastspec.core.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError
+from fastspec.core.wrappers import make_op, pack_result, result_type
+from fastspec.core.schema import SCHEMAS, OpSchema, Tensor, VerifyStrategy
+from fastspec.core.validate import TensorMeta, validate
 
 BACKENDS = {"cpu": 0, "cuda": 1, "xpu": 2, "cuda_emulator": 3}  # op_call.h Backend
 KERNELS_LIB_ENV = "FASTSPEC_KERNELS_LIB"  # unset: fastspec/_lib; "sanitize": SANITIZE_LIB_DIR
-SANITIZE_LIB_DIR = Path(__file__).resolve().parent.parent / "build" / "sanitize"  # setup_ops.py's
+SANITIZE_LIB_DIR = Path(__file__).resolve().parents[2] / "build" / "sanitize"  # setup_ops.py's
 
 
 def _load_sanitized() -> Any:
@@ -289,13 +289,13 @@ def prepare(op_name: str, *args: Any, **kwargs: Any) -> Any:
 
     The arrays (and outputs, allocated here where left out) must stay alive and keep their
     shapes; their contents may change between launches. For benchmarks and hot loops that
-    cannot afford the checks on every call; ``fastspec.kernels.<op>`` is the safe way.
+    cannot afford the checks on every call; ``fastspec.arrays.<op>`` is the safe way.
     """
     launch, _ = _prepare(SCHEMAS[op_name], *globals()[op_name].bind_arguments(*args, **kwargs))
     return launch
 
 
-_SETUP = ">>> import numpy as np, fastspec.kernels as fs; T = np.array"
+_SETUP = ">>> import numpy as np, fastspec.arrays as fs; T = np.array"
 _EXTRAS = (
     inspect.Parameter("num_threads", inspect.Parameter.KEYWORD_ONLY, default=0),
     inspect.Parameter("stream", inspect.Parameter.KEYWORD_ONLY, default=None),

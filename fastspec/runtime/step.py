@@ -1,24 +1,4 @@
-"""``SpecStep``: one speculative step as two fixed programs a runner builds once and replays.
-
-A step is ``prepare`` (propose drafts, then pack the output rows on the device) -> the runner's
-model forward -> ``finish`` (the Sampler's forward: verify or sample, then
-``update_model_status``; a draft-model proposer then keeps the target's hidden states). The
-model sits between the two, so a step is two programs:
-
-- ``prepare()``: no inputs; reads and writes the state's tensors (and the proposer's buffers)
-  in place;
-- ``finish(logits, hidden=None)``: ``logits [max_rows, V]`` and ``hidden [max_rows, H]`` in
-  fixed shapes, ``max_rows = max_num_seqs * (K + 1)``; rows past the packed ones are padding
-  (``batch_id_per_token_output`` is -1 there) and are ignored. ``pad_rows`` pads a
-  ``[T, ...]`` model output.
-
-Modes: ``"eager"`` runs the same Python code op by op; ``"static"`` compiles each program once
-with ``paddle.jit.to_static`` (``builds`` counts the compilations) and replays it; on a Paddle
-GPU build ``"cuda_graph"`` captures each program once in a ``paddle.device.cuda.graphs.CUDAGraph``
-and replays the graph (``docs/draft_model.md``). What makes that possible: every tensor a step
-touches is allocated before the first build and only written in place; nothing in a program
-reads a tensor's value on the host or branches on it; every shape is fixed.
-"""
+"""``SpecStep``: one speculative step as two fixed programs a runner builds once and replays."""
 
 from __future__ import annotations
 
@@ -28,10 +8,10 @@ from typing import Callable, Iterator
 
 import paddle
 
-from fastspec.adaptive import DraftLengthController
-from fastspec.proposers.base import Proposer
-from fastspec.sampler import Sampler
-from fastspec.state import SpecState
+from fastspec.runtime.adaptive.controller import DraftLengthController
+from fastspec.runtime.proposers.base import Proposer
+from fastspec.runtime.sampler import Sampler
+from fastspec.runtime.state import SpecState
 
 MODES = ("eager", "static", "cuda_graph")
 
@@ -39,12 +19,32 @@ MODES = ("eager", "static", "cuda_graph")
 class SpecStep:
     """Propose -> [model] -> sample / verify -> update, as two programs over ``state``.
 
+    A step is ``prepare`` (propose drafts, then pack the output rows on the device) -> the runner's
+    model forward -> ``finish`` (the Sampler's forward: verify or sample, then
+    ``update_model_status``; a draft-model proposer then keeps the target's hidden states). The
+    model sits between the two, so a step is two programs:
+
+    - ``prepare()``: no inputs; reads and writes the state's tensors (and the proposer's buffers)
+      in place;
+    - ``finish(logits, hidden=None)``: ``logits [max_rows, V]`` and ``hidden [max_rows, H]`` in
+      fixed shapes, ``max_rows = max_num_seqs * (K + 1)``; rows past the packed ones are padding
+      (``batch_id_per_token_output`` is -1 there) and are ignored. ``pad_rows`` pads a
+      ``[T, ...]`` model output.
+
+    Modes: ``"eager"`` runs the same Python code op by op; ``"static"`` compiles each program once
+    with ``paddle.jit.to_static`` (``builds`` counts the compilations) and replays it; on a Paddle
+    GPU build ``"cuda_graph"`` captures each program once in a ``paddle.device.cuda.graphs.CUDAGraph``
+    and replays the graph (``docs/draft_model.md``). What makes that possible: every tensor a step
+    touches is allocated before the first build and only written in place; nothing in a program
+    reads a tensor's value on the host or branches on it; every shape is fixed.
+
     Args:
         state: the batch; every program reads and writes its tensors in place.
         sampler: the Sampler of the config.
-        proposer: a proposer whose ``propose`` keeps to fixed shapes and device tensors
-            (``NgramProposer``, ``DraftModelProposer``; ``static_step_safe`` says so), or None.
-        mode: ``"eager"``, ``"static"`` or ``"cuda_graph"``.
+        proposer: the proposer, or None; modes ``static`` and ``cuda_graph`` need one whose
+            ``propose`` keeps to fixed shapes and device tensors (``static_step_safe``).
+        mode: ``"eager"`` (op by op, any proposer: what ``generate`` runs by default),
+            ``"static"`` or ``"cuda_graph"``.
         controller: an adaptive draft-length controller: ``plan`` opens ``prepare``, ``observe``
             closes ``finish`` (its host-side ``reset_slot`` / ``refresh_costs`` stay between steps).
 
@@ -58,17 +58,22 @@ class SpecStep:
                  controller: DraftLengthController | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"SpecStep: mode must be one of {list(MODES)}, got {mode!r}")
-        if proposer is not None and not getattr(proposer, "static_step_safe", False):
+        fixed = mode != "eager"  # a program built once: fixed shapes, buffers allocated before the build
+        if fixed and proposer is not None and not proposer.static_step_safe:
             raise ValueError(f"SpecStep: {type(proposer).__name__} reads host values while proposing; it cannot run in a "
                              "static step (use NgramProposer or DraftModelProposer, or mode 'eager')")
+        if sampler.config.speculative and sampler.strategy == "rejection" and (proposer is None or not proposer.provides_draft_probs):
+            raise ValueError(f"SpecStep: strategy 'rejection' needs a proposer with draft probabilities, "
+                             f"got {type(proposer).__name__}")
         if mode == "cuda_graph":
             _check_cuda_graphs(state)
         self.state, self.sampler, self.proposer, self.mode = state, sampler, proposer, mode
         self.max_rows = state.max_num_seqs * (state.num_speculative_tokens + 1)
-        self.observes = hasattr(proposer, "observe_target")
-        if self.observes:
+        self.observes = proposer is not None and proposer.needs_target_hidden
+        if proposer is not None:
             proposer.prepare(state)
-            if not proposer.ready or (sampler.strategy == "rejection" and proposer.draft_probs is None):
+            if fixed and (not proposer.ready or (proposer.provides_draft_probs and sampler.strategy == "rejection"
+                                                 and proposer.draft_probs is None)):
                 raise ValueError(
                     "SpecStep: the draft model's buffers must exist before the step is built: declare the head's "
                     "input_hidden_size, hidden_size and vocab_size (attributes, or DraftModelProposer arguments)"
@@ -89,7 +94,7 @@ class SpecStep:
             builds["finish"] += 1
             draft_probs = None
             if sampler.config.speculative and sampler.strategy == "rejection":
-                draft_probs = proposer.draft_probs_rows(state, self.max_rows)
+                draft_probs = proposer.draft_probs_rows(state, int(logits.shape[0]), int(logits.shape[-1]))
             has_running = sampler(logits, state, draft_probs=draft_probs)
             if self.observes:
                 proposer.observe_target(state, hidden)
@@ -115,10 +120,14 @@ class SpecStep:
 
     def finish(self, logits: paddle.Tensor, hidden: paddle.Tensor | None = None) -> paddle.Tensor:
         """Samples / verifies and updates the state from the model's outputs at the packed rows
-        (``[T, V]`` and ``[T, H]``, padded here to ``max_rows``); returns ``has_running`` bool [1]."""
+        (``[T, V]`` and ``[T, H]``; padded here to ``max_rows`` for a built program, as they come
+        in eager mode); returns ``has_running`` bool [1]."""
         if self.observes and hidden is None:
             raise ValueError(f"SpecStep.finish: {type(self.proposer).__name__} needs the target's hidden states")
-        args = (self.pad_rows(logits),) + ((self.pad_rows(hidden.astype("float32")),) if self.observes else ())
+        if self.mode == "eager":
+            args = (logits,) + ((hidden,) if self.observes else ())
+        else:
+            args = (self.pad_rows(logits),) + ((self.pad_rows(hidden.astype("float32")),) if self.observes else ())
         with paddle.no_grad():
             return self._run("finish", self._finish, args)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fastspec.cost_model import StepCostModel
+from fastspec.runtime.adaptive.cost_model import StepCostModel
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""``SpecState``: the per-request device tensors of SPEC.md, allocated once.
+"""``SpecState``: the per-request device tensors of docs/ops/conventions.md, allocated once.
 
 Every tensor is sized for ``max_num_seqs`` slots and ``max_model_len`` positions when the
 state is built and is only ever updated in place afterwards, so the addresses a CUDA Graph
@@ -27,7 +27,7 @@ class RequestParams:
 
 
 class SpecState:
-    """The batch of request slots: SPEC.md's tensors plus the sampling parameters.
+    """The batch of request slots: the ops' per-request tensors (docs/ops/conventions.md) plus the sampling parameters.
 
     Attributes (``B`` = max_num_seqs, ``L`` = max_model_len, ``K`` = num_speculative_tokens):
         token_ids_all int64 [B, L]; prompt_lens, step_idx, max_dec_len, seed int64 [B];
@@ -166,26 +166,10 @@ class SpecState:
 
     # -- output rows ----------------------------------------------------------------------
 
-    def rows_per_slot(self) -> np.ndarray:
-        """Output rows each slot needs this step: 1 for a prefill, seq_lens_this_time for a decode."""
-        enc = self.seq_lens_encoder.numpy()
-        dec = self.seq_lens_decoder.numpy()
-        now = self.seq_lens_this_time.numpy()
-        running = ~self.stop_flags.numpy() & ~self.is_block_step.numpy()
-        prefill = running & (enc > 0)
-        decode = running & (enc == 0) & (dec > 0)
-        return np.where(prefill, 1, np.where(decode, np.maximum(now, 0), 0)).astype(np.int32)
-
     def pack_rows(self) -> int:
-        """Writes cu_seqlens_q_output and batch_id_per_token_output for this step; returns T."""
-        rows = self.rows_per_slot()
-        cu = np.zeros(self.max_num_seqs + 1, dtype=np.int32)
-        np.cumsum(rows, out=cu[1:])
-        ids = np.full(self.batch_id_per_token_output.shape[0], -1, dtype=np.int32)
-        ids[: cu[-1]] = np.repeat(np.arange(self.max_num_seqs, dtype=np.int32), rows)
-        paddle.assign(self._tensor(cu), self.cu_seqlens_q_output)
-        paddle.assign(self._tensor(ids), self.batch_id_per_token_output)
-        self.num_rows = int(cu[-1])
+        """Packs this step's output rows (``pack_rows_on_device``), reads their count on the host
+        into ``num_rows`` and returns it: what an eager runner needs before its model forward."""
+        self.num_rows = int(self.pack_rows_on_device().numpy().reshape(-1)[0])
         return self.num_rows
 
     def slot_phases(self) -> tuple[paddle.Tensor, paddle.Tensor]:
@@ -197,9 +181,11 @@ class SpecState:
         return prefill, decode
 
     def pack_rows_on_device(self) -> paddle.Tensor:
-        """``pack_rows`` with tensor ops only (no host read; what a static or captured step runs):
-        writes cu_seqlens_q_output and batch_id_per_token_output in place and returns the packed
-        row count as an int32 [1] tensor. ``num_rows`` is left to the caller."""
+        """Writes this step's row packing in place, with tensor ops only (no host read: what a
+        static or captured step runs): per slot one row for a prefill, ``seq_lens_this_time`` rows
+        for a decode, none otherwise; ``cu_seqlens_q_output`` their prefix sums and
+        ``batch_id_per_token_output`` each row's slot (-1 past them). Returns the row count as an
+        int32 [1] tensor; ``num_rows`` is left to the caller (``pack_rows`` sets it)."""
         prefill, decode = self.slot_phases()
         zero = paddle.zeros_like(self.seq_lens_this_time)
         rows = paddle.where(prefill, paddle.ones_like(zero), paddle.where(decode, paddle.maximum(self.seq_lens_this_time, zero), zero))

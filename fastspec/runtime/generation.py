@@ -15,14 +15,14 @@ from typing import Callable, Sequence
 import numpy as np
 import paddle
 
-from fastspec.adaptive import DraftLengthController
-from fastspec.config import SpeculativeConfig
-from fastspec.cost_model import StepCostModel, make_cost_model
-from fastspec.proposers import Proposer, make_proposer
-from fastspec.sampler import Sampler
-from fastspec.state import RequestParams, SpecState
-from fastspec.step import SpecStep
-from fastspec.trace import AcceptanceTrace, StepRecord
+from fastspec.runtime.adaptive.controller import DraftLengthController
+from fastspec.runtime.config import SpeculativeConfig
+from fastspec.runtime.adaptive.cost_model import StepCostModel, make_cost_model
+from fastspec.runtime.proposers import Proposer, make_proposer
+from fastspec.runtime.sampler import Sampler
+from fastspec.runtime.state import RequestParams, SpecState
+from fastspec.runtime.step import SpecStep
+from fastspec.runtime.adaptive.trace import AcceptanceTrace, StepRecord
 
 STAGES = ("insert", "propose", "pack", "model", "sample", "collect")
 
@@ -160,14 +160,13 @@ def generate(
         proposer: overrides the proposer the config names.
         progress: called after each step with (finished requests, total requests, generated tokens).
         draft_model: methods mtp / eagle3: the Paddle draft layer the proposer runs (see DraftModelProposer).
-        step_mode: None runs each stage op by op; ``"static"`` runs the step as two programs built
-            once and replayed (``fastspec.step.SpecStep``: propose + pack, then sample / verify +
-            update), ``"cuda_graph"`` captures them in CUDA Graphs (Paddle GPU builds),
-            ``"eager"`` runs SpecStep's code op by op.
+        step_mode: how ``SpecStep`` (propose + pack, then sample / verify + update) runs:
+            ``"eager"`` (the default; None means the same) op by op, ``"static"`` as two programs
+            built once and replayed, ``"cuda_graph"`` captured in CUDA Graphs (Paddle GPU builds).
         on_step: called with the state after each step's update, before finished requests leave.
-        trace: records every request's offered and accepted drafts at every step (fastspec.trace).
+        trace: records every request's offered and accepted drafts at every step (fastspec.runtime.adaptive.trace).
         cost_model: with ``adaptive.enabled``: the step cost the draft-length controller weighs
-            drafts against (default: what ``config.adaptive`` names; fastspec.cost_model).
+            drafts against (default: what ``config.adaptive`` names; fastspec.runtime.adaptive.cost_model).
     """
     config.validate()
     params = list(params) if params is not None else default_params(config, len(prompts))
@@ -175,15 +174,13 @@ def generate(
         raise ValueError(f"generate: {len(prompts)} prompts but {len(params)} request params")
     if proposer is None and config.speculative:
         proposer = make_proposer(config, draft_model)
-    wants_hidden = hasattr(proposer, "observe_target")
-    if config.speculative and config.verify_strategy == "rejection" and not hasattr(proposer, "draft_probs_rows"):
-        raise ValueError(f"generate: strategy 'rejection' needs a proposer with draft probabilities, got {type(proposer).__name__}")
+    wants_hidden = proposer is not None and proposer.needs_target_hidden
     batch = max_num_seqs or max(1, len(prompts))
     length = max_model_len or (max((len(p) for p in prompts), default=1) + max((q.max_dec_len for q in params), default=1))
     state = SpecState(batch, length, config.num_speculative_tokens, end_tokens, place)
     sampler = Sampler(config)
     adaptive = _draft_length_controller(config, state, cost_model)
-    step = SpecStep(state, sampler, proposer, mode=step_mode, controller=adaptive) if step_mode is not None else None
+    step = SpecStep(state, sampler, proposer, mode=step_mode or "eager", controller=adaptive)
     stats = GenerationStats(
         proposed_per_position=[0] * config.num_speculative_tokens,
         accepted_per_position=[0] * config.num_speculative_tokens,
@@ -203,16 +200,8 @@ def generate(
                     adaptive.reset_slot(slot)
         step_start = time.perf_counter()
         with clock("propose"):
-            if step is not None:
-                step.prepare()  # plans the draft lengths, proposes and packs the rows on the device
-            else:
-                if adaptive is not None:
-                    adaptive.plan(state)  # draft_token_num for this step
-                if proposer is not None:
-                    proposer(state)
+            step.prepare()  # plans the draft lengths, proposes and packs the rows
         with clock("pack"):
-            if step is None:
-                state.pack_rows()
             inputs, drafted = _model_inputs(state)
         with clock("model"):
             logits = model(inputs)
@@ -223,17 +212,7 @@ def generate(
                 raise ValueError(f"generate: {type(proposer).__name__} needs the target's hidden states: "
                                  "the model must return (logits [T, V], hidden [T, H])")
         with clock("sample"):
-            if step is not None:
-                step.finish(logits, hidden)  # sample / verify, update, observe_target, adaptive observe
-            else:
-                draft_probs = None
-                if config.speculative and sampler.strategy == "rejection":
-                    draft_probs = proposer.draft_probs_rows(state, logits.shape[0], logits.shape[-1])
-                sampler(logits, state, draft_probs=draft_probs)
-                if wants_hidden:
-                    proposer.observe_target(state, hidden)
-                if adaptive is not None:
-                    adaptive.observe(state)
+            step.finish(logits, hidden)  # sample / verify, update, observe_target, adaptive observe
         if adaptive is not None:
             # the whole step (propose to update) by its tokens: the per-step overhead that drafts
             # amortise is in the fit's intercept, what each scored token adds in its slope
@@ -254,7 +233,7 @@ def generate(
         if progress is not None:
             progress(finished, len(prompts), stats.generated_tokens)
     stats.wall_time = time.perf_counter() - start
-    if step is not None:
+    if step.mode != "eager":
         stats.program_builds = dict(step.builds)
     return GenerationResult(outputs, stats)
 

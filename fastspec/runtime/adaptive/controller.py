@@ -1,49 +1,12 @@
-"""``DraftLengthController``: how many drafts each request verifies, step by step.
-
-Per slot it keeps ``acceptance[b, 1..K]``, an estimate of P(draft i accepted | drafts before it
-accepted); the product over positions (``cumprod``) is the expected number of tokens draft ``i``
-adds. Column 0 is 1 while the slot decodes and 0 otherwise, so the products of a slot that is
-free or prefilling are 0. Before the proposer runs, ``plan`` picks the drafts that make the step
-pay best:
-
-    candidates  every decoding slot's own token (worth 1) and its K drafts (worth cumprod)
-    choose      the n best candidates, n maximising  expected tokens(n) / cost(n tokens)
-    write       draft_token_num[b] = the drafts of slot b among them
-
-This is the best split of one step's tokens between requests: a draft is taken when its
-expected tokens pay for the time it adds to the step, at the step's own rate (equal estimates,
-as of fresh requests, are ordered by slot, so the split is exact). While the forward is
-memory-bound (batch 1) extra tokens are free and every draft with a chance is taken; once
-compute-bound (a large batch) a draft must be nearly certain. ``cost(n)`` comes from a
-``fastspec.cost_model`` (measured or roofline) as a table refreshed between steps.
-
-After the state update, ``observe`` folds the step into the estimates. A slot was offered
-``rows - 1`` drafts, ``rows`` being its output rows (``cu_seqlens_q_output``, which the update
-leaves alone; the proposer may have found fewer drafts than planned), and accepted
-``accept_num - 1``: a position tried moves ``learning_rate`` toward 1 (accepted) or 0 (the first
-rejected); a position not offered relaxes ``relax_rate`` toward the prior; a position offered
-behind a rejected draft learns nothing; a slot with rows (prefill or decode) decodes next step.
-Every (rows, accept_num) pair has its update precomputed, so observe is one table look-up and one
-multiply-add.
-
-Probing: every ``probe_interval`` steps each slot (staggered across slots) plans as if its first
-draft were sure, so a request that fell to 0 drafts is offered some again and, when the text
-turns copy-heavy, earns them back. Between probes, untried positions relaxing toward the prior
-bring drafts back wherever the step can afford them.
-
-``plan`` and ``observe`` use device tensors only (no host read, no Python branch on a value), and
-every tensor is allocated once and updated in place, so they can sit in a captured step.
-``reset_slot`` (a request enters or leaves a slot) and ``refresh_costs`` run on the host between
-steps.
-"""
+"""``DraftLengthController``: how many drafts each request verifies, step by step."""
 
 from __future__ import annotations
 
 import numpy as np
 import paddle
 
-from fastspec.cost_model import StepCostModel
-from fastspec.state import SpecState
+from fastspec.runtime.adaptive.cost_model import StepCostModel
+from fastspec.runtime.state import SpecState
 
 MIN_STEP_SECONDS = 1e-9  # keeps the rate finite before a measured curve has data
 TIE_BREAK = 2.0**-22  # per slot: above float32's step near 1, far below any difference that matters
@@ -52,9 +15,45 @@ TIE_BREAK = 2.0**-22  # per slot: above float32's step near 1, far below any dif
 class DraftLengthController:
     """Chooses ``state.draft_token_num`` per slot from the slot's acceptance history and a step cost.
 
+    Per slot it keeps ``acceptance[b, 1..K]``, an estimate of P(draft i accepted | drafts before it
+    accepted); the product over positions (``cumprod``) is the expected number of tokens draft ``i``
+    adds. Column 0 is 1 while the slot decodes and 0 otherwise, so the products of a slot that is
+    free or prefilling are 0. Before the proposer runs, ``plan`` picks the drafts that make the step
+    pay best:
+
+        candidates  every decoding slot's own token (worth 1) and its K drafts (worth cumprod)
+        choose      the n best candidates, n maximising  expected tokens(n) / cost(n tokens)
+        write       draft_token_num[b] = the drafts of slot b among them
+
+    This is the best split of one step's tokens between requests: a draft is taken when its
+    expected tokens pay for the time it adds to the step, at the step's own rate (equal estimates,
+    as of fresh requests, are ordered by slot, so the split is exact). While the forward is
+    memory-bound (batch 1) extra tokens are free and every draft with a chance is taken; once
+    compute-bound (a large batch) a draft must be nearly certain. ``cost(n)`` comes from a
+    ``fastspec.runtime.adaptive.cost_model`` (measured or roofline) as a table refreshed between steps.
+
+    After the state update, ``observe`` folds the step into the estimates. A slot was offered
+    ``rows - 1`` drafts, ``rows`` being its output rows (``cu_seqlens_q_output``, which the update
+    leaves alone; the proposer may have found fewer drafts than planned), and accepted
+    ``accept_num - 1``: a position tried moves ``learning_rate`` toward 1 (accepted) or 0 (the first
+    rejected); a position not offered relaxes ``relax_rate`` toward the prior; a position offered
+    behind a rejected draft learns nothing; a slot with rows (prefill or decode) decodes next step.
+    Every (rows, accept_num) pair has its update precomputed, so observe is one table look-up and one
+    multiply-add.
+
+    Probing: every ``probe_interval`` steps each slot (staggered across slots) plans as if its first
+    draft were sure, so a request that fell to 0 drafts is offered some again and, when the text
+    turns copy-heavy, earns them back. Between probes, untried positions relaxing toward the prior
+    bring drafts back wherever the step can afford them.
+
+    ``plan`` and ``observe`` use device tensors only (no host read, no Python branch on a value), and
+    every tensor is allocated once and updated in place, so they can sit in a captured step.
+    ``reset_slot`` (a request enters or leaves a slot) and ``refresh_costs`` run on the host between
+    steps.
+
     Args:
         max_num_seqs, num_speculative_tokens: the state's B and K.
-        cost_model: seconds of one forward by tokens scored (``fastspec.cost_model``).
+        cost_model: seconds of one forward by tokens scored (``fastspec.runtime.adaptive.cost_model``).
         learning_rate: weight of one step's outcome in a tried position's estimate, in (0, 1].
         relax_rate: per step, how far an untried position's estimate moves toward ``prior``.
         prior: a new request's estimate of every position, in [0, 1].

@@ -21,7 +21,7 @@ import numpy as np
 import paddle
 from paddle import nn
 
-from fastspec.proposers.draft_model import DraftShapeError
+from fastspec.runtime.proposers.draft_model import DraftShapeError
 
 
 class Eagle3DraftHead(nn.Layer):

@@ -1,34 +1,4 @@
-"""EAGLE3 auxiliary hidden states: a mixin for Paddle decoder models.
-
-An EAGLE3 draft head reads, besides the target's last hidden state, the target's residual
-stream at a few layers. A decoder written in the pre-norm style carries two tensors between
-layers, ``hidden`` and ``residual``; the input of layer ``i`` is their sum (``hidden`` alone
-before the first layer, where ``residual`` is None). The mixin collects that sum at the
-configured layer indices:
-
-- index ``i`` is the input of layer ``i``; ``0`` is the embeddings; ``num_layers`` is the
-  output of the last layer (its ``hidden + residual``, before the final norm), as vLLM allows;
-- the default indices are ``(2, num_layers // 2, num_layers - 3)`` (EAGLE3's choice);
-- with no indices configured the model returns only ``hidden`` and collecting costs one
-  attribute test per layer (no tensor is built or kept).
-
-Use in a model::
-
-    class MyDecoder(nn.Layer, AuxHiddenStatesMixin):
-        def forward(self, ids):
-            hidden, residual = self.embed(ids), None
-            aux = self.aux_collector()
-            for i, layer in enumerate(self.layers):
-                aux.collect(i, hidden, residual)
-                hidden, residual = layer(hidden, residual)
-            aux.collect(len(self.layers), hidden, residual)   # index L: the last layer's output
-            hidden = self.norm(hidden if residual is None else hidden + residual)
-            return aux.output(hidden)          # hidden, or (hidden, [aux...])
-
-    model.configure_aux_hidden_states()            # default indices
-    model.configure_aux_hidden_states((0, 3))      # explicit indices
-    model.configure_aux_hidden_states(None)        # off (the initial state)
-"""
+"""EAGLE3 auxiliary hidden states: a mixin for Paddle decoder models."""
 
 from __future__ import annotations
 
@@ -84,6 +54,35 @@ _NO_AUX = _NoAux()
 
 class AuxHiddenStatesMixin:
     """Adds ``configure_aux_hidden_states`` and ``aux_collector`` to a decoder model.
+
+    An EAGLE3 draft head reads, besides the target's last hidden state, the target's residual
+    stream at a few layers. A decoder written in the pre-norm style carries two tensors between
+    layers, ``hidden`` and ``residual``; the input of layer ``i`` is their sum (``hidden`` alone
+    before the first layer, where ``residual`` is None). The mixin collects that sum at the
+    configured layer indices:
+
+    - index ``i`` is the input of layer ``i``; ``0`` is the embeddings; ``num_layers`` is the
+      output of the last layer (its ``hidden + residual``, before the final norm), as vLLM allows;
+    - the default indices are ``(2, num_layers // 2, num_layers - 3)`` (EAGLE3's choice);
+    - with no indices configured the model returns only ``hidden`` and collecting costs one
+      attribute test per layer (no tensor is built or kept).
+
+    Use in a model::
+
+        class MyDecoder(nn.Layer, AuxHiddenStatesMixin):
+            def forward(self, ids):
+                hidden, residual = self.embed(ids), None
+                aux = self.aux_collector()
+                for i, layer in enumerate(self.layers):
+                    aux.collect(i, hidden, residual)
+                    hidden, residual = layer(hidden, residual)
+                aux.collect(len(self.layers), hidden, residual)   # index L: the last layer's output
+                hidden = self.norm(hidden if residual is None else hidden + residual)
+                return aux.output(hidden)          # hidden, or (hidden, [aux...])
+
+        model.configure_aux_hidden_states()            # default indices
+        model.configure_aux_hidden_states((0, 3))      # explicit indices
+        model.configure_aux_hidden_states(None)        # off (the initial state)
 
     The model must expose its layer count as ``num_layers`` or ``len(self.layers)`` (or pass
     ``num_layers`` to ``configure_aux_hidden_states``).

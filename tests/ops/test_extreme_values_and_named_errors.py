@@ -1,5 +1,6 @@
-"""Issue 12's findings, one test each: every call gives the reference's answer or a named error,
-on the Paddle op, the pointer API's CPU kernels and the emulated XPU kernels."""
+"""Extreme per-slot values give the reference's answer and malformed calls a named error, on the
+Paddle op, the array API's CPU kernels and the emulated XPU kernels (int64 limits, budgets past
+int32, None for a required tensor, shapes that disagree, attributes past int32, static graphs)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
-from fastspec.errors import FastspecArgumentError, FastspecTypeError
-from fastspec.schema import SCHEMAS
+from fastspec.core.errors import FastspecArgumentError, FastspecTypeError
+from fastspec.core.schema import SCHEMAS
 from tests.ngram_cases import ARRAY_NAMES
 from tests.ops.raw_op import raw_op
 from tests.ops.test_argument_errors import valid_call
@@ -53,7 +54,7 @@ def assert_reference_answer(op: str, arrays: dict, attrs: dict) -> None:
 
 @pytest.mark.parametrize("op", NGRAM_OPS)
 @pytest.mark.parametrize("max_dec_len", [INT64_MIN, INT64_MIN + 1, -(2**31), -1, 0, 2, 3, INT64_MAX])
-def test_finding_1_max_dec_len_near_int64_min_drafts_as_the_reference(op, max_dec_len):
+def test_max_dec_len_near_int64_min_drafts_as_the_reference(op, max_dec_len):
     arrays = one_slot(max_dec_len)
     assert_reference_answer(op, arrays, {"max_ngram_size": 1})
     if max_dec_len == INT64_MIN:  # the issue's case: max_dec_len - s - 1 wrapped and the slot drafted
@@ -61,7 +62,7 @@ def test_finding_1_max_dec_len_near_int64_min_drafts_as_the_reference(op, max_de
 
 
 @pytest.mark.parametrize("op", NGRAM_OPS)
-def test_finding_2_extreme_prompt_lens_and_step_idx_on_the_threaded_path(op):
+def test_extreme_prompt_lens_and_step_idx_on_the_threaded_path(op):
     """Enough tokens to scan that the CPU kernel uses its threads (>= 2^16), with per-slot values at the
     ends of int64 beside them: the threading decision's sum no longer overflows (UBSan checks that
     part in the fuzzer's campaign); the answer is the reference's."""
@@ -95,7 +96,7 @@ def budget_case() -> dict[str, np.ndarray]:
 
 
 @pytest.mark.parametrize("op", NGRAM_OPS)
-def test_finding_3_token_budget_beyond_int32_is_named(op):
+def test_token_budget_beyond_int32_is_named(op):
     arrays = budget_case()
     with pytest.raises(FastspecArgumentError, match=f"{op}: attribute 'token_budget' must be in"):
         getattr(kernels, op)(*(arrays[name] for name in ARRAY_NAMES), max_ngram_size=1, token_budget=INT64_MAX)
@@ -106,7 +107,7 @@ def test_finding_3_token_budget_beyond_int32_is_named(op):
 
 @pytest.mark.parametrize("op", NGRAM_OPS)
 @pytest.mark.parametrize("budget", [2**31 - 1, INT64_MAX])
-def test_finding_3_the_kernels_budget_arithmetic_saturates(op, budget):
+def test_the_kernels_budget_arithmetic_saturates(op, budget):
     """The kernels take a 64-bit budget (the schema allows int32): past the Python checks, a budget
     of 2^63 - 1 with a negative running total gives the reference's answer on every backend."""
     arrays = budget_case()
@@ -132,7 +133,7 @@ def required_tensors():
 
 
 @pytest.mark.parametrize("op, argument", list(required_tensors()))
-def test_finding_4_none_for_a_required_tensor_is_named(op, argument):
+def test_none_for_a_required_tensor_is_named(op, argument):
     arrays, attrs = valid_call(op)
     arrays[argument] = None
     tensors = {k: None if v is None else paddle.to_tensor(v) for k, v in arrays.items()}
@@ -159,7 +160,7 @@ def disagreeing_shapes():
 
 
 @pytest.mark.parametrize("strategy, argument, change", list(disagreeing_shapes()), ids=lambda v: str(v)[:20])
-def test_finding_5_disagreeing_shapes_are_named(strategy, argument, change):
+def test_disagreeing_shapes_are_named(strategy, argument, change):
     arrays, _ = valid_call("verify_draft_tokens")
     if strategy == "rejection":
         arrays["draft_probs"] = change(arrays) if argument == "draft_probs" else arrays["draft_probs"]
@@ -177,14 +178,14 @@ def test_finding_5_disagreeing_shapes_are_named(strategy, argument, change):
         raw_op("verify_draft_tokens", tensors, attrs)
 
 
-def test_finding_6_attribute_outside_int32_is_named():
+def test_attribute_outside_int32_is_named():
     arrays, attrs = valid_call("ngram_match")
     tensors = {k: paddle.to_tensor(v) for k, v in arrays.items()}
     with pytest.raises(FastspecArgumentError, match="ngram_match: attribute 'max_ngram_size' must be in"):
         ops.ngram_match(**tensors, max_ngram_size=2**31)
 
 
-def test_finding_6_numpy_array_for_a_paddle_op_is_named():
+def test_numpy_array_for_a_paddle_op_is_named():
     arrays, attrs = valid_call("ngram_match")
     tensors = {k: paddle.to_tensor(v) for k, v in arrays.items()}
     tensors["prompt_lens"] = arrays["prompt_lens"]
@@ -192,7 +193,7 @@ def test_finding_6_numpy_array_for_a_paddle_op_is_named():
         ops.ngram_match(**tensors, **attrs)
 
 
-def test_finding_6_a_static_graph_run_names_the_op_and_the_argument():
+def test_a_static_graph_run_names_the_op_and_the_argument():
     """Sizes unknown when the graph is built: the C++ guard refuses at run time, and its message
     survives Paddle's executor (a ValueError, as FastspecArgumentError is one), no bare std::exception."""
     arrays, attrs = valid_call("ngram_match")

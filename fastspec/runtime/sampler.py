@@ -1,32 +1,32 @@
-"""``Sampler``: one forward for every backend: logits -> probs -> tokens -> state update.
-
-The ops run wherever the state's tensors live (CPU, GPU, or an XPU in a build with the XPU toolchain); nothing
-here picks a place.
-Two paths share one ending:
-
-    probs = softmax(logits / temperature)
-    naive  (method none / naive): sample_tokens, one token per request
-    verify (method ngram / mtp):  targets (GREEDY argmax | TARGET_MATCH sample_tokens |
-                                  TOPP top_p_candidates | REJECTION top_k_top_p_probs, the
-                                  target's distribution, with the proposer's draft_probs),
-                                  then verify_draft_tokens
-    both:  update_model_status
-
-A request with temperature 0 is greedy on every path: its top_k becomes 1 and its top_p 0,
-so sample_tokens and top_p_candidates keep only the argmax (smallest id on ties).
-"""
+"""``Sampler``: one forward for every backend: logits -> probs -> tokens -> state update."""
 
 from __future__ import annotations
 
 import paddle
 
 from fastspec import ops
-from fastspec.config import SpeculativeConfig
-from fastspec.state import SpecState
+from fastspec.runtime.config import SpeculativeConfig
+from fastspec.runtime.state import SpecState
 
 
 class Sampler:
-    """Turns the target's logits at the packed output rows into committed tokens."""
+    """Turns the target's logits at the packed output rows into committed tokens.
+
+    The ops run wherever the state's tensors live (CPU, GPU, or an XPU in a build with the XPU toolchain); nothing
+    here picks a place.
+    Two paths share one ending:
+
+        probs = softmax(logits / temperature)
+        naive  (method none / naive): sample_tokens, one token per request
+        verify (method ngram / mtp):  targets (GREEDY argmax | TARGET_MATCH sample_tokens |
+                                      TOPP top_p_candidates | REJECTION top_k_top_p_probs, the
+                                      target's distribution, with the proposer's draft_probs),
+                                      then verify_draft_tokens
+        both:  update_model_status
+
+    A request with temperature 0 is greedy on every path: its top_k becomes 1 and its top_p 0,
+    so sample_tokens and top_p_candidates keep only the argmax (smallest id on ties).
+    """
 
     def __init__(self, config: SpeculativeConfig) -> None:
         self.config = config

@@ -1,8 +1,8 @@
 """Builds the public op functions of both front ends from the op schemas.
 
-``fastspec.ops`` (Paddle) and ``fastspec.kernels`` (pointer API) each give
+``fastspec.ops`` (Paddle) and ``fastspec.arrays`` (pointer API) each give
 :func:`make_op` a schema and a ``run`` function; the result is a function with
-the op's signature (the SPEC order, every input also by keyword, attributes
+the op's signature (the documented order, every input also by keyword, attributes
 keyword-only), a docstring with a runnable example, and a named-tuple result.
 """
 
@@ -13,8 +13,8 @@ import functools
 import inspect
 from typing import Any, Callable
 
-from fastspec.errors import FastspecTypeError
-from fastspec.schema import SCHEMAS, OpSchema, Tensor
+from fastspec.core.errors import FastspecTypeError
+from fastspec.core.schema import SCHEMAS, OpSchema, Tensor
 
 
 @functools.cache
@@ -60,7 +60,7 @@ def _doc(op: OpSchema, setup: str, outputs_are_args: bool, extra_doc: str) -> st
 
 
 def signature(op: OpSchema, outputs_are_args: bool, extras: tuple[inspect.Parameter, ...]) -> inspect.Signature:
-    """Inputs in SPEC order (positional or keyword; None default from the first optional one on),
+    """Inputs in the documented order (positional or keyword; None default from the first optional one on),
     then the outputs where the front end takes them, then the attributes and extras, keyword-only."""
     params, defaulted = [], False
     tensors = op.tensors if outputs_are_args else op.inputs

@@ -37,7 +37,7 @@ def copy_into(tensors: dict[str, torch.Tensor], arrays: dict[str, np.ndarray]) -
 
 def run_ngram_cuda(op: str, arrays: dict[str, np.ndarray], attrs: dict) -> tuple[np.ndarray, np.ndarray]:
     """An n-gram kernel (``ngram_match`` / ``ngram_append``) on CUDA through the bindings."""
-    from fastspec import kernels
+    from fastspec import arrays as kernels
     from tests.ngram_cases import ARRAY_NAMES
 
     tensors = to_device(arrays)

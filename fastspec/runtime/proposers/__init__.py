@@ -1,11 +1,11 @@
 """Draft proposers: ``Proposer`` (the contract), ``NgramProposer``, ``DraftModelProposer`` (MTP /
 EAGLE3 heads, hybrid with n-gram; ``Eagle3DraftHead``) and ``ExtractHiddenStatesProposer``."""
 
-from fastspec.proposers.base import Proposal, ProposalError, Proposer
-from fastspec.proposers.draft_model import DraftModelProposer, DraftShapeError
-from fastspec.proposers.eagle3 import Eagle3DraftHead, concat_aux_rows
-from fastspec.proposers.extract_hidden import ExtractHiddenStatesProposer
-from fastspec.proposers.ngram import NgramProposer
+from fastspec.runtime.proposers.base import Proposal, ProposalError, Proposer
+from fastspec.runtime.proposers.draft_model import DraftModelProposer, DraftShapeError
+from fastspec.runtime.proposers.eagle3 import Eagle3DraftHead, concat_aux_rows
+from fastspec.runtime.proposers.extract_hidden import ExtractHiddenStatesProposer
+from fastspec.runtime.proposers.ngram import NgramProposer
 
 
 def make_proposer(config, draft_model=None):

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fastspec.core.schema import MAX_CANDIDATE_LEN, STRATEGIES
+
 METHODS = ("none", "naive", "ngram", "mtp", "eagle3")
 DRAFT_MODEL_METHODS = ("mtp", "eagle3")  # a draft head fed with the target's hidden states
-STRATEGIES = ("topp", "greedy", "target_match", "rejection")
 ACCEPT_POLICIES = ("normal", "accept_all", "reject_all")
-MAX_CANDIDATE_LEN = 1024  # SPEC.md: top_p_candidates takes at most 1024 candidates
 MAX_PROBE_INTERVAL = 1024  # bounds the controller's probe ring (up to B + interval rows)
 
 
@@ -43,7 +43,7 @@ class SamplingConfig:
 
 @dataclass
 class AdaptiveConfig:
-    """The draft-length controller (``fastspec.adaptive``): per request and per step, how many of
+    """The draft-length controller (``fastspec.runtime.adaptive.controller``): per request and per step, how many of
     the K drafts are worth verifying. See docs/python_api.md and docs/performance.md."""
 
     enabled: bool = False
@@ -52,12 +52,12 @@ class AdaptiveConfig:
     prior: float = 0.6  # P(draft i accepted | drafts before it accepted) of a new request
     probe_interval: int = 16  # every this many steps a request plans as if its first draft were sure; 0: never
     cost_model: str = "measured"  # measured (the runner's own steps) | roofline (target_model on gpu)
-    target_model: str = "llama-3.1-8b"  # roofline: a model of fastspec.cost_model.TARGET_MODELS
-    gpu: str = "h100-sxm"  # roofline: a GPU of fastspec.cost_model.GPUS
+    target_model: str = "llama-3.1-8b"  # roofline: a model of fastspec.runtime.adaptive.cost_model.TARGET_MODELS
+    gpu: str = "h100-sxm"  # roofline: a GPU of fastspec.runtime.adaptive.cost_model.GPUS
     launch_us: float = 100.0  # roofline: fixed cost of one step (launches, sampling), microseconds
 
     def validate(self) -> None:
-        from fastspec.cost_model import COST_MODELS, GPUS, TARGET_MODELS
+        from fastspec.runtime.adaptive.cost_model import COST_MODELS, GPUS, TARGET_MODELS
 
         _check_bool("adaptive.enabled", self.enabled)
         _check_number("adaptive.learning_rate", self.learning_rate, low=0.0, high=1.0, low_open=True)

@@ -21,8 +21,8 @@ from typing import Callable
 import numpy as np
 import paddle
 
-from fastspec.proposers.base import Proposal, Proposer
-from fastspec.state import SpecState
+from fastspec.runtime.proposers.base import Proposal, Proposer
+from fastspec.runtime.state import SpecState
 
 
 class ExtractHiddenStatesProposer(Proposer):
@@ -31,6 +31,8 @@ class ExtractHiddenStatesProposer(Proposer):
     Raises:
         ValueError: ``num_speculative_tokens != 1``.
     """
+
+    needs_target_hidden = True
 
     def __init__(self, num_speculative_tokens: int = 1, sink: Callable[[int, np.ndarray, np.ndarray], None] | None = None) -> None:
         if num_speculative_tokens != 1:

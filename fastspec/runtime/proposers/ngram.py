@@ -5,14 +5,14 @@ from __future__ import annotations
 import paddle
 
 from fastspec import ops
-from fastspec.proposers.base import Proposal, Proposer
-from fastspec.state import SpecState
+from fastspec.runtime.proposers.base import Proposal, Proposer
+from fastspec.runtime.state import SpecState
 
 
 class NgramProposer(Proposer):
     """Copies what followed the newest n-gram's earlier occurrence (prompt first, then output)."""
 
-    static_step_safe = True  # fixed shapes, device tensors only: it can sit in a SpecStep program
+    static_step_safe = True
 
     def __init__(self, num_speculative_tokens: int, max_ngram_size: int = 3, min_ngram_size: int = 1, token_budget: int = 0,
                  anchored: bool = False):

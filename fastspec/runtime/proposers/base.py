@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import ClassVar
 
 import paddle
 
-from fastspec.state import SpecState
+from fastspec.runtime.state import SpecState
 
 
 class ProposalError(ValueError):
@@ -27,10 +28,17 @@ class Proposer(ABC):
 
     Subclasses implement ``propose(state)``; calling the proposer checks the proposal and writes it
     into ``state.draft_tokens[:, 1:]`` and ``state.seq_lens_this_time`` (1 + drafts for a decode
-    slot; a prefill slot keeps its prompt length, an inactive slot gets 0).
+    slot; a prefill slot keeps its prompt length, an inactive slot gets 0). What else a proposer
+    needs from the step or gives it is declared by the three class attributes below; the step
+    reads them, never probes for methods.
     """
 
-    static_step_safe = False  # True: propose keeps to fixed shapes and device tensors (see fastspec.step)
+    static_step_safe: ClassVar[bool] = False
+    """``propose`` keeps to fixed shapes and device tensors: it can sit in a static or captured step."""
+    needs_target_hidden: ClassVar[bool] = False
+    """The step hands it the target's hidden states of the packed rows (``observe_target``) after each update."""
+    provides_draft_probs: ClassVar[bool] = False
+    """It keeps its drafts' probabilities (``draft_probs_rows``), so its drafts can be verified by REJECTION."""
 
     def __init__(self, num_speculative_tokens: int) -> None:
         if num_speculative_tokens < 1:
@@ -46,6 +54,22 @@ class Proposer(ABC):
         self.check(proposal, state.max_num_seqs)
         self.write(proposal, state)
         return proposal
+
+    def prepare(self, state: SpecState) -> None:
+        """Allocates what the proposer keeps for ``state`` before a step program is built (default: nothing)."""
+
+    @property
+    def ready(self) -> bool:
+        """Every buffer a static step reads exists (default: True; a draft model may wait for its widths)."""
+        return True
+
+    def observe_target(self, state: SpecState, hidden: paddle.Tensor) -> None:
+        """With ``needs_target_hidden``: takes the target's hidden states ``[T, H]`` of this step's packed rows."""
+        raise NotImplementedError(f"{type(self).__name__} does not read the target's hidden states")
+
+    def draft_probs_rows(self, state: SpecState, num_rows: int, vocab_size: int | None = None) -> paddle.Tensor | None:
+        """With ``provides_draft_probs``: the drafts' probabilities in packed row order ``[num_rows, V]``."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no draft probabilities")
 
     def check(self, proposal: Proposal, num_reqs: int) -> None:
         """Raises ProposalError unless tokens is int64 [num_reqs, K] and lens int32 [num_reqs]."""

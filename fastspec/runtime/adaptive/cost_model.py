@@ -1,6 +1,6 @@
 """Step cost models: the time of one step as a function of the tokens its target forward scores.
 
-The draft-length controller (``fastspec.adaptive``) weighs the tokens drafts are expected to add
+The draft-length controller (``fastspec.runtime.adaptive.controller``) weighs the tokens drafts are expected to add
 against what they cost; both models here answer ``seconds(tokens)`` for an array of token counts.
 
 - ``RooflineCost``: a given target model on a named GPU. One decode forward reads every weight

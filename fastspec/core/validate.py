@@ -2,7 +2,7 @@
 
 A front end describes each tensor it was given as a :class:`TensorMeta` (dtype,
 shape, contiguity, device) and calls :func:`validate`; every rule of
-``fastspec.schema`` is checked here and only here. The result tells the front
+``fastspec.core.schema`` is checked here and only here. The result tells the front
 end the bound shape symbols, the normalised attributes and the device to run
 on. Framework-free: no Paddle, no numpy.
 """
@@ -14,8 +14,8 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from fastspec.errors import FastspecArgumentError, FastspecTypeError
-from fastspec.schema import Attr, Dim, OpSchema, Tensor
+from fastspec.core.errors import FastspecArgumentError, FastspecTypeError
+from fastspec.core.schema import Attr, Dim, OpSchema, Tensor
 
 UNKNOWN = -1  # a dimension a static graph has not fixed yet: not checked
 
