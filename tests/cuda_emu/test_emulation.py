@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec import kernels
+from fastspec import arrays as kernels
 
 (CLEAN, DIVERGENT_BARRIER, UNINITIALISED_SHARED, READ_WRITE_RACE, WRITE_WRITE_RACE, OUT_OF_BOUNDS_WRITE,
  OUT_OF_BOUNDS_READ, TOO_MANY_THREADS, TOO_MUCH_DYNAMIC_SHARED, TOO_MUCH_STATIC_SHARED, WARP_DIVERGENCE, EARLY_EXIT,

@@ -13,10 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
-from fastspec.testing.sampling_cases import make_batch, make_probs, probs_case, request_params
-from tests import ngram_harness as harness
+from tests.helpers.sampling_cases import make_batch, make_probs, probs_case, request_params
 from tests.ngram_append_cases import random_append_case
 from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case
 from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, random_update_case

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
 from tests import ngram_harness as harness
 from tests.cuda_emu.launches import LAUNCHES, describe, launch

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec.reference import rng as ref_rng
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec import kernels
+from fastspec import arrays as kernels
 from fastspec import reference as ref
-from fastspec.testing.sampling_cases import KINDS, TOP_P_ODD, TOP_PS, make_batch, make_probs, probs_case, request_params
+from tests.helpers.sampling_cases import KINDS, TOP_P_ODD, TOP_PS, make_batch, make_probs, probs_case, request_params
 from tests.cuda_emu.launches import LAUNCHES, describe, launch
 from tests.xpu.test_sampling_xpu import assert_candidates_equal, in_dtype
 from tests.xpu.test_sampling_xpu import xpu_candidates as candidates

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fastspec import reference as ref
-from fastspec.testing.sampling_cases import to_bf16_bits
+from tests.helpers.sampling_cases import to_bf16_bits
 from tests import rejection_cases
 from tests.cuda_emu.launches import describe, launch
 from tests.verify_update_cases import STRATEGIES, UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES, random_update_case, random_verify_case
