@@ -39,6 +39,8 @@ __global__ void __launch_bounds__(kThreads) ngram_append_kernel(NgramMatchParams
   __shared__ int64_t anchor, count, from;
   if (threadIdx.x == 0) {
     best = kNoMatch;
+    count = 0;  // read by ngram_append_finish even when no anchor is followed
+    from = 0;
     anchor = -1;  // anchored drafting: a short serial check
     if (a.ngram_anchor && slot.room > 0) {
       anchor = ngram_append_anchored(RowRef{slot.prompt}, RowRef{slot.model}, slot, a.draft_cols, a.ngram_anchor[b],

@@ -110,7 +110,7 @@ def test_bad_input_gets_the_cpu_backends_error():
     batch_id = np.zeros(2, np.int32)
     messages = []
     for options in ({}, LAUNCHES[0]):
-        with pytest.raises(TypeError) as error:
+        with pytest.raises(ValueError) as error:
             kernels.top_p_candidates(probs, top_p, batch_id, max_candidate_len=2, **options)
         messages.append(str(error.value))
     assert messages[0] == messages[1] and "probs" in messages[0]
