@@ -113,18 +113,18 @@ void shared_access(Launch& l, Shadow* shadow, const char* space, uintptr_t offse
       fail_thread("uninitialised shared read: a " + access() + " reads byte " + std::to_string(offset + i) +
                   ", which no thread of this block wrote");
     }
+    // A conflict: another thread's plain write; or, for a plain write, another thread's read or
+    // atomic; or a plain read and another thread's atomic (its value is not settled before a barrier).
     int other = -1;
     if (s.write_epoch == e && s.writer != me) other = s.writer;
-    if (kind == Access::kWrite) {
-      if (s.read_epoch == e && (s.reader != me || s.many_readers)) other = s.reader != me ? s.reader : -2;
-      if (s.atomic_epoch == e && (s.atomic_thread != me || s.many_atomics)) {
-        other = s.atomic_thread != me ? s.atomic_thread : -2;
-      }
-    }
+    const bool others_read = s.read_epoch == e && (s.reader != me || s.many_readers);
+    const bool others_atomic = s.atomic_epoch == e && (s.atomic_thread != me || s.many_atomics);
+    if (kind != Access::kRead && others_read) other = s.reader != me ? s.reader : -2;
+    if (kind != Access::kAtomic && others_atomic) other = s.atomic_thread != me ? s.atomic_thread : -2;
     if (other != -1) {
       fail_thread("shared-memory race: a " + access() + " touches byte " + std::to_string(offset + i) + ", which " +
                   (other >= 0 ? thread_name(l, other) : std::string("another thread")) +
-                  " also touched since the last barrier, one of them writing without an atomic");
+                  " also touched since the last barrier, one of them writing (atomics only meet atomics)");
     }
     switch (kind) {
       case Access::kRead:
