@@ -85,6 +85,8 @@ Memory& memory() {
   return *m;
 }
 
+const char* article(Access kind) { return kind == Access::kAtomic ? "an " : "a "; }
+
 const char* name(Access kind) { return kind == Access::kRead ? "read" : kind == Access::kWrite ? "write" : "atomic"; }
 
 std::string describe(Access kind, uintptr_t address, size_t bytes) {
@@ -110,7 +112,7 @@ void shared_access(Launch& l, Shadow* shadow, const char* space, uintptr_t offse
              std::to_string(offset);
     };
     if (kind != Access::kWrite && s.write_epoch < first && s.atomic_epoch < first) {
-      fail_thread("uninitialised shared read: a " + access() + " reads byte " + std::to_string(offset + i) +
+      fail_thread("uninitialised shared read: " + article(kind) + access() + " reads byte " + std::to_string(offset + i) +
                   ", which no thread of this block wrote");
     }
     // A conflict: another thread's plain write; or, for a plain write, another thread's read or
@@ -122,7 +124,7 @@ void shared_access(Launch& l, Shadow* shadow, const char* space, uintptr_t offse
     if (kind != Access::kRead && others_read) other = s.reader != me ? s.reader : -2;
     if (kind != Access::kAtomic && others_atomic) other = s.atomic_thread != me ? s.atomic_thread : -2;
     if (other != -1) {
-      fail_thread("shared-memory race: a " + access() + " touches byte " + std::to_string(offset + i) + ", which " +
+      fail_thread("shared-memory race: " + article(kind) + access() + " touches byte " + std::to_string(offset + i) + ", which " +
                   (other >= 0 ? thread_name(l, other) : std::string("another thread")) +
                   " also touched since the last barrier, one of them writing (atomics only meet atomics)");
     }
