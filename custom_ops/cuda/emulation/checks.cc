@@ -112,7 +112,7 @@ void shared_access(Launch& l, Shadow* shadow, const char* space, uintptr_t offse
              std::to_string(offset);
     };
     if (kind != Access::kWrite && s.write_epoch < first && s.atomic_epoch < first) {
-      fail_thread("uninitialised shared read: " + article(kind) + access() + " reads byte " + std::to_string(offset + i) +
+      fail_thread(std::string("uninitialised shared read: ") + article(kind) + access() + " reads byte " + std::to_string(offset + i) +
                   ", which no thread of this block wrote");
     }
     // A conflict: another thread's plain write; or, for a plain write, another thread's read or
@@ -124,7 +124,7 @@ void shared_access(Launch& l, Shadow* shadow, const char* space, uintptr_t offse
     if (kind != Access::kRead && others_read) other = s.reader != me ? s.reader : -2;
     if (kind != Access::kAtomic && others_atomic) other = s.atomic_thread != me ? s.atomic_thread : -2;
     if (other != -1) {
-      fail_thread("shared-memory race: " + article(kind) + access() + " touches byte " + std::to_string(offset + i) + ", which " +
+      fail_thread(std::string("shared-memory race: ") + article(kind) + access() + " touches byte " + std::to_string(offset + i) + ", which " +
                   (other >= 0 ? thread_name(l, other) : std::string("another thread")) +
                   " also touched since the last barrier, one of them writing (atomics only meet atomics)");
     }
