@@ -220,12 +220,25 @@ class Builder:
     def kernel_units(self, xpu: str = "emulated") -> list[tuple[Path, list[str], list[str]]]:
         """Every kernel compile unit; the XPU kernels "emulated" (for the host) or "xtdk" (for the device)."""
         units = [(src, ["g++"], self.cxx_flags()) for src in sources("cpu", ".cc")]
-        glue = self.cxx_flags()  # dispatch/: each op's OpCall glue and backend registrations
+        glue = self.cxx_flags() + [f"-I{OPS / 'cuda'}"]  # dispatch/: each op's OpCall glue and backend registrations
         if self.cuda_home:
             units += [(src, self.nvcc(), self.nvcc_flags()) for src in sources("cuda", ".cu")]
             glue = glue + ["-DFASTSPEC_WITH_CUDA", f"-I{self.cuda_home / 'include'}"]
         units += self.xtdk_units() if xpu == "xtdk" else self.emulated_xpu_units()
+        units += self.emulated_cuda_units()
         return units + [(src, ["g++"], glue) for src in sources("dispatch", ".cc")]
+
+    def emulated_cuda_units(self) -> list[tuple[Path, list[str], list[str]]]:
+        """The .cu kernels compiled by g++ for the host emulation of a CUDA device, instrumented so
+        that the emulation sees every load and store (docs/cuda_emulation.md), and its runtime."""
+        flags = self.cxx_flags() + [f"-I{OPS / 'cuda'}"]
+        # ThreadSanitizer's instrumentation only, no runtime: the emulation supplies its callbacks.
+        # Under --sanitize (ASan, which excludes it) the kernels run unchecked.
+        instrument = [] if self.sanitize else ["-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0"]
+        kernels = sources("cuda", ".cu") + sources("cuda/emulation", ".cu")
+        kernel_flags = flags + ["-x", "c++", "-DFASTSPEC_WITH_CUDA", "-DFASTSPEC_CUDA_EMULATION", *instrument]
+        return ([(src, ["g++"], kernel_flags) for src in kernels]
+                + [(src, ["g++"], flags) for src in sources("cuda/emulation", ".cc")])
 
     def emulated_xpu_units(self) -> list[tuple[Path, list[str], list[str]]]:
         """The .xpu kernels, their launchers and the emulation, compiled by g++ for the host."""
@@ -324,7 +337,8 @@ class Builder:
     def build_bindings(self) -> None:
         import pybind11  # noqa: PLC0415
 
-        flags = self.cxx_flags() + [f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}", "-fvisibility=hidden"]
+        flags = self.cxx_flags() + [f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}", "-fvisibility=hidden",
+                                    f"-I{OPS / 'cuda'}"]
         if self.cuda_home:  # the archs, for build_info() (custom_ops/bindings/build_info.cc)
             flags += ["-DFASTSPEC_WITH_CUDA", f"-I{self.cuda_home / 'include'}",
                       f'-DFASTSPEC_CUDA_ARCH_LIST="{";".join(cuda_archs())}"']
@@ -411,6 +425,7 @@ def build(args: argparse.Namespace, lib_dir: Path = LIB_DIR, skip_ops_without_pa
     log(f"backends: CUDA {'yes' if cuda_home else 'skipped'}: {why}"
         + (f"; archs {';'.join(cuda_archs())}" if cuda_home else ""))
     log("backends: XPU emulated (host threads) in the pybind11 bindings, always")
+    log("backends: CUDA emulated (host fibers) in the pybind11 bindings, always")
     if xtdk and "paddle ops" in built:
         log(f"backends: XPU device kernels in the Paddle op library: {xpu_why}")
     else:

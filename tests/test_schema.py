@@ -56,7 +56,8 @@ def test_registered_paddle_op_matches_the_schema(name):
 @pytest.mark.parametrize("name", list(SCHEMAS))
 def test_signatures_follow_the_spec_order(name):
     op = SCHEMAS[name]
-    launch = ("num_threads", "stream", "backend", "xpu_grid", "xpu_reverse_clusters")
+    launch = ("num_threads", "stream", "backend", "xpu_grid", "xpu_reverse_clusters", "cuda_block_order",
+              "cuda_shuffle_seed")
     for front_end, extra in ((ops, ()), (kernels, op.output_names + launch)):
         assert getattr(front_end, name).__name__ == name  # each public name holds its own op
         params = list(inspect.signature(getattr(front_end, name)).parameters)

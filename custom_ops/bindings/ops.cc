@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "emulation/launchers.h"
 #include "fastspec/op_call.h"
 
 namespace fastspec_bindings {
@@ -18,9 +19,10 @@ namespace {
 // Fills an OpCall and runs the launcher of `backend`; a refusal of the launcher as a Python error.
 void launch(const std::string& op, int backend, std::vector<fastspec::TensorRef>& refs,
             const std::vector<int64_t>& attrs, uintptr_t stream, int num_threads, std::pair<int, int> xpu_grid,
-            bool xpu_reverse_clusters) {
+            bool xpu_reverse_clusters, int cuda_block_order = 0, uint64_t cuda_shuffle_seed = 0) {
   fastspec::OpCall call;
   call.tensors = refs.data();
+  call.num_tensors = static_cast<int32_t>(refs.size());
   call.attrs = attrs.data();
   call.backend = static_cast<fastspec::Backend>(backend);
   call.stream = ptr<void>(stream);
@@ -28,6 +30,8 @@ void launch(const std::string& op, int backend, std::vector<fastspec::TensorRef>
   call.xpu_grid.clusters = xpu_grid.first;
   call.xpu_grid.cores = xpu_grid.second;
   call.xpu_grid.reverse_clusters = xpu_reverse_clusters;
+  call.cuda_block_order = cuda_block_order;
+  call.cuda_shuffle_seed = cuda_shuffle_seed;
   int status;
   {
     py::gil_scoped_release release;
@@ -40,6 +44,7 @@ void launch(const std::string& op, int backend, std::vector<fastspec::TensorRef>
   if (status != fastspec::kOk) {
     std::string what = std::to_string(status);
     if (status == fastspec::kXpuEmulationError) what = std::string("XPU emulation: ") + fastspec::xpu_emulation_error();
+    if (status == fastspec::kCudaEmulationError) what = std::string("CUDA emulation: ") + fastspec::cuda_emulation_error();
 #if defined(FASTSPEC_WITH_CUDA)
     if (call.backend == fastspec::Backend::kCuda) what = cudaGetErrorString(static_cast<cudaError_t>(status));
 #endif
@@ -55,7 +60,7 @@ void bind_ops(py::module_& m) {
       [](const std::string& op, int backend, const std::vector<uintptr_t>& data, const std::vector<int>& dtypes,
          const std::vector<std::vector<int64_t>>& shapes, const std::vector<bool>& present,
          const std::vector<int64_t>& attrs, uintptr_t stream, int num_threads, std::pair<int, int> xpu_grid,
-         bool xpu_reverse_clusters) {
+         bool xpu_reverse_clusters, int cuda_block_order, uint64_t cuda_shuffle_seed) {
         const size_t n = data.size();
         if (dtypes.size() != n || shapes.size() != n || present.size() != n) {
           throw std::invalid_argument(op + ": run() needs one dtype, shape and presence flag per tensor");
@@ -68,11 +73,13 @@ void bind_ops(py::module_& m) {
           refs[i].rank = static_cast<int32_t>(shapes[i].size());
           for (size_t a = 0; a < 2; ++a) refs[i].shape[a] = a < shapes[i].size() ? shapes[i][a] : 1;
         }
-        launch(op, backend, refs, attrs, stream, num_threads, xpu_grid, xpu_reverse_clusters);
+        launch(op, backend, refs, attrs, stream, num_threads, xpu_grid, xpu_reverse_clusters, cuda_block_order,
+               cuda_shuffle_seed);
       },
       py::arg("op"), py::arg("backend"), py::arg("data"), py::arg("dtypes"), py::arg("shapes"), py::arg("present"),
       py::arg("attrs"), py::arg("stream") = 0, py::arg("num_threads") = 0,
       py::arg("xpu_grid") = std::pair<int, int>(12, 64), py::arg("xpu_reverse_clusters") = false,
+      py::arg("cuda_block_order") = 0, py::arg("cuda_shuffle_seed") = 0,
       "Runs `op` on raw tensors (schema order); fastspec.arrays checks the call first");
   m.def(
       "run_numpy",
@@ -110,6 +117,44 @@ void bind_ops(py::module_& m) {
       },
       py::arg("which"), py::arg("grid"), py::arg("values"),
       "runs emulation probe `which` (custom_ops/xpu/emulation/probes.xpu): (status, broken rule, out per core)");
+  m.def(
+      "cuda_probe",
+      [](int which, std::vector<int> in, int n_out, int block_order, uint64_t seed) {
+        std::vector<int> out(static_cast<size_t>(n_out), 0);
+        cuda_emu::Session session;
+        const auto range = [](const void* p, size_t bytes) {
+          const auto begin = reinterpret_cast<uintptr_t>(p);
+          return cuda_emu::Range{begin, begin + bytes};
+        };
+        session.arrays = {range(in.data(), in.size() * sizeof(int)), range(out.data(), out.size() * sizeof(int))};
+        session.order = static_cast<cuda_emu::BlockOrder>(block_order);
+        session.seed = seed;
+        cuda_emu::Error status;
+        {
+          py::gil_scoped_release release;
+          status = cuda_emu::run_session(session, [&] {
+            return fastspec::cuda_probe_emulated(which, in.data(), static_cast<int>(in.size()), out.data(), n_out);
+          });
+        }
+        return py::make_tuple(static_cast<int>(status),
+                              std::string(status == cuda_emu::cudaSuccess ? "" : cuda_emu::last_error()), out);
+      },
+      py::arg("which"), py::arg("values"), py::arg("n_out"), py::arg("block_order") = 0, py::arg("seed") = 0,
+      "runs CUDA emulation probe `which` (custom_ops/cuda/emulation/probes.cu): (status, broken rule, out)");
+  m.def(
+      "cuda_emulator_mutate",
+      [](const std::string& file, int line, int64_t skip_block) {
+        cuda_emu::Mutation mutation;
+        mutation.file = file;
+        mutation.line = line;
+        mutation.skip_block = skip_block;
+        cuda_emu::set_mutation(mutation);
+      },
+      py::arg("file") = "", py::arg("line") = 0, py::arg("skip_block") = -1,
+      "for the mutation tests: the barrier at (a path ending in) file:line does nothing and/or the block of "
+      "linear index skip_block never runs; no arguments: no mutation");
+  m.def("cuda_emulator_barrier_sites", &cuda_emu::barrier_sites,
+        "every barrier site (file:line) the emulated CUDA kernels have reached so far");
   m.def("backends", [](const std::string& op) { return std::string(fastspec::backends_of(op.c_str())); },
         "the backends this build has a kernel of `op` for, e.g. 'cpu, cuda'");
 }

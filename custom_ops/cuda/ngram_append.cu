@@ -1,7 +1,7 @@
 // ngram_append on CUDA: one block per slot; threads stride over candidate end
 // positions and fold each candidate's key into one shared 64-bit minimum
 // (longest, prompt first, leftmost). A single-block launch applies the budget.
-#include <cuda_runtime.h>
+#include "cuda_kernel.h"
 
 #include "fastspec/ngram_append.h"
 
@@ -39,6 +39,8 @@ __global__ void __launch_bounds__(kThreads) ngram_append_kernel(NgramMatchParams
   __shared__ int64_t anchor, count, from;
   if (threadIdx.x == 0) {
     best = kNoMatch;
+    count = 0;  // read by ngram_append_finish even when no anchor is followed
+    from = 0;
     anchor = -1;  // anchored drafting: a short serial check
     if (a.ngram_anchor && slot.room > 0) {
       anchor = ngram_append_anchored(RowRef{slot.prompt}, RowRef{slot.model}, slot, a.draft_cols, a.ngram_anchor[b],
@@ -62,7 +64,7 @@ __global__ void __launch_bounds__(kThreads) ngram_append_kernel(NgramMatchParams
 cudaError_t ngram_append_cuda(const NgramMatchParams& params, cudaStream_t stream) {
   if (params.batch < 0 || params.batch > kMaxCudaBatch) return cudaErrorInvalidValue;
   if (params.batch == 0) return cudaSuccess;
-  ngram_append_kernel<<<static_cast<unsigned>(params.batch), kThreads, 0, stream>>>(params);
+  FS_CUDA_LAUNCH(ngram_append_kernel, static_cast<unsigned>(params.batch), kThreads, 0, stream, params);
   if (params.token_budget > 0) ngram_budget_cuda(params, stream);
   return cudaGetLastError();
 }

@@ -2,7 +2,7 @@
 // (coalesced loads, several in flight per thread) and keeps the best match as
 // one 64-bit key in shared memory; a second, single-block launch applies the
 // token budget when one is set.
-#include <cuda_runtime.h>
+#include "cuda_kernel.h"
 
 #include "fastspec/ngram_match.h"
 
@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(kThreads) ngram_search_kernel(NgramMatchParams
 }
 
 __global__ void __launch_bounds__(kBudgetThreads) ngram_budget_kernel(NgramMatchParams a) {
-  extern __shared__ int32_t shared[];
+  FS_DYNAMIC_SHARED(int32_t, shared);
   int32_t* this_time = shared;
   int32_t* encoder = shared + a.batch;
   int32_t* decoder = shared + 2 * a.batch;
@@ -112,13 +112,13 @@ __global__ void __launch_bounds__(kBudgetThreads) ngram_budget_kernel(NgramMatch
 
 void ngram_budget_cuda(const NgramMatchParams& params, cudaStream_t stream) {
   const size_t shared_bytes = 3 * sizeof(int32_t) * static_cast<size_t>(params.batch);
-  ngram_budget_kernel<<<1, kBudgetThreads, shared_bytes, stream>>>(params);
+  FS_CUDA_LAUNCH(ngram_budget_kernel, 1, kBudgetThreads, shared_bytes, stream, params);
 }
 
 cudaError_t ngram_match_cuda(const NgramMatchParams& params, cudaStream_t stream) {
   if (params.batch < 0 || params.batch > kMaxCudaBatch) return cudaErrorInvalidValue;
   if (params.batch == 0) return cudaSuccess;
-  ngram_search_kernel<<<static_cast<unsigned>(params.batch), kThreads, 0, stream>>>(params);
+  FS_CUDA_LAUNCH(ngram_search_kernel, static_cast<unsigned>(params.batch), kThreads, 0, stream, params);
   if (params.token_budget > 0) ngram_budget_cuda(params, stream);
   return cudaGetLastError();
 }

@@ -1,6 +1,6 @@
 // rand64 on the device, element-wise: lets the GPU tests check the one
 // Philox implementation against the known answers of docs/ops/conventions.md.
-#include <cuda_runtime.h>
+#include "cuda_kernel.h"
 
 #include "fastspec/philox.h"
 
@@ -19,7 +19,7 @@ cudaError_t rand64_cuda(const int64_t* seeds, const int64_t* positions, uint32_t
                         uint64_t* out, int64_t n, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   const int threads = 256;
-  rand64_kernel<<<static_cast<unsigned>((n + threads - 1) / threads), threads, 0, stream>>>(
+  FS_CUDA_LAUNCH(rand64_kernel, static_cast<unsigned>((n + threads - 1) / threads), threads, 0, stream,
       seeds, positions, stream_id, out, n);
   return cudaGetLastError();
 }

@@ -9,10 +9,9 @@
 // two find their set with sampling.h's sample_set.
 // Every decision is on integers, so the results equal the CPU kernel's and
 // the reference's bit for bit.
-#include <cuda_runtime.h>
+#include "cuda_kernel.h"
 
-#include <cub/block/block_reduce.cuh>
-#include <cub/block/block_scan.cuh>
+#include "block_primitives.h"
 
 #include "fastspec/prob_dtype.h"
 #include "fastspec/sampling.h"
@@ -24,8 +23,8 @@ constexpr int kThreads = 512;
 constexpr int kCandPerThread = kMaxCandidateLen / kThreads;  // 2
 constexpr int kDrawItems = 4;                                // ids per thread per draw chunk
 
-using BlockScan = cub::BlockScan<long long, kThreads>;
-using BlockReduce = cub::BlockReduce<long long, kThreads>;
+using BlockScan = block::Scan<long long, kThreads>;
+using BlockReduce = block::Reduce<long long, kThreads>;
 
 struct Shared {
   unsigned int count[kRadixBuckets];
@@ -360,19 +359,19 @@ __global__ void __launch_bounds__(kThreads) top_k_top_p_probs_kernel(TopKTopPPro
 
 template <typename Tag>
 cudaError_t launch_candidates(const TopPCandidatesParams& a, cudaStream_t stream) {
-  top_p_candidates_kernel<Tag><<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(a);
+  FS_CUDA_LAUNCH(top_p_candidates_kernel<Tag>, static_cast<unsigned>(a.rows), kThreads, 0, stream, a);
   return cudaGetLastError();
 }
 
 template <typename Tag>
 cudaError_t launch_sample(const SampleTokensParams& a, cudaStream_t stream) {
-  sample_tokens_kernel<Tag><<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(a);
+  FS_CUDA_LAUNCH(sample_tokens_kernel<Tag>, static_cast<unsigned>(a.rows), kThreads, 0, stream, a);
   return cudaGetLastError();
 }
 
 template <typename Tag>
 cudaError_t launch_probs(const TopKTopPProbsParams& a, cudaStream_t stream) {
-  top_k_top_p_probs_kernel<Tag><<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(a);
+  FS_CUDA_LAUNCH(top_k_top_p_probs_kernel<Tag>, static_cast<unsigned>(a.rows), kThreads, 0, stream, a);
   return cudaGetLastError();
 }
 

@@ -2,7 +2,7 @@
 // shared per-slot rule and ORs "still running" with __syncthreads_or, so
 // has_running is written by the same launch (no memset, no atomics, no host
 // synchronisation).
-#include <cuda_runtime.h>
+#include "cuda_kernel.h"
 
 #include "fastspec/update_model_status.h"
 
@@ -25,7 +25,7 @@ cudaError_t update_model_status_cuda(const UpdateModelStatusParams& params, cuda
   // Even B == 0 launches: has_running must still be written (false).
   const int64_t warps = (params.batch + 31) / 32;
   const int threads = static_cast<int>(min64(max64(warps, 1) * 32, kMaxThreads));
-  update_kernel<<<1, threads, 0, stream>>>(params);
+  FS_CUDA_LAUNCH(update_kernel, 1, threads, 0, stream, params);
   return cudaGetLastError();
 }
 

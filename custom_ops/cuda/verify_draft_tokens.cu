@@ -1,7 +1,7 @@
 // verify_draft_tokens on CUDA: one thread per slot running the shared
 // per-slot rule. The op is launch-bound (a few hundred bytes per slot), so
 // one small launch is the whole cost.
-#include <cuda_runtime.h>
+#include "cuda_kernel.h"
 
 #include "fastspec/verify_draft_tokens.h"
 
@@ -22,7 +22,7 @@ cudaError_t verify_draft_tokens_cuda(const VerifyDraftTokensParams& params, cuda
   if (!verify_strategy_ok(params.strategy)) return cudaErrorInvalidValue;
   if (params.batch == 0) return cudaSuccess;
   const unsigned blocks = static_cast<unsigned>((params.batch + kThreads - 1) / kThreads);
-  verify_kernel<<<blocks, kThreads, 0, stream>>>(params);
+  FS_CUDA_LAUNCH(verify_kernel, blocks, kThreads, 0, stream, params);
   return cudaGetLastError();
 }
 

@@ -1,5 +1,6 @@
 // ngram_match and ngram_append on every backend (docs/ops/ngram_match.md,
 // docs/ops/ngram_append.md); both read their call with the generated builders.
+#include "emulation/launchers.h"  // the emulated CUDA launchers FASTSPEC_REGISTER_OP registers
 #include "fastspec/params/ngram_append.h"
 #include "fastspec/params/ngram_match.h"
 

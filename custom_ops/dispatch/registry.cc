@@ -25,6 +25,7 @@ const char* backend_name(Backend backend) {
     case Backend::kCpu: return "cpu";
     case Backend::kCuda: return "cuda";
     case Backend::kXpu: return "xpu";
+    case Backend::kCudaEmulator: return "cuda_emulator";
   }
   return "?";
 }

@@ -1,5 +1,6 @@
 // top_p_candidates, sample_tokens and top_k_top_p_probs on every backend
 // (docs/ops/sampling.md). The CPU kernels also take the call's thread count.
+#include "emulation/launchers.h"  // the emulated CUDA launchers FASTSPEC_REGISTER_OP registers
 #include "fastspec/params/sample_tokens.h"
 #include "fastspec/params/top_k_top_p_probs.h"
 #include "fastspec/params/top_p_candidates.h"

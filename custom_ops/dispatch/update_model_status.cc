@@ -1,4 +1,5 @@
 // update_model_status on every backend (docs/ops/update_model_status.md).
+#include "emulation/launchers.h"  // the emulated CUDA launchers FASTSPEC_REGISTER_OP registers
 #include "fastspec/params/update_model_status.h"
 
 namespace fastspec {

@@ -1,6 +1,7 @@
 // verify_draft_tokens on every backend (docs/ops/verify_draft_tokens.md). The
 // rows T (and Kc, V) come from the tensors the strategy reads; an absent one
 // (Paddle passes an empty optional tensor as absent) means T = 0.
+#include "emulation/launchers.h"  // the emulated CUDA launchers FASTSPEC_REGISTER_OP registers
 #include "fastspec/params/verify_draft_tokens.h"
 
 namespace fastspec {

@@ -18,6 +18,14 @@ New outputs (``top_p_candidates``' candidates, ``sample_tokens``' tokens,
 CPU backend's bit for bit. ``xpu_reverse_clusters=True`` runs the clusters
 last to first (a test mode). See docs/xpu.md.
 
+``backend="cuda_emulator"`` runs numpy arrays on the CUDA kernels
+(``custom_ops/cuda``) through the host emulation of a CUDA device, with the
+launch configuration the CUDA launchers choose and the CUDA backend's limits;
+``cuda_block_order="forward" | "reverse" | "shuffle"`` (with
+``cuda_shuffle_seed``) orders the blocks (and a block's threads). A kernel
+breaking a rule of the CUDA execution model fails with a ``RuntimeError``
+naming the rule, block and thread. See docs/cuda_emulation.md.
+
 numpy has no bfloat16: a ``uint16`` array passed as probabilities is read as
 bfloat16 bits. Built by ``python setup_ops.py`` (``--bindings-only`` needs no
 Paddle). ``FASTSPEC_KERNELS_LIB=sanitize`` loads the bindings built with ASan and
@@ -44,9 +52,9 @@ from fastspec.core.errors import FastspecArgumentError, FastspecBuildError, Fast
 from fastspec.core.wrappers import make_op, pack_result, result_type
 from fastspec.core.schema import SCHEMAS, OpSchema, Tensor, VerifyStrategy
 from fastspec.core.validate import TensorMeta, validate
-from fastspec.arrays._memo import Verdict, fast_path, remember
+from fastspec.arrays._memo import EXTRA_NAMES, Verdict, fast_path, remember
 
-BACKENDS = {"cpu": 0, "cuda": 1, "xpu": 2}  # op_call.h Backend
+BACKENDS = {"cpu": 0, "cuda": 1, "xpu": 2, "cuda_emulator": 3}  # op_call.h Backend
 KERNELS_LIB_ENV = "FASTSPEC_KERNELS_LIB"  # unset: fastspec/_lib; "sanitize": SANITIZE_LIB_DIR
 SANITIZE_LIB_DIR = Path(__file__).resolve().parents[2] / "build" / "sanitize"  # setup_ops.py's
 
@@ -193,16 +201,26 @@ def _current_stream(array: Array, value: Any) -> int:
 
 
 XPU_EMULATOR = "xpu_emulator"
+CUDA_EMULATOR = "cuda_emulator"
+EMULATED_DEVICES = {XPU_EMULATOR: "xpu:0", CUDA_EMULATOR: "cuda:0"}
 DEFAULT_XPU_GRID = (12, 64)
+CUDA_BLOCK_ORDERS = ("forward", "reverse", "shuffle")  # op_call.h cuda_block_order
 
 
-def _on_emulated_xpu(op: OpSchema, name: str, array: Array) -> Array:
-    """An array of a backend="xpu_emulator" call, moved onto the emulated XPU (host memory is its
-    global memory), so the XPU's limits apply."""
+def _on_emulated_device(op: OpSchema, backend: str, name: str, array: Array) -> Array:
+    """An array of a backend="xpu_emulator" or "cuda_emulator" call, moved onto the emulated device
+    (host memory is its global memory), so that device's limits apply."""
     if array.framework != "numpy":
-        raise FastspecArgumentError(f"{op.name}: backend='{XPU_EMULATOR}' runs on numpy arrays; argument "
+        raise FastspecArgumentError(f"{op.name}: backend='{backend}' runs on numpy arrays; argument "
                                     f"'{name}' is a {array.framework} array on {array.meta.device}")
-    return dataclasses.replace(array, meta=dataclasses.replace(array.meta, device="xpu:0"))
+    return dataclasses.replace(array, meta=dataclasses.replace(array.meta, device=EMULATED_DEVICES[backend]))
+
+
+def _cuda_block_order(op: OpSchema, order: Any) -> int:
+    if order not in CUDA_BLOCK_ORDERS:
+        raise FastspecArgumentError(f"{op.name}: cuda_block_order must be one of {', '.join(CUDA_BLOCK_ORDERS)}, "
+                                    f"got {order!r}")
+    return CUDA_BLOCK_ORDERS.index(order)
 
 
 def _xpu_grid(op: OpSchema, grid: Any) -> tuple[int, int]:
@@ -220,11 +238,11 @@ def _prepare(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any],
     """Checks a call against the schema and allocates missing outputs; returns (launch, result, verdict)."""
     arrays = {t.name: None if tensors[t.name] is None else read_array(op, t, tensors[t.name]) for t in op.tensors}
     backend = extras.get("backend")
-    if backend not in (None, XPU_EMULATOR):
-        raise FastspecArgumentError(f"{op.name}: backend must be None (the arrays' device) or '{XPU_EMULATOR}', "
-                                    f"got {backend!r}")
-    if backend == XPU_EMULATOR:
-        arrays = {name: a and _on_emulated_xpu(op, name, a) for name, a in arrays.items()}
+    if backend not in (None, *EMULATED_DEVICES):
+        raise FastspecArgumentError(f"{op.name}: backend must be None (the arrays' device), '{XPU_EMULATOR}' or "
+                                    f"'{CUDA_EMULATOR}', got {backend!r}")
+    if backend:
+        arrays = {name: a and _on_emulated_device(op, backend, name, a) for name, a in arrays.items()}
     checked = validate(op, {name: a and a.meta for name, a in arrays.items()}, attrs)
     anchor_name = checked.used[0]
     anchor = arrays[anchor_name]
@@ -237,8 +255,8 @@ def _prepare(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any],
         if values[out.name] is None:
             values[out.name] = _allocate(anchor, tensors[anchor_name], out.dtypes[0], _output_shape(out, checked.dims))
             arrays[out.name] = read_array(op, out, values[out.name])
-            if backend == XPU_EMULATOR:
-                arrays[out.name] = _on_emulated_xpu(op, out.name, arrays[out.name])
+            if backend:
+                arrays[out.name] = _on_emulated_device(op, backend, out.name, arrays[out.name])
     if checked.backend not in BACKENDS:
         raise FastspecArgumentError(f"{op.name}: no kernel for device {checked.device}")
     used = set(checked.used) | set(op.output_names)
@@ -248,13 +266,16 @@ def _prepare(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any],
         value = checked.attrs[attr.name]
         attr_values.append(attr.choices.index(value) if attr.kind == "str" else int(value))
     stream = extras.get("stream")
-    if checked.backend == "cuda" and stream is None:
+    backend_index = BACKENDS[CUDA_EMULATOR if backend == CUDA_EMULATOR else checked.backend]
+    if backend_index == BACKENDS["cuda"] and stream is None:
         stream = _current_stream(anchor, tensors[anchor_name])
     grid = _xpu_grid(op, extras.get("xpu_grid") or DEFAULT_XPU_GRID)
-    args = (op.name, BACKENDS[checked.backend],
+    block_order = _cuda_block_order(op, extras.get("cuda_block_order") or "forward")
+    args = (op.name, backend_index,
             [r.address if r else 0 for r in refs], [DTYPE_CODES.get(r.meta.dtype, -1) if r else -1 for r in refs],
             [list(r.meta.shape) if r else [] for r in refs], [r is not None for r in refs], attr_values,
-            int(stream or 0), int(extras.get("num_threads") or 0), grid, bool(extras.get("xpu_reverse_clusters")))
+            int(stream or 0), int(extras.get("num_threads") or 0), grid, bool(extras.get("xpu_reverse_clusters")),
+            block_order, int(extras.get("cuda_shuffle_seed") or 0))
     verdict = Verdict(tuple(r is not None for r in refs), args[3], attr_values,
                       tuple(_output_shape(out, checked.dims) for out in op.outputs))
     launch = functools.partial(module().run, *args)
@@ -299,12 +320,17 @@ _EXTRAS = (
     inspect.Parameter("backend", inspect.Parameter.KEYWORD_ONLY, default=None),
     inspect.Parameter("xpu_grid", inspect.Parameter.KEYWORD_ONLY, default=DEFAULT_XPU_GRID),
     inspect.Parameter("xpu_reverse_clusters", inspect.Parameter.KEYWORD_ONLY, default=False),
+    inspect.Parameter("cuda_block_order", inspect.Parameter.KEYWORD_ONLY, default="forward"),
+    inspect.Parameter("cuda_shuffle_seed", inspect.Parameter.KEYWORD_ONLY, default=0),
 )
+assert tuple(p.name for p in _EXTRAS) == EXTRA_NAMES, "the fast path hands these keywords on by name"
 _EXTRA_DOC = ("    num_threads (CPU only): 1 keeps the work on the calling thread, 0 uses the kernels' pool.\n"
               "    stream (CUDA only): the CUDA stream handle; default: the framework's current stream.\n"
               "    backend: None runs on the arrays' device; 'xpu_emulator' runs numpy arrays on the XPU kernels,\n"
               "        emulated on host threads, with xpu_grid=(clusters, cores) and, as a test mode,\n"
-              "        xpu_reverse_clusters=True.")
+              "        xpu_reverse_clusters=True; 'cuda_emulator' runs numpy arrays on the CUDA kernels, emulated on\n"
+              "        host fibers, with the launches the CUDA launchers choose, blocks in cuda_block_order\n"
+              "        ('forward', 'reverse' or 'shuffle', seeded by cuda_shuffle_seed).")
 
 
 def _op(name: str) -> Any:

@@ -38,6 +38,11 @@ class Verdict:
 _MEMOS: dict[str, dict[tuple, Verdict]] = {}
 
 
+# the launch keywords of fastspec.arrays' functions (its _EXTRAS), handed to the general path as they came
+EXTRA_NAMES = ("num_threads", "stream", "backend", "xpu_grid", "xpu_reverse_clusters", "cuda_block_order",
+               "cuda_shuffle_seed")
+
+
 def remember(op: OpSchema, key: tuple, verdict: Verdict) -> None:
     memo = _MEMOS[op.name]
     if len(memo) >= MEMO_SIZE:
@@ -69,8 +74,7 @@ def fast_path(op: OpSchema, general: Callable[..., Any], default_xpu_grid: tuple
     parts += [_key_part(t, required=not (t.optional or t.needed_by or t.output)) for t in op.tensors]
     tensors = ", ".join(f"{t.name!r}: {t.name}" for t in op.tensors)
     attrs = ", ".join(f"{a!r}: {a}" for a in op.attr_names)
-    extras = "'num_threads': num_threads, 'stream': stream, 'backend': backend, 'xpu_grid': xpu_grid, " \
-             "'xpu_reverse_clusters': xpu_reverse_clusters"
+    extras = ", ".join(f"{name!r}: {name}" for name in EXTRA_NAMES)
     lines = ["try:",
              f"    _key = ({', '.join(parts)},)",
              "    _verdict = _memo.get(_key) if (stream is None and backend is None and xpu_grid is _xpu_grid",

@@ -6,7 +6,11 @@
 
 // Every compile unit of a CUDA build defines FASTSPEC_WITH_CUDA; the headers
 // then also declare the CUDA launchers (raw pointers, a stream, cudaError_t).
-#if defined(FASTSPEC_WITH_CUDA)
+// The .cu files compiled for the host emulation (FASTSPEC_CUDA_EMULATION) see
+// the emulation's CUDA types instead (custom_ops/cuda/emulation/cuda_emu.h).
+#if defined(FASTSPEC_CUDA_EMULATION)
+#include "emulation/cuda_emu.h"
+#elif defined(FASTSPEC_WITH_CUDA)
 #include <cuda_runtime_api.h>
 #endif
 
@@ -32,6 +36,7 @@ enum Status : int {
   kOk = 0,
   kInvalidArgument = -1,  // a host-side size the kernels cannot handle
   kXpuEmulationError = -3,  // the XPU emulation caught a kernel breaking the XPU's rules
+  kCudaEmulationError = -4,  // the CUDA emulation caught a kernel breaking CUDA's rules
 };
 
 // How an XPU launch is shaped: clusters x cores (XPU3: at most 12 x 64), and
@@ -49,6 +54,10 @@ struct XpuGrid {
 // (out[global core] = what that core saw; see emulation/probes.xpu).
 const char* xpu_emulation_error();
 int xpu_probe(int which, const int* in, int* out, int n, const XpuGrid& grid);
+
+// The emulated CUDA device (custom_ops/cuda/emulation): the rule its last op
+// call broke ("" when none).
+const char* cuda_emulation_error();
 
 // Slot kinds (docs/ops/conventions.md "A request's tokens and rows").
 FS_HD bool is_prefill(int32_t seq_len_encoder) { return seq_len_encoder > 0; }

@@ -10,8 +10,9 @@
 
 namespace fastspec {
 
-enum class Backend : int32_t { kCpu = 0, kCuda = 1, kXpu = 2 };
-constexpr int kNumBackends = 3;
+// kCudaEmulator: the CUDA kernels compiled for the host emulation (custom_ops/cuda/emulation).
+enum class Backend : int32_t { kCpu = 0, kCuda = 1, kXpu = 2, kCudaEmulator = 3 };
+constexpr int kNumBackends = 4;
 const char* backend_name(Backend backend);
 
 // Tensor element types; the numbering is shared with tools/codegen.py.
@@ -27,11 +28,14 @@ struct TensorRef {
 
 struct OpCall {
   const TensorRef* tensors = nullptr;  // schema order: inputs, then new outputs
+  int32_t num_tensors = 0;
   const int64_t* attrs = nullptr;      // schema order; bool 0 / 1, a string as its index in the choices
   Backend backend = Backend::kCpu;
   void* stream = nullptr;              // cudaStream_t on CUDA, XPUStream on the XPU; unused on the CPU
   int32_t num_threads = 0;             // CPU: 1 runs on the calling thread, else the pool
   XpuGrid xpu_grid;                    // XPU: the launch's clusters x cores (its stream is `stream`)
+  int32_t cuda_block_order = 0;        // CUDA emulator: blocks forward (0), reversed (1), shuffled (2)
+  uint64_t cuda_shuffle_seed = 0;      // CUDA emulator: the shuffle's seed
 
   const TensorRef& tensor(int index) const { return tensors[index]; }
   int64_t size(int index, int axis) const { return tensors[index].shape[axis]; }
@@ -81,11 +85,15 @@ struct Registrar {
 
 // FASTSPEC_REGISTER_OP(ngram_match, build): op ngram_match runs on every backend
 // compiled in, through the launchers named after it, given build(call):
-//   ngram_match_cpu(params), ngram_match_xpu(params, XpuGrid), and with CUDA
+//   ngram_match_cpu(params), ngram_match_xpu(params, XpuGrid),
+//   ngram_match_cuda_emulated(params, stream) on the CUDA emulation, and with CUDA
 //   ngram_match_cuda(params, cudaStream_t) (its cudaError_t becomes the status).
+// The glue file includes custom_ops/cuda/emulation/launchers.h, which defines
+// FASTSPEC_REGISTER_CUDA_EMULATED_.
 #define FASTSPEC_REGISTER_OP(op, build)                                                                     \
   FASTSPEC_REGISTER(op, kCpu, [](const ::fastspec::OpCall& c) { return op##_cpu(build(c)); });              \
   FASTSPEC_REGISTER(op, kXpu, [](const ::fastspec::OpCall& c) { return op##_xpu(build(c), c.xpu()); });     \
+  FASTSPEC_REGISTER_CUDA_EMULATED_(op, build);                                                              \
   FASTSPEC_REGISTER_CUDA_(op, build)
 
 #if defined(FASTSPEC_WITH_CUDA)
