@@ -6,7 +6,11 @@ import numpy as np
 
 from fastspec import arrays as kernels
 from fastspec import reference as ref
-from tests.ngram_cases import ARRAY_NAMES
+from tests.ngram_append_cases import random_append_case
+from tests.ngram_cases import ARRAY_NAMES, random_case
+
+RANDOM_CASES = {"ngram_match": random_case, "ngram_append": random_append_case}
+FIRST_SEEDS = {"ngram_match": 1000, "ngram_append": 4000}  # the CPU tests' first chunk of each op
 
 
 def run_paddle(op: str, arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -35,3 +39,10 @@ def run_reference(op: str, arrays: dict, attrs: dict) -> tuple[np.ndarray, np.nd
 def assert_same(actual, expected, context: str = "") -> None:
     np.testing.assert_array_equal(actual[0], expected[0], err_msg=f"draft_tokens {context}")
     np.testing.assert_array_equal(actual[1], expected[1], err_msg=f"seq_lens_this_time {context}")
+
+
+def run_with(op: str, arrays: dict, attrs: dict, options: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The array API's ``op`` with launch ``options`` (a backend, its grid or block order) on copies."""
+    copies = {name: np.ascontiguousarray(arrays[name]).copy() for name in ARRAY_NAMES}
+    getattr(kernels, op)(*(copies[name] for name in ARRAY_NAMES), **attrs, **options)
+    return copies["draft_tokens"], copies["seq_lens_this_time"]

@@ -12,7 +12,7 @@ from fastspec import arrays as kernels
 from fastspec import reference as ref
 from tests.helpers.sampling_cases import KINDS, TOP_P_ODD, TOP_PS, make_batch, make_probs, probs_case, request_params
 from tests.cuda_emu.launches import LAUNCHES, describe, launch
-from tests.xpu.test_sampling_xpu import assert_candidates_equal, in_dtype
+from tests.xpu.test_sampling_xpu import assert_candidates_equal, check_the_spec_example, in_dtype
 from tests.xpu.test_sampling_xpu import xpu_candidates as candidates
 from tests.xpu.test_sampling_xpu import xpu_sample as sample
 from tests.xpu.test_top_k_top_p_probs_xpu import assert_bits
@@ -23,15 +23,7 @@ DTYPES = ["float32", "float16", "bfloat16"]
 
 @pytest.mark.parametrize("options", LAUNCHES, ids=describe)
 def test_spec_example(options):
-    probs = np.array([[0.1, 0.5, 0.2, 0.2, 0.0], [np.nan, 0, 0, 0, 0], [0.25, 0.25, 0.25, 0.25, 0.0]], np.float32)
-    top_p = np.array([0.6, 0.5], np.float32)
-    batch_id = np.array([0, 1, 1], np.int32)
-    got = candidates(probs, top_p, batch_id, 3, options)
-    assert got[0][0].tolist() == [1, 2, -1] and got[2].tolist() == [2, 0, 2]
-    assert_candidates_equal(got, ref.top_p_candidates(probs, top_p, batch_id, max_candidate_len=3))
-    args = (top_p, np.array([0, 2], np.int32), np.array([1, 2], np.int64), np.array([0, 5], np.int64), batch_id,
-            np.array([0, 1, 3], np.int32))
-    assert np.array_equal(sample(probs, args, options), ref.sample_tokens(probs, *args))
+    check_the_spec_example(options)  # options name the emulated CUDA device and its block order
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -9,18 +9,13 @@ import pytest
 from fastspec import arrays as kernels
 from fastspec.core.errors import FastspecArgumentError
 from tests import ngram_harness as harness
-from tests.ngram_append_cases import random_append_case
 from tests.ngram_cases import ARRAY_NAMES, random_case, spec_example
 from tests.xpu.launches import LAUNCHES, describe, launch
 
-CASES = {"ngram_match": random_case, "ngram_append": random_append_case}
-SEEDS = {"ngram_match": 1000, "ngram_append": 4000}
+CASES, SEEDS = harness.RANDOM_CASES, harness.FIRST_SEEDS
 
 
-def run_xpu(op: str, arrays: dict, attrs: dict, options: dict) -> tuple[np.ndarray, np.ndarray]:
-    copies = {name: np.ascontiguousarray(arrays[name]).copy() for name in ARRAY_NAMES}
-    getattr(kernels, op)(*(copies[name] for name in ARRAY_NAMES), **attrs, **options)
-    return copies["draft_tokens"], copies["seq_lens_this_time"]
+run_xpu = harness.run_with
 
 
 @pytest.mark.parametrize("options", LAUNCHES, ids=describe)

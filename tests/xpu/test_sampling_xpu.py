@@ -40,8 +40,8 @@ def assert_candidates_equal(got, expected, context=""):
             f"{name} differs at {np.argwhere(g != e)[:5].tolist()} {context}")
 
 
-@pytest.mark.parametrize("options", LAUNCHES, ids=describe)
-def test_spec_example(options):
+def check_the_spec_example(options: dict) -> None:
+    """top_p_candidates and sample_tokens with launch ``options`` on the docs' example (an emulated device)."""
     probs = np.array([[0.1, 0.5, 0.2, 0.2, 0.0], [np.nan, 0, 0, 0, 0], [0.25, 0.25, 0.25, 0.25, 0.0]], np.float32)
     top_p = np.array([0.6, 0.5], np.float32)
     batch_id = np.array([0, 1, 1], np.int32)
@@ -51,6 +51,11 @@ def test_spec_example(options):
     args = (top_p, np.array([0, 2], np.int32), np.array([1, 2], np.int64), np.array([0, 5], np.int64), batch_id,
             np.array([0, 1, 3], np.int32))
     assert np.array_equal(xpu_sample(probs, args, options), ref.sample_tokens(probs, *args))
+
+
+@pytest.mark.parametrize("options", LAUNCHES, ids=describe)
+def test_spec_example(options):
+    check_the_spec_example(options)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])

@@ -62,8 +62,9 @@ class KernelLoop:
         return bool(status.has_running[0])
 
 
-@pytest.mark.parametrize("strategy", ["greedy", "target_match", "topp"])
-def test_fifty_steps_on_the_xpu_equal_the_cpu_loop(strategy):
+def assert_the_loop_equals_the_cpu_loop(strategy: str, launches: list[dict], describe) -> None:
+    """STEPS propose / sample / verify / update steps on an emulated device, the launch options
+    changing from step to step, equal the CPU loop's tensors after every step."""
     rng = np.random.default_rng(2024)
     table = markov_table(rng)
     state = initial_state(rng, table)
@@ -72,12 +73,17 @@ def test_fifty_steps_on_the_xpu_equal_the_cpu_loop(strategy):
     cpu = KernelLoop(state, {})
     accepted = 0
     for step in range(STEPS):
-        options = LAUNCHES[step % len(LAUNCHES)]  # the grid may change from step to step
-        xpu = KernelLoop({name: cpu.get(name) for name in cpu.s}, options)
+        options = launches[step % len(launches)]
+        device = KernelLoop({name: cpu.get(name) for name in cpu.s}, options)
         running_cpu = step_once(cpu, strategy, table, step, state)
-        running_xpu = step_once(xpu, strategy, table, step, state)
+        running_device = step_once(device, strategy, table, step, state)
         for name in COMPARED:
-            np.testing.assert_array_equal(xpu.get(name), cpu.get(name), err_msg=f"{name} at step {step} {describe(options)}")
-        assert running_xpu == running_cpu
+            np.testing.assert_array_equal(device.get(name), cpu.get(name), err_msg=f"{name} at step {step} {describe(options)}")
+        assert running_device == running_cpu
         accepted += int(np.maximum(cpu.get("accept_num") - 1, 0).sum())
     assert accepted > 20 and K > 1  # drafts were accepted: the loop exercised the verify path
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "target_match", "topp"])
+def test_fifty_steps_on_the_xpu_equal_the_cpu_loop(strategy):
+    assert_the_loop_equals_the_cpu_loop(strategy, LAUNCHES, describe)

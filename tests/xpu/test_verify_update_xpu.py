@@ -67,10 +67,11 @@ def rejection_xpu(arrays: dict, attrs: dict, options: dict) -> tuple[np.ndarray,
     return c["accept_tokens"], c["accept_num"]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-def test_rejection_random_batches_match_the_reference(dtype):
+def check_rejection_random_batches(rejection, launch, describe, dtype: str, cases: int) -> None:
+    """REJECTION on an emulated device (``rejection(arrays, attrs, options)``) equals the reference
+    on random batches whose probabilities are ``dtype``."""
     rng = np.random.default_rng({"float32": 1, "float16": 2, "bfloat16": 3}[dtype])
-    for case in range(200):
+    for case in range(cases):
         arrays = rejection_cases.random_case(rng)
         for name in ("target_probs", "draft_probs"):
             p = arrays[name]
@@ -79,8 +80,13 @@ def test_rejection_random_batches_match_the_reference(dtype):
         attrs = {"accept_all": True} if roll < 0.1 else {"reject_all": True} if roll < 0.2 else {}
         options = launch(case)
         expected = ref.verify_rejection(*(arrays[name] for name in rejection_cases.ARRAY_NAMES), **attrs)
-        assert_all_equal(("accept_tokens", "accept_num"), rejection_xpu(arrays, attrs, options), expected,
+        assert_all_equal(("accept_tokens", "accept_num"), rejection(arrays, attrs, options), expected,
                          f"{dtype} case {case} {attrs} {describe(options)}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_rejection_random_batches_match_the_reference(dtype):
+    check_rejection_random_batches(rejection_xpu, launch, describe, dtype, cases=200)
 
 
 def test_rejection_large_vocabulary():
@@ -94,32 +100,46 @@ def test_rejection_large_vocabulary():
     assert_all_equal(("accept_tokens", "accept_num"), rejection_xpu(arrays, {}, launch(1)), expected)
 
 
-def test_update_random_batches_match_the_reference():
+def check_update_random_batches(update, launch, describe, cases: int) -> None:
+    """``update(arrays, options)`` on an emulated device equals the reference on random batches."""
     rng = np.random.default_rng(500)
-    for case in range(600):
+    for case in range(cases):
         arrays = random_update_case(rng)
         options = launch(case)
         expected = ref.update_model_status(*(arrays[name] for name in UPDATE_NAMES))
-        assert_all_equal((*UPDATE_OUTPUTS, "has_running"), update_xpu(arrays, options), expected,
+        assert_all_equal((*UPDATE_OUTPUTS, "has_running"), update(arrays, options), expected,
                          f"case {case} {describe(options)}")
 
 
-@pytest.mark.parametrize("batch", [1, 100, 1000])
-def test_large_batches_match_the_reference(batch):
+def check_large_batch(verify, update, launch, batch: int) -> None:
+    """Every strategy's verify and the update on one batch of ``batch`` slots equal the reference."""
     rng = np.random.default_rng(batch)
     for n, strategy in enumerate(STRATEGIES):
         arrays, attrs = random_verify_case(rng, strategy=strategy, batch=batch, k=5)
         expected = ref.verify_draft_tokens(*(arrays[name] for name in VERIFY_NAMES), **attrs)
-        assert_all_equal(("accept_tokens", "accept_num"), verify_xpu(arrays, attrs, launch(n)), expected, strategy)
+        assert_all_equal(("accept_tokens", "accept_num"), verify(arrays, attrs, launch(n)), expected, strategy)
     arrays = random_update_case(rng, batch=batch, k=5, max_model_len=64)
     expected = ref.update_model_status(*(arrays[name] for name in UPDATE_NAMES))
-    assert_all_equal((*UPDATE_OUTPUTS, "has_running"), update_xpu(arrays, launch(batch)), expected)
+    assert_all_equal((*UPDATE_OUTPUTS, "has_running"), update(arrays, launch(batch)), expected)
+
+
+def check_empty_batch_writes_has_running(update, launch) -> None:
+    arrays = random_update_case(np.random.default_rng(3), batch=1)
+    empty = {name: value[:0] if name not in ("end_tokens",) else value for name, value in arrays.items()}
+    assert update(empty, launch(0))[-1].tolist() == [False]
+
+
+def test_update_random_batches_match_the_reference():
+    check_update_random_batches(update_xpu, launch, describe, cases=600)
+
+
+@pytest.mark.parametrize("batch", [1, 100, 1000])
+def test_large_batches_match_the_reference(batch):
+    check_large_batch(verify_xpu, update_xpu, launch, batch)
 
 
 def test_empty_batch_writes_has_running():
-    arrays = random_update_case(np.random.default_rng(3), batch=1)
-    empty = {name: value[:0] if name not in ("end_tokens",) else value for name, value in arrays.items()}
-    assert update_xpu(empty, launch(0))[-1].tolist() == [False]
+    check_empty_batch_writes_has_running(update_xpu, launch)
 
 
 def test_end_tokens_past_the_xpu_limit_are_an_error():
