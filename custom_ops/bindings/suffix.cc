@@ -1,10 +1,18 @@
 // The suffix-decoding host cache (custom_ops/suffix/) as the class
-// fastspec_kernels.SuffixCacheCore. fastspec/suffix.py checks every argument
-// first: single-request calls pass lists of ints (a few per step: cheaper
-// than arrays), batch calls C-contiguous numpy arrays of the dtypes below.
-// The cache's own std::invalid_argument (a ValueError here) is a last guard.
+// fastspec_kernels.SuffixCacheCore. The per-step single-request calls
+// (speculate, add_active_response) check their arguments here, where they are
+// read anyway, and answer None / False for anything they do not take as it is
+// (not a list, tuple or 1-D integer array of ids in range, a rule value that
+// is not a plain number): fastspec/runtime/suffix.py then checks the call in
+// Python, words the error or converts the values, and calls again. Other calls
+// get arguments Python checked first; batch calls take C-contiguous numpy
+// arrays of the dtypes below. The cache's std::invalid_argument (a ValueError
+// here) is a last guard.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
+
+#include <climits>
+#include <type_traits>
 
 #include "../suffix/suffix_cache.h"
 #include "bindings.h"
@@ -25,8 +33,100 @@ const T* data_of(const Array<T>& a) {
   return a.size() ? a.data() : nullptr;
 }
 
+// Token ids in [0, max_token] from a Python int, a list or tuple of Python ints or a 1-D int32 /
+// int64 array (its last `tail` ids when tail >= 0) into out; false for anything else.
+bool quick_tokens(py::handle obj, int64_t max_token, int64_t tail, std::vector<int32_t>& out) {
+  PyObject* o = obj.ptr();
+  const auto take = [&](long long v, size_t i) {
+    if (v < 0 || v > max_token) return false;
+    out[i] = static_cast<int32_t>(v);
+    return true;
+  };
+  if (PyList_CheckExact(o) || PyTuple_CheckExact(o) || PyLong_CheckExact(o)) {
+    const bool single = PyLong_CheckExact(o);
+    const Py_ssize_t n = single ? 1 : PySequence_Fast_GET_SIZE(o);
+    PyObject** items = single ? &o : PySequence_Fast_ITEMS(o);
+    const Py_ssize_t start = tail >= 0 && n > tail ? n - tail : 0;
+    out.resize(static_cast<size_t>(n - start));
+    for (Py_ssize_t i = start; i < n; ++i) {
+      if (!PyLong_CheckExact(items[i])) return false;  // bool, numpy scalars, ...: Python converts or refuses them
+      int overflow = 0;
+      const long long v = PyLong_AsLongLongAndOverflow(items[i], &overflow);
+      if (overflow || !take(v, static_cast<size_t>(i - start))) return false;
+    }
+    return true;
+  }
+  if (!py::isinstance<py::array>(obj)) return false;
+  const auto a = py::reinterpret_borrow<py::array>(obj);
+  const bool wide = a.dtype().is(py::dtype::of<int64_t>());
+  if (a.ndim() != 1 || !(wide || a.dtype().is(py::dtype::of<int32_t>()))) return false;
+  const py::ssize_t n = a.shape(0), stride = a.strides(0);
+  const py::ssize_t start = tail >= 0 && n > tail ? n - tail : 0;
+  const char* base = static_cast<const char*>(a.data());
+  out.resize(static_cast<size_t>(n - start));
+  for (py::ssize_t i = start; i < n; ++i) {
+    const char* at = base + i * stride;
+    const long long v = wide ? *reinterpret_cast<const int64_t*>(at) : *reinterpret_cast<const int32_t*>(at);
+    if (!take(v, static_cast<size_t>(i - start))) return false;
+  }
+  return true;
+}
+
+// A plain Python float or int (not bool), not NaN, into out.
+bool quick_number(py::handle obj, double& out) {
+  PyObject* o = obj.ptr();
+  if (PyFloat_CheckExact(o)) {
+    out = PyFloat_AS_DOUBLE(o);
+  } else if (PyLong_CheckExact(o)) {
+    out = PyLong_AsDouble(o);
+    if (out == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+  } else {
+    return false;
+  }
+  return out == out;
+}
+
+template <typename T>
+py::list as_list(const std::vector<T>& values) {
+  py::list out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    PyObject* item = std::is_floating_point_v<T> ? PyFloat_FromDouble(static_cast<double>(values[i]))
+                                                 : PyLong_FromLongLong(static_cast<long long>(values[i]));
+    if (!item) throw py::error_already_set();
+    PyList_SET_ITEM(out.ptr(), static_cast<py::ssize_t>(i), item);
+  }
+  return out;
+}
+
 py::tuple as_tuple(const Draft& d) {
-  return py::make_tuple(d.token_ids, d.parents, d.probs, d.score, d.match_len);
+  return py::make_tuple(as_list(d.token_ids), as_list(d.parents), as_list(d.probs), d.score, d.match_len);
+}
+
+// speculate's arguments as they come from Python, or None where one is not taken as it is
+py::object quick_speculate(const SuffixCache& c, int64_t req, py::handle context, py::handle max_spec_tokens,
+                           py::handle factor, py::handle offset, py::handle min_prob) {
+  thread_local std::vector<int32_t> tokens;
+  thread_local Draft draft;
+  SpecRule r;
+  if (max_spec_tokens.is_none()) {
+    r.max_spec_tokens = c.max_depth();
+  } else {
+    if (!PyLong_CheckExact(max_spec_tokens.ptr())) return py::none();
+    int overflow = 0;
+    const long long limit = PyLong_AsLongLongAndOverflow(max_spec_tokens.ptr(), &overflow);
+    if (overflow || limit < 0 || limit > INT32_MAX) return py::none();
+    r.max_spec_tokens = static_cast<int32_t>(limit);
+  }
+  if (!quick_number(factor, r.max_spec_factor) || r.max_spec_factor < 0 || !quick_number(offset, r.max_spec_offset) ||
+      !quick_number(min_prob, r.min_token_prob)) {
+    return py::none();
+  }
+  if (!quick_tokens(context, c.max_token(), c.max_depth(), tokens)) return py::none();
+  c.speculate(req, tokens.data(), static_cast<int64_t>(tokens.size()), r, draft);
+  return as_tuple(draft);
 }
 
 SpecRule rule(int32_t max_spec_tokens, double factor, double offset, double min_prob) {
@@ -42,23 +142,22 @@ SpecRule rule(int32_t max_spec_tokens, double factor, double offset, double min_
 
 void bind_suffix(py::module_& m) {
   py::class_<SuffixCache>(m, "SuffixCacheCore")
-      .def(py::init<int32_t, int64_t>(), py::arg("max_depth"), py::arg("max_cached_requests"))
+      .def(py::init<int32_t, int64_t, int64_t>(), py::arg("max_depth"), py::arg("max_cached_requests"),
+           py::arg("max_token") = int64_t{INT32_MAX})
       .def("start_request",
            [](SuffixCache& c, int64_t req, const std::vector<int32_t>& prompt) {
              return c.start_request(req, prompt.data(), static_cast<int64_t>(prompt.size()));
            })
-      .def("add_active_response",
-           [](SuffixCache& c, int64_t req, const std::vector<int32_t>& tokens) {
+      .def("add_active_response",  // False: tokens not taken as they are (nothing changed)
+           [](SuffixCache& c, int64_t req, py::handle token_ids) {
+             thread_local std::vector<int32_t> tokens;
+             if (!quick_tokens(token_ids, c.max_token(), -1, tokens)) return false;
              c.add_active_response(req, tokens.data(), static_cast<int64_t>(tokens.size()));
+             return true;
            })
       .def("stop_request", &SuffixCache::stop_request)
       .def("evict_cached_response", &SuffixCache::evict_cached_response)
-      .def("speculate",
-           [](const SuffixCache& c, int64_t req, const std::vector<int32_t>& context, int32_t max_spec_tokens,
-              double factor, double offset, double min_prob) {
-             return as_tuple(c.speculate(req, context.data(), static_cast<int64_t>(context.size()),
-                                         rule(max_spec_tokens, factor, offset, min_prob)));
-           })
+      .def("speculate", &quick_speculate)  // None: an argument not taken as it is
       .def("speculate_batch",
            [](const SuffixCache& c, const Array<int64_t>& keys, const Array<int32_t>& max_tokens, int32_t max_spec_tokens,
               double factor, double offset, double min_prob, py::array_t<int64_t, py::array::c_style>& out_tokens,
@@ -89,7 +188,8 @@ void bind_suffix(py::module_& m) {
       .def("global_tokens", &SuffixCache::global_tokens)
       .def("global_nodes", &SuffixCache::global_nodes)
       .def_property_readonly("max_depth", &SuffixCache::max_depth)
-      .def_property_readonly("max_cached_requests", &SuffixCache::max_cached_requests);
+      .def_property_readonly("max_cached_requests", &SuffixCache::max_cached_requests)
+      .def_property_readonly("max_token", &SuffixCache::max_token);
 }
 
 }  // namespace fastspec_bindings

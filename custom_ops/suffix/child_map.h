@@ -22,6 +22,9 @@ class ChildMap {
     }
   }
 
+  // starts loading the slot a find(parent, token) reads first (independent lookups then overlap)
+  void prefetch(int32_t parent, int32_t token) const { __builtin_prefetch(&slots_[home(pack(parent, token))]); }
+
   void insert(int32_t parent, int32_t token, int32_t child) {
     if ((size_ + 1) * 4 > slots_.size() * 3) grow();
     place(pack(parent, token), child);

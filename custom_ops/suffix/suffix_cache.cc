@@ -11,10 +11,11 @@ namespace {
 [[noreturn]] void refuse(const std::string& what) { throw std::invalid_argument("SuffixCache: " + what); }
 }  // namespace
 
-SuffixCache::SuffixCache(int32_t max_depth, int64_t max_cached_requests)
-    : max_depth_(max_depth), max_cached_requests_(max_cached_requests), global_(max_depth) {
+SuffixCache::SuffixCache(int32_t max_depth, int64_t max_cached_requests, int64_t max_token)
+    : max_depth_(max_depth), max_cached_requests_(max_cached_requests), max_token_(max_token), global_(max_depth) {
   if (max_depth < 1 || max_depth > 4096) refuse("max_depth must be in [1, 4096]");
   if (max_cached_requests < -1) refuse("max_cached_requests must be >= -1");
+  if (max_token < 0 || max_token > INT32_MAX) refuse("max_token must be in [0, 2**31 - 1]");
 }
 
 const SuffixTrie& SuffixCache::local(int64_t req) const {
@@ -80,22 +81,38 @@ void SuffixCache::evict_cached_response(int64_t req) {
 }
 
 Draft SuffixCache::speculate(int64_t req, const int32_t* context, int64_t n, const SpecRule& rule) const {
-  const std::vector<int32_t>& seq = *local(req).tokens(0);
-  const int64_t m = std::min<int64_t>(n, max_depth_ - 1);  // the longest match the rule tries
-  if (m > 0 && m <= static_cast<int64_t>(seq.size()) && std::equal(context + n - m, context + n, seq.end() - m)) {
-    return speculate_tail(req, context + n - m, m, rule);  // the usual call: the context is the request's tail
-  }
-  Draft draft = local(req).speculate(context, n, rule);
-  Draft other = global_.speculate(context, n, rule, -1, draft.score);
-  return other.score > draft.score ? other : draft;
+  Draft draft;
+  speculate(req, context, n, rule, draft);
+  return draft;
 }
 
-Draft SuffixCache::speculate_tail(int64_t req, const int32_t* context, int64_t n, const SpecRule& rule) const {
+void SuffixCache::speculate(int64_t req, const int32_t* context, int64_t n, const SpecRule& rule, Draft& out) const {
+  const SuffixTrie& own = local(req);
+  const std::vector<int32_t>& seq = *own.tokens(0);
+  const int64_t m = std::min<int64_t>(n, max_depth_ - 1);  // the longest match the rule tries
+  if (m > 0 && m <= static_cast<int64_t>(seq.size()) && std::equal(context + n - m, context + n, seq.end() - m)) {
+    const auto [trie, winner] = speculate_tail(req, own, context + n - m, m, rule);  // the usual call: the request's tail
+    trie->write(winner, out);
+    return;
+  }
+  const Candidate mine = own.best(context, n, rule);
+  const Candidate other = global_.best(context, n, rule, -1, mine.score);
+  if (other.score > mine.score) {
+    global_.write(other, out);
+  } else {
+    own.write(mine, out);
+  }
+}
+
+std::pair<const SuffixTrie*, Candidate> SuffixCache::speculate_tail(int64_t req, const SuffixTrie& own,
+                                                                    const int32_t* context, int64_t n,
+                                                                    const SpecRule& rule) const {
   // the context is the request's own tail: its open nodes are the matches in both trees
-  Draft draft = local(req).speculate(context, n, rule, 0);
+  const Candidate mine = own.best(context, n, rule, 0);
   auto cached = seq_of_.find(req);
-  Draft other = global_.speculate(context, n, rule, cached == seq_of_.end() ? -1 : cached->second, draft.score);
-  return other.score > draft.score ? other : draft;
+  const Candidate other = global_.best(context, n, rule, cached == seq_of_.end() ? -1 : cached->second, mine.score);
+  if (other.score > mine.score) return {&global_, other};
+  return {&own, mine};
 }
 
 void SuffixCache::speculate_batch(const int64_t* keys, const int32_t* max_tokens, int64_t n, const SpecRule& rule,
@@ -103,18 +120,21 @@ void SuffixCache::speculate_batch(const int64_t* keys, const int32_t* max_tokens
   for (int64_t i = 0; i < n; ++i) {  // checked before anything is written
     if (keys[i] >= 0) local(keys[i]);
   }
+  Draft d;  // one set of buffers for every row
   for (int64_t i = 0; i < n; ++i) {
     int64_t* row = out_tokens + i * width;
     std::fill(row, row + width, int64_t{-1});
     out_lens[i] = 0;
     if (out_scores) out_scores[i] = 0.0f;
     if (keys[i] < 0 || max_tokens[i] <= 0) continue;
-    const std::vector<int32_t>& seq = *local(keys[i]).tokens(0);
+    const SuffixTrie& own = local(keys[i]);
+    const std::vector<int32_t>& seq = *own.tokens(0);
     const int64_t len = static_cast<int64_t>(seq.size());
     const int64_t ctx = std::min<int64_t>(len, std::max(0, max_depth_ - 1));
     SpecRule r = rule;
     r.max_spec_tokens = static_cast<int32_t>(std::min<int64_t>({rule.max_spec_tokens, max_tokens[i], width}));
-    const Draft d = speculate_tail(keys[i], seq.data() + len - ctx, ctx, r);
+    const auto [trie, winner] = speculate_tail(keys[i], own, seq.data() + len - ctx, ctx, r);
+    trie->write(winner, d);
     const int64_t m = static_cast<int64_t>(d.token_ids.size());
     for (int64_t j = 0; j < m; ++j) row[j] = d.token_ids[j];
     out_lens[i] = static_cast<int32_t>(m);
@@ -130,14 +150,17 @@ void SuffixCache::extend_batch(const int64_t* keys, const int64_t* tokens, const
     if (counts[i] > width) refuse("extend_batch: a count exceeds the token rows' width");
     for (int64_t j = 0; j < counts[i]; ++j) {
       const int64_t t = tokens[i * width + j];
-      if (t < 0 || t > INT32_MAX) refuse("extend_batch: token id " + std::to_string(t) + " out of range");
+      if (t < 0 || t > max_token_) refuse("extend_batch: token id " + std::to_string(t) + " out of range");
     }
   }
-  std::vector<int32_t> row;
+  int32_t row[4096];  // counts[i] <= width, and a step keeps at most draft_token_num + 1 tokens
   for (int64_t i = 0; i < n; ++i) {
     if (keys[i] < 0 || counts[i] <= 0) continue;
-    row.assign(tokens + i * width, tokens + i * width + counts[i]);
-    append_response(keys[i], row.data(), counts[i]);
+    for (int64_t done = 0; done < counts[i]; done += 4096) {
+      const int64_t part = std::min<int64_t>(4096, counts[i] - done);
+      std::copy(tokens + i * width + done, tokens + i * width + done + part, row);
+      append_response(keys[i], row, part);
+    }
   }
 }
 

@@ -8,10 +8,12 @@
 // first, so the checks here are a last guard (std::invalid_argument).
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "suffix_trie.h"
@@ -20,7 +22,8 @@ namespace fastspec::suffix {
 
 class SuffixCache {
  public:
-  SuffixCache(int32_t max_depth, int64_t max_cached_requests);
+  // token ids must lie in [0, max_token]
+  SuffixCache(int32_t max_depth, int64_t max_cached_requests, int64_t max_token = INT32_MAX);
 
   // returns the requests whose cached responses it evicted to stay within max_cached_requests
   std::vector<int64_t> start_request(int64_t req, const int32_t* prompt, int64_t n);
@@ -28,6 +31,7 @@ class SuffixCache {
   void stop_request(int64_t req);
   void evict_cached_response(int64_t req);
   Draft speculate(int64_t req, const int32_t* context, int64_t n, const SpecRule& rule) const;
+  void speculate(int64_t req, const int32_t* context, int64_t n, const SpecRule& rule, Draft& out) const;
 
   // Batch calls over n requests. speculate_batch drafts from each request's own
   // prompt + response (its last max_depth - 1 tokens), up to max_tokens[i]
@@ -45,17 +49,21 @@ class SuffixCache {
   const std::vector<int32_t>& request_tokens(int64_t req) const;
   int32_t max_depth() const { return max_depth_; }
   int64_t max_cached_requests() const { return max_cached_requests_; }
+  int64_t max_token() const { return max_token_; }
   size_t memory_bytes() const;
   int64_t global_tokens() const { return global_.num_tokens(); }
   int64_t global_nodes() const { return global_.num_nodes(); }
 
  private:
   const SuffixTrie& local(int64_t req) const;
-  Draft speculate_tail(int64_t req, const int32_t* context, int64_t n, const SpecRule& rule) const;
+  // the winner for a context that is the request's own tail, and the tree that holds it
+  std::pair<const SuffixTrie*, Candidate> speculate_tail(int64_t req, const SuffixTrie& own, const int32_t* context,
+                                                         int64_t n, const SpecRule& rule) const;
   void append_response(int64_t req, const int32_t* tokens, int64_t n);
 
   int32_t max_depth_;
   int64_t max_cached_requests_;
+  int64_t max_token_;
   std::unordered_map<int64_t, std::unique_ptr<SuffixTrie>> local_;
   SuffixTrie global_;
   std::unordered_map<int64_t, int64_t> seq_of_;  // cached request -> its sequence in global_

@@ -17,8 +17,7 @@ const std::vector<int32_t>* SuffixTrie::tokens(int64_t seq) const {
   return it == seqs_.end() ? nullptr : &it->second.tokens;
 }
 
-int32_t SuffixTrie::child_for(int32_t parent, int32_t token) {
-  int32_t child = children_.find(parent, token);
+int32_t SuffixTrie::count_child(int32_t parent, int32_t token, int32_t child) {
   if (child < 0) {
     if (free_.empty()) {
       child = static_cast<int32_t>(nodes_.size());
@@ -41,6 +40,7 @@ int32_t SuffixTrie::child_for(int32_t parent, int32_t token) {
 
 void SuffixTrie::better_child(int32_t parent, int32_t child) {
   const int32_t best = nodes_[parent].best;
+  if (best == child) return;  // it only grew
   const Node& c = nodes_[child];
   if (best < 0 || c.count > nodes_[best].count || (c.count == nodes_[best].count && c.token < nodes_[best].token)) {
     nodes_[parent].best = child;
@@ -59,16 +59,31 @@ void SuffixTrie::unlink(int32_t parent, int32_t child) {
   children_.erase(parent, nodes_[child].token);
 }
 
-void SuffixTrie::append(int64_t seq, int32_t token) {
-  Sequence& s = seqs_[seq];
+void SuffixTrie::append(int64_t seq, int32_t token) { append_to(seqs_[seq], token); }
+
+void SuffixTrie::append_to(Sequence& s, int32_t token) {
   s.tokens.push_back(token);
   nodes_[0].count += 1;
   // open[i] has depth open.size() - i; each grows by one token and the root opens a new suffix.
-  // Written back in place (the write index never passes the read index), longest first.
+  // Their lookups are independent and in a large tree each is a cache miss: start every load
+  // first (the open nodes, then their child slots, then the children and current best children)
+  // so the misses overlap instead of queueing.
   const size_t open = s.open.size();
+  for (size_t i = 0; i < open; ++i) {
+    __builtin_prefetch(&nodes_[s.open[i]]);
+    children_.prefetch(s.open[i], token);
+  }
+  int32_t found[4096];  // open < max_depth <= 4096
+  for (size_t i = 0; i < open; ++i) {
+    found[i] = children_.find(s.open[i], token);
+    if (found[i] >= 0) __builtin_prefetch(&nodes_[found[i]]);
+    const int32_t best = nodes_[s.open[i]].best;
+    if (best >= 0) __builtin_prefetch(&nodes_[best]);
+  }
+  // Written back in place (the write index never passes the read index), longest first.
   size_t kept = 0;
   for (size_t i = 0; i < open; ++i) {
-    const int32_t node = child_for(s.open[i], token);
+    const int32_t node = count_child(s.open[i], token, found[i]);
     if (static_cast<int32_t>(open - i) + 1 < max_depth_) s.open[kept++] = node;
   }
   s.open.resize(kept);
@@ -77,8 +92,8 @@ void SuffixTrie::append(int64_t seq, int32_t token) {
 }
 
 void SuffixTrie::extend(int64_t seq, const int32_t* tokens, int64_t n) {
-  seqs_[seq];  // an empty sequence still exists (a response that has not started)
-  for (int64_t i = 0; i < n; ++i) append(seq, tokens[i]);
+  Sequence& s = seqs_[seq];  // an empty sequence still exists (a response that has not started)
+  for (int64_t i = 0; i < n; ++i) append_to(s, tokens[i]);
 }
 
 void SuffixTrie::close(int64_t seq) {
@@ -127,26 +142,31 @@ int32_t SuffixTrie::walk(const int32_t* tokens, int64_t n) const {
   return node;
 }
 
-Draft SuffixTrie::follow(int32_t node, int32_t depth, int32_t budget, double min_prob) const {
-  Draft d;
+int32_t SuffixTrie::follow(int32_t node, int32_t depth, int32_t budget, double min_prob, double& score,
+                           Draft* out) const {
+  int32_t len = 0;
   double prob = 1.0;
-  while (static_cast<int32_t>(d.token_ids.size()) < budget && depth < max_depth_) {
+  score = 0.0;
+  while (len < budget && depth < max_depth_) {
     const int32_t child = nodes_[node].best;
     if (child < 0) break;
     prob = prob * static_cast<double>(nodes_[child].count) / static_cast<double>(nodes_[node].count);
     if (prob < min_prob) break;
-    d.parents.push_back(static_cast<int32_t>(d.token_ids.size()) - 1);
-    d.token_ids.push_back(nodes_[child].token);
-    d.probs.push_back(prob);
-    d.score += prob;
+    if (out) {
+      out->parents.push_back(len - 1);
+      out->token_ids.push_back(nodes_[child].token);
+      out->probs.push_back(prob);
+    }
+    score += prob;
+    ++len;
     node = child;
     ++depth;
   }
-  return d;
+  return len;
 }
 
-Draft SuffixTrie::speculate(const int32_t* context, int64_t n, const SpecRule& rule, int64_t tail_seq,
-                            double floor) const {
+Candidate SuffixTrie::best(const int32_t* context, int64_t n, const SpecRule& rule, int64_t tail_seq,
+                           double floor) const {
   const int64_t longest = std::min<int64_t>(n, max_depth_ - 1);
   const std::vector<int32_t>* open = nullptr;
   if (tail_seq >= 0) {
@@ -166,20 +186,37 @@ Draft SuffixTrie::speculate(const int32_t* context, int64_t n, const SpecRule& r
   // Longest first, keeping a strictly better score: the reference's winner (the best score, the
   // longest match on ties). A draft scores at most its budget, and budgets shrink with the
   // match, so once the budget cannot beat the best (or the floor) no shorter match can.
-  Draft best;
+  Candidate best;
   bool have = false;
   for (int64_t m = found; m >= 1; --m) {
     const int32_t budget = rule.budget(static_cast<int32_t>(m));
     if (have && budget <= std::max(best.score, floor)) break;
     if (!have && floor >= 0.0 && budget <= floor) break;
-    Draft d = follow(match[m - 1], static_cast<int32_t>(m), budget, rule.min_token_prob);
-    if (!have || d.score > best.score) {
-      best = std::move(d);
-      best.match_len = static_cast<int32_t>(m);
+    double score = 0.0;
+    const int32_t len = follow(match[m - 1], static_cast<int32_t>(m), budget, rule.min_token_prob, score, nullptr);
+    if (!have || score > best.score) {
+      best = Candidate{match[m - 1], static_cast<int32_t>(m), len, score};
       have = true;
     }
   }
   return best;
+}
+
+void SuffixTrie::write(const Candidate& c, Draft& out) const {
+  out.token_ids.clear();
+  out.parents.clear();
+  out.probs.clear();
+  out.score = 0.0;
+  out.match_len = c.match_len;
+  // the same walk, cut at the candidate's length, so the same probabilities and score
+  if (c.node >= 0) follow(c.node, c.match_len, c.len, -1.0, out.score, &out);
+}
+
+Draft SuffixTrie::speculate(const int32_t* context, int64_t n, const SpecRule& rule, int64_t tail_seq,
+                            double floor) const {
+  Draft d;
+  write(best(context, n, rule, tail_seq, floor), d);
+  return d;
 }
 
 size_t SuffixTrie::memory_bytes() const {

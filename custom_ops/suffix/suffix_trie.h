@@ -37,6 +37,15 @@ struct Draft {
   int32_t match_len = 0;
 };
 
+// A drafting candidate before its tokens are written: the match's node and length, how many
+// tokens its draft has and their summed probability.
+struct Candidate {
+  int32_t node = -1;
+  int32_t match_len = 0;
+  int32_t len = 0;
+  double score = 0.0;
+};
+
 class SuffixTrie {
  public:
   explicit SuffixTrie(int32_t max_depth);
@@ -56,6 +65,10 @@ class SuffixTrie {
   // draft scoring <= floor)
   Draft speculate(const int32_t* context, int64_t n, const SpecRule& rule, int64_t tail_seq = -1,
                   double floor = -1.0) const;
+  // speculate without writing the draft (no allocation): the winner, written later by write()
+  Candidate best(const int32_t* context, int64_t n, const SpecRule& rule, int64_t tail_seq = -1,
+                 double floor = -1.0) const;
+  void write(const Candidate& c, Draft& out) const;  // out's vectors are reused
 
   int64_t num_nodes() const { return static_cast<int64_t>(nodes_.size() - free_.size()); }
   int64_t num_tokens() const { return nodes_[0].count; }
@@ -74,12 +87,16 @@ class SuffixTrie {
     std::vector<int32_t> open;  // nodes of the suffixes shorter than max_depth, longest first
   };
 
-  int32_t child_for(int32_t parent, int32_t token);  // finds or creates, then counts one more
+  void append_to(Sequence& s, int32_t token);
+  int32_t child_for(int32_t parent, int32_t token) { return count_child(parent, token, children_.find(parent, token)); }
+  // counts one more occurrence of parent's child for token (child: its node, or -1 to create it)
+  int32_t count_child(int32_t parent, int32_t token, int32_t child);
   void better_child(int32_t parent, int32_t child);
   void recompute_best(int32_t parent);
   void unlink(int32_t parent, int32_t child);
   int32_t walk(const int32_t* tokens, int64_t n) const;
-  Draft follow(int32_t node, int32_t depth, int32_t budget, double min_prob) const;
+  // the draft from node (at depth) as the rule walks it: its length and score, tokens written to out when given
+  int32_t follow(int32_t node, int32_t depth, int32_t budget, double min_prob, double& score, Draft* out) const;
 
   int32_t max_depth_;
   std::vector<Node> nodes_;  // nodes_[0] is the root (count: tokens of all sequences)

@@ -12,7 +12,10 @@ prompt + response, and ``add_batch`` folds in every request's accepted tokens, o
 each; both take native keys (``key(req_id)``), so a runner keeps a key per slot and loops over
 nothing in Python.
 
-Every argument is checked before the cache is touched, so a refused call leaves it as it was:
+Every argument is checked before the cache is touched, so a refused call leaves it as it was. The
+per-step calls (``speculate``, ``add_active_response``) hand their arguments straight to the
+native cache, which checks them as it reads them and declines anything it does not take as it
+is; only then does Python check the call, word the error or convert the values, and call again:
 ``SuffixRequestError`` (a ``FastspecArgumentError``, so a ``ValueError``) for an unknown,
 finished, already active or uncached request; ``FastspecArgumentError`` for a token id that is
 negative or out of range; ``FastspecTypeError`` for token ids of a non-integer dtype or a
@@ -73,10 +76,10 @@ class SuffixCache:
         self._max_tree_depth = max_tree_depth
         self._max_cached_requests = max_cached_requests
         self._vocab_size = vocab_size
-        self._core = _core()(max_tree_depth, max_cached_requests)
+        self._core = _core()(max_tree_depth, max_cached_requests, INT32_MAX if vocab_size is None else vocab_size - 1)
         self._keys: dict[Hashable, int] = {}  # active or cached request -> native key
         self._ids: dict[int, Hashable] = {}
-        self._active: dict[Hashable, None] = {}  # insertion-ordered set
+        self._active: dict[Hashable, int] = {}  # active request -> native key, in start order
         self._next_key = 0
 
     # -- properties -----------------------------------------------------------------------
@@ -123,15 +126,19 @@ class SuffixCache:
         if key == self._next_key:
             self._next_key += 1
         self._keys[req_id], self._ids[key] = key, req_id
-        self._active[req_id] = None
+        self._active[req_id] = key
         for old in evicted:
             self._forget(self._ids[old])
 
     def add_active_response(self, req_id: Hashable, token_ids: int | Sequence[int]) -> None:
         """Appends generated token(s) to the request's tree and its cached response."""
+        key = _lookup(self._active, req_id)
+        if key is not None and self._core.add_active_response(key, token_ids):
+            return  # the usual call: checked natively as it was read
         self._require_active("add_active_response", req_id)
         tokens = self._tokens("add_active_response", "token_ids", token_ids)
-        self._core.add_active_response(self._keys[req_id], tokens)
+        if not self._core.add_active_response(self._keys[req_id], tokens):
+            raise AssertionError("SuffixCache.add_active_response: the native cache declined checked tokens")
 
     def stop_request(self, req_id: Hashable) -> None:
         """Drops the request's own tree; its response stays cached until evicted."""
@@ -167,6 +174,12 @@ class SuffixCache:
         estimated probability stays at least ``min_token_prob``. Drafts are chains
         (``use_tree_spec=True`` is refused).
         """
+        key = _lookup(self._active, req_id)
+        if key is not None and not use_tree_spec:
+            # the usual call: the native cache checks the context's tail and the rule as it reads them
+            found = self._core.speculate(key, context, max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob)
+            if found is not None:
+                return SuffixDraft(*found)
         self._require_active("speculate", req_id)
         if isinstance(context, (list, tuple, np.ndarray)) and np.ndim(context) == 1:
             context = context[-self._max_tree_depth:]  # only the tail is matched: check only the tail
@@ -176,9 +189,10 @@ class SuffixCache:
         factor, offset, min_prob = _rule("speculate", max_spec_factor, max_spec_offset, min_token_prob)
         if use_tree_spec:
             raise FastspecArgumentError("SuffixCache.speculate: use_tree_spec=True is not supported (drafts are chains)")
-        tokens, parents, probs, score, match_len = self._core.speculate(self._keys[req_id], context, limit, factor,
-                                                                         offset, min_prob)
-        return SuffixDraft(list(tokens), list(parents), list(probs), float(score), int(match_len))
+        found = self._core.speculate(self._keys[req_id], context, int(limit), factor, offset, min_prob)
+        if found is None:
+            raise AssertionError("SuffixCache.speculate: the native cache declined checked arguments")
+        return SuffixDraft(*found)
 
     # -- batch calls ------------------------------------------------------------------------
 
@@ -268,6 +282,14 @@ class SuffixCache:
         key = self._keys.get(req_id)
         if key is not None and req_id not in self._active and not self._core.cached(key):
             del self._keys[req_id], self._ids[key]
+
+
+def _lookup(table: dict, req_id):
+    """``table.get(req_id)``, None for an unhashable id (the checked path then words the error)."""
+    try:
+        return table.get(req_id)
+    except TypeError:
+        return None
 
 
 def _hashable(op: str, req_id) -> None:
