@@ -28,10 +28,15 @@ int32_t SuffixTrie::count_child(int32_t parent, int32_t token, int32_t child) {
       nodes_[child] = Node{};
     }
     Node& c = nodes_[child];
+    Node& p = nodes_[parent];
     c.token = token;
-    c.next_sibling = nodes_[parent].first_child;
-    nodes_[parent].first_child = child;
-    children_.insert(parent, token, child);
+    c.next_sibling = p.first_child;
+    if (!p.indexed && p.first_child >= 0) {  // a second child: both go to the map from now on
+      p.indexed = true;
+      children_.insert(parent, nodes_[p.first_child].token, p.first_child);
+    }
+    p.first_child = child;
+    if (p.indexed) children_.insert(parent, token, child);
   }
   nodes_[child].count += 1;
   better_child(parent, child);
@@ -56,7 +61,7 @@ void SuffixTrie::unlink(int32_t parent, int32_t child) {
   int32_t* link = &nodes_[parent].first_child;
   while (*link != child) link = &nodes_[*link].next_sibling;
   *link = nodes_[child].next_sibling;
-  children_.erase(parent, nodes_[child].token);
+  if (nodes_[parent].indexed) children_.erase(parent, nodes_[child].token);
 }
 
 void SuffixTrie::append(int64_t seq, int32_t token) { append_to(seqs_[seq], token); }
@@ -69,13 +74,18 @@ void SuffixTrie::append_to(Sequence& s, int32_t token) {
   // first (the open nodes, then their child slots, then the children and current best children)
   // so the misses overlap instead of queueing.
   const size_t open = s.open.size();
+  for (size_t i = 0; i < open; ++i) __builtin_prefetch(&nodes_[s.open[i]]);
   for (size_t i = 0; i < open; ++i) {
-    __builtin_prefetch(&nodes_[s.open[i]]);
-    children_.prefetch(s.open[i], token);
+    const Node& p = nodes_[s.open[i]];
+    if (p.indexed) {
+      children_.prefetch(s.open[i], token);
+    } else if (p.first_child >= 0) {
+      __builtin_prefetch(&nodes_[p.first_child]);
+    }
   }
   int32_t found[4096];  // open < max_depth <= 4096
   for (size_t i = 0; i < open; ++i) {
-    found[i] = children_.find(s.open[i], token);
+    found[i] = find_child(s.open[i], token);
     if (found[i] >= 0) __builtin_prefetch(&nodes_[found[i]]);
     const int32_t best = nodes_[s.open[i]].best;
     if (best >= 0) __builtin_prefetch(&nodes_[best]);
@@ -111,7 +121,7 @@ void SuffixTrie::remove(int64_t seq) {
     int32_t parent = 0;
     const int64_t stop = std::min<int64_t>(n, start + max_depth_);
     for (int64_t i = start; i < stop; ++i) {
-      const int32_t child = children_.find(parent, t[i]);
+      const int32_t child = find_child(parent, t[i]);
       Node& c = nodes_[child];
       c.count -= 1;
       const bool was_best = nodes_[parent].best == child;
@@ -120,8 +130,8 @@ void SuffixTrie::remove(int64_t seq) {
         unlink(parent, child);
         int32_t dead = child;
         for (int64_t j = i + 1; j < stop; ++j) {
-          const int32_t below = children_.find(dead, t[j]);
-          children_.erase(dead, t[j]);
+          const int32_t below = find_child(dead, t[j]);
+          if (nodes_[dead].indexed) children_.erase(dead, t[j]);
           free_.push_back(dead);
           dead = below;
         }
@@ -138,7 +148,7 @@ void SuffixTrie::remove(int64_t seq) {
 
 int32_t SuffixTrie::walk(const int32_t* tokens, int64_t n) const {
   int32_t node = 0;
-  for (int64_t i = 0; i < n && node >= 0; ++i) node = children_.find(node, tokens[i]);
+  for (int64_t i = 0; i < n && node >= 0; ++i) node = find_child(node, tokens[i]);
   return node;
 }
 

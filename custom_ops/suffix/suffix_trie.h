@@ -6,6 +6,8 @@
 // shorter than max_depth (at most max_depth - 1 of them, kept per sequence as
 // "open" nodes) and opens a new one at the root: O(max_depth) per token,
 // amortised (a child-map grow is the only non-constant step), never a rebuild.
+// Only nodes with two or more children use the child map; a single child is
+// found through first_child.
 // Each node keeps its most frequent child (ties: smallest token), so drafting
 // follows a path without scanning children. Removing a sequence walks each of
 // its suffixes once, decrementing counts and freeing nodes that reach zero.
@@ -81,6 +83,7 @@ class SuffixTrie {
     int32_t best = -1;          // most frequent child
     int32_t first_child = -1;   // children as a singly linked list (eviction and best recompute)
     int32_t next_sibling = -1;
+    bool indexed = false;       // its children are in children_ (set at its second child)
   };
   struct Sequence {
     std::vector<int32_t> tokens;
@@ -88,7 +91,14 @@ class SuffixTrie {
   };
 
   void append_to(Sequence& s, int32_t token);
-  int32_t child_for(int32_t parent, int32_t token) { return count_child(parent, token, children_.find(parent, token)); }
+  int32_t child_for(int32_t parent, int32_t token) { return count_child(parent, token, find_child(parent, token)); }
+  // A node with one child keeps it only in first_child (most nodes of new text: the child map
+  // stays small and an append touches no map); its second child indexes both.
+  int32_t find_child(int32_t parent, int32_t token) const {
+    const Node& p = nodes_[parent];
+    if (p.indexed) return children_.find(parent, token);
+    return p.first_child >= 0 && nodes_[p.first_child].token == token ? p.first_child : -1;
+  }
   // counts one more occurrence of parent's child for token (child: its node, or -1 to create it)
   int32_t count_child(int32_t parent, int32_t token, int32_t child);
   void better_child(int32_t parent, int32_t child);
