@@ -27,7 +27,10 @@ vLLM's suffix defaults: depth 24, factor 1, min probability 0.1, 10000 cached re
 ``arctic-inference`` sdist's suffix-decoding extension, built on its own; nothing of it is kept
 in this repository). Per method and K: mean accepted length (tokens
 per step, the bonus included), CPU time per draft and per update (``time.process_time`` of all
-calls over their count). Writes bench/results/suffix.json.
+calls over their count). The machine may be shared, so the methods run side by side: request by
+request in turn (every method's cache lives through the whole run), the whole run repeated
+``--rounds`` times with fresh caches; the CPU times reported are the medians over the rounds
+(each round's figures are in the JSON). Writes bench/results/suffix.json.
 """
 
 from __future__ import annotations
@@ -224,38 +227,66 @@ def arctic(k: int, module) -> Suffix:
 
 # -- simulation -----------------------------------------------------------------------------
 
-def simulate(drafter, requests: list[tuple[np.ndarray, np.ndarray]], k: int) -> dict:
-    steps = tokens = drafts = updates = 0
-    draft_cpu = update_cpu = 0.0
+class Tally:
+    """One drafter's counts and CPU time over a run."""
+
+    def __init__(self) -> None:
+        self.steps = self.tokens = self.drafts = self.updates = 0
+        self.draft_cpu = self.update_cpu = 0.0
+
+    def result(self) -> dict:
+        return {"mean_accepted_length": self.tokens / self.steps, "steps": self.steps, "tokens": self.tokens,
+                "cpu_us_per_draft": 1e6 * self.draft_cpu / max(self.drafts, 1),
+                "cpu_us_per_update": 1e6 * self.update_cpu / max(self.updates, 1)}
+
+
+def simulate_request(drafter, prompt: np.ndarray, output: np.ndarray, k: int, tally: Tally) -> None:
+    """One request through ``drafter`` (start, the prefill's token, draft / update steps, stop)."""
     clock = time.process_time
-    for prompt, output in requests:
-        drafter.start(prompt, len(output))
+    drafter.start(prompt, len(output))
+    t0 = clock()
+    drafter.update(output[:1])  # the prefill's token
+    tally.update_cpu += clock() - t0
+    tally.updates += 1
+    s = 1
+    while s < len(output):
         t0 = clock()
-        drafter.update(output[:1])  # the prefill's token
-        update_cpu += clock() - t0
-        updates += 1
-        s = 1
-        while s < len(output):
-            t0 = clock()
-            proposal = drafter.draft()[:k]
-            t1 = clock()
-            truth = output[s:]
-            limit = min(len(proposal), len(truth) - 1)
-            ok = int(np.argmin(np.append(proposal[:limit] == truth[:limit], False)))
-            kept = truth[: ok + 1]
-            t2 = clock()
-            drafter.update(kept)
-            t3 = clock()
-            draft_cpu += t1 - t0
-            update_cpu += t3 - t2
-            drafts += 1
-            updates += 1
-            s += ok + 1
-            steps += 1
-        tokens += len(output) - 1
-        drafter.stop()
-    return {"mean_accepted_length": tokens / steps, "steps": steps, "tokens": tokens,
-            "cpu_us_per_draft": 1e6 * draft_cpu / max(drafts, 1), "cpu_us_per_update": 1e6 * update_cpu / max(updates, 1)}
+        proposal = drafter.draft()[:k]
+        t1 = clock()
+        truth = output[s:]
+        limit = min(len(proposal), len(truth) - 1)
+        ok = int(np.argmin(np.append(proposal[:limit] == truth[:limit], False)))
+        kept = truth[: ok + 1]
+        t2 = clock()
+        drafter.update(kept)
+        t3 = clock()
+        tally.draft_cpu += t1 - t0
+        tally.update_cpu += t3 - t2
+        tally.drafts += 1
+        tally.updates += 1
+        s += ok + 1
+        tally.steps += 1
+    tally.tokens += len(output) - 1
+    drafter.stop()
+
+
+def side_by_side(methods: list, requests: list[tuple[np.ndarray, np.ndarray]], k: int) -> list[dict]:
+    """Every drafter over the requests in history order, taking turns request by request, so a
+    busy moment of a shared machine falls on all of them alike."""
+    tallies = [Tally() for _ in methods]
+    for prompt, output in requests:
+        for drafter, tally in zip(methods, tallies):
+            simulate_request(drafter, prompt, output, k, tally)
+    return [t.result() for t in tallies]
+
+
+def memory(drafter) -> dict | None:
+    """The global tree's size, for our own suffix cache."""
+    if not (isinstance(drafter, Suffix) and isinstance(drafter.cache, SuffixCache)):
+        return None
+    core = drafter.cache._core
+    return {"tokens": int(core.global_tokens()), "nodes": int(core.global_nodes()),
+            "bytes_per_token": drafter.cache.memory_bytes() / max(int(core.global_tokens()), 1)}
 
 
 def drafters(k: int, arctic_module) -> list:
@@ -285,6 +316,7 @@ def main(argv=None) -> int:
     parser.add_argument("--max-output", type=int_range(0), default=1500, help="output tokens per request (0: all)")
     parser.add_argument("--seed", type=int_range(0), default=0)
     parser.add_argument("--rev", default=HISTORY_REV, help="sample edits from the history up to this commit")
+    parser.add_argument("--rounds", type=int_range(1), default=3, help="runs side by side; CPU times are their medians")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--arctic", default=None, help="a directory holding an importable arctic_suffix module")
     parser.add_argument("--out", default="suffix")
@@ -294,20 +326,28 @@ def main(argv=None) -> int:
     module = load_arctic(args.arctic)
     workloads = load_requests(args.requests, args.seed, args.max_output, args.rev)
     results = {}
-    print(f"{'workload':8} {'K':>3} {'method':16} {'accepted':>9} {'draft us':>9} {'update us':>10}")
+    print(f"{'workload':8} {'K':>3} {'method':16} {'accepted':>9} {'draft us':>9} {'update us':>10}  (medians of {args.rounds} rounds)")
     for name, requests in workloads.items():
         for k in KS:
-            for drafter in drafters(k, module):
-                r = simulate(drafter, requests, k)
-                if isinstance(drafter, Suffix) and isinstance(drafter.cache, SuffixCache):
-                    core = drafter.cache._core
-                    r["global_tree"] = {"tokens": int(core.global_tokens()), "nodes": int(core.global_nodes()),
-                                        "bytes_per_token": drafter.cache.memory_bytes() / max(int(core.global_tokens()), 1)}
+            rounds = []
+            for _ in range(args.rounds):
+                methods = drafters(k, module)
+                rounds.append(side_by_side(methods, requests, k))
+            for i, drafter in enumerate(methods):
+                runs = [r[i] for r in rounds]
+                r = dict(runs[0])
+                for key in ("cpu_us_per_draft", "cpu_us_per_update"):
+                    r[key] = float(np.median([run[key] for run in runs]))
+                    r[f"{key}_rounds"] = [run[key] for run in runs]
+                tree = memory(drafter)
+                if tree:
+                    r["global_tree"] = tree
                 results.setdefault(name, {}).setdefault(f"K={k}", {})[drafter.name] = r
-                memory = f"  {r['global_tree']['bytes_per_token']:.0f} B/cached token" if "global_tree" in r else ""
+                size = f"  {tree['bytes_per_token']:.0f} B/cached token" if tree else ""
                 print(f"{name:8} {k:3} {drafter.name:16} {r['mean_accepted_length']:9.3f} {r['cpu_us_per_draft']:9.1f} "
-                      f"{r['cpu_us_per_update']:10.1f}{memory}")
+                      f"{r['cpu_us_per_update']:10.1f}{size}")
     payload = {"machine": machine(), "requests": args.requests, "max_output": args.max_output, "seed": args.seed,
+               "rounds": args.rounds, "cpu_time": "time.process_time per call, median over rounds; methods side by side",
                "rev": args.rev,
                "output_tokens": {n: int(sum(len(o) for _, o in w)) for n, w in workloads.items()},
                "suffix_config": vars(SuffixConfig()), "arctic": module is not None, "results": results}
