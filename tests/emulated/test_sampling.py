@@ -11,7 +11,7 @@ from fastspec import arrays
 from fastspec import reference as ref
 from tests.emulated.calls import assert_bits, assert_candidates_equal, candidates, in_dtype, renormalised, sample
 from tests.emulated.devices import DEVICES, EVERY_LAUNCH, launch_id
-from tests.helpers.sampling_cases import KINDS, TOP_P_ODD, TOP_PS, make_batch, make_probs, probs_case, request_params
+from tests.helpers.sampling_cases import KINDS, TOP_P_ODD, TOP_PS, large_vocab_case, make_batch, make_probs, probs_case, request_params
 
 DTYPES = ["float32", "float16", "bfloat16"]
 VOCABS = [1, 7, 300, 4096]
@@ -85,15 +85,8 @@ def test_top_k_top_p_probs_matches_the_reference(device, dtype, vocab):
 @devices
 def test_large_vocabulary_matches_the_reference(device):
     """Rows of 151936 entries: every worker strides over hundreds of entries per pass."""
-    rng = np.random.default_rng(5)
-    rows_per_request, kinds = device.large_vocab_rows
-    cu, batch_id = make_batch(rng, rows_per_request, padding_rows=1)
-    probs = make_probs(rng, 151936, len(batch_id), kinds=kinds)
-    requests = len(rows_per_request)
-    top_p = np.array([0.9, 0.5, 1.0][:requests], np.float32)
-    top_k = np.array([0, 50, 1000][:requests], np.int32)
-    args = (top_p, top_k, np.arange(1, requests + 1, dtype=np.int64), np.array([10, 0, 99][:requests], np.int64),
-            batch_id, cu)
+    probs, *args = large_vocab_case(np.random.default_rng(5), *device.large_vocab_rows)
+    top_p, top_k, _, _, batch_id, _ = args
     assert np.array_equal(sample(probs, args, device.launch(1)), ref.sample_tokens(probs, *args))
     assert_candidates_equal(candidates(probs, top_p, batch_id, 64, device.launch(2)),
                             ref.top_p_candidates(probs, top_p, batch_id, max_candidate_len=64))
