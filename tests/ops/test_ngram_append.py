@@ -14,7 +14,6 @@ from tests.ngram_append_cases import ARRAY_NAMES, hybrid_example
 
 run_op = partial(harness.run_paddle, "ngram_append")
 run_reference = partial(harness.run_reference, "ngram_append")
-assert_same = harness.assert_same
 
 
 def test_model_drafts_kept_and_ngram_continuation_appended():
@@ -41,7 +40,7 @@ def test_without_model_drafts_it_is_ngram_match():
     for _ in range(200):
         arrays, attrs = random_case(rng)
         arrays["seq_lens_this_time"] = np.where(arrays["seq_lens_encoder"] > 0, arrays["seq_lens_this_time"], 1).astype(np.int32)
-        assert_same(run_op(arrays, attrs), harness.run_reference("ngram_match", arrays, attrs))
+        harness.assert_same(run_op(arrays, attrs), harness.run_reference("ngram_match", arrays, attrs))
 
 
 def test_no_match_keeps_the_model_drafts():
@@ -143,4 +142,4 @@ def test_static_graph_build_and_run():
         got = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=arrays, fetch_list=[drafts, lens])
     finally:
         paddle.disable_static()
-    assert_same(got, run_reference(arrays, attrs))
+    harness.assert_same(got, run_reference(arrays, attrs))

@@ -14,7 +14,6 @@ from tests.ngram_cases import ARRAY_NAMES, spec_example
 
 run_op = partial(harness.run_paddle, "ngram_match")
 run_reference = partial(harness.run_reference, "ngram_match")
-assert_same = harness.assert_same
 
 
 def test_spec_example_drafts_the_prompt_continuation():
@@ -95,7 +94,7 @@ def test_per_request_tensors_may_be_column_vectors():
     columns = {name: (value if value.ndim == 2 else value[:, None]) for name, value in arrays.items()}
     drafts, lens = run_op(columns, attrs)
     assert lens.shape == (2, 1)
-    assert_same((drafts, lens.reshape(-1)), run_reference(arrays, attrs))
+    harness.assert_same((drafts, lens.reshape(-1)), run_reference(arrays, attrs))
 
 
 @pytest.mark.parametrize("chunk", range(6))
@@ -115,7 +114,7 @@ def test_full_buffer_and_empty_prompt():
         arrays["prompt_lens"][:] = prompt_len
         arrays["step_idx"][:] = 16 - prompt_len
         arrays["max_dec_len"][:] = 100
-        assert_same(run_op(arrays, attrs), run_reference(arrays, attrs), f"prompt_len {prompt_len}")
+        harness.assert_same(run_op(arrays, attrs), run_reference(arrays, attrs), f"prompt_len {prompt_len}")
 
 
 @pytest.mark.parametrize(
@@ -189,4 +188,4 @@ def test_static_graph_build_and_run():
         got = exe.run(program, feed=arrays, fetch_list=[drafts, lens])
     finally:
         paddle.disable_static()
-    assert_same(got, run_reference(arrays, attrs))
+    harness.assert_same(got, run_reference(arrays, attrs))
