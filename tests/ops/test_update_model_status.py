@@ -259,9 +259,7 @@ def test_per_request_tensors_may_be_column_vectors():
 
 
 def bad(arrays: dict, name: str, value) -> dict:
-    out = dict(arrays)
-    out[name] = value
-    return out
+    return {**arrays, name: value}
 
 
 @pytest.mark.parametrize(

@@ -424,9 +424,7 @@ def test_target_match_with_sampled_targets_is_lossless_for_one_hot_drafts():
 
 
 def bad(arrays: dict, name: str, value) -> dict:
-    out = dict(arrays)
-    out[name] = value
-    return out
+    return {**arrays, name: value}
 
 
 @pytest.mark.parametrize(
