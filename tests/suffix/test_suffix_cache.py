@@ -155,6 +155,18 @@ def test_bad_calls_raise_named_errors_and_leave_the_cache_unchanged():
         (SuffixRequestError, lambda: cache.speculate_batch(np.array([999]), np.ones(1, np.int32), 4)),
         (FastspecArgumentError, lambda: cache.speculate("a", [1], use_tree_spec=True)),
         (FastspecArgumentError, lambda: cache.speculate("a", [1], max_spec_tokens=-1)),
+        # what the native fast path declines, so Python words the error
+        (FastspecArgumentError, lambda: cache.add_active_response("a", np.array([3, -1], np.int64))),
+        (FastspecArgumentError, lambda: cache.add_active_response("a", np.array([100], np.int32))),
+        (FastspecArgumentError, lambda: cache.add_active_response("a", (1, 2**40))),
+        (FastspecArgumentError, lambda: cache.add_active_response("a", -3)),
+        (FastspecArgumentError, lambda: cache.speculate("a", [1, 2, -5])),
+        (FastspecArgumentError, lambda: cache.speculate("a", np.array([1, 100]))),
+        (FastspecTypeError, lambda: cache.speculate("a", [1], max_spec_tokens=2.0)),
+        (FastspecArgumentError, lambda: cache.speculate("a", [1], max_spec_factor=float("nan"))),
+        (FastspecArgumentError, lambda: cache.speculate("a", [1], max_spec_factor=-1.0)),
+        (FastspecArgumentError, lambda: cache.speculate("a", [1], min_token_prob="0.1")),
+        (FastspecTypeError, lambda: cache.speculate(["unhashable"], [1])),
     ]
     for error, call in bad_calls:
         with pytest.raises(error, match="SuffixCache"):
@@ -194,3 +206,26 @@ def test_memory_grows_with_tokens_and_returns_after_eviction():
     assert cache._core.global_nodes() > base
     cache.evict_cached_response(1)
     assert cache._core.global_nodes() == 1  # the root alone: every node of the evicted response freed
+
+
+def test_every_accepted_form_of_the_arguments_drafts_alike():
+    """Lists, tuples, ints, int32/int64/strided arrays and numpy scalars: the native fast path or
+    Python's converting path, the same draft and the same tree."""
+    rng = np.random.default_rng(5)
+    prompt = rng.integers(0, 6, 60).tolist()
+    forms = [list, tuple, lambda t: np.array(t, np.int64), lambda t: np.array(t, np.int32),
+             lambda t: np.array(t, np.int64).repeat(2)[::2], lambda t: np.array(t, np.uint16)]
+    caches = [SuffixCache(8, -1) for _ in forms]
+    for cache in caches:
+        cache.start_request("r", prompt)
+    for step in range(20):
+        new = rng.integers(0, 6, int(rng.integers(1, 4))).tolist()
+        for cache, form in zip(caches, forms):
+            cache.add_active_response("r", form(new) if len(new) > 1 else new[0])
+        context = caches[0].request_tokens("r").tolist()
+        drafts = [cache.speculate("r", form(context), max_spec_tokens=np.int32(5), max_spec_factor=np.float64(2.0),
+                                  min_token_prob=0.1) for cache, form in zip(caches, forms)]
+        for cache, draft in zip(caches[1:], drafts[1:]):
+            assert cache.request_tokens("r").tolist() == context
+            same(draft, drafts[0])
+        same(drafts[0], caches[0].speculate("r", context, 5, 2, 0, 0.1))  # ints for the rule's floats
