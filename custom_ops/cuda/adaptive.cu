@@ -1,0 +1,89 @@
+// adaptive_plan and adaptive_observe on CUDA. The plan is one block: its threads
+// write every slot's worth and count the prefilling slots, rank each candidate
+// by counting the candidates before it (the ranking's order is total, so the
+// ranks are a permutation), then thread 0 runs the scan in rank order (the
+// float32 sums every backend runs in that one order) and the threads count each
+// slot's drafts against its threshold. The observe is one thread per slot.
+#include "cuda_kernel.h"
+
+#include "fastspec/adaptive.h"
+
+namespace fastspec {
+namespace {
+
+constexpr int kMaxThreads = 1024;
+constexpr int kObserveThreads = 256;
+
+__global__ void __launch_bounds__(kMaxThreads) plan_kernel(AdaptivePlanParams p) {
+  __shared__ int prefill;
+  __shared__ float threshold;
+  const int64_t cols = p.draft_cols, total = p.batch * cols;
+  const int64_t step = next_probe_step(*p.probe_step);
+  if (threadIdx.x == 0) prefill = 0;
+  __syncthreads();
+  int mine = 0;
+  for (int64_t b = threadIdx.x; b < p.batch; b += blockDim.x) {
+    slot_worth(p.acceptance + b * cols, p.worth + b * cols, cols, b, slot_probes(b, step, p.probe_interval),
+               p.rates[kPrior], p.probe_interval > 0);
+    mine += slot_prefills(p.seq_lens_encoder[b], p.stop_flags[b], p.is_block_step[b]) ? 1 : 0;
+  }
+  if (mine) atomicAdd(&prefill, mine);
+  __syncthreads();  // every worth written, every thread past its read of probe_step
+  if (threadIdx.x == 0) *p.probe_step = step;
+  for (int64_t e = threadIdx.x; e < total; e += blockDim.x) {
+    const float w = p.worth[e];
+    int64_t rank = 0;
+    for (int64_t f = 0; f < total; ++f) rank += ranks_before(p.worth[f], f, w, e) ? 1 : 0;
+    p.ranking[rank] = static_cast<int32_t>(e);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    PlanScan scan;
+    scan.prefill = static_cast<float>(prefill);
+    for (int64_t rank = 0; rank < total; ++rank) {
+      const int64_t index = p.ranking[rank];
+      const int64_t cost = scan.add(p.worth[index], candidate_rows(index, cols, p.found[index / cols]), p.cost_len);
+      scan.rate(p.step_cost[cost], rank);
+    }
+    threshold = p.worth[p.ranking[scan.best]];
+  }
+  __syncthreads();
+  for (int64_t b = threadIdx.x; b < p.batch; b += blockDim.x) {
+    p.draft_token_num[b] = slot_drafts(p.worth + b * cols, cols, threshold);
+  }
+}
+
+__global__ void __launch_bounds__(kObserveThreads) observe_kernel(AdaptiveObserveParams p) {
+  const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (b >= p.batch) return;
+  const int64_t cols = p.draft_cols;
+  float* estimates = p.acceptance + b * cols;
+  const int64_t rows = static_cast<int64_t>(p.cu_seqlens_q_output[b + 1]) - p.cu_seqlens_q_output[b];
+  const bool tried = estimates[0] > 0.0f && p.draft_token_num[b] > 0;
+  const bool hit = rows > 1;
+  p.found[b] = observe_found(p.found[b], tried, hit, p.rates[kLearningRate]);
+  const ObserveRow row = observe_row(rows, p.accept_num[b], tried && !hit, cols - 1);
+  for (int64_t j = 0; j < cols; ++j) estimates[j] = observe_column(row, j, estimates[j], p.rates);
+}
+
+}  // namespace
+
+cudaError_t adaptive_plan_cuda(const AdaptivePlanParams& params, cudaStream_t stream) {
+  if (params.batch < 1 || params.batch > kMaxCudaBatch || params.draft_cols < 2 || params.cost_len < 1 ||
+      params.batch * params.draft_cols > 0x7fffffff) {
+    return cudaErrorInvalidValue;
+  }
+  const int64_t warps = (params.batch * params.draft_cols + 31) / 32;
+  const int threads = static_cast<int>(min64(warps * 32, kMaxThreads));
+  FS_CUDA_LAUNCH(plan_kernel, 1, threads, 0, stream, params);
+  return cudaGetLastError();
+}
+
+cudaError_t adaptive_observe_cuda(const AdaptiveObserveParams& params, cudaStream_t stream) {
+  if (params.batch < 1 || params.batch > kMaxCudaBatch || params.draft_cols < 2) return cudaErrorInvalidValue;
+  const int blocks = static_cast<int>((params.batch + kObserveThreads - 1) / kObserveThreads);
+  FS_CUDA_LAUNCH(observe_kernel, blocks, kObserveThreads, 0, stream, params);
+  return cudaGetLastError();
+}
+
+}  // namespace fastspec
