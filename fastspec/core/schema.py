@@ -520,12 +520,13 @@ ADAPTIVE_PLAN = OpSchema(
     symbol_ranges=_ADAPTIVE_RANGES,
     device_limits={"cuda": {"B": CUDA_MAX_BATCH}, "xpu": _XPU_LIMITS},
     example=(
+        ">>> f, i = 'float32', 'int32'\n"
         ">>> plan = fs.adaptive_plan(  # two decoding slots; up to 4 rows cost what one does\n"
-        "...     T([[1.0, 0.9, 0.8], [1.0, 0.2, 0.1]]), T([1.0, 1.0]), T([1.0, 1.0, 1.0, 1.0, 2.5, 3.0]),\n"
-        "...     T([0.3, 0.7, 0.8, 0.12, 0.6]), T([0, 0], dtype='int32'), T([False, False]), T([False, False]),\n"
-        "...     T([0], dtype='int64'), T([0, 0], dtype='int32'), paddle.zeros([2, 3]),\n"
-        "...     paddle.zeros([2, 3], dtype='int32'))\n"
-        ">>> plan.draft_token_num.tolist()\n"
+        "...     T([[1.0, 0.9, 0.8], [1.0, 0.2, 0.1]], dtype=f), T([1.0, 1.0], dtype=f),\n"
+        "...     T([1.0, 1.0, 1.0, 1.0, 2.5, 3.0], dtype=f), T([0.3, 0.7, 0.8, 0.12, 0.6], dtype=f),\n"
+        "...     T([0, 0], dtype=i), T([False, False]), T([False, False]), T([0], dtype='int64'),\n"
+        "...     T([0, 0], dtype=i), T([[0.0] * 3] * 2, dtype=f), T([[0] * 3] * 2, dtype=i))\n"
+        ">>> plan.draft_token_num.tolist()  # slot 0's drafts are worth 0.9 and 0.72 tokens, slot 1's 0.2, 0.02\n"
         "[2, 0]"
     ),
 )
@@ -552,9 +553,10 @@ ADAPTIVE_OBSERVE = OpSchema(
     symbol_ranges=_ADAPTIVE_RANGES,
     device_limits={"cuda": {"B": CUDA_MAX_BATCH}, "xpu": _XPU_LIMITS},
     example=(
+        ">>> f, i = 'float32', 'int32'\n"
         ">>> acceptance, found = fs.adaptive_observe(  # one slot offered 2 drafts and kept 2 tokens\n"
-        "...     T([[1.0, 0.5, 0.5]]), T([1.0]), T([2], dtype='int32'), T([0, 3], dtype='int32'),\n"
-        "...     T([2], dtype='int32'), T([0.5, 0.5, 0.75, 0.25, 0.5]))\n"
+        "...     T([[1.0, 0.5, 0.5]], dtype=f), T([1.0], dtype=f), T([2], dtype=i), T([0, 3], dtype=i),\n"
+        "...     T([2], dtype=i), T([0.5, 0.5, 0.75, 0.25, 0.5], dtype=f))\n"
         ">>> acceptance.tolist()  # draft 1 accepted, draft 2 the first rejected\n"
         "[[1.0, 0.75, 0.25]]"
     ),
