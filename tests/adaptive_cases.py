@@ -84,3 +84,37 @@ def cases(op: str, seed: int, count: int, **kw) -> list[tuple[dict[str, np.ndarr
     rng = np.random.default_rng(seed)
     make = plan_case if op == "adaptive_plan" else observe_case
     return [make(rng, wild=i % 3 == 2, **kw) for i in range(count)]
+
+
+def names(op: str) -> tuple[str, ...]:
+    return PLAN_NAMES if op == "adaptive_plan" else OBSERVE_NAMES
+
+
+def outputs(op: str) -> tuple[str, ...]:
+    return ("probe_step", "draft_token_num", "worth", "ranking") if op == "adaptive_plan" else ("acceptance", "found")
+
+
+def run_arrays(op: str, arrays: dict[str, np.ndarray], attrs: dict, **options) -> list[np.ndarray]:
+    """The op through fastspec.arrays on copies; the in-place arrays after the call."""
+    from fastspec import arrays as kernels
+
+    c = {name: np.ascontiguousarray(value).copy() for name, value in arrays.items()}
+    getattr(kernels, op)(*(c[name] for name in names(op)), **attrs, **options)
+    return [c[name] for name in outputs(op)]
+
+
+def run_reference(op: str, arrays: dict[str, np.ndarray], attrs: dict) -> list[np.ndarray]:
+    from fastspec import reference as ref
+
+    return list(getattr(ref, op)(*(arrays[name] for name in names(op)), **attrs))
+
+
+def assert_bit_equal(op: str, actual, expected, context: str = "") -> None:
+    """Same bits (NaN payloads aside: a NaN matches a NaN)."""
+    for name, a, e in zip(outputs(op), actual, expected):
+        a, e = np.asarray(a), np.asarray(e)
+        assert a.dtype == e.dtype and a.shape == e.shape, f"{op} {name} {context}"
+        same = a.view(f"u{a.itemsize}") == e.view(f"u{e.itemsize}")
+        if a.dtype.kind == "f":
+            same |= np.isnan(a) & np.isnan(e)
+        assert same.all(), f"{op} {name} {context}: {a} != {e}"
