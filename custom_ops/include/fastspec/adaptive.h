@@ -118,6 +118,18 @@ FS_HD bool ranks_before(float worth_a, int64_t index_a, float worth_b, int64_t i
   return a > b || (a == b && index_a < index_b);
 }
 
+// ranks_before as one unsigned key (smaller ranks first; ties are left to the index): worth
+// descending, -0 as +0, NaN as -infinity.
+FS_HD uint32_t ranking_key(float worth) {
+  const float inf = 1.0f / 0.0f;
+  float w = is_nan_f32(worth) ? -inf : worth;
+  if (w == 0.0f) w = 0.0f;  // -0 ranks as +0
+  uint32_t bits;
+  __builtin_memcpy(&bits, &w, sizeof bits);
+  const uint32_t ascending = (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+  return ~ascending;
+}
+
 // Rows one candidate adds to the step: 1 for a slot's own token (column 0), found for a draft.
 FS_HD float candidate_rows(int64_t index, int64_t cols, float found) { return index % cols == 0 ? 1.0f : found; }
 
