@@ -14,7 +14,7 @@ from fastspec.reference.mass import prob_mass
 from fastspec.reference.sampling import sample_set
 from tests.helpers.sampling_cases import (
     KINDS,
-    make_batch,
+    large_vocab_case,
     make_probs,
     probs_case,
     request_params,
@@ -23,6 +23,7 @@ from tests.helpers.sampling_cases import (
 )
 from tests.ops.raw_op import raw_op
 from tests.ops.test_sampling_kernels import near_uniform_rows
+from tests.helpers.static_graph import run_static
 
 NAMES = ("probs", "top_p", "top_k", "batch_id_per_token_output")
 
@@ -52,12 +53,7 @@ def test_matches_reference(vocab):
 
 
 def test_large_vocab():
-    rng = np.random.default_rng(5)
-    vocab = 151936
-    _, batch_id = make_batch(rng, [2, 1, 2], padding_rows=1)
-    probs = make_probs(rng, vocab, len(batch_id), kinds=("peaked", "uniform", "ties", "special", "zeros"))
-    top_p = np.array([0.9, 0.5, 1.0], np.float32)
-    top_k = np.array([0, 50, 1000], np.int32)
+    probs, top_p, top_k, _, _, batch_id, _ = large_vocab_case(np.random.default_rng(5))
     assert_bits(run_cpu(probs, top_p, top_k, batch_id), ref.top_k_top_p_probs(probs, top_p, top_k, batch_id))
 
 
@@ -254,16 +250,7 @@ def test_op_per_request_column_vectors_and_empty_rows():
 
 def test_static_graph_build_and_run():
     case = dict(zip(NAMES, probs_case(np.random.default_rng(4), 300, (2, 1, 3))))
-    paddle.enable_static()
-    try:
-        program = paddle.static.Program()
-        with paddle.static.program_guard(program):
-            feeds = {n: paddle.static.data(n, [-1, *v.shape[1:]] if v.ndim == 2 else [-1], str(v.dtype))
-                     for n, v in case.items()}
-            out = ops.top_k_top_p_probs(*(feeds[n] for n in NAMES))
-        got = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=case, fetch_list=[out])
-    finally:
-        paddle.disable_static()
+    got = run_static(case, lambda feeds: [ops.top_k_top_p_probs(*(feeds[n] for n in NAMES))], any_rows=True)
     assert_bits(got[0], ref.top_k_top_p_probs(*(case[n] for n in NAMES)))
 
 
