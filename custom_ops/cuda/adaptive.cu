@@ -4,6 +4,8 @@
 // ranks are a permutation), then thread 0 runs the scan in rank order (the
 // float32 sums every backend runs in that one order) and the threads count each
 // slot's drafts against its threshold. The observe is one thread per slot.
+// The ranking reads the worths in tiles through shared memory: O(N^2 / threads)
+// comparisons, N = B (K + 1) (1536 at B = 256, K = 5).
 #include "cuda_kernel.h"
 
 #include "fastspec/adaptive.h"
@@ -17,6 +19,7 @@ constexpr int kObserveThreads = 256;
 __global__ void __launch_bounds__(kMaxThreads) plan_kernel(AdaptivePlanParams p) {
   __shared__ int prefill;
   __shared__ float threshold;
+  __shared__ float tile[kMaxThreads];
   const int64_t cols = p.draft_cols, total = p.batch * cols;
   const int64_t step = next_probe_step(*p.probe_step);
   if (threadIdx.x == 0) prefill = 0;
@@ -30,11 +33,20 @@ __global__ void __launch_bounds__(kMaxThreads) plan_kernel(AdaptivePlanParams p)
   if (mine) atomicAdd(&prefill, mine);
   __syncthreads();  // every worth written, every thread past its read of probe_step
   if (threadIdx.x == 0) *p.probe_step = step;
-  for (int64_t e = threadIdx.x; e < total; e += blockDim.x) {
-    const float w = p.worth[e];
+  // Each thread ranks candidate e = base + threadIdx.x against every candidate, read in tiles of
+  // blockDim.x through shared memory (every thread reads the same tile entry: a broadcast).
+  for (int64_t base = 0; base < total; base += blockDim.x) {
+    const int64_t e = base + threadIdx.x;
+    const float w = e < total ? p.worth[e] : 0.0f;
     int64_t rank = 0;
-    for (int64_t f = 0; f < total; ++f) rank += ranks_before(p.worth[f], f, w, e) ? 1 : 0;
-    p.ranking[rank] = static_cast<int32_t>(e);
+    for (int64_t start = 0; start < total; start += blockDim.x) {
+      __syncthreads();  // the previous tile is read by every thread
+      if (start + threadIdx.x < total) tile[threadIdx.x] = p.worth[start + threadIdx.x];
+      __syncthreads();
+      const int64_t n = min64(blockDim.x, total - start);
+      for (int64_t i = 0; i < n; ++i) rank += ranks_before(tile[i], start + i, w, e) ? 1 : 0;
+    }
+    if (e < total) p.ranking[rank] = static_cast<int32_t>(e);
   }
   __syncthreads();
   if (threadIdx.x == 0) {
