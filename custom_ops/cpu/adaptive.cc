@@ -70,16 +70,7 @@ int adaptive_plan_cpu(const AdaptivePlanParams& p) {
 }
 
 int adaptive_observe_cpu(const AdaptiveObserveParams& p) {
-  const int64_t cols = p.draft_cols, k = cols - 1;
-  for (int64_t b = 0; b < p.batch; ++b) {
-    float* estimates = p.acceptance + b * cols;
-    const int64_t rows = static_cast<int64_t>(p.cu_seqlens_q_output[b + 1]) - p.cu_seqlens_q_output[b];
-    const bool tried = estimates[0] > 0.0f && p.draft_token_num[b] > 0;
-    const bool hit = rows > 1;
-    p.found[b] = observe_found(p.found[b], tried, hit, p.rates[kLearningRate]);
-    const ObserveRow row = observe_row(rows, p.accept_num[b], tried && !hit, k);
-    for (int64_t j = 0; j < cols; ++j) estimates[j] = observe_column(row, j, estimates[j], p.rates);
-  }
+  for (int64_t b = 0; b < p.batch; ++b) observe_slot(p, b);
   return kOk;
 }
 

@@ -67,15 +67,7 @@ __global__ void __launch_bounds__(kMaxThreads) plan_kernel(AdaptivePlanParams p)
 
 __global__ void __launch_bounds__(kObserveThreads) observe_kernel(AdaptiveObserveParams p) {
   const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (b >= p.batch) return;
-  const int64_t cols = p.draft_cols;
-  float* estimates = p.acceptance + b * cols;
-  const int64_t rows = static_cast<int64_t>(p.cu_seqlens_q_output[b + 1]) - p.cu_seqlens_q_output[b];
-  const bool tried = estimates[0] > 0.0f && p.draft_token_num[b] > 0;
-  const bool hit = rows > 1;
-  p.found[b] = observe_found(p.found[b], tried, hit, p.rates[kLearningRate]);
-  const ObserveRow row = observe_row(rows, p.accept_num[b], tried && !hit, cols - 1);
-  for (int64_t j = 0; j < cols; ++j) estimates[j] = observe_column(row, j, estimates[j], p.rates);
+  if (b < p.batch) observe_slot(p, b);
 }
 
 }  // namespace

@@ -216,6 +216,18 @@ FS_HD float observe_found(float found, bool tried, bool hit, float learning_rate
   return add_f32(found, mul_f32(learning_rate, sub_f32(hit ? 1.0f : 0.0f, found)));
 }
 
+// One slot's whole update on arrays (CPU, CUDA; the XPU runs these rules on LM copies).
+FS_HD void observe_slot(const AdaptiveObserveParams& p, int64_t b) {
+  const int64_t cols = p.draft_cols;
+  float* estimates = p.acceptance + b * cols;
+  const int64_t rows = static_cast<int64_t>(p.cu_seqlens_q_output[b + 1]) - p.cu_seqlens_q_output[b];
+  const bool tried = estimates[0] > 0.0f && p.draft_token_num[b] > 0;
+  const bool hit = rows > 1;
+  p.found[b] = observe_found(p.found[b], tried, hit, p.rates[kLearningRate]);
+  const ObserveRow row = observe_row(rows, p.accept_num[b], tried && !hit, cols - 1);
+  for (int64_t j = 0; j < cols; ++j) estimates[j] = observe_column(row, j, estimates[j], p.rates);
+}
+
 // CPU: sorts with the ranking's order, scans, counts. Returns kOk.
 int adaptive_plan_cpu(const AdaptivePlanParams& params);
 int adaptive_observe_cpu(const AdaptiveObserveParams& params);
