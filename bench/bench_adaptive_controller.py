@@ -5,7 +5,8 @@
 
 Times ``plan`` (before the proposer) and ``observe`` (after the state update) of
 ``fastspec.runtime.adaptive.controller.DraftLengthController`` on a state of B decoding slots, K = 5, with random
-rows and accept counts; Paddle eager ops on this machine's CPU, median of many calls after warm-up. The issue's target: under 20 us per step at B = 256. Writes
+rows and accept counts: one fastspec op call each (``adaptive_plan``, ``adaptive_observe``) on this
+machine's CPU, median of many calls after warm-up. The issue's target: under 20 us per step at B = 256. Writes
 bench/results/adaptive_controller.json.
 """
 

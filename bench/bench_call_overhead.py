@@ -45,7 +45,10 @@ CASES = [("ngram_match", "ngram_match", {"max_ngram_size": 3}),
          ("top_k_top_p_probs", "top_k_top_p_probs", {}),
          *((f"verify_draft_tokens[{s}]", "verify_draft_tokens", {"strategy": s})
            for s in ("greedy", "target_match", "topp", "rejection")),
-         ("update_model_status", "update_model_status", {})]
+         ("update_model_status", "update_model_status", {}),
+         ("adaptive_plan", "adaptive_plan", {"probe_interval": 16}),
+         ("adaptive_observe", "adaptive_observe", {})]
+CONTROLLER_BATCH, CONTROLLER_TARGET = 256, 2.0  # one controller step within 2 raw custom-op calls (issue 21)
 
 
 def _probs(rng: np.random.Generator, rows: int) -> np.ndarray:
@@ -94,6 +97,20 @@ def inputs(op_name: str, batch: int, attrs: dict) -> dict[str, np.ndarray | None
         op = SCHEMAS[op_name]
         values = {name: None if op.tensor(name).needed_by and strategy not in op.tensor(name).needed_by else v
                   for name, v in values.items()}
+    elif op_name in ("adaptive_plan", "adaptive_observe"):
+        acceptance = rng.random((batch, K + 1)).astype(np.float32)
+        acceptance[:, 0] = 1.0  # every slot decodes
+        rates = np.array([0.3, 0.7, 0.8, 0.12, 0.6], np.float32)
+        tokens = np.arange(1, batch * (K + 2) + 1)
+        values = {
+            "acceptance": acceptance, "found": np.ones(batch, np.float32),
+            "step_cost": (0.01 + 1e-5 * tokens).astype(np.float32), "rates": rates,
+            "seq_lens_encoder": np.zeros(batch, i32), "stop_flags": np.zeros(batch, bool),
+            "is_block_step": np.zeros(batch, bool), "probe_step": np.zeros(1, i64),
+            "draft_token_num": np.full(batch, K, i32), "worth": np.zeros((batch, K + 1), np.float32),
+            "ranking": np.zeros((batch, K + 1), i32), "cu_seqlens_q_output": (np.arange(batch + 1) * 4).astype(i32),
+            "accept_num": np.full(batch, 2, i32),
+        }
     else:
         assert op_name == "update_model_status"
         values = {
@@ -158,6 +175,50 @@ def measure(pair: Callable[..., tuple], op_name: str, batch: int, attrs: dict, r
     return statistics.median(public_times), statistics.median(raw_times)
 
 
+def controller_step(batch: int, rounds: int, calls: int) -> dict:
+    """One DraftLengthController step (plan + observe, as a runner calls them) against one raw
+    custom-op call (adaptive_observe's, the cheaper of the two) and against the raw calls of both
+    ops, interleaved round by round; medians."""
+    import paddle
+    from paddle import _C_ops
+
+    from fastspec.runtime.adaptive.controller import DraftLengthController
+    from fastspec.runtime.adaptive.cost_model import RooflineCost
+    from fastspec.runtime.state import SpecState
+
+    ctl = DraftLengthController(batch, K, RooflineCost.named("llama-3.1-8b", "h100-sxm"), place="cpu")
+    state = SpecState(batch, L, K, [0], "cpu")
+    state.cu_seqlens_q_output[:] = paddle.to_tensor((np.arange(batch + 1) * 3).astype(np.int32))
+    state.accept_num[:] = paddle.full([batch], 2, "int32")
+
+    def step() -> None:
+        ctl.plan(state)
+        ctl.observe(state)
+
+    plan_args = [ctl.acceptance, ctl.found, ctl._cost, ctl.rates, state.seq_lens_encoder, state.stop_flags,
+                 state.is_block_step, ctl._probe, state.draft_token_num, ctl._worth, ctl._ranking]
+    observe_args = [ctl.acceptance, ctl.found, state.draft_token_num, state.cu_seqlens_q_output, state.accept_num,
+                    ctl.rates]
+
+    def raw_observe() -> None:
+        _C_ops._run_custom_op("fastspec_adaptive_observe", *observe_args)
+
+    def raw_both() -> None:
+        _C_ops._run_custom_op("fastspec_adaptive_plan", *plan_args, ctl.probe_interval)
+        raw_observe()
+
+    times: dict[str, list[float]] = {"step": [], "raw_observe": [], "raw_both": []}
+    for r in range(rounds + 1):  # round 0 warms up
+        measured = {"step": _per_call(step, calls), "raw_observe": _per_call(raw_observe, calls),
+                    "raw_both": _per_call(raw_both, calls)}
+        if r:
+            for name, value in measured.items():
+                times[name].append(value)
+    step_s, one_s, both_s = (statistics.median(times[n]) for n in ("step", "raw_observe", "raw_both"))
+    return {"batch": batch, "K": K, "step_us": step_s * 1e6, "raw_call_us": one_s * 1e6, "raw_plan_observe_us": both_s * 1e6,
+            "raw_calls": step_s / one_s, "target_raw_calls": CONTROLLER_TARGET}
+
+
 @user_errors()
 def main(argv=None) -> int:
     parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -167,6 +228,7 @@ def main(argv=None) -> int:
     parser.add_argument("--front-ends", type=choice_list(["paddle", "arrays"]), default="paddle,arrays")
     parser.add_argument("--ops", default="", help="comma-separated labels to run (default: all)")
     parser.add_argument("--tag", default="", help="suffix of the JSON file name")
+    parser.add_argument("--no-controller", action="store_true", help="skip the controller's step")
     args = parser.parse_args(argv)
     cases = [c for c in CASES if not args.ops or c[0] in args.ops.split(",")]
     import paddle
@@ -186,10 +248,17 @@ def main(argv=None) -> int:
                       f"{ratio:6.2f}{flag}", flush=True)
                 rows.append({"op": label, "front_end": front_end, "batch": batch, "public_us": public * 1e6,
                              "raw_us": raw * 1e6, "ratio": ratio})
+    controller = None
+    if not args.no_controller:
+        controller = controller_step(CONTROLLER_BATCH, args.rounds, args.calls)
+        flag = "" if controller["raw_calls"] <= CONTROLLER_TARGET else "  (over target)"
+        print(f"controller step (plan + observe), B = {CONTROLLER_BATCH}, K = {K}: {controller['step_us']:.1f}us = "
+              f"{controller['raw_calls']:.2f} raw calls of {controller['raw_call_us']:.1f}us (raw plan + observe: "
+              f"{controller['raw_plan_observe_us']:.1f}us){flag}", flush=True)
     path = write_json(f"call_overhead{args.tag}", {
         "raw": {"paddle": "paddle._C_ops._run_custom_op('fastspec_<op>', ...)",
                 "arrays": "fastspec.arrays.prepare(<op>, ...)()"},
-        "targets": targets, "K": K, "L": L, "V": V, "machine": machine(), "rows": rows})
+        "targets": targets, "K": K, "L": L, "V": V, "machine": machine(), "rows": rows, "controller": controller})
     print(f"wrote {path}")
     return 0
 

@@ -64,6 +64,16 @@ FS_XPU_KERNEL_DECL void update_model_status_kernel(
     const xpu_int64* end_tokens, bool* has_running, xpu_int64 batch, xpu_int64 draft_cols, xpu_int64 max_model_len,
     xpu_int64 num_end_tokens);
 
+FS_XPU_KERNEL_DECL void adaptive_plan_kernel(const float* acceptance, const float* found, const float* step_cost,
+                                             const float* rates, const int* seq_lens_encoder, const bool* stop_flags,
+                                             const bool* is_block_step, xpu_int64* probe_step, int* draft_token_num,
+                                             float* worth, int* ranking, xpu_int64 batch, xpu_int64 draft_cols,
+                                             xpu_int64 cost_len, int probe_interval);
+
+FS_XPU_KERNEL_DECL void adaptive_observe_kernel(float* acceptance, float* found, const int* draft_token_num,
+                                                const int* cu_seqlens_q_output, const int* accept_num,
+                                                const float* rates, xpu_int64 batch, xpu_int64 draft_cols);
+
 // emulation/probes.xpu: kernels that break one rule each (emulation tests only).
 FS_XPU_KERNEL_DECL void probe_kernel(int which, const int* in, int* out, int n);
 

@@ -158,9 +158,38 @@ def _update_model_status(rng: np.random.Generator) -> Case:
                 lambda a, at: ref.update_model_status(*a.values()))
 
 
+def _adaptive(rng: np.random.Generator, op: str) -> Case:
+    b, k = 6, 4
+    acceptance = rng.random((b, k + 1)).astype(np.float32)
+    acceptance[:, 0] = [1, 1, 1, 1, 0, 0]  # four slots decode
+    acceptance[3, 1:] = 0.6  # a fresh request: ties with the prior's worth
+    rates = np.array([0.3, 0.7, 0.8, 0.12, 0.6], np.float32)
+    if op == "adaptive_plan":
+        rows = np.arange(1, b * (k + 2) + 1)
+        arrays = {
+            "acceptance": acceptance, "found": np.array([1, 0.5, 1, 0.75, 1, 1], np.float32),
+            "step_cost": (1e-3 + 4e-5 * rows * (1 + (rows > 10))).astype(np.float32), "rates": rates,
+            "seq_lens_encoder": np.array([0, 0, 0, 0, 9, 0], np.int32), "stop_flags": np.zeros(b, np.bool_),
+            "is_block_step": np.zeros(b, np.bool_), "probe_step": np.array([6], np.int64),
+            "draft_token_num": np.zeros(b, np.int32), "worth": np.zeros((b, k + 1), np.float32),
+            "ranking": np.zeros((b, k + 1), np.int32),
+        }
+        attrs = {"probe_interval": 4}
+    else:
+        rows = np.array([4, 1, 3, 5, 1, 0])  # slot 1 planned drafts and found none; slot 4 prefilled
+        arrays = {
+            "acceptance": acceptance, "found": rng.random(b).astype(np.float32),
+            "draft_token_num": np.array([3, 2, 2, 4, 0, 0], np.int32),
+            "cu_seqlens_q_output": np.concatenate([[0], np.cumsum(rows)]).astype(np.int32),
+            "accept_num": np.array([2, 1, 3, 1, 1, 0], np.int32), "rates": rates,
+        }
+        attrs = {}
+    return Case(op, op, arrays, attrs, lambda a, at: getattr(ref, op)(*a.values(), **at))
+
+
 def cases(seed: int = 0) -> list[Case]:
     """Every op once (verify once per strategy), on inputs drawn from ``seed``."""
     rng = np.random.default_rng(seed)
     return [_ngram(rng, "ngram_match"), _ngram(rng, "ngram_append"), _top_p_candidates(rng), _sample_tokens(rng),
             _top_k_top_p_probs(rng), *(_verify(rng, s) for s in ("topp", "greedy", "target_match", "rejection")),
-            _update_model_status(rng)]
+            _update_model_status(rng), _adaptive(rng, "adaptive_plan"), _adaptive(rng, "adaptive_observe")]

@@ -478,10 +478,94 @@ UPDATE_MODEL_STATUS = OpSchema(
     ),
 )
 
+_ACCEPTANCE = Tensor("acceptance", ("float32",), "[B, K + 1]",
+                     "per slot: column 0 is 1 while the slot decodes (else 0), column ``i`` the estimate of "
+                     "P(draft i accepted | drafts before it accepted)")
+_RATES = Tensor("rates", ("float32",), "[5]",
+                "the controller's settings in float32: learning_rate, 1 - learning_rate, 1 - relax_rate, "
+                "relax_rate * prior, prior (``fastspec.reference.adaptive.controller_rates``)")
+_ADAPTIVE_RANGES = {"B": (1, None), "K": (1, 65535), "C": (1, None)}
+
+ADAPTIVE_PLAN = OpSchema(
+    name="adaptive_plan",
+    summary="The draft-length controller's plan: how many drafts each slot verifies this step.",
+    details=(
+        "Every slot's own token (worth 1 row, cumprod column 0) and its K drafts (``found`` rows each, worth the\n"
+        "cumprod of its estimates, draft 1 valued at no less than the prior on a probe step) are ranked by worth;\n"
+        "the n best that maximise expected tokens / ``step_cost`` of their rows (plus one row and token per\n"
+        "prefilling slot) set the threshold, and ``draft_token_num[b]`` counts the slot's drafts at or above it.\n"
+        "Sums run in rank order in float32. See docs/ops/adaptive.md."
+    ),
+    tensors=(
+        _ACCEPTANCE,
+        _per_request("found", "float32", "P(the proposer finds the drafts a slot planned)"),
+        Tensor("step_cost", ("float32",), "[C]", "seconds of one forward of 1, 2, ..., C rows"),
+        _RATES,
+        _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
+        _per_request("stop_flags", "bool", "stopped requests do not prefill"),
+        _per_request("is_block_step", "bool", "blocked requests do not prefill"),
+        Tensor("probe_step", ("int64",), "[1]", "the step counter of the probe schedule, advanced by one",
+               inplace=True),
+        _per_request("draft_token_num", "int32", "the drafts each slot may take (written)", inplace=True),
+        Tensor("worth", ("float32",), "[B, K + 1]", "each candidate's expected tokens as ranked (written)",
+               inplace=True),
+        Tensor("ranking", ("int32",), "[B, K + 1]", "the flat index of the candidate at each rank (written)",
+               inplace=True),
+    ),
+    attrs=(
+        Attr("probe_interval", "int", "steps between two probes of a slot (0: no probes)", default=0, lo=0,
+             hi=INT32_MAX, bits=32),
+    ),
+    result="AdaptivePlan",
+    symbol_ranges=_ADAPTIVE_RANGES,
+    device_limits={"cuda": {"B": CUDA_MAX_BATCH}, "xpu": _XPU_LIMITS},
+    example=(
+        ">>> f, i = 'float32', 'int32'\n"
+        ">>> plan = fs.adaptive_plan(  # two decoding slots; up to 4 rows cost what one does\n"
+        "...     T([[1.0, 0.9, 0.8], [1.0, 0.2, 0.1]], dtype=f), T([1.0, 1.0], dtype=f),\n"
+        "...     T([1.0, 1.0, 1.0, 1.0, 2.5, 3.0], dtype=f), T([0.3, 0.7, 0.8, 0.12, 0.6], dtype=f),\n"
+        "...     T([0, 0], dtype=i), T([False, False]), T([False, False]), T([0], dtype='int64'),\n"
+        "...     T([0, 0], dtype=i), T([[0.0] * 3] * 2, dtype=f), T([[0] * 3] * 2, dtype=i))\n"
+        ">>> plan.draft_token_num.tolist()  # slot 0's drafts are worth 0.9 and 0.72 tokens, slot 1's 0.2, 0.02\n"
+        "[2, 0]"
+    ),
+)
+
+ADAPTIVE_OBSERVE = OpSchema(
+    name="adaptive_observe",
+    summary="The draft-length controller's update: folds a step's rows and accepted tokens into its estimates.",
+    details=(
+        "A slot offered ``rows - 1`` drafts (``cu_seqlens_q_output``) and kept ``accept_num``: a tried position\n"
+        "moves ``learning_rate`` toward 1 (accepted) or 0 (the first rejected), a position not offered relaxes\n"
+        "toward the prior, one behind a rejection learns nothing; a slot with rows decodes next step. A slot\n"
+        "that planned drafts and got none learns only ``found``. See docs/ops/adaptive.md."
+    ),
+    tensors=(
+        Tensor("acceptance", ("float32",), "[B, K + 1]", _ACCEPTANCE.doc, inplace=True),
+        _per_request("found", "float32", "P(the proposer finds the drafts a slot planned)", inplace=True),
+        _per_request("draft_token_num", "int32", "the drafts each slot planned"),
+        _CU_SEQLENS,
+        _per_request("accept_num", "int32", "tokens kept (accepted drafts + 1)"),
+        _RATES,
+    ),
+    attrs=(),
+    result="AdaptiveEstimates",
+    symbol_ranges=_ADAPTIVE_RANGES,
+    device_limits={"cuda": {"B": CUDA_MAX_BATCH}, "xpu": _XPU_LIMITS},
+    example=(
+        ">>> f, i = 'float32', 'int32'\n"
+        ">>> acceptance, found = fs.adaptive_observe(  # one slot offered 2 drafts and kept 2 tokens\n"
+        "...     T([[1.0, 0.5, 0.5]], dtype=f), T([1.0], dtype=f), T([2], dtype=i), T([0, 3], dtype=i),\n"
+        "...     T([2], dtype=i), T([0.5, 0.5, 0.75, 0.25, 0.5], dtype=f))\n"
+        ">>> acceptance.tolist()  # draft 1 accepted, draft 2 the first rejected\n"
+        "[[1.0, 0.75, 0.25]]"
+    ),
+)
+
 SCHEMAS: dict[str, OpSchema] = {
     op.name: op
     for op in (NGRAM_MATCH, NGRAM_APPEND, TOP_P_CANDIDATES, SAMPLE_TOKENS, TOP_K_TOP_P_PROBS, VERIFY_DRAFT_TOKENS,
-               UPDATE_MODEL_STATUS)
+               UPDATE_MODEL_STATUS, ADAPTIVE_PLAN, ADAPTIVE_OBSERVE)
 }
 
 

@@ -25,13 +25,16 @@ def _op(name: str):
 
 # one function per declared op, in SCHEMAS' order (tests/test_schema.py checks each name)
 (ngram_match, ngram_append, top_p_candidates, sample_tokens, top_k_top_p_probs, verify_draft_tokens,
- update_model_status) = map(_op, SCHEMAS)
+ update_model_status, adaptive_plan, adaptive_observe) = map(_op, SCHEMAS)
 
 NgramDrafts = result_type("ngram_match")
 TopPCandidates = result_type("top_p_candidates")
 VerifyResult = result_type("verify_draft_tokens")
 ModelStatus = result_type("update_model_status")
+AdaptivePlan = result_type("adaptive_plan")
+AdaptiveEstimates = result_type("adaptive_observe")
 
-__all__ = ["FastspecArgumentError", "FastspecBuildError", "FastspecTypeError", "ModelStatus", "NgramDrafts",
-           "TopPCandidates", "VerifyResult", "VerifyStrategy", "ngram_append", "ngram_match", "sample_tokens",
-           "top_k_top_p_probs", "top_p_candidates", "update_model_status", "verify_draft_tokens"]
+__all__ = ["AdaptiveEstimates", "AdaptivePlan", "FastspecArgumentError", "FastspecBuildError", "FastspecTypeError",
+           "ModelStatus", "NgramDrafts", "TopPCandidates", "VerifyResult", "VerifyStrategy", "adaptive_observe",
+           "adaptive_plan", "ngram_append", "ngram_match", "sample_tokens", "top_k_top_p_probs", "top_p_candidates",
+           "update_model_status", "verify_draft_tokens"]

@@ -5,6 +5,7 @@ Plain, literal code that follows the op contracts (restated per op in
 numpy only, so they run where Paddle is absent (the GPU test host).
 """
 
+from fastspec.reference.adaptive import adaptive_observe, adaptive_plan
 from fastspec.reference.ngram import ngram_append, ngram_match
 from fastspec.reference.model_status import update_model_status
 from fastspec.reference.sampling import (
@@ -28,6 +29,8 @@ from fastspec.reference.rejection import verify_rejection
 
 __all__ = [
     "STREAM_ACCEPT",
+    "adaptive_observe",
+    "adaptive_plan",
     "STREAM_DRAFT",
     "STREAM_RESAMPLE",
     "STREAM_TARGET",

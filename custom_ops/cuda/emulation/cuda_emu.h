@@ -48,6 +48,8 @@
 #define top_k_top_p_probs_cuda top_k_top_p_probs_cuda_emulated
 #define verify_draft_tokens_cuda verify_draft_tokens_cuda_emulated
 #define update_model_status_cuda update_model_status_cuda_emulated
+#define adaptive_plan_cuda adaptive_plan_cuda_emulated
+#define adaptive_observe_cuda adaptive_observe_cuda_emulated
 #define rand64_cuda rand64_cuda_emulated
 
 using cudaError_t = cuda_emu::Error;

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import paddle
 
+from fastspec import ops
+from fastspec.reference.adaptive import controller_rates
 from fastspec.runtime.adaptive.cost_model import StepCostModel
 from fastspec.runtime.state import SpecState
 
 MIN_STEP_SECONDS = 1e-9  # keeps the rate finite before a measured curve has data
-TIE_BREAK = 2.0**-22  # per slot: above float32's step near 1, far below any difference that matters
 
 
 class DraftLengthController:
@@ -40,8 +41,8 @@ class DraftLengthController:
     rejected); a position not offered relaxes ``relax_rate`` toward the prior; a position offered
     behind a rejected draft learns nothing; a slot with rows (prefill or decode) decodes next step.
     A slot that planned drafts and got none from the proposer learns nothing about acceptance
-    (it was not tried, nor did the controller choose to rest it). Every (rows, accept_num) pair has
-    its update precomputed, so observe is one table look-up and one multiply-add.
+    (it was not tried, nor did the controller choose to rest it). A slot's update is
+    ``estimate * scale + shift`` per position, the pair chosen by its (rows, accept_num).
 
     Per slot it also learns ``found``, how often the proposer had the drafts planned (an n-gram
     finds none where the text has no match): the plan books each draft at ``found`` rows and
@@ -55,10 +56,11 @@ class DraftLengthController:
     decode token does, nobody probes and the step runs as spec off would. Between probes, untried
     positions relax toward the prior, with the same test.
 
-    ``plan`` and ``observe`` use device tensors only (no host read, no Python branch on a value), and
-    every tensor is allocated once and updated in place, so they can sit in a captured step.
-    ``reset_slot`` (a request enters or leaves a slot) and ``refresh_costs`` run on the host between
-    steps.
+    ``plan`` and ``observe`` are one fastspec op each (``adaptive_plan``, ``adaptive_observe``;
+    docs/ops/adaptive.md), bit-identical on every backend: device tensors only (no host read, no
+    Python branch on a value), every tensor allocated once and updated in place, so they can sit
+    in a captured or static step. ``reset_slot`` (a request enters or leaves a slot) and
+    ``refresh_costs`` run on the host between steps.
 
     Args:
         max_num_seqs, num_speculative_tokens: the state's B and K.
@@ -92,16 +94,12 @@ class DraftLengthController:
         self.place = place if place is not None else paddle.framework._current_expected_place()
         self._fresh = np.array([0.0] + [prior] * k, dtype=np.float32)  # not decoding yet
         self.acceptance = self._tensor(np.tile(self._fresh, (b, 1)))  # [B, K + 1]
-        scale, shift = _update_tables(k, learning_rate, relax_rate, prior)
-        self._scale, self._shift = self._tensor(scale), self._tensor(shift)  # [(K + 2)^2 + 1, K + 1]
-        self._probe = self._tensor(_probe_ring(b, k, self.probe_interval, prior))  # [R >= B, K + 1]
-        self._cost = self._tensor(np.ones(b * (k + 2), dtype=np.float32))  # cost of 1 .. B (K + 2) rows
         self.found = self._tensor(np.ones((b, 1), dtype=np.float32))  # P(the proposer finds planned drafts)
-        self._own = self._tensor(np.eye(1, k + 1, dtype=np.float32))  # [1, K + 1]: 1 in column 0
-        self._drafts = 1.0 - self._own
-        self._learning_rate = float(learning_rate)
-        # equal estimates (fresh requests) must not tie: the threshold would take all of them
-        self._tie_break = self._tensor(-TIE_BREAK * np.arange(b, dtype=np.float32)[:, None])  # [B, 1]
+        self.rates = self._tensor(controller_rates(learning_rate, relax_rate, prior))  # [5], rounded once
+        self._cost = self._tensor(np.ones(b * (k + 2), dtype=np.float32))  # cost of 1 .. B (K + 2) rows
+        self._probe = self._tensor(np.zeros(1, dtype=np.int64))  # the probe schedule's step counter
+        self._worth = self._tensor(np.zeros((b, k + 1), dtype=np.float32))  # the plan's workspace
+        self._ranking = self._tensor(np.zeros((b, k + 1), dtype=np.int32))
         self._cost_version: int | None = None
         self.refresh_costs()
 
@@ -132,39 +130,14 @@ class DraftLengthController:
 
     def plan(self, state: SpecState) -> None:
         """Writes ``state.draft_token_num`` (in place) for the coming proposal."""
-        estimates = self.acceptance
-        if self.probe_interval:  # a config constant, not a tensor value
-            probe = paddle.roll(self._probe, 1, axis=0)
-            paddle.assign(probe, output=self._probe)  # written once, never read back in the step
-            estimates = paddle.maximum(estimates, probe[: self.max_num_seqs])
-        worth = paddle.cumprod(estimates, dim=1) + self._tie_break  # tokens per row the proposer fills
-        rows = self._own + self._drafts * self.found  # [B, K + 1]: expected rows of each candidate
-        order = paddle.argsort(worth.reshape([-1]), descending=True)
-        ranked = paddle.gather(worth.reshape([-1]), order)
-        ranked_rows = paddle.gather(rows.reshape([-1]), order)
-        # a prefilling slot scores one row and keeps one token, and takes no draft
-        prefill = paddle.sum(state.slot_phases()[0].astype("float32"))
-        steps_rows = paddle.round(paddle.cumsum(ranked_rows) + prefill).astype("int64")
-        seconds = paddle.gather(self._cost, paddle.clip(steps_rows - 1, 0, self._cost.shape[0] - 1))
-        rate = (paddle.cumsum(ranked * ranked_rows) + prefill) / seconds  # expected tokens per second, n best
-        threshold = paddle.gather(ranked, paddle.argmax(rate))
-        paddle.assign(paddle.sum(worth[:, 1:] >= threshold, axis=1, dtype="int32"), output=state.draft_token_num)
+        ops.adaptive_plan(self.acceptance, self.found, self._cost, self.rates, state.seq_lens_encoder,
+                          state.stop_flags, state.is_block_step, self._probe, state.draft_token_num, self._worth,
+                          self._ranking, probe_interval=self.probe_interval)
 
     def observe(self, state: SpecState) -> None:
         """After the state update: folds this step's rows and ``accept_num`` into the estimates."""
-        k = self.num_speculative_tokens
-        cu = state.cu_seqlens_q_output
-        rows = cu[1:] - cu[:-1]
-        # found: a slot that decoded with drafts planned learns whether the proposer had any to offer
-        tried = self.acceptance[:, :1] * (state.draft_token_num.unsqueeze(1) > 0).astype("float32")
-        hit = (rows.unsqueeze(1) > 1).astype("float32")
-        paddle.assign(self.found + self._learning_rate * tried * (hit - self.found), output=self.found)
-        index = paddle.clip(rows * (k + 2) + state.accept_num, 0, (k + 2) ** 2 - 1)
-        # drafts planned and not found taught nothing about acceptance: such a slot only learns it decodes
-        index = paddle.where((tried * (1.0 - hit)).squeeze(1) > 0, paddle.full_like(index, (k + 2) ** 2), index)
-        # one in-place write: a static program may read a twice-written tensor as after its first write
-        updated = self.acceptance * paddle.gather(self._scale, index) + paddle.gather(self._shift, index)
-        paddle.assign(updated, output=self.acceptance)
+        ops.adaptive_observe(self.acceptance, self.found, state.draft_token_num, state.cu_seqlens_q_output,
+                             state.accept_num, self.rates)
 
     # -- inspection -------------------------------------------------------------------------
 
@@ -175,40 +148,3 @@ class DraftLengthController:
     def _tensor(self, array: np.ndarray) -> paddle.Tensor:
         return paddle.to_tensor(array, place=self.place)
 
-
-def _update_tables(k: int, learning_rate: float, relax_rate: float, prior: float) -> tuple[np.ndarray, np.ndarray]:
-    """``scale, shift [(K + 2)^2 + 1, K + 1]``: row ``rows * (K + 2) + accept_num`` is the update
-    ``estimate * scale + shift`` of a slot that had ``rows`` output rows (1 + drafts offered; 1 for
-    a prefill, 0 without rows) and kept ``accept_num`` tokens (accepted drafts + 1); the last row
-    that of a slot that decoded without the drafts it planned (it decodes next step, no more)."""
-    scale = np.ones(((k + 2) ** 2 + 1, k + 1), dtype=np.float32)  # the last row: decodes, nothing else learnt
-    shift = np.zeros_like(scale)
-    scale[-1, 0], shift[-1, 0] = 0.0, 1.0
-    for rows in range(k + 2):
-        offered = max(rows - 1, 0)
-        for kept in range(k + 2):
-            accepted = min(max(kept - 1, 0), offered)
-            row = rows * (k + 2) + kept
-            if rows > 0:  # it ran this step: it decodes next step (a leaving request is reset by the host)
-                scale[row, 0], shift[row, 0] = 0.0, 1.0
-            for i in range(1, k + 1):  # column i: draft i
-                if i <= offered and i <= accepted + 1:  # tried: accepted or the first rejected
-                    weight, target = learning_rate, float(i <= accepted)
-                elif i > offered:
-                    weight, target = relax_rate, prior
-                else:  # behind a rejected draft: no news
-                    weight, target = 0.0, 0.0
-                scale[row, i] = 1.0 - weight
-                shift[row, i] = weight * target
-    return scale, shift
-
-
-def _probe_ring(b: int, k: int, interval: int, worth: float) -> np.ndarray:
-    """``[R, K + 1]``, R the multiple of ``interval`` from B up: ``worth`` in column 1 of every
-    ``interval``-th row. Rolled one row per step, its first B rows mark each slot exactly once
-    every ``interval`` steps, a 1/interval share of the slots at each step."""
-    rows = -(-b // interval) * interval if interval else b
-    ring = np.zeros((rows, k + 1), dtype=np.float32)
-    if interval:
-        ring[::interval, 1] = worth
-    return ring
