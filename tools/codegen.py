@@ -215,9 +215,10 @@ def paddle_ops() -> str:
 
 # The params field that holds each size a shape names; sizes not listed are not stored.
 SIZE_FIELDS = {"B": "batch", "T": "rows", "V": "vocab", "L": "max_model_len", "K + 1": "draft_cols",
-               "Kc": "candidate_cols", "E": "num_end_tokens"}
+               "Kc": "candidate_cols", "E": "num_end_tokens", "N": "tree_cols", "C": "candidate_count"}
 # The header that declares an op's params struct and launchers, when it is not fastspec/<op>.h.
-OP_HEADERS = {"top_p_candidates": "sampling.h", "sample_tokens": "sampling.h", "top_k_top_p_probs": "sampling.h"}
+OP_HEADERS = {"top_p_candidates": "sampling.h", "sample_tokens": "sampling.h", "top_k_top_p_probs": "sampling.h",
+              "build_draft_tree": "draft_tree.h", "verify_draft_tree": "draft_tree.h"}
 
 
 def params_type(op: OpSchema) -> str:

@@ -341,7 +341,7 @@ def _op(name: str) -> Any:
 
 # one function per declared op, in SCHEMAS' order (tests/test_schema.py checks each name)
 (ngram_match, ngram_append, top_p_candidates, sample_tokens, top_k_top_p_probs, verify_draft_tokens,
- update_model_status) = map(_op, SCHEMAS)
+ update_model_status, build_draft_tree, verify_draft_tree) = map(_op, SCHEMAS)
 
 
 __all__ = ["FastspecArgumentError", "FastspecTypeError", "VerifyStrategy", "module", "ngram_append",

@@ -25,7 +25,7 @@ def _op(name: str):
 
 # one function per declared op, in SCHEMAS' order (tests/test_schema.py checks each name)
 (ngram_match, ngram_append, top_p_candidates, sample_tokens, top_k_top_p_probs, verify_draft_tokens,
- update_model_status) = map(_op, SCHEMAS)
+ update_model_status, build_draft_tree, verify_draft_tree) = map(_op, SCHEMAS)
 
 NgramDrafts = result_type("ngram_match")
 TopPCandidates = result_type("top_p_candidates")

@@ -48,6 +48,8 @@
 #define top_k_top_p_probs_cuda top_k_top_p_probs_cuda_emulated
 #define verify_draft_tokens_cuda verify_draft_tokens_cuda_emulated
 #define update_model_status_cuda update_model_status_cuda_emulated
+#define build_draft_tree_cuda build_draft_tree_cuda_emulated
+#define verify_draft_tree_cuda verify_draft_tree_cuda_emulated
 #define rand64_cuda rand64_cuda_emulated
 
 using cudaError_t = cuda_emu::Error;
