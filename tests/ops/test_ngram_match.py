@@ -10,12 +10,10 @@ import pytest
 
 import fastspec.ops as ops
 from tests import ngram_harness as harness
-from tests.ngram_cases import ARRAY_NAMES, random_case, spec_example
+from tests.ngram_cases import ARRAY_NAMES, spec_example
 
 run_op = partial(harness.run_paddle, "ngram_match")
-run_bindings = partial(harness.run_bindings, "ngram_match")
 run_reference = partial(harness.run_reference, "ngram_match")
-assert_same = harness.assert_same
 
 
 def test_spec_example_drafts_the_prompt_continuation():
@@ -96,24 +94,16 @@ def test_per_request_tensors_may_be_column_vectors():
     columns = {name: (value if value.ndim == 2 else value[:, None]) for name, value in arrays.items()}
     drafts, lens = run_op(columns, attrs)
     assert lens.shape == (2, 1)
-    assert_same((drafts, lens.reshape(-1)), run_reference(arrays, attrs))
+    harness.assert_same((drafts, lens.reshape(-1)), run_reference(arrays, attrs))
 
 
 @pytest.mark.parametrize("chunk", range(6))
 def test_random_batches_match_the_reference(chunk):
-    rng = np.random.default_rng(1000 + chunk)
-    for case in range(300):
-        arrays, attrs = random_case(rng)
-        expected = run_reference(arrays, attrs)
-        assert_same(run_op(arrays, attrs), expected, f"chunk {chunk} case {case} {attrs}")
-        assert_same(run_bindings(arrays, attrs), expected, f"bindings chunk {chunk} case {case}")
+    harness.check_random_batches("ngram_match", 1000 + chunk)
 
 
 def test_long_contexts_use_threads_and_match_the_reference():
-    rng = np.random.default_rng(7)
-    for _ in range(3):
-        arrays, attrs = random_case(rng, batch=24, max_model_len=8192)
-        assert_same(run_op(arrays, attrs), run_reference(arrays, attrs))
+    harness.check_long_contexts("ngram_match", 7, count=3, batch=24, max_model_len=8192)
 
 
 def test_full_buffer_and_empty_prompt():
@@ -124,7 +114,7 @@ def test_full_buffer_and_empty_prompt():
         arrays["prompt_lens"][:] = prompt_len
         arrays["step_idx"][:] = 16 - prompt_len
         arrays["max_dec_len"][:] = 100
-        assert_same(run_op(arrays, attrs), run_reference(arrays, attrs), f"prompt_len {prompt_len}")
+        harness.assert_same(run_op(arrays, attrs), run_reference(arrays, attrs), f"prompt_len {prompt_len}")
 
 
 @pytest.mark.parametrize(
@@ -198,4 +188,4 @@ def test_static_graph_build_and_run():
         got = exe.run(program, feed=arrays, fetch_list=[drafts, lens])
     finally:
         paddle.disable_static()
-    assert_same(got, run_reference(arrays, attrs))
+    harness.assert_same(got, run_reference(arrays, attrs))
