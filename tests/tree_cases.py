@@ -82,9 +82,25 @@ def random_tree(rng: np.random.Generator, nodes: int, k: int, vocab: int) -> tup
     return tokens, parents
 
 
-def random_verify_tree_case(rng: np.random.Generator, *, bad_trees: bool = False) -> tuple[dict, dict]:
+def _probs(rng: np.random.Generator, rows: int, vocab: int, peaked: np.ndarray) -> np.ndarray:
+    """Random distributions; row ``r`` puts most of its mass on ``peaked[r]`` (when >= 0), so drafts are
+    often accepted; a few rows hold invalid entries or no mass at all."""
+    logits = rng.normal(0, 1.5, size=(rows, vocab))
+    has = peaked >= 0
+    logits[np.flatnonzero(has), peaked[has]] += 3.0
+    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probs = (probs / probs.sum(axis=1, keepdims=True)).astype(np.float32)
+    special = rng.random(rows)
+    probs[special < 0.03] = 0.0
+    probs[(special >= 0.03) & (special < 0.06), 0] = np.nan
+    return probs
+
+
+def random_verify_tree_case(rng: np.random.Generator, *, bad_trees: bool = False,
+                            strategy: str | None = None) -> tuple[dict, dict]:
     """A verify_draft_tree batch; ``bad_trees``: some decode slots' parents are malformed (the kernels judge
     no drafts there; the checked front ends refuse the call)."""
+    strategy = strategy or str(rng.choice(["greedy", "target_match", "GREEDY", "rejection"]))
     b = int(rng.integers(1, 9))
     k = int(rng.choice([0, 1, 2, 4, 7]))
     n = int(rng.choice([1, 2, 5, 8, 16]))
@@ -120,16 +136,21 @@ def random_verify_tree_case(rng: np.random.Generator, *, bad_trees: bool = False
     step = rng.integers(0, 50, size=b).astype(np.int64)
     max_dec = np.where(rng.random(b) < 0.2, step + rng.integers(0, 4, size=b), 1000).astype(np.int64)
     end_tokens = rng.choice(vocab, size=int(rng.integers(1, 3)), replace=False).astype(np.int64)
+    targets = np.array(targets, np.int64)
+    rejection = strategy == "rejection"
     arrays = {
         "accept_tokens": rng.integers(-5, 5, size=(b, k + 1)).astype(np.int64),
         "accept_num": rng.integers(0, 3, size=b).astype(np.int32),
         "draft_tree_tokens": tree_tokens, "draft_tree_parents": tree_parents,
-        "target_tokens": np.array(targets, np.int64), "step_idx": step,
+        "target_tokens": None if rejection else targets,
+        "seed": rng.integers(-(2**63), 2**63 - 1, size=b, dtype=np.int64), "step_idx": step,
         "stop_flags": rng.random(b) < 0.05, "is_block_step": rng.random(b) < 0.05,
         "seq_lens_encoder": enc, "seq_lens_this_time": this_time,
         "cu_seqlens_q_output": np.array(cu, np.int32), "max_dec_len": max_dec, "end_tokens": end_tokens,
+        "target_probs": _probs(rng, len(targets), vocab, targets) if rejection else None,
+        "draft_probs": _probs(rng, len(targets), vocab, targets) if rejection else None,
     }
-    return arrays, {"strategy": str(rng.choice(["greedy", "target_match", "GREEDY"]))}
+    return arrays, {"strategy": strategy}
 
 
 def copies(arrays: dict) -> dict:

@@ -23,12 +23,14 @@ int build_draft_tree_cpu(const BuildDraftTreeParams& a) {
 
 int verify_draft_tree_cpu(const VerifyDraftTreeParams& a) {
   if (!verify_tree_sizes_ok(a)) return kInvalidArgument;
-  const TargetsInMemory targets = {a.target_tokens};
-  const auto run = [&a, &targets](int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; ++b) verify_tree_slot_with(a, b, targets);
+  const auto run = [&a](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) verify_tree_slot_with(a, b, TreeRowsInMemory{});
   };
-  if (a.batch >= kParallelSlots) {
-    parallel_for(a.batch, kSlotGrain, run);
+  // REJECTION reads whole rows (V entries) per draw: worth threads far sooner.
+  const bool rows_heavy = a.strategy == kTreeRejection;
+  const int64_t work = rows_heavy ? a.batch * max64(a.vocab, 1) : a.batch;
+  if (work >= (rows_heavy ? int64_t{1} << 20 : kParallelSlots)) {
+    parallel_for(a.batch, rows_heavy ? 1 : kSlotGrain, run);
   } else {
     run(0, a.batch);
   }

@@ -18,7 +18,7 @@ __global__ void __launch_bounds__(kThreads) build_tree_kernel(BuildDraftTreePara
 
 __global__ void __launch_bounds__(kThreads) verify_tree_kernel(VerifyDraftTreeParams a) {
   const int64_t b = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x;
-  if (b < a.batch) verify_tree_slot_with(a, b, TargetsInMemory{a.target_tokens});
+  if (b < a.batch) verify_tree_slot_with(a, b, TreeRowsInMemory{});
 }
 
 unsigned blocks_for(int64_t batch) { return static_cast<unsigned>((batch + kThreads - 1) / kThreads); }

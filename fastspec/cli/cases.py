@@ -170,7 +170,7 @@ def _build_draft_tree(rng: np.random.Generator) -> Case:
         "seq_lens_decoder": np.array([20, 7, 0, 0], np.int32),  # two decode slots, a prefill, an inactive one
     }
     return Case("build_draft_tree", "build_draft_tree", arrays, {"max_depth": depth},
-                lambda a, at: ref.build_draft_tree(*a.values(), **at))
+                lambda a, at: ref.build_draft_tree(**a, **at))
 
 
 def _verify_draft_tree(rng: np.random.Generator) -> Case:
@@ -191,7 +191,7 @@ def _verify_draft_tree(rng: np.random.Generator) -> Case:
         "end_tokens": np.array([vocab], np.int64),
     }
     return Case("verify_draft_tree", "verify_draft_tree", arrays, {"strategy": "greedy"},
-                lambda a, at: ref.verify_draft_tree(*a.values(), **at))
+                lambda a, at: ref.verify_draft_tree(**a, seed=None, **at))
 
 
 def cases(seed: int = 0) -> list[Case]:

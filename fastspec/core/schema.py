@@ -482,7 +482,7 @@ UPDATE_MODEL_STATUS = OpSchema(
 
 MAX_TREE_NODES = 128  # N: custom_ops/include/fastspec/draft_tree.h kMaxTreeNodes (a test checks they agree)
 MAX_TREE_CANDIDATES = 1024  # C: kMaxTreeCandidates
-TREE_STRATEGIES = ("greedy", "target_match")
+TREE_STRATEGIES = ("greedy", "target_match", "rejection")
 _TREE_RANGES = {"N": (1, MAX_TREE_NODES)}
 
 BUILD_DRAFT_TREE = OpSchema(
@@ -536,9 +536,10 @@ VERIFY_DRAFT_TREE = OpSchema(
     name="verify_draft_tree",
     summary="Walks each request's draft tree from the root along the target's tokens and writes what it emits.",
     details=(
-        "Node ``i`` of a decode slot is scored by row ``cu_seqlens_q_output[b] + i``. From node 0: the\n"
-        "row's target token is emitted (``verify_draft_tokens``' rules: ``max_dec_len``, end tokens); if a\n"
-        "child of the node (the lowest index first) carries that token the walk moves there, else it stops.\n"
+        "Node ``i`` of a decode slot is scored by row ``cu_seqlens_q_output[b] + i``. From node 0, each node\n"
+        "emits one token by the chain's rule with its first child as the draft (GREEDY / TARGET_MATCH: the\n"
+        "row's target; REJECTION: the first child if ``u * q < p``, else a residual draw, a bonus draw at a\n"
+        "leaf), then the walk moves to the child carrying that token (lowest index first) or stops.\n"
         "``accept_nodes`` lists the node whose row decided each emitted token (the path whose cache a\n"
         "runner keeps). A malformed tree (a parent not before its child, depth over K, more nodes than N)\n"
         "judges no drafts in the kernels; the array API and the reference refuse it with an error naming\n"
@@ -549,7 +550,9 @@ VERIFY_DRAFT_TREE = OpSchema(
         _per_request("accept_num", "int32", "tokens emitted", inplace=True),
         Tensor("draft_tree_tokens", ("int64",), "[B, N]", "column 0 the last committed token, then the nodes"),
         Tensor("draft_tree_parents", ("int32",), "[B, N]", "each node's parent (before it), -1 for node 0"),
-        Tensor("target_tokens", ("int64",), "[T] | [T, 1]", "one target per output row (one row per node)"),
+        Tensor("target_tokens", ("int64",), "[T] | [T, 1]", "one target per output row (one row per node)",
+               needed_by=("greedy", "target_match")),
+        _per_request("seed", "int64", "the request's seed (REJECTION's draws)", needed_by=("rejection",)),
         _per_request("step_idx", "int64", "generated tokens so far"),
         _per_request("stop_flags", "bool", "stopped requests emit nothing"),
         _per_request("is_block_step", "bool", "blocked requests emit nothing"),
@@ -558,16 +561,20 @@ VERIFY_DRAFT_TREE = OpSchema(
         _CU_SEQLENS,
         _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
         Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids; ``end_tokens[0]`` ends a request cleanly"),
+        Tensor("target_probs", PROBS, "[T, V]", "the target's distribution ``p`` of each node's row",
+               needed_by=("rejection",)),
+        Tensor("draft_probs", PROBS, "[T, V]", "the draft distribution ``q`` a node's children were drawn from",
+               needed_by=("rejection",)),
         Tensor("accept_nodes", ("int32",), "[B, K + 1]", "the node whose row decided each emitted token, then -1",
                output=True),
     ),
     attrs=(
         Attr("strategy", "str", "how nodes are judged: " + ", ".join(f"'{s}'" for s in TREE_STRATEGIES)
-             + " (any case; both follow the child equal to the row's target token)", required=True,
-             choices=TREE_STRATEGIES),
+             + " (any case; see docs/ops/draft_tree.md)", required=True, choices=TREE_STRATEGIES),
     ),
     result="TreeVerifyResult",
-    symbol_ranges={**_TREE_RANGES, "K": (0, MAX_TREE_NODES - 1), "E": (1, None)},
+    strategy_attr="strategy",
+    symbol_ranges={**_TREE_RANGES, "K": (0, MAX_TREE_NODES - 1), "E": (1, None), "V": (1, INT32_MAX)},
     device_limits={"cuda": {"B": CUDA_MAX_BATCH}, "xpu": {"E": XPU_MAX_END_TOKENS}},
     example=(
         ">>> accept_tokens, accept_num, accept_nodes = fs.verify_draft_tree(  # root 4; children 5, 6; 7 after 6\n"

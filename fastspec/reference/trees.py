@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 from fastspec.core.errors import FastspecArgumentError
+from fastspec.reference.rejection import rejection_accepts, rejection_bonus, rejection_residual
+from fastspec.reference.sampling import as_f32_probs
 from fastspec.reference.verify import _flat, _wrap64
 
-TREE_STRATEGIES = ("greedy", "target_match")
+TREE_STRATEGIES = ("greedy", "target_match", "rejection")
 
 
 def _better(score: float, index: int, best_score: float, best: int) -> bool:
@@ -108,7 +110,8 @@ def verify_draft_tree(
     accept_num: np.ndarray,
     draft_tree_tokens: np.ndarray,
     draft_tree_parents: np.ndarray,
-    target_tokens: np.ndarray,
+    target_tokens: np.ndarray | None,
+    seed: np.ndarray | None,
     step_idx: np.ndarray,
     stop_flags: np.ndarray,
     is_block_step: np.ndarray,
@@ -117,6 +120,8 @@ def verify_draft_tree(
     cu_seqlens_q_output: np.ndarray,
     max_dec_len: np.ndarray,
     end_tokens: np.ndarray,
+    target_probs: np.ndarray | None = None,
+    draft_probs: np.ndarray | None = None,
     *,
     strategy: str,
     check: bool = True,
@@ -125,7 +130,8 @@ def verify_draft_tree(
 
     ``check``: refuse a malformed tree (the front ends' rule); False gives the kernels' answer for one
     (the slot judges no drafts)."""
-    if strategy.lower() not in TREE_STRATEGIES:
+    strategy = strategy.lower()
+    if strategy not in TREE_STRATEGIES:
         raise ValueError(f"verify_draft_tree: unknown strategy {strategy!r}")
     out = np.array(accept_tokens, dtype=np.int64, copy=True)
     num_out = np.array(accept_num, dtype=np.int32, copy=True)
@@ -135,11 +141,31 @@ def verify_draft_tree(
     if check:
         check_draft_trees("verify_draft_tree", draft_tree_parents, seq_lens_this_time, seq_lens_encoder, k)
     nodes_out = np.full((batch, cols), -1, np.int32)
-    targets = _flat(target_tokens)
     step, stop, blocked, enc, this_time, max_dec = (
         _flat(x) for x in (step_idx, stop_flags, is_block_step, seq_lens_encoder, seq_lens_this_time, max_dec_len))
     cu = _flat(cu_seqlens_q_output)
     ends = [int(e) for e in _flat(end_tokens)]
+
+    if strategy == "rejection":  # the chain's REJECTION arithmetic (fastspec/reference/rejection.py)
+        p_rows, q_rows, seeds = as_f32_probs(target_probs), as_f32_probs(draft_probs), _flat(seed)
+        rows = p_rows.shape[0]
+
+        def accepts(b: int, t: int, d: int, position: int) -> bool:
+            return rejection_accepts(p_rows[t], q_rows[t], d, int(seeds[b]), position)
+
+        def correction(b: int, t: int, position: int, rejected: bool) -> int | None:
+            if rejected:
+                return rejection_residual(p_rows[t], q_rows[t], int(seeds[b]), position)
+            return rejection_bonus(p_rows[t], int(seeds[b]), position)
+    else:
+        targets = _flat(target_tokens)
+        rows = len(targets)
+
+        def accepts(b: int, t: int, d: int, position: int) -> bool:
+            return d == int(targets[t])
+
+        def correction(b: int, t: int, position: int, rejected: bool) -> int | None:
+            return int(targets[t])
 
     for b in range(batch):
         out[b, :] = -1
@@ -151,15 +177,24 @@ def verify_draft_tree(
             continue
         need = 1 if prefill else int(this_time[b])
         first, end = int(cu[b]), int(cu[b + 1])
-        if first < 0 or end > len(targets) or end - first < need:
+        if first < 0 or end > rows or end - first < need:
             continue
         nodes = 1 if prefill or tree_error(draft_tree_parents[b], need, k) else need
+        parents, tokens = draft_tree_parents[b], draft_tree_tokens[b]
         cur, node, emitted, decided = int(step[b]), 0, [], []
         while True:
-            target = int(targets[first + node])
-            child = next((c for c in range(node + 1, nodes) if int(draft_tree_parents[b, c]) == node
-                          and int(draft_tree_tokens[b, c]) == target), -1) if target >= 0 else -1
-            token = ends[0] if target < 0 else target
+            children = [c for c in range(node + 1, nodes) if int(parents[c]) == node]
+            position = _wrap64(int(step[b]) + len(emitted))
+            row = first + node
+            draft = int(tokens[children[0]]) if children else -1
+            if children and draft >= 0 and accepts(b, row, draft, position):
+                drawn, child = draft, children[0]
+            else:  # the first child rejected (a residual draw), or a leaf (a bonus draw)
+                drawn = correction(b, row, position, bool(children))
+                drawn = -1 if drawn is None else drawn
+                others = children[1:]  # a rejected first child is not followed
+                child = next((c for c in others if int(tokens[c]) == drawn), -1) if drawn >= 0 else -1
+            token = ends[0] if drawn < 0 else drawn
             cur = _wrap64(cur + 1)
             is_end = token in ends
             if cur >= max_dec[b] and not is_end:

@@ -12,6 +12,7 @@ import fastspec.arrays as kernels
 import fastspec.ops as ops
 from fastspec import reference as ref
 from fastspec.core.errors import FastspecArgumentError
+from tests import rejection_cases
 from tests.tree_cases import (BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS, copies,
                               eagle_candidates, random_build_case, random_tree, random_verify_tree_case)
 from tests.verify_update_cases import VERIFY_NAMES, random_verify_case
@@ -93,7 +94,7 @@ def test_chain_as_tree_verifies_exactly_as_verify_draft_tokens():
         c = copies(arrays)
         kernels.verify_draft_tokens(*(c[name] for name in VERIFY_NAMES), strategy=strategy)
         assert_all_equal(("accept_tokens", "accept_num"), (c["accept_tokens"], c["accept_num"]), chain)
-        tree = {**arrays, "draft_tree_tokens": arrays["draft_tokens"],
+        tree = {**arrays, "draft_tree_tokens": arrays["draft_tokens"], "target_probs": None, "draft_probs": None,
                 "draft_tree_parents": np.tile(np.arange(-1, cols - 1, dtype=np.int32), (len(arrays["seed"]), 1))}
         for backend in BACKENDS[case % 3:case % 3 + 1]:
             got = verify_tree(tree, {"strategy": strategy}, backend=backend)
@@ -160,7 +161,7 @@ def _bad_tree_call(parents: list[int], nodes: int) -> dict:
         "draft_tree_tokens": np.array([[4, 5, 6, 7], [4, 5, 6, 7]], np.int64),
         "draft_tree_parents": np.array([[-1, 0, 0, 2], parents], np.int32),
         "target_tokens": np.tile(np.array([6, 7, 7, 8, 5, 6, 7, 8, 9], np.int64), 2)[:rows],
-        "step_idx": np.zeros(b, np.int64), "stop_flags": np.zeros(b, bool), "is_block_step": np.zeros(b, bool),
+        "seed": np.zeros(b, np.int64), "target_probs": None, "draft_probs": None, "step_idx": np.zeros(b, np.int64), "stop_flags": np.zeros(b, bool), "is_block_step": np.zeros(b, bool),
         "seq_lens_encoder": np.zeros(b, np.int32), "seq_lens_this_time": np.array([4, nodes], np.int32),
         "cu_seqlens_q_output": np.array([0, 4, rows], np.int32), "max_dec_len": np.full(b, 100, np.int64),
         "end_tokens": np.array([2], np.int64),
@@ -217,9 +218,10 @@ def test_build_then_verify_follows_the_target_down_the_tree():
                 targets[s, node] = tree.draft_tree_tokens[s, children[-1]]  # the last child: not the first match
     result = kernels.verify_draft_tree(
         np.full((b, depth + 1), -1, np.int64), np.zeros(b, np.int32), tree.draft_tree_tokens,
-        tree.draft_tree_parents, targets.reshape(-1), np.zeros(b, np.int64), np.zeros(b, bool), np.zeros(b, bool),
-        np.zeros(b, np.int32), tree.seq_lens_this_time, np.arange(0, b * n + 1, n, dtype=np.int32),
-        np.full(b, 100, np.int64), np.array([0], np.int64), strategy="target_match")
+        tree.draft_tree_parents, targets.reshape(-1), step_idx=np.zeros(b, np.int64), stop_flags=np.zeros(b, bool),
+        is_block_step=np.zeros(b, bool), seq_lens_encoder=np.zeros(b, np.int32),
+        seq_lens_this_time=tree.seq_lens_this_time, cu_seqlens_q_output=np.arange(0, b * n + 1, n, dtype=np.int32),
+        max_dec_len=np.full(b, 100, np.int64), end_tokens=np.array([0], np.int64), strategy="target_match")
     for s in range(b):
         path, node = [0], 0
         while (children := np.flatnonzero(tree.draft_tree_parents[s] == node)).size:
@@ -241,7 +243,8 @@ def test_paddle_ops_match_the_reference():
         assert_all_equal(BUILD_OUTPUTS, [r.numpy() for r in result], expected, f"case {case}")
         arrays, attrs = random_verify_tree_case(rng)
         expected = ref.verify_draft_tree(*(arrays[name] for name in VERIFY_TREE_NAMES), **attrs)
-        result = ops.verify_draft_tree(*(paddle.to_tensor(arrays[name]) for name in VERIFY_TREE_NAMES), **attrs)
+        tensors = (None if arrays[name] is None else paddle.to_tensor(arrays[name]) for name in VERIFY_TREE_NAMES)
+        result = ops.verify_draft_tree(*tensors, **attrs)
         assert_all_equal(VERIFY_TREE_OUTPUTS, [r.numpy() for r in result], expected, f"case {case}")
 
 
@@ -251,3 +254,97 @@ def test_random_tree_helper_keeps_depth_and_order():
         nodes, k = int(rng.integers(1, 20)), int(rng.integers(1, 5))
         _, parents = random_tree(rng, nodes, k, 5)
         assert ref.trees.tree_error(parents, nodes, k) is None
+
+
+def _chain_parents(batch: int, cols: int) -> np.ndarray:
+    return np.tile(np.arange(-1, cols - 1, dtype=np.int32), (batch, 1))
+
+
+def test_chain_as_tree_rejection_is_verify_draft_tokens_rejection():
+    rng = np.random.default_rng(249)
+    for case in range(200):
+        arrays = rejection_cases.random_case(rng)
+        cols = arrays["draft_tokens"].shape[1]
+        arrays["seq_lens_this_time"] = np.minimum(arrays["seq_lens_this_time"], cols).astype(np.int32)
+        arrays["reasoning_status"] = None
+        chain = ref.verify_rejection(*(arrays[name] for name in rejection_cases.ARRAY_NAMES))
+        tree = {**arrays, "draft_tree_tokens": arrays["draft_tokens"], "target_tokens": None,
+                "draft_tree_parents": _chain_parents(len(arrays["seed"]), cols)}
+        expected = ref.verify_draft_tree(*(tree[name] for name in VERIFY_TREE_NAMES), strategy="rejection")
+        assert_all_equal(("accept_tokens", "accept_num"), expected[:2], chain, f"case {case}")
+        backend = BACKENDS[case % 3]
+        got = verify_tree(tree, {"strategy": "rejection"}, backend=backend)
+        assert_all_equal(VERIFY_TREE_OUTPUTS, got, expected, f"case {case} {backend}")
+
+
+def _sampled_trees(rng: np.random.Generator, slots: int, p1: np.ndarray, q1: np.ndarray, p2: np.ndarray,
+                   q2: np.ndarray, width: int) -> dict:
+    """Per slot: node 0, ``width`` children drawn i.i.d. from q1, and under each child c ``width`` children
+    drawn i.i.d. from q2[token of c]. Rows: node 0 holds (p1, q1), a child with token x holds (p2[x], q2[x])."""
+    vocab = len(p1)
+    n = 1 + width + width * width
+    parents = np.full(n, -1, np.int32)
+    parents[1 : 1 + width] = 0
+    parents[1 + width :] = np.repeat(np.arange(1, 1 + width), width)
+    tokens = np.zeros((slots, n), np.int64)
+    tokens[:, 1 : 1 + width] = rng.choice(vocab, size=(slots, width), p=q1)
+    for c in range(1, 1 + width):
+        for x in range(vocab):
+            mine = tokens[:, c] == x
+            kids = slice(1 + width + (c - 1) * width, 1 + width + c * width)
+            tokens[mine, kids] = rng.choice(vocab, size=(int(mine.sum()), width), p=q2[x])
+    p_rows = np.zeros((slots, n, vocab), np.float32)
+    q_rows = np.zeros((slots, n, vocab), np.float32)
+    p_rows[:, 0], q_rows[:, 0] = p1, q1
+    p_rows[:, 1:], q_rows[:, 1:] = p2[tokens[:, 1:]], q2[tokens[:, 1:]]  # leaves' rows: only their p is read
+    return {
+        "accept_tokens": np.zeros((slots, 3), np.int64), "accept_num": np.zeros(slots, np.int32),
+        "draft_tree_tokens": tokens, "draft_tree_parents": np.tile(parents, (slots, 1)), "target_tokens": None,
+        "seed": np.arange(slots, dtype=np.int64) * 7919 + 5, "step_idx": (np.arange(slots) % 613).astype(np.int64),
+        "stop_flags": np.zeros(slots, bool), "is_block_step": np.zeros(slots, bool),
+        "seq_lens_encoder": np.zeros(slots, np.int32), "seq_lens_this_time": np.full(slots, n, np.int32),
+        "cu_seqlens_q_output": np.arange(0, slots * n + 1, n, dtype=np.int32),
+        "max_dec_len": np.full(slots, 10**6, np.int64),
+        "end_tokens": np.array([vocab + 7], np.int64),
+        "target_probs": p_rows.reshape(-1, vocab), "draft_probs": q_rows.reshape(-1, vocab),
+    }
+
+
+def test_tree_rejection_follows_the_target_distribution():
+    """Sampled trees (two i.i.d. children per node, depth 2): the first token follows p1, and the second,
+    given the first is x, follows p2[x] (chi-square at 1e-4); the same drafts as a chain (the first children)
+    never accept more, and accept less in expectation."""
+    rng = np.random.default_rng(250)
+    vocab, slots = 5, 30000
+    p1, q1 = rng.dirichlet(np.ones(vocab)), rng.dirichlet(np.ones(vocab))
+    p2, q2 = rng.dirichlet(np.ones(vocab), size=vocab), rng.dirichlet(np.ones(vocab), size=vocab)
+    p1[3] = 0.0  # a token the target never emits
+    p1 /= p1.sum()
+    arrays = _sampled_trees(rng, slots, p1, q1, p2, q2, width=2)
+    tree = kernels.verify_draft_tree(*(arrays[name] for name in VERIFY_TREE_NAMES), strategy="rejection")
+    first = tree.accept_tokens[:, 0]
+    fits, stat, crit = rejection_cases.chi2_matches(np.bincount(first, minlength=vocab), p1.astype(np.float32))
+    assert fits, f"first token: chi2 {stat:.1f} > {crit:.1f}"
+    moved = tree.accept_num >= 2
+    assert moved.sum() > slots // 5  # the walk often goes on past the first token
+    for x in range(vocab):
+        given = moved & (first == x)
+        if given.sum() < 200:
+            continue
+        counts = np.bincount(tree.accept_tokens[given, 1], minlength=vocab)
+        fits, stat, crit = rejection_cases.chi2_matches(counts, p2[x].astype(np.float32))
+        assert fits, f"second token after {x}: chi2 {stat:.1f} > {crit:.1f}"
+
+    chain_cols = 3  # node 0, its first child, that child's first child
+    chain = {**arrays, "draft_tree_tokens": arrays["draft_tree_tokens"][:, [0, 1, 3]].copy(),
+             "draft_tree_parents": _chain_parents(slots, chain_cols),
+             "seq_lens_this_time": np.full(slots, chain_cols, np.int32),
+             "accept_tokens": np.zeros((slots, 3), np.int64), "accept_num": np.zeros(slots, np.int32)}
+    n = arrays["draft_tree_tokens"].shape[1]
+    rows = np.arange(slots)[:, None] * n + np.array([0, 1, 3])
+    chain["target_probs"] = arrays["target_probs"][rows.reshape(-1)]
+    chain["draft_probs"] = arrays["draft_probs"][rows.reshape(-1)]
+    chain["cu_seqlens_q_output"] = np.arange(0, slots * chain_cols + 1, chain_cols, dtype=np.int32)
+    as_chain = kernels.verify_draft_tree(*(chain[name] for name in VERIFY_TREE_NAMES), strategy="rejection")
+    assert (tree.accept_num >= as_chain.accept_num).all()
+    assert tree.accept_num.mean() > as_chain.accept_num.mean()

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "fastspec/common.h"
+#include "fastspec/rejection.h"
 
 namespace fastspec {
 
@@ -118,14 +119,15 @@ FS_HD bool build_tree_sizes_ok(const BuildDraftTreeParams& a) {
 
 // --- verify_draft_tree -----------------------------------------------------------------------
 
-enum TreeStrategy : int32_t { kTreeGreedy = 0, kTreeTargetMatch = 1 };
+enum TreeStrategy : int32_t { kTreeGreedy = 0, kTreeTargetMatch = 1, kTreeRejection = 2 };
 
 struct VerifyDraftTreeParams {
   int64_t* accept_tokens;              // [B, K + 1] int64, in place
   int32_t* accept_num;                 // [B] int32, in place
   const int64_t* draft_tree_tokens;    // [B, N] int64
   const int32_t* draft_tree_parents;   // [B, N] int32
-  const int64_t* target_tokens;        // [T] int64: row cu_seqlens_q_output[b] + i scores node i
+  const int64_t* target_tokens;        // [T] int64: GREEDY, TARGET_MATCH (row cu[b] + i scores node i)
+  const int64_t* seed;                 // [B] int64: REJECTION
   const int64_t* step_idx;             // [B] int64
   const bool* stop_flags;              // [B] bool
   const bool* is_block_step;           // [B] bool
@@ -134,16 +136,23 @@ struct VerifyDraftTreeParams {
   const int32_t* cu_seqlens_q_output;  // [B + 1] int32
   const int64_t* max_dec_len;          // [B] int64
   const int64_t* end_tokens;           // [E] int64, E >= 1
+  const void* target_probs;            // [T, V] f32 / f16 / bf16: REJECTION (p of each node's row)
+  int32_t target_probs_dtype;          // ProbDtype of target_probs and draft_probs
+  const void* draft_probs;             // [T, V]: REJECTION (q, the distribution a node's children came from)
+  int32_t draft_probs_dtype;
   int32_t* accept_nodes;               // [B, K + 1] int32, new
   int64_t batch;                       // B
   int64_t draft_cols;                  // K + 1
   int64_t tree_cols;                   // N
-  int64_t rows;                        // T
+  int64_t rows;                        // T (0 when the strategy's tensors are left out)
+  int64_t vocab;                       // V (REJECTION)
   int64_t num_end_tokens;              // E
-  int32_t strategy;                    // TreeStrategy (both follow the target token)
+  int32_t strategy;                    // TreeStrategy
+
+  FS_HD RejectionRows rejection() const { return {target_probs, draft_probs, target_probs_dtype, vocab}; }
 };
 
-FS_HD bool tree_strategy_ok(int32_t strategy) { return strategy == kTreeGreedy || strategy == kTreeTargetMatch; }
+FS_HD bool tree_strategy_ok(int32_t strategy) { return strategy >= kTreeGreedy && strategy <= kTreeRejection; }
 
 // Is parents[0 .. nodes) a tree of depth at most max_depth in a row of `cols`
 // nodes (every parent before its child; docs/trees.md)? fastspec/reference
@@ -159,16 +168,29 @@ FS_HD bool tree_ok(const int32_t* parents, int64_t nodes, int64_t cols, int64_t 
   return true;
 }
 
-// A slot's target tokens straight from the params (CPU, CUDA).
-struct TargetsInMemory {
-  const int64_t* targets;
-  FS_HD int64_t operator()(int64_t t) const { return targets[t]; }
+// How a node's token is decided, straight from the params (CPU, CUDA): the
+// chain's rules (verify_draft_tokens.h) with the node's first child as the
+// draft. accepts(b, row, d, position) for a draft d >= 0; correction(b, row,
+// position, rejected) after a rejected first child or at a leaf (-1: none).
+struct TreeRowsInMemory {
+  FS_HD bool accepts(const VerifyDraftTreeParams& a, int64_t b, int64_t t, int64_t d, int64_t position) const {
+    if (a.strategy == kTreeRejection) return rejection_accepts(a.rejection(), t, d, a.seed[b], position);
+    return d == a.target_tokens[t];
+  }
+  FS_HD int64_t correction(const VerifyDraftTreeParams& a, int64_t b, int64_t t, int64_t position,
+                           bool rejected) const {
+    if (a.strategy == kTreeRejection) return rejection_correction(a.rejection(), t, rejected, a.seed[b], position);
+    return a.target_tokens[t];
+  }
 };
 
 // The per-slot rule (docs/ops/draft_tree.md): writes accept_tokens[b, :],
 // accept_nodes[b, :] and accept_num[b]; tree rows and flags indexed by b.
-template <class Targets>
-FS_HD void verify_tree_slot_with(const VerifyDraftTreeParams& a, int64_t b, const Targets& targets) {
+// At each node the first child (lowest index) is the draft; the emitted token
+// is the accepted draft, else the correction; the walk moves to the child
+// carrying it (a rejected first child is not followed), or stops.
+template <class Rows>
+FS_HD void verify_tree_slot_with(const VerifyDraftTreeParams& a, int64_t b, const Rows& rows) {
   int64_t* out = a.accept_tokens + b * a.draft_cols;
   int32_t* decided = a.accept_nodes + b * a.draft_cols;
   for (int64_t k = 0; k < a.draft_cols; ++k) {
@@ -193,12 +215,24 @@ FS_HD void verify_tree_slot_with(const VerifyDraftTreeParams& a, int64_t b, cons
   int64_t cur = a.step_idx[b];
   int64_t emitted = 0;
   for (int64_t node = 0;;) {
-    const int64_t target = targets(first_row + node);
-    int64_t child = -1;
-    for (int64_t c = node + 1; target >= 0 && c < nodes && child < 0; ++c) {
-      if (parents[c] == node && tokens[c] == target) child = c;
+    const int64_t row = first_row + node;
+    const int64_t position = static_cast<int64_t>(static_cast<uint64_t>(a.step_idx[b]) + emitted);
+    int64_t first_child = -1;
+    for (int64_t c = node + 1; c < nodes && first_child < 0; ++c) {
+      if (parents[c] == node) first_child = c;
     }
-    int64_t token = target < 0 ? a.end_tokens[0] : target;
+    int64_t drawn, child = -1;
+    const int64_t draft = first_child >= 0 ? tokens[first_child] : -1;
+    if (draft >= 0 && rows.accepts(a, b, row, draft, position)) {
+      drawn = draft;
+      child = first_child;
+    } else {
+      drawn = rows.correction(a, b, row, position, first_child >= 0);
+      for (int64_t c = first_child + 1; drawn >= 0 && first_child >= 0 && c < nodes && child < 0; ++c) {
+        if (parents[c] == node && tokens[c] == drawn) child = c;
+      }
+    }
+    int64_t token = drawn < 0 ? a.end_tokens[0] : drawn;
     cur = static_cast<int64_t>(static_cast<uint64_t>(cur) + 1);  // wraps, like the reference
     bool is_end = false;
     for (int64_t e = 0; e < a.num_end_tokens && !is_end; ++e) is_end = token == a.end_tokens[e];
