@@ -215,10 +215,11 @@ def paddle_ops() -> str:
 
 # The params field that holds each size a shape names; sizes not listed are not stored.
 SIZE_FIELDS = {"B": "batch", "T": "rows", "V": "vocab", "L": "max_model_len", "K + 1": "draft_cols",
-               "Kc": "candidate_cols", "E": "num_end_tokens", "C": "cost_len"}
+               "Kc": "candidate_cols", "E": "num_end_tokens", "R": "cost_len", "N": "tree_cols", "C": "candidate_count"}
 # The header that declares an op's params struct and launchers, when it is not fastspec/<op>.h.
 OP_HEADERS = {"top_p_candidates": "sampling.h", "sample_tokens": "sampling.h", "top_k_top_p_probs": "sampling.h",
-              "adaptive_plan": "adaptive.h", "adaptive_observe": "adaptive.h"}
+              "adaptive_plan": "adaptive.h", "adaptive_observe": "adaptive.h",
+              "build_draft_tree": "draft_tree.h", "verify_draft_tree": "draft_tree.h"}
 
 
 def params_type(op: OpSchema) -> str:

@@ -73,6 +73,21 @@ FS_XPU_KERNEL_DECL void adaptive_plan_kernel(const float* acceptance, const floa
 FS_XPU_KERNEL_DECL void adaptive_observe_kernel(float* acceptance, float* found, const int* draft_token_num,
                                                 const int* cu_seqlens_q_output, const int* accept_num,
                                                 const float* rates, xpu_int64 batch, xpu_int64 draft_cols);
+FS_XPU_KERNEL_DECL void build_draft_tree_kernel(const xpu_int64* candidate_tokens, const int* candidate_parents,
+                                                const float* candidate_scores, xpu_int64* draft_tree_tokens,
+                                                int* seq_lens_this_time, const int* seq_lens_encoder,
+                                                const int* seq_lens_decoder, int* draft_tree_parents,
+                                                int* draft_tree_depths, xpu_int64 batch, xpu_int64 tree_cols,
+                                                xpu_int64 candidate_count, int max_depth);
+
+FS_XPU_KERNEL_DECL void verify_draft_tree_kernel(
+    xpu_int64* accept_tokens, int* accept_num, const xpu_int64* draft_tree_tokens, const int* draft_tree_parents,
+    const xpu_int64* target_tokens, const xpu_int64* seed, const xpu_int64* step_idx, const bool* stop_flags,
+    const bool* is_block_step, const int* seq_lens_encoder, const int* seq_lens_this_time,
+    const int* cu_seqlens_q_output, const xpu_int64* max_dec_len, const xpu_int64* end_tokens,
+    const unsigned char* target_probs, const unsigned char* draft_probs, int probs_dtype, xpu_int64 vocab,
+    int* accept_nodes, xpu_int64 batch, xpu_int64 draft_cols, xpu_int64 tree_cols, xpu_int64 rows,
+    xpu_int64 num_end_tokens, int strategy);
 
 // emulation/probes.xpu: kernels that break one rule each (emulation tests only).
 FS_XPU_KERNEL_DECL void probe_kernel(int which, const int* in, int* out, int n);

@@ -283,9 +283,25 @@ def _prepare(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any],
     return launch, pack_result(op, values), verdict
 
 
+def _check_trees(tensors: dict[str, Any]) -> None:
+    """verify_draft_tree's trees, where their values are in host memory (numpy arrays: the CPU and the
+    emulated devices); the kernels judge no drafts of a malformed tree, this names it."""
+    names = ("draft_tree_parents", "seq_lens_this_time", "seq_lens_encoder", "accept_tokens")
+    if all(isinstance(tensors[name], np.ndarray) for name in names):
+        from fastspec.reference.trees import check_draft_trees
+
+        parents, lens, enc, accept = (tensors[name] for name in names)
+        check_draft_trees("verify_draft_tree", parents, lens, enc, max_depth=accept.shape[1] - 1)
+
+
+VALUE_CHECKS = {"verify_draft_tree": _check_trees}  # per-slot values checked before the launch (not by prepare)
+
+
 def run(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extras: dict[str, Any]) -> Any:
     """Checks a call against the schema, allocates missing outputs and runs the kernel."""
     launch, result, _ = _prepare(op, tensors, attrs, extras)
+    if op.name in VALUE_CHECKS:
+        VALUE_CHECKS[op.name](tensors)
     launch()
     return result
 
@@ -295,6 +311,9 @@ def run_remembered(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any],
     """:func:`run`; the verdict of a call on plain numpy arrays on the CPU is kept under ``key``
     (see :mod:`fastspec.arrays._memo`), so the next call like it skips the checks."""
     launch, result, verdict = _prepare(op, tensors, attrs, extras)
+    if op.name in VALUE_CHECKS:  # never remembered: the values change from call to call
+        VALUE_CHECKS[op.name](tensors)
+        key = None
     launch()
     if key is not None and all(v is None or type(v) is np.ndarray for v in tensors.values()) \
             and extras["backend"] is None and extras["stream"] is None:
@@ -341,9 +360,9 @@ def _op(name: str) -> Any:
 
 # one function per declared op, in SCHEMAS' order (tests/test_schema.py checks each name)
 (ngram_match, ngram_append, top_p_candidates, sample_tokens, top_k_top_p_probs, verify_draft_tokens,
- update_model_status, adaptive_plan, adaptive_observe) = map(_op, SCHEMAS)
+ update_model_status, adaptive_plan, adaptive_observe, build_draft_tree, verify_draft_tree) = map(_op, SCHEMAS)
 
 
 __all__ = ["FastspecArgumentError", "FastspecTypeError", "VerifyStrategy", "adaptive_observe", "adaptive_plan",
-           "module", "ngram_append", "ngram_match", "prepare", "result_type", "sample_tokens", "top_k_top_p_probs",
-           "top_p_candidates", "update_model_status", "verify_draft_tokens"]
+           "build_draft_tree", "module", "ngram_append", "ngram_match", "prepare", "result_type", "sample_tokens", "top_k_top_p_probs",
+           "top_p_candidates", "update_model_status", "verify_draft_tokens", "verify_draft_tree"]

@@ -187,9 +187,46 @@ def _adaptive(rng: np.random.Generator, op: str) -> Case:
     return Case(op, op, arrays, attrs, lambda a, at: getattr(ref, op)(*a.values(), **at))
 
 
+def _build_draft_tree(rng: np.random.Generator) -> Case:
+    b, depth, k, n = 4, 3, 3, 8  # EAGLE-2's layout: k candidates per depth, each continuing one of the last k
+    parents = np.full((b, depth * k), -1, np.int32)
+    parents[:, k:] = (np.arange(depth * k)[k:] // k - 1) * k + rng.integers(0, k, (b, (depth - 1) * k))
+    scores = -np.cumsum(rng.random((b, depth * k)), axis=1).astype(np.float32)  # a child scores below its parent
+    arrays = {
+        "candidate_tokens": rng.integers(0, 50, (b, depth * k)).astype(np.int64), "candidate_parents": parents,
+        "candidate_scores": scores, "draft_tree_tokens": rng.integers(0, 50, (b, n)).astype(np.int64),
+        "seq_lens_this_time": np.array([1, 1, 9, 0], np.int32), "seq_lens_encoder": np.array([0, 0, 9, 0], np.int32),
+        "seq_lens_decoder": np.array([20, 7, 0, 0], np.int32),  # two decode slots, a prefill, an inactive one
+    }
+    return Case("build_draft_tree", "build_draft_tree", arrays, {"max_depth": depth},
+                lambda a, at: ref.build_draft_tree(**a, **at))
+
+
+def _verify_draft_tree(rng: np.random.Generator) -> Case:
+    b, k, vocab = 3, 3, 50
+    tokens = rng.integers(0, vocab, (b, 6)).astype(np.int64)
+    parents = np.tile(np.array([-1, 0, 0, 1, 2, 4], np.int32), (b, 1))  # two branches, depth 3
+    this_time = np.array([6, 4, 1], np.int32)
+    cu = np.concatenate([[0], np.cumsum(this_time)]).astype(np.int32)
+    targets = rng.integers(0, vocab, int(cu[-1])).astype(np.int64)
+    targets[[0, 2, 4]] = tokens[0, [2, 4, 5]]  # slot 0 walks 0 -> 2 -> 4 -> 5
+    targets[cu[1]] = tokens[1, 1]  # slot 1 accepts one node
+    arrays = {
+        "accept_tokens": np.zeros((b, k + 1), np.int64), "accept_num": np.zeros(b, np.int32),
+        "draft_tree_tokens": tokens, "draft_tree_parents": parents, "target_tokens": targets,
+        "step_idx": rng.integers(0, 40, b).astype(np.int64), "stop_flags": np.zeros(b, np.bool_),
+        "is_block_step": np.zeros(b, np.bool_), "seq_lens_encoder": np.zeros(b, np.int32),
+        "seq_lens_this_time": this_time, "cu_seqlens_q_output": cu, "max_dec_len": np.full(b, 1000, np.int64),
+        "end_tokens": np.array([vocab], np.int64),
+    }
+    return Case("verify_draft_tree", "verify_draft_tree", arrays, {"strategy": "greedy"},
+                lambda a, at: ref.verify_draft_tree(**a, seed=None, **at))
+
+
 def cases(seed: int = 0) -> list[Case]:
     """Every op once (verify once per strategy), on inputs drawn from ``seed``."""
     rng = np.random.default_rng(seed)
     return [_ngram(rng, "ngram_match"), _ngram(rng, "ngram_append"), _top_p_candidates(rng), _sample_tokens(rng),
             _top_k_top_p_probs(rng), *(_verify(rng, s) for s in ("topp", "greedy", "target_match", "rejection")),
-            _update_model_status(rng), _adaptive(rng, "adaptive_plan"), _adaptive(rng, "adaptive_observe")]
+            _update_model_status(rng), _adaptive(rng, "adaptive_plan"), _adaptive(rng, "adaptive_observe"),
+            _build_draft_tree(rng), _verify_draft_tree(rng)]

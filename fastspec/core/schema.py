@@ -484,7 +484,7 @@ _ACCEPTANCE = Tensor("acceptance", ("float32",), "[B, K + 1]",
 _RATES = Tensor("rates", ("float32",), "[5]",
                 "the controller's settings in float32: learning_rate, 1 - learning_rate, 1 - relax_rate, "
                 "relax_rate * prior, prior (``fastspec.reference.adaptive.controller_rates``)")
-_ADAPTIVE_RANGES = {"B": (1, None), "K": (1, 65535), "C": (1, None)}
+_ADAPTIVE_RANGES = {"B": (1, None), "K": (1, 65535), "R": (1, None)}
 
 ADAPTIVE_PLAN = OpSchema(
     name="adaptive_plan",
@@ -499,7 +499,7 @@ ADAPTIVE_PLAN = OpSchema(
     tensors=(
         _ACCEPTANCE,
         _per_request("found", "float32", "P(the proposer finds the drafts a slot planned)"),
-        Tensor("step_cost", ("float32",), "[C]", "seconds of one forward of 1, 2, ..., C rows"),
+        Tensor("step_cost", ("float32",), "[R]", "seconds of one forward of 1, 2, ..., R rows"),
         _RATES,
         _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
         _per_request("stop_flags", "bool", "stopped requests do not prefill"),
@@ -562,10 +562,122 @@ ADAPTIVE_OBSERVE = OpSchema(
     ),
 )
 
+# --- token trees (docs/trees.md) ----------------------------------------------------------
+
+MAX_TREE_NODES = 128  # N: custom_ops/include/fastspec/draft_tree.h kMaxTreeNodes (a test checks they agree)
+MAX_TREE_CANDIDATES = 1024  # C: kMaxTreeCandidates
+TREE_STRATEGIES = ("greedy", "target_match", "rejection")
+_TREE_RANGES = {"N": (1, MAX_TREE_NODES)}
+
+BUILD_DRAFT_TREE = OpSchema(
+    name="build_draft_tree",
+    summary="Keeps the N best of a drafter's candidates by cumulative score as a token tree (EAGLE-2's rule).",
+    details=(
+        "Per decode slot, nodes ``1..N-1`` are picked one at a time: the candidate with the highest score\n"
+        "(ties: the lower index) among those not yet picked whose parent is the root or already picked and\n"
+        "whose depth is at most ``max_depth``; a candidate with token < 0, a NaN score or a parent not\n"
+        "before it is never picked. Node 0 (the last committed token) is kept; ``seq_lens_this_time``\n"
+        "becomes the node count. Other slots get a root-only tree (an inactive one also\n"
+        "``seq_lens_this_time = 0``). See docs/trees.md and docs/ops/draft_tree.md."
+    ),
+    tensors=(
+        Tensor("candidate_tokens", ("int64",), "[B, C]", "the drafter's candidate tokens, -1 for none"),
+        Tensor("candidate_parents", ("int32",), "[B, C]",
+               "the candidate each one continues (an earlier index), -1 for a child of the root"),
+        Tensor("candidate_scores", ("float32",), "[B, C]",
+               "cumulative scores, higher is better (e.g. the path's draft log-probability)"),
+        Tensor("draft_tree_tokens", ("int64",), "[B, N]",
+               "column 0 (the last committed token) is kept, columns ``1..N-1`` get the nodes then -1",
+               inplace=True),
+        _per_request("seq_lens_this_time", "int32",
+                     "the node count of a decode slot, 0 for an inactive one, unchanged for a prefill one",
+                     inplace=True),
+        _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
+        _per_request("seq_lens_decoder", "int32", "tokens in the cache (> 0 with no prefill: a decode slot)"),
+        Tensor("draft_tree_parents", ("int32",), "[B, N]", "each node's parent (before it), -1 for node 0 and "
+               "unused nodes", output=True),
+        Tensor("draft_tree_depths", ("int32",), "[B, N]", "each node's depth (node 0: 0; its position is "
+               "``seq_lens_decoder + depth``), -1 for unused nodes", output=True),
+    ),
+    attrs=(
+        Attr("max_depth", "int", "deepest node kept (K: a tree is verified into ``[B, K + 1]`` accepted tokens)",
+             required=True, lo=1, hi=MAX_TREE_NODES - 1, bits=32),
+    ),
+    result="DraftTree",
+    symbol_ranges={**_TREE_RANGES, "C": (1, MAX_TREE_CANDIDATES)},
+    device_limits={"cuda": {"B": CUDA_MAX_BATCH}},
+    example=(
+        ">>> tokens, lens, parents, depths = fs.build_draft_tree(  # 5 and 6 after the root, 7 after 5\n"
+        "...     T([[5, 6, 7]], dtype='int64'), T([[-1, -1, 0]], dtype='int32'),\n"
+        "...     T([[-0.1, -0.5, -0.3]], dtype='float32'), T([[4, -1, -1, -1]], dtype='int64'),\n"
+        "...     T([1], dtype='int32'), T([0], dtype='int32'), T([9], dtype='int32'), max_depth=3)\n"
+        ">>> tokens.tolist(), lens.tolist(), parents.tolist(), depths.tolist()\n"
+        "([[4, 5, 7, 6]], [4], [[-1, 0, 1, 0]], [[0, 1, 2, 1]])"
+    ),
+)
+
+VERIFY_DRAFT_TREE = OpSchema(
+    name="verify_draft_tree",
+    summary="Walks each request's draft tree from the root along the target's tokens and writes what it emits.",
+    details=(
+        "Node ``i`` of a decode slot is scored by row ``cu_seqlens_q_output[b] + i``. From node 0, each node\n"
+        "emits one token by the chain's rule with its first child as the draft (GREEDY / TARGET_MATCH: the\n"
+        "row's target; REJECTION: the first child if ``u * q < p``, else a residual draw, a bonus draw at a\n"
+        "leaf), then the walk moves to the child carrying that token (lowest index first) or stops.\n"
+        "``accept_nodes`` lists the node whose row decided each emitted token (the path whose cache a\n"
+        "runner keeps). A malformed tree (a parent not before its child, depth over K, more nodes than N)\n"
+        "judges no drafts in the kernels; the array API and the reference refuse it with an error naming\n"
+        "``draft_tree_parents``. See docs/trees.md and docs/ops/draft_tree.md."
+    ),
+    tensors=(
+        Tensor("accept_tokens", ("int64",), "[B, K + 1]", "emitted tokens, then -1", inplace=True),
+        _per_request("accept_num", "int32", "tokens emitted", inplace=True),
+        Tensor("draft_tree_tokens", ("int64",), "[B, N]", "column 0 the last committed token, then the nodes"),
+        Tensor("draft_tree_parents", ("int32",), "[B, N]", "each node's parent (before it), -1 for node 0"),
+        Tensor("target_tokens", ("int64",), "[T] | [T, 1]", "one target per output row (one row per node)",
+               needed_by=("greedy", "target_match")),
+        _per_request("seed", "int64", "the request's seed (REJECTION's draws)", needed_by=("rejection",)),
+        _per_request("step_idx", "int64", "generated tokens so far"),
+        _per_request("stop_flags", "bool", "stopped requests emit nothing"),
+        _per_request("is_block_step", "bool", "blocked requests emit nothing"),
+        _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
+        _per_request("seq_lens_this_time", "int32", "the node count of a decode slot"),
+        _CU_SEQLENS,
+        _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
+        Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids; ``end_tokens[0]`` ends a request cleanly"),
+        Tensor("target_probs", PROBS, "[T, V]", "the target's distribution ``p`` of each node's row",
+               needed_by=("rejection",)),
+        Tensor("draft_probs", PROBS, "[T, V]", "the draft distribution ``q`` a node's children were drawn from",
+               needed_by=("rejection",)),
+        Tensor("accept_nodes", ("int32",), "[B, K + 1]", "the node whose row decided each emitted token, then -1",
+               output=True),
+    ),
+    attrs=(
+        Attr("strategy", "str", "how nodes are judged: " + ", ".join(f"'{s}'" for s in TREE_STRATEGIES)
+             + " (any case; see docs/ops/draft_tree.md)", required=True, choices=TREE_STRATEGIES),
+    ),
+    result="TreeVerifyResult",
+    strategy_attr="strategy",
+    symbol_ranges={**_TREE_RANGES, "K": (0, MAX_TREE_NODES - 1), "E": (1, None), "V": (1, INT32_MAX)},
+    device_limits={"cuda": {"B": CUDA_MAX_BATCH}, "xpu": {"E": XPU_MAX_END_TOKENS}},
+    example=(
+        ">>> accept_tokens, accept_num, accept_nodes = fs.verify_draft_tree(  # root 4; children 5, 6; 7 after 6\n"
+        "...     T([[-1, -1, -1]], dtype='int64'), T([0], dtype='int32'),\n"
+        "...     draft_tree_tokens=T([[4, 5, 6, 7]], dtype='int64'),\n"
+        "...     draft_tree_parents=T([[-1, 0, 0, 2]], dtype='int32'),\n"
+        "...     target_tokens=T([6, 1, 7, 8], dtype='int64'), step_idx=T([10], dtype='int64'),\n"
+        "...     stop_flags=T([False]), is_block_step=T([False]), seq_lens_encoder=T([0], dtype='int32'),\n"
+        "...     seq_lens_this_time=T([4], dtype='int32'), cu_seqlens_q_output=T([0, 4], dtype='int32'),\n"
+        "...     max_dec_len=T([100], dtype='int64'), end_tokens=T([2], dtype='int64'), strategy='greedy')\n"
+        ">>> accept_tokens.tolist(), accept_num.tolist(), accept_nodes.tolist()  # 6 then 7 accepted, 8 is the bonus\n"
+        "([[6, 7, 8]], [3], [[0, 2, 3]])"
+    ),
+)
+
 SCHEMAS: dict[str, OpSchema] = {
     op.name: op
     for op in (NGRAM_MATCH, NGRAM_APPEND, TOP_P_CANDIDATES, SAMPLE_TOKENS, TOP_K_TOP_P_PROBS, VERIFY_DRAFT_TOKENS,
-               UPDATE_MODEL_STATUS, ADAPTIVE_PLAN, ADAPTIVE_OBSERVE)
+               UPDATE_MODEL_STATUS, ADAPTIVE_PLAN, ADAPTIVE_OBSERVE, BUILD_DRAFT_TREE, VERIFY_DRAFT_TREE)
 }
 
 

@@ -26,6 +26,7 @@ from fastspec.reference.rng import (
 )
 from fastspec.reference.verify import verify_draft_tokens
 from fastspec.reference.rejection import verify_rejection
+from fastspec.reference.trees import build_draft_tree, check_draft_trees, verify_draft_tree
 
 __all__ = [
     "STREAM_ACCEPT",
@@ -36,6 +37,8 @@ __all__ = [
     "STREAM_TARGET",
     "STREAM_TOPP",
     "bf16_bits_to_f32",
+    "build_draft_tree",
+    "check_draft_trees",
     "ngram_append",
     "ngram_match",
     "philox4x32_10",
@@ -46,5 +49,6 @@ __all__ = [
     "top_p_candidates",
     "update_model_status",
     "verify_draft_tokens",
+    "verify_draft_tree",
     "verify_rejection",
 ]

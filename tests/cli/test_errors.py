@@ -137,6 +137,7 @@ BENCH_ERRORS = {  # one bad value per script, checked where it is parsed
     "bench_adaptive": (["--batches", "1,0"], "argument --batches: every item must be an integer >= 1, got 0"),
     "bench_adaptive_controller": (["--batch", "4"], "unrecognized arguments: --batch 4"),
     "bench_call_overhead": (["--calls", "1001"], "argument --calls: must be an integer in [1, 1000], got 1001"),
+    "bench_draft_tree": (["--depth", "7"], "argument --depth: must be an integer in [1, 6], got 7"),
     "bench_anchored_ngram": (["--pairs", "0"], "argument --pairs: must be an integer >= 1, got 0"),
     "bench_ngram_append": (["--workloads", "text,prose"], "argument --workloads: must be a comma-separated list of"),
     "bench_ngram_match": (["--lens", "4096,x"], "argument --lens: every item must be an integer, got 'x'"),

@@ -79,6 +79,27 @@ def valid_call(name: str) -> tuple[dict[str, np.ndarray], dict]:
             "draft_token_num": np.array([2, 0], i32), "cu_seqlens_q_output": np.array([0, 3, 4], i32),
             "accept_num": np.array([2, 1], i32), "rates": rates,
         }, {}
+    if name == "build_draft_tree":
+        return {
+            "candidate_tokens": np.array([[5, 6, 7], [8, 9, -1]], i64),
+            "candidate_parents": np.array([[-1, -1, 0], [-1, 0, -1]], i32),
+            "candidate_scores": np.array([[-0.1, -0.5, -0.3], [-0.2, -0.4, 0.0]], np.float32),
+            "draft_tree_tokens": np.full((2, 4), 4, i64), "seq_lens_this_time": np.ones(2, i32),
+            "seq_lens_encoder": np.zeros(2, i32), "seq_lens_decoder": np.array([9, 9], i32),
+        }, {"max_depth": 3}
+    if name == "verify_draft_tree":
+        return {
+            "accept_tokens": np.full((2, 3), -1, i64), "accept_num": np.zeros(2, i32),
+            "draft_tree_tokens": np.array([[4, 5, 6, 7], [4, 5, 6, 7]], i64),
+            "draft_tree_parents": np.array([[-1, 0, 0, 2], [-1, 0, 1, -1]], i32),
+            "target_tokens": np.array([6, 1, 7, 8, 5, 6, 1], i64), "seed": np.array([1, 2], i64),
+            "step_idx": np.array([3, 3], i64),
+            "stop_flags": np.zeros(2, bool), "is_block_step": np.zeros(2, bool),
+            "seq_lens_encoder": np.zeros(2, i32), "seq_lens_this_time": np.array([4, 3], i32),
+            "cu_seqlens_q_output": np.array([0, 4, 7], i32), "max_dec_len": np.array([100, 100], i64),
+            "end_tokens": np.array([2], i64),
+            "target_probs": np.full((7, 10), 0.1, np.float32), "draft_probs": np.full((7, 10), 0.1, np.float32),
+        }, {"strategy": "greedy"}
     assert name == "update_model_status"
     return {
         "seq_lens_encoder": np.zeros(2, i32), "seq_lens_decoder": np.array([3, 3], i32),

@@ -50,6 +50,8 @@
 #define update_model_status_cuda update_model_status_cuda_emulated
 #define adaptive_plan_cuda adaptive_plan_cuda_emulated
 #define adaptive_observe_cuda adaptive_observe_cuda_emulated
+#define build_draft_tree_cuda build_draft_tree_cuda_emulated
+#define verify_draft_tree_cuda verify_draft_tree_cuda_emulated
 #define rand64_cuda rand64_cuda_emulated
 
 using cudaError_t = cuda_emu::Error;

@@ -18,7 +18,7 @@ namespace fastspec {
 struct AdaptivePlanParams {
   const float* acceptance;          // [B, K + 1]: column 0 the decoding flag, i the estimate of draft i
   const float* found;               // [B]: P(the proposer finds planned drafts)
-  const float* step_cost;           // [C]: seconds of a forward of 1 .. C rows
+  const float* step_cost;           // [R]: seconds of a forward of 1 .. R rows
   const float* rates;               // [5]: controller_rates (kPrior is read here)
   const int32_t* seq_lens_encoder;  // [B]
   const bool* stop_flags;           // [B]
@@ -29,7 +29,7 @@ struct AdaptivePlanParams {
   int32_t* ranking;                 // [B, K + 1], written: flat candidate index by rank
   int64_t batch;                    // B
   int64_t draft_cols;               // K + 1
-  int64_t cost_len;                 // C
+  int64_t cost_len;                 // R
   int32_t probe_interval;           // 0: no probes
 };
 
