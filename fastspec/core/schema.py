@@ -369,6 +369,8 @@ TOP_K_TOP_P_PROBS = OpSchema(
 )
 
 STRATEGIES = ("topp", "greedy", "target_match", "rejection", "block")
+# The strategies that verify drafts against the draft model's probabilities (target_probs, draft_probs).
+PROBABILITY_STRATEGIES = ("rejection", "block")
 
 VERIFY_DRAFT_TOKENS = OpSchema(
     name="verify_draft_tokens",
@@ -408,9 +410,9 @@ VERIFY_DRAFT_TOKENS = OpSchema(
         _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
         Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids; ``end_tokens[0]`` ends a request cleanly"),
         Tensor("target_probs", PROBS, "[T, V]", "the target's distribution ``p`` of each row",
-               needed_by=("rejection", "block")),
+               needed_by=PROBABILITY_STRATEGIES),
         Tensor("draft_probs", PROBS, "[T, V]", "the draft model's distribution ``q`` of the draft each row judges",
-               needed_by=("rejection", "block")),
+               needed_by=PROBABILITY_STRATEGIES),
     ),
     attrs=(
         Attr("strategy", "str", "how drafts are judged: " + ", ".join(f"'{s}'" for s in STRATEGIES)

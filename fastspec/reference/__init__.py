@@ -25,6 +25,7 @@ from fastspec.reference.rng import (
 )
 from fastspec.reference.verify import verify_draft_tokens
 from fastspec.reference.rejection import verify_rejection
+from fastspec.reference.block import verify_block
 
 __all__ = [
     "STREAM_ACCEPT",
@@ -42,6 +43,7 @@ __all__ = [
     "top_k_top_p_probs",
     "top_p_candidates",
     "update_model_status",
+    "verify_block",
     "verify_draft_tokens",
     "verify_rejection",
 ]
