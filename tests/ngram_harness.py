@@ -25,13 +25,6 @@ def run_paddle(op: str, arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarr
     return drafts.numpy(), lens.numpy()
 
 
-def run_bindings(op: str, arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
-    """The kernel through the pybind11 bindings: the CPU path for numpy arrays, CUDA for torch tensors."""
-    copies = {name: np.ascontiguousarray(arrays[name]).copy() for name in ARRAY_NAMES}
-    getattr(kernels, op)(*(copies[name] for name in ARRAY_NAMES), **attrs)
-    return copies["draft_tokens"], copies["seq_lens_this_time"]
-
-
 def run_reference(op: str, arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
     return getattr(ref, op)(*(arrays[name] for name in ARRAY_NAMES), **attrs)
 
@@ -42,7 +35,26 @@ def assert_same(actual, expected, context: str = "") -> None:
 
 
 def run_with(op: str, arrays: dict, attrs: dict, options: dict) -> tuple[np.ndarray, np.ndarray]:
-    """The array API's ``op`` with launch ``options`` (a backend, its grid or block order) on copies."""
+    """The array API's ``op`` on copies: the CPU kernels for ``options = {}``, else the backend (and
+    its grid or block order) that ``options`` names."""
     copies = {name: np.ascontiguousarray(arrays[name]).copy() for name in ARRAY_NAMES}
     getattr(kernels, op)(*(copies[name] for name in ARRAY_NAMES), **attrs, **options)
     return copies["draft_tokens"], copies["seq_lens_this_time"]
+
+
+def check_random_batches(op: str, seed: int, cases: int = 300) -> None:
+    """On ``cases`` random batches drawn from ``seed``, the Paddle op and the array API equal the reference."""
+    rng = np.random.default_rng(seed)
+    for case in range(cases):
+        arrays, attrs = RANDOM_CASES[op](rng)
+        expected = run_reference(op, arrays, attrs)
+        assert_same(run_paddle(op, arrays, attrs), expected, f"seed {seed} case {case} {attrs}")
+        assert_same(run_with(op, arrays, attrs, {}), expected, f"array API, seed {seed} case {case}")
+
+
+def check_long_contexts(op: str, seed: int, count: int, batch: int, max_model_len: int) -> None:
+    """Batches long enough for the CPU kernel's thread pool equal the reference."""
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        arrays, attrs = RANDOM_CASES[op](rng, batch=batch, max_model_len=max_model_len)
+        assert_same(run_paddle(op, arrays, attrs), run_reference(op, arrays, attrs))

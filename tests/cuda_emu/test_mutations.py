@@ -19,10 +19,7 @@ from tests.helpers.sampling_cases import make_batch, make_probs, probs_case, req
 from tests.ngram_append_cases import random_append_case
 from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case
 from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, random_update_case
-from tests.xpu.test_sampling_xpu import xpu_candidates as candidates
-from tests.xpu.test_sampling_xpu import xpu_sample as sample
-from tests.xpu.test_top_k_top_p_probs_xpu import xpu_probs as renormalised
-from tests.xpu.test_verify_update_xpu import update_xpu as update
+from tests.emulated.calls import candidates, renormalised, sample, update
 
 CUDA_SOURCES = Path(__file__).resolve().parents[2] / "custom_ops" / "cuda"
 OPTIONS = {"backend": "cuda_emulator"}

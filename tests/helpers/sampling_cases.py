@@ -92,3 +92,20 @@ def probs_case(rng: np.random.Generator, vocab: int, rows_per_request=(1, 3, 2, 
     probs = make_probs(rng, vocab, len(batch_id))
     top_p, top_k, _, _ = request_params(rng, len(rows_per_request), vocab)
     return probs, top_p, top_k, batch_id
+
+
+LARGE_VOCAB = 151936  # Qwen's vocabulary: every worker strides over hundreds of entries per pass
+LARGE_VOCAB_KINDS = ("peaked", "uniform", "ties", "special", "zeros")
+
+
+def large_vocab_case(rng: np.random.Generator, rows_per_request=(2, 1, 2), kinds=LARGE_VOCAB_KINDS):
+    """sample_tokens' inputs ``(probs, top_p, top_k, seed, step_idx, batch_id, cu)`` for up to three
+    requests with rows of LARGE_VOCAB entries, one padding row; top_p and top_k vary per request."""
+    requests = len(rows_per_request)
+    cu, batch_id = make_batch(rng, list(rows_per_request), padding_rows=1)
+    probs = make_probs(rng, LARGE_VOCAB, len(batch_id), kinds=kinds)
+    top_p = np.array([0.9, 0.5, 1.0][:requests], np.float32)
+    top_k = np.array([0, 50, 1000][:requests], np.int32)
+    seed = np.arange(1, requests + 1, dtype=np.int64)
+    step_idx = np.array([10, 0, 99][:requests], np.int64)
+    return probs, top_p, top_k, seed, step_idx, batch_id, cu

@@ -10,10 +10,9 @@ import pytest
 
 import fastspec.ops as ops
 from tests import ngram_harness as harness
-from tests.ngram_append_cases import ARRAY_NAMES, hybrid_example, random_append_case
+from tests.ngram_append_cases import ARRAY_NAMES, hybrid_example
 
 run_op = partial(harness.run_paddle, "ngram_append")
-run_bindings = partial(harness.run_bindings, "ngram_append")
 run_reference = partial(harness.run_reference, "ngram_append")
 assert_same = harness.assert_same
 
@@ -89,19 +88,11 @@ def test_slot_kinds_prefill_untouched_inactive_cleared():
 
 @pytest.mark.parametrize("chunk", range(4))
 def test_random_batches_match_the_reference(chunk):
-    rng = np.random.default_rng(2000 + chunk)
-    for case in range(300):
-        arrays, attrs = random_append_case(rng)
-        expected = run_reference(arrays, attrs)
-        assert_same(run_op(arrays, attrs), expected, f"chunk {chunk} case {case} {attrs}")
-        assert_same(run_bindings(arrays, attrs), expected, f"bindings chunk {chunk} case {case}")
+    harness.check_random_batches("ngram_append", 2000 + chunk)
 
 
 def test_long_contexts_use_threads_and_match_the_reference():
-    rng = np.random.default_rng(9)
-    for _ in range(2):
-        arrays, attrs = random_append_case(rng, batch=16, max_model_len=4096)
-        assert_same(run_op(arrays, attrs), run_reference(arrays, attrs))
+    harness.check_long_contexts("ngram_append", 9, count=2, batch=16, max_model_len=4096)
 
 
 @pytest.mark.parametrize("prompt_len, step", [(-1, 2), (7, -1), (17, 0), (7, 10), (2**40, 2)])

@@ -10,10 +10,9 @@ import pytest
 
 import fastspec.ops as ops
 from tests import ngram_harness as harness
-from tests.ngram_cases import ARRAY_NAMES, random_case, spec_example
+from tests.ngram_cases import ARRAY_NAMES, spec_example
 
 run_op = partial(harness.run_paddle, "ngram_match")
-run_bindings = partial(harness.run_bindings, "ngram_match")
 run_reference = partial(harness.run_reference, "ngram_match")
 assert_same = harness.assert_same
 
@@ -101,19 +100,11 @@ def test_per_request_tensors_may_be_column_vectors():
 
 @pytest.mark.parametrize("chunk", range(6))
 def test_random_batches_match_the_reference(chunk):
-    rng = np.random.default_rng(1000 + chunk)
-    for case in range(300):
-        arrays, attrs = random_case(rng)
-        expected = run_reference(arrays, attrs)
-        assert_same(run_op(arrays, attrs), expected, f"chunk {chunk} case {case} {attrs}")
-        assert_same(run_bindings(arrays, attrs), expected, f"bindings chunk {chunk} case {case}")
+    harness.check_random_batches("ngram_match", 1000 + chunk)
 
 
 def test_long_contexts_use_threads_and_match_the_reference():
-    rng = np.random.default_rng(7)
-    for _ in range(3):
-        arrays, attrs = random_case(rng, batch=24, max_model_len=8192)
-        assert_same(run_op(arrays, attrs), run_reference(arrays, attrs))
+    harness.check_long_contexts("ngram_match", 7, count=3, batch=24, max_model_len=8192)
 
 
 def test_full_buffer_and_empty_prompt():

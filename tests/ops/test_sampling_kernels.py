@@ -14,6 +14,7 @@ from fastspec import reference as ref
 from fastspec.reference.mass import prob_mass
 from tests.helpers.sampling_cases import (
     KINDS,
+    large_vocab_case,
     TOP_P_ODD,
     TOP_PS,
     make_batch,
@@ -158,16 +159,8 @@ def test_sample_matches_reference(vocab):
 
 
 def test_sample_large_vocab():
-    rng = np.random.default_rng(5)
-    vocab = 151936
-    cu, batch_id = make_batch(rng, [2, 1, 2], padding_rows=1)
-    probs = make_probs(rng, vocab, len(batch_id), kinds=("peaked", "uniform", "ties", "special", "zeros"))
-    top_p = np.array([0.9, 0.5, 1.0], np.float32)
-    top_k = np.array([0, 50, 1000], np.int32)
-    seed = np.array([1, 2, 3], np.int64)
-    step_idx = np.array([10, 0, 99], np.int64)
-    expected = ref.sample_tokens(probs, top_p, top_k, seed, step_idx, batch_id, cu)
-    assert np.array_equal(run_sample(probs, top_p, top_k, seed, step_idx, batch_id, cu), expected)
+    args = large_vocab_case(np.random.default_rng(5))
+    assert np.array_equal(run_sample(*args), ref.sample_tokens(*args))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -388,19 +381,21 @@ def near_uniform_rows(rng, vocab: int, rows: int, shape: str) -> np.ndarray:
 @pytest.mark.parametrize("shape", ["flat", "holes", "unrepresentative", "exponent_boundary", "trend"])
 @pytest.mark.parametrize("vocab", [4097, 50001, 151937])
 def test_sample_near_uniform_rows(shape, vocab):
-    rng = np.random.default_rng(vocab + len(shape))
+    args = near_uniform_case(np.random.default_rng(vocab + len(shape)), vocab, shape)
+    expected = ref.sample_tokens(*args)
+    for threads in (1, 0):
+        np.testing.assert_array_equal(run_sample(*args, num_threads=threads), expected)
+
+
+def near_uniform_case(rng, vocab: int, shape: str) -> tuple:
+    """sample_tokens' inputs for three near-uniform rows of ``shape``, one request each."""
     rows = 3
     probs = near_uniform_rows(rng, vocab, rows, shape).astype(np.float32)
     top_p = np.array([0.9, 0.99, 0.5], np.float32)
     top_k = np.array([0, 0, 9000], np.int32)
     seed = rng.integers(-(2**62), 2**62, rows)
     step = rng.integers(0, 1000, rows)
-    batch_id = np.arange(rows, dtype=np.int32)
-    cu = np.arange(rows + 1, dtype=np.int32)
-    expected = ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu)
-    for threads in (1, 0):
-        got = run_sample(probs, top_p, top_k, seed, step, batch_id, cu, num_threads=threads)
-        np.testing.assert_array_equal(got, expected)
+    return probs, top_p, top_k, seed, step, np.arange(rows, dtype=np.int32), np.arange(rows + 1, dtype=np.int32)
 
 
 # ---- the random stream: TARGET (default) or DRAFT ----------------------------------------------
@@ -434,19 +429,10 @@ def test_draft_stream_matches_reference(vocab):
 @pytest.mark.parametrize("shape", ["flat", "holes"])
 def test_draft_stream_near_uniform_rows(shape):
     """The CPU kernel's near-flat path draws at its own call site: DRAFT must reach it too."""
-    rng = np.random.default_rng(len(shape) + 606)
-    rows, vocab = 3, 50001
-    probs = near_uniform_rows(rng, vocab, rows, shape).astype(np.float32)
-    top_p = np.array([0.9, 0.99, 0.5], np.float32)
-    top_k = np.array([0, 0, 9000], np.int32)
-    seed = rng.integers(-(2**62), 2**62, rows)
-    step = rng.integers(0, 1000, rows)
-    batch_id = np.arange(rows, dtype=np.int32)
-    cu = np.arange(rows + 1, dtype=np.int32)
-    expected = ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu, stream=ref.STREAM_DRAFT)
+    args = near_uniform_case(np.random.default_rng(len(shape) + 606), 50001, shape)
+    expected = ref.sample_tokens(*args, stream=ref.STREAM_DRAFT)
     for threads in (1, 0):
-        got = run_sample_stream(probs, top_p, top_k, seed, step, batch_id, cu, ref.STREAM_DRAFT, threads)
-        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(run_sample_stream(*args, ref.STREAM_DRAFT, threads), expected)
 
 
 def flat_many_seeds(rng, requests: int, rows_each: int, vocab: int):

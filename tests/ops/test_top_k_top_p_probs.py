@@ -14,7 +14,7 @@ from fastspec.reference.mass import prob_mass
 from fastspec.reference.sampling import sample_set
 from tests.helpers.sampling_cases import (
     KINDS,
-    make_batch,
+    large_vocab_case,
     make_probs,
     probs_case,
     request_params,
@@ -52,12 +52,7 @@ def test_matches_reference(vocab):
 
 
 def test_large_vocab():
-    rng = np.random.default_rng(5)
-    vocab = 151936
-    _, batch_id = make_batch(rng, [2, 1, 2], padding_rows=1)
-    probs = make_probs(rng, vocab, len(batch_id), kinds=("peaked", "uniform", "ties", "special", "zeros"))
-    top_p = np.array([0.9, 0.5, 1.0], np.float32)
-    top_k = np.array([0, 50, 1000], np.int32)
+    probs, top_p, top_k, _, _, batch_id, _ = large_vocab_case(np.random.default_rng(5))
     assert_bits(run_cpu(probs, top_p, top_k, batch_id), ref.top_k_top_p_probs(probs, top_p, top_k, batch_id))
 
 

@@ -1,14 +1,16 @@
-"""The whole speculative loop on the emulated XPU: propose (ngram_match) -> targets (sample_tokens or
-top_p_candidates) -> verify_draft_tokens -> update_model_status, 50 steps, run once on the XPU
-kernels and once on the CPU kernels (fastspec.arrays, numpy state): the state must stay identical
-after every step. The loop itself is tests/ops/test_spec_loop.py's."""
+"""The whole speculative loop on the emulated XPU and the emulated CUDA device: propose
+(ngram_match) -> targets (sample_tokens or top_p_candidates) -> verify_draft_tokens ->
+update_model_status, 50 steps, run once on the device's kernels and once on the CPU kernels
+(fastspec.arrays, numpy state): the state must stay identical after every step, the launch changing
+from step to step. The loop itself is tests/ops/test_spec_loop.py's."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from fastspec import arrays as kernels
+from fastspec import arrays
+from tests.emulated.devices import DEVICES, EmulatedDevice
 from tests.ops.test_spec_loop import (
     COMPARED,
     K,
@@ -20,12 +22,11 @@ from tests.ops.test_spec_loop import (
     markov_table,
     step_once,
 )
-from tests.xpu.launches import LAUNCHES, describe
 
 
 class KernelLoop:
     """The loop's state as numpy arrays, advanced in place by fastspec.arrays with `options`
-    (the CPU kernels for {}, the emulated XPU for backend='xpu_emulator')."""
+    (the CPU kernels for {}, an emulated device otherwise)."""
 
     def __init__(self, state: dict[str, np.ndarray], options: dict):
         self.s = {name: value.copy() for name, value in state.items()}
@@ -38,31 +39,33 @@ class KernelLoop:
         self.s[name] = np.ascontiguousarray(value).copy()
 
     def propose(self) -> None:
-        kernels.ngram_match(*(self.s[n] for n in NGRAM_NAMES), max_ngram_size=3, **self.options)
+        arrays.ngram_match(*(self.s[n] for n in NGRAM_NAMES), max_ngram_size=3, **self.options)
 
     def targets(self, strategy, probs, batch_ids, cu) -> dict:
         s = self.s
         if strategy == "topp":
-            ids, scores, lens = kernels.top_p_candidates(probs, s["top_p"], batch_ids, max_candidate_len=K_CAND,
+            ids, scores, lens = arrays.top_p_candidates(probs, s["top_p"], batch_ids, max_candidate_len=K_CAND,
                                                          **self.options)
             return {"candidate_ids": ids, "candidate_scores": scores, "candidate_lens": lens}
-        return {"target_tokens": kernels.sample_tokens(probs, s["top_p"], s["top_k"], s["seed"], s["step_idx"],
+        return {"target_tokens": arrays.sample_tokens(probs, s["top_p"], s["top_k"], s["seed"], s["step_idx"],
                                                        batch_ids, cu, **self.options)}
 
     def verify(self, strategy, rows: dict, cu) -> None:
         s = self.s
-        kernels.verify_draft_tokens(
+        arrays.verify_draft_tokens(
             s["accept_tokens"], s["accept_num"], s["draft_tokens"], rows.get("target_tokens"),
             rows.get("candidate_ids"), rows.get("candidate_scores"), rows.get("candidate_lens"), s["seed"],
             s["step_idx"], s["stop_flags"], s["is_block_step"], s["seq_lens_encoder"], s["seq_lens_this_time"],
             cu, s["reasoning_status"], s["max_dec_len"], s["end_tokens"], strategy=strategy, **self.options)
 
     def update(self) -> bool:
-        status = kernels.update_model_status(*(self.s[n] for n in UPDATE_NAMES), **self.options)
+        status = arrays.update_model_status(*(self.s[n] for n in UPDATE_NAMES), **self.options)
         return bool(status.has_running[0])
 
 
-def assert_the_loop_equals_the_cpu_loop(strategy: str, launches: list[dict], describe) -> None:
+@pytest.mark.parametrize("device", DEVICES, ids=str)
+@pytest.mark.parametrize("strategy", ["greedy", "target_match", "topp"])
+def test_fifty_steps_equal_the_cpu_loop(device: EmulatedDevice, strategy: str) -> None:
     """STEPS propose / sample / verify / update steps on an emulated device, the launch options
     changing from step to step, equal the CPU loop's tensors after every step."""
     rng = np.random.default_rng(2024)
@@ -73,17 +76,13 @@ def assert_the_loop_equals_the_cpu_loop(strategy: str, launches: list[dict], des
     cpu = KernelLoop(state, {})
     accepted = 0
     for step in range(STEPS):
-        options = launches[step % len(launches)]
-        device = KernelLoop({name: cpu.get(name) for name in cpu.s}, options)
+        options = device.launch(step)
+        emulated = KernelLoop({name: cpu.get(name) for name in cpu.s}, options)
         running_cpu = step_once(cpu, strategy, table, step, state)
-        running_device = step_once(device, strategy, table, step, state)
+        running_device = step_once(emulated, strategy, table, step, state)
         for name in COMPARED:
-            np.testing.assert_array_equal(device.get(name), cpu.get(name), err_msg=f"{name} at step {step} {describe(options)}")
+            np.testing.assert_array_equal(emulated.get(name), cpu.get(name),
+                                          err_msg=f"{name} at step {step} {device.describe(options)}")
         assert running_device == running_cpu
         accepted += int(np.maximum(cpu.get("accept_num") - 1, 0).sum())
     assert accepted > 20 and K > 1  # drafts were accepted: the loop exercised the verify path
-
-
-@pytest.mark.parametrize("strategy", ["greedy", "target_match", "topp"])
-def test_fifty_steps_on_the_xpu_equal_the_cpu_loop(strategy):
-    assert_the_loop_equals_the_cpu_loop(strategy, LAUNCHES, describe)
