@@ -87,6 +87,7 @@ def test_demo_config_that_is_a_folder(capsys, bad_files):
 @pytest.mark.parametrize("argv, message", [
     (["--method", "ngram", "--k", "0"], "method 'ngram' needs num_speculative_tokens >= 1, got 0"),
     (["--strategy", "rejection"], "verify_strategy 'rejection' needs draft probabilities"),
+    (["--strategy", "block"], "verify_strategy 'block' needs draft probabilities"),
 ])
 def test_demo_flags_that_contradict_the_config(capsys, argv, message):
     assert demo.main([*argv, "--short"]) == 2
