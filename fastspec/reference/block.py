@@ -5,8 +5,7 @@ judges the drafts as one block instead of one by one: it keeps a *weight* ``w_i`
 ``i`` drafts, ``w_0 = 1``, ``w_i = min(w_{i-1} * p(d_i) / q(d_i), 1)``, and accepts the longest
 prefix ``i`` whose own coin lands under ``h_i``:
 
-- ``h_n = w_n`` for the whole block of ``n`` drafts (drawn as ``u * q(d_n) < w_{n-1} * p(d_n)``,
-  so a block of one draft is REJECTION's test, bit for bit);
+- ``h_n = w_n`` for the whole block of ``n`` drafts (drawn as ``u * q(d_n) < w_{n-1} * p(d_n)``);
 - ``h_i = S_i / D_i`` for a prefix ``0 < i < n``, with ``S_i = sum_v max(w_i p_v - q_v, 0)`` and
   ``D_i = sum_v max(q_v - w_i p_v, 0)`` over the row that judges draft ``i + 1``;
 - none of them: no draft is accepted (``i = 0``).
@@ -18,8 +17,9 @@ as REJECTION accepts (the paper proves the rule optimal).
 
 Everything is integer arithmetic on the masses of ``fastspec.reference.mass`` (``2^40`` = 1):
 ``mass_mul(w, m) = floor(w * m / 2^40)`` and ``mass_ratio(a, m) = min(floor(a * 2^40 / m), 2^40)``.
-The coin of prefix ``i`` is ``rand64(seed, step_idx + i - 1, ACCEPT)`` (REJECTION's coin of draft
-``i``); a coin is read as ``(rand64 * total) >> 64 < accepted mass``. A draft < 0 or >= V, or one
+The coin of prefix ``i`` is ``rand64(seed, step_idx, BLOCK, i)``: keyed by the step and the prefix,
+never by a draft's position, because the coins of the prefixes BLOCK rejects must not come back
+in a later step that covers those positions. A coin is read as ``(rand64 * total) >> 64 < accepted mass``. A draft < 0 or >= V, or one
 with ``q = 0``, makes its weight and every later one 0: such a prefix is never accepted.
 ``accept_all`` and the skipped slots (prefill, ``reject_all``, reasoning) behave as REJECTION's.
 """
@@ -30,9 +30,9 @@ import numpy as np
 
 from fastspec.reference.mass import MASS_SCALE, draw, prob_mass
 from fastspec.reference.rejection import rejection_bonus
-from fastspec.reference.rng import STREAM_ACCEPT, STREAM_RESAMPLE, rand64
+from fastspec.reference.rng import STREAM_BLOCK, STREAM_RESAMPLE, rand64
 from fastspec.reference.sampling import as_f32_probs
-from fastspec.reference.verify import _wrap64, verify_slots
+from fastspec.reference.verify import verify_slots
 
 
 def mass_mul(weight: int, mass: np.ndarray | int) -> np.ndarray | int:
@@ -80,12 +80,12 @@ def block_accepted(target: np.ndarray, draft: np.ndarray, drafts: list[int], fir
     for i in range(n, 0, -1):
         if weights[i] == 0:
             continue  # also covers an invalid draft i and w_{i-1} == 0
-        coin = rand64(seed, _wrap64(step + i - 1), STREAM_ACCEPT)
+        coin = rand64(seed, step, STREAM_BLOCK, i)
         if i == n:
             d = drafts[n - 1]
             mq = int(_masses(draft[first + n - 1, d : d + 1])[0])
             mp = int(_masses(target[first + n - 1, d : d + 1])[0])
-            if (coin * mq) >> 64 < int(mass_mul(weights[n - 1], mp)):
+            if mq > 0 and (coin * mq) >> 64 < int(mass_mul(weights[n - 1], mp)):
                 return n
             continue
         p_row, q_row = _masses(target[first + i]), _masses(draft[first + i])

@@ -139,6 +139,7 @@ BENCH_ERRORS = {  # one bad value per script, checked where it is parsed
     "bench_adaptive_controller": (["--batch", "4"], "unrecognized arguments: --batch 4"),
     "bench_call_overhead": (["--calls", "1001"], "argument --calls: must be an integer in [1, 1000], got 1001"),
     "bench_anchored_ngram": (["--pairs", "0"], "argument --pairs: must be an integer >= 1, got 0"),
+    "bench_block_verify": (["--workloads", "mtp-replay,beam"], "argument --workloads: must be a comma-separated list of"),
     "bench_ngram_append": (["--workloads", "text,prose"], "argument --workloads: must be a comma-separated list of"),
     "bench_ngram_match": (["--lens", "4096,x"], "argument --lens: every item must be an integer, got 'x'"),
     "bench_rejection_target": (["--k", "65"], "argument --k: must be an integer in [0, 64], got 65"),

@@ -2,13 +2,16 @@
 // "Block Verification Accelerates Speculative Decoding"), shared by every
 // backend. The drafts of a slot are judged as one block: a weight per prefix,
 //   w_0 = 1,  w_i = min(w_{i-1} * p(d_i) / q(d_i), 1)  (0 once a draft is < 0, >= V or has q = 0),
-// and the longest prefix i whose coin rand64(seed, step + i - 1, ACCEPT) lands
-// under its chance is accepted:
+// and the longest prefix i whose coin rand64(seed, step, BLOCK, i) lands under
+// its chance is accepted:
 //   i = n      (the whole block)  draw_point(coin, mq(d_n)) < w_{n-1} * mp(d_n)
-//                                 (a block of one draft is REJECTION's test, bit for bit)
 //   0 < i < n                     draw_point(coin, loss_i) < gain_i over the row judging draft i + 1:
 //                                 gain_i = sum_v max(w_i mp_v - mq_v, 0), loss_i = sum_v max(mq_v - w_i mp_v, 0)
 //   none                          i = 0
+// The coins are keyed by the step (its step_idx) and the prefix, not by the
+// drafts' positions: BLOCK consults coins of prefixes it then rejects, and a
+// later step covering those positions must not see them again (REJECTION's
+// per-position coins would be reused, biased towards failing: lossy and slower).
 // The correction after i < n drafts is drawn from max(w_i mp - mq, 0)
 // (rejection_correction with weight w_i; w_0 = 1 is REJECTION's residual).
 // Weights are masses (2^40 = 1): mass_mul and mass_ratio keep them exact
@@ -92,9 +95,9 @@ FS_HD int64_t block_accepted(const Params& a, const Rows& rows, const int64_t* d
     const int64_t previous = block_weight(a, rows, drafts, first, i - 1);
     int64_t mp = 0, mq = 0;
     if (previous == 0 || !rows.draft_masses(a, first + i - 1, drafts[i], &mp, &mq)) continue;
-    const int64_t position = static_cast<int64_t>(static_cast<uint64_t>(step) + static_cast<uint64_t>(i - 1));
+    const uint64_t coin = rand64(seed, step, kStreamBlock, static_cast<uint32_t>(i));
     if (i == n) {
-      if (rejection_accepts_masses(mass_mul(previous, mp), mq, seed, position)) {
+      if (mq > 0 && draw_point(coin, mq) < static_cast<uint64_t>(mass_mul(previous, mp))) {
         *weight = kDrawTarget;
         return n;
       }
@@ -104,7 +107,7 @@ FS_HD int64_t block_accepted(const Params& a, const Rows& rows, const int64_t* d
     if (w == 0) continue;  // gain 0: never accepted
     uint64_t gain = 0, loss = 0;
     rows.block_sums(a, first + i, w, &gain, &loss);
-    if (scale_rand64(rand64(seed, position, kStreamAccept), loss) < gain) {
+    if (scale_rand64(coin, loss) < gain) {
       *weight = w;
       return i;
     }
