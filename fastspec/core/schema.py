@@ -383,10 +383,10 @@ VERIFY_DRAFT_TOKENS = OpSchema(
         "row's target, the correction is the target. REJECTION: accepted iff ``u * q(d) < p(d)`` in masses,\n"
         "the correction drawn from ``max(p - q, 0)``. BLOCK (same inputs; Sun et al.'s block verification):\n"
         "the drafts are judged as one block, with weights ``w_0 = 1``, ``w_i = min(w_{i-1} p(d_i) / q(d_i), 1)``;\n"
-        "the longest prefix ``i`` whose coin ``rand64(seed, step_idx + i - 1, ACCEPT)`` succeeds is accepted\n"
+        "the longest prefix ``i`` whose coin ``rand64(seed, step_idx, BLOCK, i)`` succeeds is accepted\n"
         "(``i = n``: chance ``w_n``; ``0 < i < n``: ``sum max(w_i p - q, 0) / sum max(q - w_i p, 0)`` over\n"
         "row ``i``), the correction drawn from ``max(w_i p - q, 0)``: lossless, and in expectation it accepts\n"
-        "at least as many drafts as REJECTION (one draft: REJECTION bit for bit). See docs/ops/verify_draft_tokens.md."
+        "at least as many drafts as REJECTION. See docs/ops/verify_draft_tokens.md."
     ),
     tensors=(
         Tensor("accept_tokens", ("int64",), "[B, K + 1]", "emitted tokens, then -1", inplace=True),
