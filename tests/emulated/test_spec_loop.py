@@ -14,13 +14,14 @@ from tests.emulated.devices import DEVICES, EmulatedDevice
 from tests.ops.test_spec_loop import (
     COMPARED,
     K,
-    K_CAND,
     NGRAM_NAMES,
     STEPS,
     UPDATE_NAMES,
+    draw_targets,
     initial_state,
     markov_table,
     step_once,
+    verify_inputs,
 )
 
 
@@ -42,21 +43,10 @@ class KernelLoop:
         arrays.ngram_match(*(self.s[n] for n in NGRAM_NAMES), max_ngram_size=3, **self.options)
 
     def targets(self, strategy, probs, batch_ids, cu) -> dict:
-        s = self.s
-        if strategy == "topp":
-            ids, scores, lens = arrays.top_p_candidates(probs, s["top_p"], batch_ids, max_candidate_len=K_CAND,
-                                                         **self.options)
-            return {"candidate_ids": ids, "candidate_scores": scores, "candidate_lens": lens}
-        return {"target_tokens": arrays.sample_tokens(probs, s["top_p"], s["top_k"], s["seed"], s["step_idx"],
-                                                       batch_ids, cu, **self.options)}
+        return draw_targets(arrays, self.s, strategy, probs, batch_ids, cu, **self.options)
 
     def verify(self, strategy, rows: dict, cu) -> None:
-        s = self.s
-        arrays.verify_draft_tokens(
-            s["accept_tokens"], s["accept_num"], s["draft_tokens"], rows.get("target_tokens"),
-            rows.get("candidate_ids"), rows.get("candidate_scores"), rows.get("candidate_lens"), s["seed"],
-            s["step_idx"], s["stop_flags"], s["is_block_step"], s["seq_lens_encoder"], s["seq_lens_this_time"],
-            cu, s["reasoning_status"], s["max_dec_len"], s["end_tokens"], strategy=strategy, **self.options)
+        arrays.verify_draft_tokens(*verify_inputs(self.s, rows, cu), strategy=strategy, **self.options)
 
     def update(self) -> bool:
         status = arrays.update_model_status(*(self.s[n] for n in UPDATE_NAMES), **self.options)

@@ -19,7 +19,6 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA d
 
 run_cuda = partial(run_ngram_cuda, "ngram_append")
 reference = partial(harness.run_reference, "ngram_append")
-assert_same = harness.assert_same
 
 
 def test_spec_example():
@@ -33,14 +32,14 @@ def test_random_batches_match_the_reference(chunk):
     rng = np.random.default_rng(2000 + chunk)  # the same cases as the CPU tests
     for case in range(300):
         arrays, attrs = random_append_case(rng)
-        assert_same(run_cuda(arrays, attrs), reference(arrays, attrs), f"chunk {chunk} case {case} {attrs}")
+        harness.assert_same(run_cuda(arrays, attrs), reference(arrays, attrs), f"chunk {chunk} case {case} {attrs}")
 
 
 @pytest.mark.parametrize("batch, max_model_len", [(1, 65536), (64, 4096), (4096, 64)])
 def test_large_shapes_match_the_reference(batch, max_model_len):
     rng = np.random.default_rng(batch)
     arrays, attrs = random_append_case(rng, batch=batch, max_model_len=max_model_len)
-    assert_same(run_cuda(arrays, attrs), reference(arrays, attrs))
+    harness.assert_same(run_cuda(arrays, attrs), reference(arrays, attrs))
 
 
 def test_graph_replay_with_changed_inputs():
@@ -57,4 +56,4 @@ def test_graph_replay_with_changed_inputs():
         graph.replay()
         torch.cuda.synchronize()
         out = to_host(tensors)
-        assert_same((out["draft_tokens"], out["seq_lens_this_time"]), reference(arrays, attrs), f"replay {step}")
+        harness.assert_same((out["draft_tokens"], out["seq_lens_this_time"]), reference(arrays, attrs), f"replay {step}")

@@ -17,7 +17,6 @@ from tests.ngram_cases import ARRAY_NAMES, random_case, spec_example  # noqa: E4
 
 run_cuda = partial(run_ngram_cuda, "ngram_match")
 reference = partial(harness.run_reference, "ngram_match")
-assert_same = harness.assert_same
 
 
 def test_spec_example():
@@ -31,14 +30,14 @@ def test_random_batches_match_the_reference(chunk):
     rng = np.random.default_rng(1000 + chunk)  # the same cases as the CPU tests
     for case in range(300):
         arrays, attrs = random_case(rng)
-        assert_same(run_cuda(arrays, attrs), reference(arrays, attrs), f"chunk {chunk} case {case} {attrs}")
+        harness.assert_same(run_cuda(arrays, attrs), reference(arrays, attrs), f"chunk {chunk} case {case} {attrs}")
 
 
 @pytest.mark.parametrize("batch, max_model_len", [(1, 131072), (64, 8192), (300, 512), (4096, 64)])
 def test_large_shapes_match_the_reference(batch, max_model_len):
     rng = np.random.default_rng(batch)
     arrays, attrs = random_case(rng, batch=batch, max_model_len=max_model_len)
-    assert_same(run_cuda(arrays, attrs), reference(arrays, attrs))
+    harness.assert_same(run_cuda(arrays, attrs), reference(arrays, attrs))
 
 
 def test_batch_above_the_cuda_limit_is_an_error():
@@ -60,7 +59,7 @@ def test_graph_replay_with_changed_inputs():
         graph.replay()
         torch.cuda.synchronize()
         out = to_host(tensors)
-        assert_same((out["draft_tokens"], out["seq_lens_this_time"]), reference(arrays, attrs), f"replay {step}")
+        harness.assert_same((out["draft_tokens"], out["seq_lens_this_time"]), reference(arrays, attrs), f"replay {step}")
 
 
 def test_rand64_known_answers_on_the_device():

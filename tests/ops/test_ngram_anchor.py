@@ -13,6 +13,7 @@ from fastspec import arrays as kernels
 from fastspec import reference as ref
 from tests.ngram_append_cases import random_append_case
 from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case
+from tests.helpers.static_graph import run_static
 
 CASES = {"ngram_match": random_case, "ngram_append": random_append_case}
 
@@ -98,18 +99,12 @@ def test_static_graph_with_and_without_anchors(op):
 
     arrays = slot(PROMPT, [1, 2, 3, 4])
     for anchor in (None, np.array([7], np.int64)):
-        paddle.enable_static()
-        try:
-            program = paddle.static.Program()
-            with paddle.static.program_guard(program):
-                feeds = {n: paddle.static.data(n, list(arrays[n].shape), str(arrays[n].dtype)) for n in ARRAY_NAMES}
-                held = None if anchor is None else paddle.static.data("ngram_anchor", [1], "int64")
-                out = getattr(ops, op)(*(feeds[n] for n in ARRAY_NAMES), max_ngram_size=2, ngram_anchor=held)
-            feed = dict(arrays, **({} if anchor is None else {"ngram_anchor": anchor}))
-            got = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=feed,
-                                                                fetch_list=list(out) + ([] if held is None else [held]))
-        finally:
-            paddle.disable_static()
+        def build(feeds):
+            held = feeds["ngram_anchor"]
+            out = getattr(ops, op)(*(feeds[n] for n in ARRAY_NAMES), max_ngram_size=2, ngram_anchor=held)
+            return [*out] + ([] if held is None else [held])
+
+        got = run_static(dict(arrays, ngram_anchor=anchor), build)
         expected = getattr(ref, op)(*(arrays[n] for n in ARRAY_NAMES), max_ngram_size=2, ngram_anchor=anchor)
         for g, e in zip(got, expected):
             np.testing.assert_array_equal(g, e)

@@ -5,16 +5,15 @@ from __future__ import annotations
 from functools import partial
 
 import numpy as np
-import paddle
 import pytest
 
 import fastspec.ops as ops
 from tests import ngram_harness as harness
 from tests.ngram_append_cases import ARRAY_NAMES, hybrid_example
+from tests.helpers.static_graph import run_static
 
 run_op = partial(harness.run_paddle, "ngram_append")
 run_reference = partial(harness.run_reference, "ngram_append")
-assert_same = harness.assert_same
 
 
 def test_model_drafts_kept_and_ngram_continuation_appended():
@@ -41,7 +40,7 @@ def test_without_model_drafts_it_is_ngram_match():
     for _ in range(200):
         arrays, attrs = random_case(rng)
         arrays["seq_lens_this_time"] = np.where(arrays["seq_lens_encoder"] > 0, arrays["seq_lens_this_time"], 1).astype(np.int32)
-        assert_same(run_op(arrays, attrs), harness.run_reference("ngram_match", arrays, attrs))
+        harness.assert_same(run_op(arrays, attrs), harness.run_reference("ngram_match", arrays, attrs))
 
 
 def test_no_match_keeps_the_model_drafts():
@@ -134,13 +133,5 @@ def test_static_graph_build_and_run():
     arrays, attrs = hybrid_example()
     arrays = {name: np.repeat(value, 2, axis=0) for name, value in arrays.items()}
     arrays["draft_tokens"][1, 1] = 4242
-    paddle.enable_static()
-    try:
-        program = paddle.static.Program()
-        with paddle.static.program_guard(program):
-            feeds = {name: paddle.static.data(name, list(value.shape), str(value.dtype)) for name, value in arrays.items()}
-            drafts, lens = ops.ngram_append(*(feeds[name] for name in ARRAY_NAMES), **attrs)
-        got = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=arrays, fetch_list=[drafts, lens])
-    finally:
-        paddle.disable_static()
-    assert_same(got, run_reference(arrays, attrs))
+    got = run_static(arrays, lambda feeds: ops.ngram_append(*(feeds[name] for name in ARRAY_NAMES), **attrs))
+    harness.assert_same(got, run_reference(arrays, attrs))

@@ -5,16 +5,15 @@ from __future__ import annotations
 from functools import partial
 
 import numpy as np
-import paddle
 import pytest
 
 import fastspec.ops as ops
 from tests import ngram_harness as harness
 from tests.ngram_cases import ARRAY_NAMES, spec_example
+from tests.helpers.static_graph import run_static
 
 run_op = partial(harness.run_paddle, "ngram_match")
 run_reference = partial(harness.run_reference, "ngram_match")
-assert_same = harness.assert_same
 
 
 def test_spec_example_drafts_the_prompt_continuation():
@@ -95,7 +94,7 @@ def test_per_request_tensors_may_be_column_vectors():
     columns = {name: (value if value.ndim == 2 else value[:, None]) for name, value in arrays.items()}
     drafts, lens = run_op(columns, attrs)
     assert lens.shape == (2, 1)
-    assert_same((drafts, lens.reshape(-1)), run_reference(arrays, attrs))
+    harness.assert_same((drafts, lens.reshape(-1)), run_reference(arrays, attrs))
 
 
 @pytest.mark.parametrize("chunk", range(6))
@@ -115,7 +114,7 @@ def test_full_buffer_and_empty_prompt():
         arrays["prompt_lens"][:] = prompt_len
         arrays["step_idx"][:] = 16 - prompt_len
         arrays["max_dec_len"][:] = 100
-        assert_same(run_op(arrays, attrs), run_reference(arrays, attrs), f"prompt_len {prompt_len}")
+        harness.assert_same(run_op(arrays, attrs), run_reference(arrays, attrs), f"prompt_len {prompt_len}")
 
 
 @pytest.mark.parametrize(
@@ -176,17 +175,5 @@ def test_static_graph_build_and_run():
     arrays, attrs = spec_example()
     arrays = {name: np.repeat(value, 2, axis=0) for name, value in arrays.items()}
     arrays["token_ids_all"][1, 6:10] = [1, 2, 3, 4]
-    paddle.enable_static()
-    try:
-        program = paddle.static.Program()
-        with paddle.static.program_guard(program):
-            feeds = {
-                name: paddle.static.data(name, list(value.shape), str(value.dtype))
-                for name, value in arrays.items()
-            }
-            drafts, lens = ops.ngram_match(*(feeds[name] for name in ARRAY_NAMES), **attrs)
-        exe = paddle.static.Executor(paddle.CPUPlace())
-        got = exe.run(program, feed=arrays, fetch_list=[drafts, lens])
-    finally:
-        paddle.disable_static()
-    assert_same(got, run_reference(arrays, attrs))
+    got = run_static(arrays, lambda feeds: ops.ngram_match(*(feeds[name] for name in ARRAY_NAMES), **attrs))
+    harness.assert_same(got, run_reference(arrays, attrs))

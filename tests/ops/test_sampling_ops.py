@@ -10,6 +10,7 @@ import fastspec.ops as ops
 from fastspec import reference as ref
 from tests.ops.raw_op import raw_op
 from tests.helpers.sampling_cases import KINDS, TOP_P_ODD, TOP_PS, make_batch, make_probs, request_params, softmax
+from tests.helpers.static_graph import run_static
 
 
 def as_paddle_probs(probs: np.ndarray, dtype: str) -> tuple[paddle.Tensor, np.ndarray]:
@@ -165,18 +166,9 @@ def test_sample_bad_inputs_name_the_argument(name, value):
 def test_static_graph_build_and_run():
     probs, top_p, top_k, seed, step, batch_id, cu = sample_case(4)
     arrays = dict(zip(SAMPLE_NAMES, (probs, top_p, top_k, seed, step, batch_id, cu)))
-    paddle.enable_static()
-    try:
-        program = paddle.static.Program()
-        with paddle.static.program_guard(program):
-            feeds = {n: paddle.static.data(n, list(v.shape), str(v.dtype)) for n, v in arrays.items()}
-            tokens = ops.sample_tokens(*(feeds[n] for n in SAMPLE_NAMES))
-            ids, scores, lens = ops.top_p_candidates(feeds["probs"], feeds["top_p"],
-                                                     feeds["batch_id_per_token_output"], max_candidate_len=16)
-        exe = paddle.static.Executor(paddle.CPUPlace())
-        got = exe.run(program, feed=arrays, fetch_list=[tokens, ids, scores, lens])
-    finally:
-        paddle.disable_static()
+    got = run_static(arrays, lambda feeds: [
+        ops.sample_tokens(*(feeds[n] for n in SAMPLE_NAMES)),
+        *ops.top_p_candidates(feeds["probs"], feeds["top_p"], feeds["batch_id_per_token_output"], max_candidate_len=16)])
     np.testing.assert_array_equal(got[0], ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu))
     for g, e in zip(got[1:], ref.top_p_candidates(probs, top_p, batch_id, max_candidate_len=16)):
         np.testing.assert_array_equal(g, e)
@@ -233,14 +225,7 @@ def test_sample_op_attribute_checked_in_cpp(bad):
 def test_static_graph_draft_stream():
     probs, top_p, top_k, seed, step, batch_id, cu = sample_case(8)
     arrays = dict(zip(SAMPLE_NAMES, (probs, top_p, top_k, seed, step, batch_id, cu)))
-    paddle.enable_static()
-    try:
-        program = paddle.static.Program()
-        with paddle.static.program_guard(program):
-            feeds = {n: paddle.static.data(n, list(v.shape), str(v.dtype)) for n, v in arrays.items()}
-            draft = ops.sample_tokens(*(feeds[n] for n in SAMPLE_NAMES), rand_stream=ref.STREAM_DRAFT)
-        got = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=arrays, fetch_list=[draft])
-    finally:
-        paddle.disable_static()
+    got = run_static(arrays, lambda feeds: [ops.sample_tokens(*(feeds[n] for n in SAMPLE_NAMES),
+                                                              rand_stream=ref.STREAM_DRAFT)])
     np.testing.assert_array_equal(got[0], ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu,
                                                             stream=ref.STREAM_DRAFT))

@@ -67,6 +67,24 @@ def initial_state(rng: np.random.Generator, table: np.ndarray) -> dict[str, np.n
     }
 
 
+def draw_targets(api, s: dict, strategy: str, probs, batch_ids, cu, **options) -> dict:
+    """The target rows of one step through ``api`` (fastspec.reference, .ops or .arrays): TOPP's
+    candidates, or the sampled tokens."""
+    if strategy == "topp":
+        ids, scores, lens = api.top_p_candidates(probs, s["top_p"], batch_ids, max_candidate_len=K_CAND, **options)
+        return {"candidate_ids": ids, "candidate_scores": scores, "candidate_lens": lens}
+    return {"target_tokens": api.sample_tokens(probs, s["top_p"], s["top_k"], s["seed"], s["step_idx"], batch_ids, cu,
+                                               **options)}
+
+
+def verify_inputs(s: dict, rows: dict, cu) -> tuple:
+    """verify_draft_tokens' positional inputs from the loop's state and one step's target rows."""
+    return (s["accept_tokens"], s["accept_num"], s["draft_tokens"], rows.get("target_tokens"), rows.get("candidate_ids"),
+            rows.get("candidate_scores"), rows.get("candidate_lens"), s["seed"], s["step_idx"], s["stop_flags"],
+            s["is_block_step"], s["seq_lens_encoder"], s["seq_lens_this_time"], cu, s["reasoning_status"],
+            s["max_dec_len"], s["end_tokens"])
+
+
 class RefLoop:
     """The loop's state as numpy arrays, advanced by the references."""
 
@@ -84,19 +102,11 @@ class RefLoop:
             *(self.s[n] for n in NGRAM_NAMES), max_ngram_size=3)
 
     def targets(self, strategy, probs, batch_ids, cu) -> dict:
-        s = self.s
-        if strategy == "topp":
-            ids, scores, lens = ref.top_p_candidates(probs, s["top_p"], batch_ids, max_candidate_len=K_CAND)
-            return {"candidate_ids": ids, "candidate_scores": scores, "candidate_lens": lens}
-        return {"target_tokens": ref.sample_tokens(probs, s["top_p"], s["top_k"], s["seed"], s["step_idx"], batch_ids, cu)}
+        return draw_targets(ref, self.s, strategy, probs, batch_ids, cu)
 
     def verify(self, strategy, rows: dict, cu) -> None:
-        s = self.s
-        s["accept_tokens"], s["accept_num"] = ref.verify_draft_tokens(
-            s["accept_tokens"], s["accept_num"], s["draft_tokens"], rows.get("target_tokens"),
-            rows.get("candidate_ids"), rows.get("candidate_scores"), rows.get("candidate_lens"), s["seed"],
-            s["step_idx"], s["stop_flags"], s["is_block_step"], s["seq_lens_encoder"], s["seq_lens_this_time"],
-            cu, s["reasoning_status"], s["max_dec_len"], s["end_tokens"], strategy=strategy)
+        self.s["accept_tokens"], self.s["accept_num"] = ref.verify_draft_tokens(*verify_inputs(self.s, rows, cu),
+                                                                                strategy=strategy)
 
     def update(self) -> bool:
         outs = ref.update_model_status(*(self.s[n] for n in UPDATE_NAMES))
@@ -121,20 +131,10 @@ class OpLoop:
         ops.ngram_match(*(self.s[n] for n in NGRAM_NAMES), max_ngram_size=3)
 
     def targets(self, strategy, probs, batch_ids, cu) -> dict:
-        s = self.s
-        probs, batch_ids, cu = (paddle.to_tensor(x) for x in (probs, batch_ids, cu))
-        if strategy == "topp":
-            ids, scores, lens = ops.top_p_candidates(probs, s["top_p"], batch_ids, max_candidate_len=K_CAND)
-            return {"candidate_ids": ids, "candidate_scores": scores, "candidate_lens": lens}
-        return {"target_tokens": ops.sample_tokens(probs, s["top_p"], s["top_k"], s["seed"], s["step_idx"], batch_ids, cu)}
+        return draw_targets(ops, self.s, strategy, *(paddle.to_tensor(x) for x in (probs, batch_ids, cu)))
 
     def verify(self, strategy, rows: dict, cu) -> None:
-        s = self.s
-        ops.verify_draft_tokens(
-            s["accept_tokens"], s["accept_num"], s["draft_tokens"], rows.get("target_tokens"),
-            rows.get("candidate_ids"), rows.get("candidate_scores"), rows.get("candidate_lens"), s["seed"],
-            s["step_idx"], s["stop_flags"], s["is_block_step"], s["seq_lens_encoder"], s["seq_lens_this_time"],
-            paddle.to_tensor(cu), s["reasoning_status"], s["max_dec_len"], s["end_tokens"], strategy=strategy)
+        ops.verify_draft_tokens(*verify_inputs(self.s, rows, paddle.to_tensor(cu)), strategy=strategy)
 
     def update(self) -> bool:
         outs = ops.update_model_status(*(self.s[n] for n in UPDATE_NAMES))

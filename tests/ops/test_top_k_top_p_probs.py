@@ -23,6 +23,7 @@ from tests.helpers.sampling_cases import (
 )
 from tests.ops.raw_op import raw_op
 from tests.ops.test_sampling_kernels import near_uniform_rows
+from tests.helpers.static_graph import run_static
 
 NAMES = ("probs", "top_p", "top_k", "batch_id_per_token_output")
 
@@ -249,16 +250,7 @@ def test_op_per_request_column_vectors_and_empty_rows():
 
 def test_static_graph_build_and_run():
     case = dict(zip(NAMES, probs_case(np.random.default_rng(4), 300, (2, 1, 3))))
-    paddle.enable_static()
-    try:
-        program = paddle.static.Program()
-        with paddle.static.program_guard(program):
-            feeds = {n: paddle.static.data(n, [-1, *v.shape[1:]] if v.ndim == 2 else [-1], str(v.dtype))
-                     for n, v in case.items()}
-            out = ops.top_k_top_p_probs(*(feeds[n] for n in NAMES))
-        got = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=case, fetch_list=[out])
-    finally:
-        paddle.disable_static()
+    got = run_static(case, lambda feeds: [ops.top_k_top_p_probs(*(feeds[n] for n in NAMES))], any_rows=True)
     assert_bits(got[0], ref.top_k_top_p_probs(*(case[n] for n in NAMES)))
 
 

@@ -11,6 +11,7 @@ import fastspec.ops as ops
 from fastspec import arrays as kernels
 from fastspec import reference as ref
 from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, random_update_case
+from tests.helpers.static_graph import run_static
 
 END = 2  # end_tokens = [END, 3] in the hand-written cases
 OUT_NAMES = (*UPDATE_OUTPUTS, "has_running")
@@ -258,9 +259,7 @@ def test_per_request_tensors_may_be_column_vectors():
 
 
 def bad(arrays: dict, name: str, value) -> dict:
-    out = dict(arrays)
-    out[name] = value
-    return out
+    return {**arrays, name: value}
 
 
 @pytest.mark.parametrize(
@@ -291,14 +290,5 @@ def test_bad_inputs_name_the_argument(mutate, argument):
 
 def test_static_graph_build_and_run():
     arrays = case([5, 6])
-    paddle.enable_static()
-    try:
-        program = paddle.static.Program()
-        with paddle.static.program_guard(program):
-            feeds = {name: paddle.static.data(name, list(v.shape), str(v.dtype)) for name, v in arrays.items()}
-            outs = ops.update_model_status(*(feeds[name] for name in UPDATE_NAMES))
-        exe = paddle.static.Executor(paddle.CPUPlace())
-        got = exe.run(program, feed=arrays, fetch_list=list(outs))
-    finally:
-        paddle.disable_static()
+    got = run_static(arrays, lambda feeds: ops.update_model_status(*(feeds[name] for name in UPDATE_NAMES)))
     assert_same(dict(zip(OUT_NAMES, got)), run_reference(arrays))

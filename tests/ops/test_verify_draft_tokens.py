@@ -11,6 +11,7 @@ import fastspec.ops as ops
 from fastspec import arrays as kernels
 from fastspec import reference as ref
 from tests.verify_update_cases import STRATEGIES, VERIFY_NAMES, random_verify_case
+from tests.helpers.static_graph import run_static
 
 END = 2  # end_tokens = [END, 3] in the hand-written cases
 
@@ -423,9 +424,7 @@ def test_target_match_with_sampled_targets_is_lossless_for_one_hot_drafts():
 
 
 def bad(arrays: dict, name: str, value) -> dict:
-    out = dict(arrays)
-    out[name] = value
-    return out
+    return {**arrays, name: value}
 
 
 @pytest.mark.parametrize(
@@ -504,16 +503,7 @@ def test_empty_output_rows_emit_nothing():
 def test_static_graph_build_and_run():
     arrays, attrs = case("greedy", [5, 6], [5, 7, 8])
     present = {name: value for name, value in arrays.items() if value is not None}
-    paddle.enable_static()
-    try:
-        program = paddle.static.Program()
-        with paddle.static.program_guard(program):
-            feeds = {name: paddle.static.data(name, list(v.shape), str(v.dtype)) for name, v in present.items()}
-            tokens, num = ops.verify_draft_tokens(*(feeds.get(name) for name in VERIFY_NAMES), **attrs)
-        exe = paddle.static.Executor(paddle.CPUPlace())
-        got = exe.run(program, feed=present, fetch_list=[tokens, num])
-    finally:
-        paddle.disable_static()
+    got = run_static(present, lambda feeds: ops.verify_draft_tokens(*(feeds.get(name) for name in VERIFY_NAMES), **attrs))
     assert_same(got, run_reference(arrays, attrs))
 
 

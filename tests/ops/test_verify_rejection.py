@@ -11,6 +11,7 @@ import fastspec.ops as ops
 from fastspec import arrays as kernels
 from fastspec import reference as ref
 from tests.rejection_cases import ARRAY_NAMES, chi2_matches, distribution_case, random_case, random_rows
+from tests.helpers.static_graph import run_static
 
 PROBS = ("target_probs", "draft_probs")
 OTHERS = tuple(name for name in ARRAY_NAMES if name not in PROBS)
@@ -135,16 +136,6 @@ def test_mixed_probability_dtypes_are_an_error():
 
 def test_static_graph_build_and_run():
     arrays = _base()
-    paddle.enable_static()
-    try:
-        program = paddle.static.Program()
-        with paddle.static.program_guard(program):
-            feeds = {name: None if value is None else paddle.static.data(name, list(value.shape), str(value.dtype))
-                     for name, value in arrays.items()}
-            tokens, num = ops.verify_draft_tokens(*_positional(feeds), strategy="rejection",
-                                                  target_probs=feeds["target_probs"], draft_probs=feeds["draft_probs"])
-        feed = {name: value for name, value in arrays.items() if value is not None}
-        got = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=feed, fetch_list=[tokens, num])
-    finally:
-        paddle.disable_static()
+    got = run_static(arrays, lambda feeds: ops.verify_draft_tokens(
+        *_positional(feeds), strategy="rejection", target_probs=feeds["target_probs"], draft_probs=feeds["draft_probs"]))
     assert_same(got, run_reference(arrays))
