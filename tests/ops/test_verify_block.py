@@ -17,6 +17,7 @@ from fastspec import reference as ref
 from fastspec.reference import block as bk
 from fastspec.reference.mass import MASS_SCALE, prob_mass
 from fastspec.reference.rng import STREAM_BLOCK, rand64
+from tests.helpers.static_graph import run_static
 from tests.block_cases import exact_accepted, likely_case, markov_generation, markov_joint
 from tests.rejection_cases import ARRAY_NAMES, END, chi2_matches, distribution_case, random_case, random_rows
 
@@ -189,19 +190,9 @@ def test_missing_probabilities_name_the_argument(missing):
 def test_static_graph_build_and_run():
     p = np.array([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5], [0.1, 0.1, 0.8]], np.float32)
     arrays = distribution_case(p, np.array([[0.4, 0.6, 0.0], [0.3, 0.3, 0.4]], np.float32), 64, seed=2)
-    paddle.enable_static()
-    try:
-        program = paddle.static.Program()
-        with paddle.static.program_guard(program):
-            feeds = {name: None if value is None else paddle.static.data(name, list(value.shape), str(value.dtype))
-                     for name, value in arrays.items()}
-            tokens, num = ops.verify_draft_tokens(*(None if n is None else feeds[n] for n in POSITIONAL),
-                                                  strategy="block", target_probs=feeds["target_probs"],
-                                                  draft_probs=feeds["draft_probs"])
-        feed = {name: value for name, value in arrays.items() if value is not None}
-        got = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=feed, fetch_list=[tokens, num])
-    finally:
-        paddle.disable_static()
+    got = run_static(arrays, lambda feeds: ops.verify_draft_tokens(
+        *(None if n is None else feeds[n] for n in POSITIONAL), strategy="block", target_probs=feeds["target_probs"],
+        draft_probs=feeds["draft_probs"]))
     assert_same(got, run_reference(arrays))
 
 
