@@ -48,6 +48,8 @@ INVALID = [
     ({"method": "naive", "num_speculative_tokens": 3}, "method 'naive' proposes no drafts: num_speculative_tokens must be 0, got 3"),
     ({"method": "none", "num_speculative_tokens": 1}, "method 'none' proposes no drafts"),
     ({"verify_strategy": "beam"}, "verify_strategy must be one of"),
+    ({"method": "suffix", "num_speculative_tokens": 2, "verify_strategy": "BLOCK"},
+     "verify_strategy 'block' needs draft probabilities"),
     ({"accept_policy": "sometimes"}, "accept_policy must be one of"),
     ({"max_candidate_len": 0}, r"max_candidate_len must be in \[1, 1024\], got 0"),
     ({"max_candidate_len": 2000}, r"max_candidate_len must be in \[1, 1024\], got 2000"),
@@ -88,9 +90,10 @@ def test_bad_aux_layer_ids(ids, message):
         SpeculativeConfig.from_dict({"method": "eagle3", "num_speculative_tokens": 2, "aux_layer_ids": ids})
 
 
-def test_eagle3_takes_the_draft_model_keys_and_rejection():
+@pytest.mark.parametrize("strategy", ["rejection", "Block"])
+def test_eagle3_takes_the_draft_model_keys_and_rejection(strategy):
     config = SpeculativeConfig.from_dict({"method": "eagle3", "num_speculative_tokens": 3, "num_model_steps": 2,
-                                          "verify_strategy": "rejection", "aux_layer_ids": [0, 4]})
-    assert config.speculative and config.aux_layer_ids == [0, 4]
+                                          "verify_strategy": strategy, "aux_layer_ids": [0, 4]})
+    assert config.speculative and config.aux_layer_ids == [0, 4] and config.verify_strategy == strategy.lower()
     with pytest.raises(ConfigError, match="num_model_steps"):
         SpeculativeConfig.from_dict({"method": "eagle3", "num_speculative_tokens": 3, "num_model_steps": 4})

@@ -98,10 +98,11 @@ def test_generate_builds_the_proposer_from_the_config():
         generate(ReplayModel(refs, V), prompts, config, draft_model=ReplayDraftHead(refs, V), end_tokens=[0])
 
 
-def test_rejection_is_greedy_at_temperature_zero_and_runs_sampled():
+@pytest.mark.parametrize("strategy", ["rejection", "block"])
+def test_rejection_is_greedy_at_temperature_zero_and_runs_sampled(strategy):
     prompts, refs, target = replay_setup()
     head = ReplayDraftHead(refs, V, peak=0.8)
-    config = cfg(method="mtp", num_speculative_tokens=3, verify_strategy="rejection")
+    config = cfg(method="mtp", num_speculative_tokens=3, verify_strategy=strategy)
     off = generate(target, prompts, cfg(method="none"), end_tokens=[0])
     on = generate(target, prompts, config, draft_model=head, end_tokens=[0])
     assert_same_outputs(on, off)  # p one-hot: accept iff draft == argmax, else the residual is the argmax

@@ -61,7 +61,7 @@ def run(method: str, strategy: str, step_mode: str | None, greedy: bool = False,
 
 CASES = [("ngram", s) for s in ("greedy", "target_match", "topp")] + [
     (m, s) for m in ("hybrid", "mtp", "eagle3") for s in ("greedy", "target_match", "topp", "rejection")
-] + [("naive", "topp")]
+] + [("mtp", "block"), ("naive", "topp")]
 
 
 @pytest.mark.parametrize("method, strategy", CASES, ids=[f"{m}-{s}" for m, s in CASES])

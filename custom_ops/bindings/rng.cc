@@ -14,7 +14,7 @@ namespace fastspec_bindings {
 void bind_rng(py::module_& m) {
   m.def("f16_to_f32_bits", &fastspec::f16_to_f32_bits);
   m.def("mass_of_bits", &fastspec::mass_of_bits);
-  m.def("rand64", &fastspec::rand64, py::arg("seed"), py::arg("position"), py::arg("stream"));
+  m.def("rand64", &fastspec::rand64, py::arg("seed"), py::arg("position"), py::arg("stream"), py::arg("index") = 0);
   m.def("philox4x32_10",
         [](uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1) {
           const auto r = fastspec::philox4x32_10(c0, c1, c2, c3, k0, k1);

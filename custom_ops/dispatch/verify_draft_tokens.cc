@@ -11,7 +11,8 @@ namespace args = arg::verify_draft_tokens;
 namespace attrs = attr::verify_draft_tokens;
 
 static_assert(attrs::strategy_topp == kVerifyTopp && attrs::strategy_greedy == kVerifyGreedy &&
-                  attrs::strategy_target_match == kVerifyTargetMatch && attrs::strategy_rejection == kVerifyRejection,
+                  attrs::strategy_target_match == kVerifyTargetMatch && attrs::strategy_rejection == kVerifyRejection &&
+                  attrs::strategy_block == kVerifyBlock,
               "the schema's strategy order is the kernels' VerifyStrategy");
 
 bool present(const OpCall& call, int index) { return call.tensor(index).present; }
@@ -27,6 +28,7 @@ VerifyDraftTokensParams verify_params(const OpCall& call) {
       }
       break;
     case kVerifyRejection:
+    case kVerifyBlock:
       if (present(call, args::target_probs) && present(call, args::draft_probs)) {
         params.rows = call.size(args::target_probs, 0);
         params.vocab = call.size(args::target_probs, 1);

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from fastspec import reference as ref
+from fastspec.core.schema import PROBABILITY_STRATEGIES, STRATEGIES
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ def _verify(rng: np.random.Generator, strategy: str) -> Case:
         scores = np.sort(rng.random((len(targets), kc)).astype(np.float32), axis=1)[:, ::-1]
         arrays.update(candidate_ids=ids, candidate_scores=np.ascontiguousarray(scores),
                       candidate_lens=rng.integers(1, kc + 1, len(targets)).astype(np.int32))
-    elif strategy == "rejection":
+    elif strategy in PROBABILITY_STRATEGIES:
         arrays.update(target_probs=_softmax(rng, len(targets), vocab), draft_probs=_softmax(rng, len(targets), vocab))
     else:
         arrays["target_tokens"] = targets
@@ -227,6 +228,6 @@ def cases(seed: int = 0) -> list[Case]:
     """Every op once (verify once per strategy), on inputs drawn from ``seed``."""
     rng = np.random.default_rng(seed)
     return [_ngram(rng, "ngram_match"), _ngram(rng, "ngram_append"), _top_p_candidates(rng), _sample_tokens(rng),
-            _top_k_top_p_probs(rng), *(_verify(rng, s) for s in ("topp", "greedy", "target_match", "rejection")),
+            _top_k_top_p_probs(rng), *(_verify(rng, s) for s in STRATEGIES),
             _update_model_status(rng), _adaptive(rng, "adaptive_plan"), _adaptive(rng, "adaptive_observe"),
             _build_draft_tree(rng), _verify_draft_tree(rng)]

@@ -368,7 +368,9 @@ TOP_K_TOP_P_PROBS = OpSchema(
     ),
 )
 
-STRATEGIES = ("topp", "greedy", "target_match", "rejection")
+STRATEGIES = ("topp", "greedy", "target_match", "rejection", "block")
+# The strategies that verify drafts against the draft model's probabilities (target_probs, draft_probs).
+PROBABILITY_STRATEGIES = ("rejection", "block")
 
 VERIFY_DRAFT_TOKENS = OpSchema(
     name="verify_draft_tokens",
@@ -379,7 +381,12 @@ VERIFY_DRAFT_TOKENS = OpSchema(
         "the walk. Other slots get ``accept_num = 0``. TOPP: a draft is accepted iff among its row's top-p\n"
         "candidates, the correction is drawn from them. GREEDY / TARGET_MATCH: accepted iff equal to the\n"
         "row's target, the correction is the target. REJECTION: accepted iff ``u * q(d) < p(d)`` in masses,\n"
-        "the correction drawn from ``max(p - q, 0)``. See docs/ops/verify_draft_tokens.md."
+        "the correction drawn from ``max(p - q, 0)``. BLOCK (same inputs; Sun et al.'s block verification):\n"
+        "the drafts are judged as one block, with weights ``w_0 = 1``, ``w_i = min(w_{i-1} p(d_i) / q(d_i), 1)``;\n"
+        "the longest prefix ``i`` whose coin ``rand64(seed, step_idx, BLOCK, i)`` succeeds is accepted\n"
+        "(``i = n``: chance ``w_n``; ``0 < i < n``: ``sum max(w_i p - q, 0) / sum max(q - w_i p, 0)`` over\n"
+        "row ``i``), the correction drawn from ``max(w_i p - q, 0)``: lossless, and in expectation it accepts\n"
+        "at least as many drafts as REJECTION. See docs/ops/verify_draft_tokens.md."
     ),
     tensors=(
         Tensor("accept_tokens", ("int64",), "[B, K + 1]", "emitted tokens, then -1", inplace=True),
@@ -403,9 +410,9 @@ VERIFY_DRAFT_TOKENS = OpSchema(
         _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
         Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids; ``end_tokens[0]`` ends a request cleanly"),
         Tensor("target_probs", PROBS, "[T, V]", "the target's distribution ``p`` of each row",
-               needed_by=("rejection",)),
+               needed_by=PROBABILITY_STRATEGIES),
         Tensor("draft_probs", PROBS, "[T, V]", "the draft model's distribution ``q`` of the draft each row judges",
-               needed_by=("rejection",)),
+               needed_by=PROBABILITY_STRATEGIES),
     ),
     attrs=(
         Attr("strategy", "str", "how drafts are judged: " + ", ".join(f"'{s}'" for s in STRATEGIES)
@@ -688,3 +695,4 @@ class VerifyStrategy(str, enum.Enum):
     GREEDY = "greedy"  # draft accepted iff equal to the target token; correction = target
     TARGET_MATCH = "target_match"  # GREEDY's rule on sampled targets (lossless for one-hot drafts)
     REJECTION = "rejection"  # draft-model probabilities: accept iff u * q(d) < p(d), residual on rejection
+    BLOCK = "block"  # REJECTION's inputs, the drafts judged as one block: lossless, accepts at least as much

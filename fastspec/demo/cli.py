@@ -46,7 +46,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "eagle3: a head fed with the target's aux hidden states)")
     p.add_argument("--k", type=int_range(0, MAX_SPECULATIVE_TOKENS), default=None, help="num_speculative_tokens (default 5)")
     p.add_argument("--strategy", type=str.lower, choices=STRATEGIES, default="target_match",
-                   help="verify strategy (rejection: mtp / eagle3 only)")
+                   help="verify strategy (rejection, block: mtp / eagle3 only)")
     p.add_argument("--batch-size", type=int_range(1), default=4, help="slots decoded together")
     p.add_argument("--requests", type=int_range(1), default=None, help="requests (default 16, --short 2)")
     p.add_argument("--chunk-tokens", type=int_range(1), default=None, help="file tokens per prompt (default 320, --short 60)")

@@ -27,6 +27,7 @@ from fastspec.reference.rng import (
 from fastspec.reference.verify import verify_draft_tokens
 from fastspec.reference.rejection import verify_rejection
 from fastspec.reference.trees import build_draft_tree, check_draft_trees, verify_draft_tree
+from fastspec.reference.block import verify_block
 
 __all__ = [
     "STREAM_ACCEPT",
@@ -48,6 +49,7 @@ __all__ = [
     "top_k_top_p_probs",
     "top_p_candidates",
     "update_model_status",
+    "verify_block",
     "verify_draft_tokens",
     "verify_draft_tree",
     "verify_rejection",

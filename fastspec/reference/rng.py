@@ -7,6 +7,7 @@ STREAM_TOPP = 2
 STREAM_ACCEPT = 3
 STREAM_RESAMPLE = 4
 STREAM_DRAFT = 5
+STREAM_BLOCK = 6  # BLOCK's coins: position = the step's step_idx, index = the prefix length
 
 _M0, _M1 = 0xD2511F53, 0xCD9E8D57
 _W0, _W1 = 0x9E3779B9, 0xBB67AE85
@@ -32,11 +33,12 @@ def philox4x32_10(counter: tuple[int, int, int, int], key: tuple[int, int]) -> t
     return c0, c1, c2, c3
 
 
-def rand64(seed: int, position: int, stream: int) -> int:
-    """The 64-bit random number of docs/ops/conventions.md: key from the seed, counter from position and stream."""
+def rand64(seed: int, position: int, stream: int, index: int = 0) -> int:
+    """The 64-bit random number of docs/ops/conventions.md: key from the seed, counter from position,
+    stream and index (0 but for STREAM_BLOCK)."""
     s = int(seed) & _MASK64
     p = int(position) & _MASK64
-    x = philox4x32_10((p & _MASK32, p >> 32, stream, 0), (s & _MASK32, s >> 32))
+    x = philox4x32_10((p & _MASK32, p >> 32, stream, index & _MASK32), (s & _MASK32, s >> 32))
     return x[0] | (x[1] << 32)
 
 

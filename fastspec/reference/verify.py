@@ -9,7 +9,7 @@ import numpy as np
 from fastspec.reference.mass import draw, prob_mass
 from fastspec.reference.rng import STREAM_TOPP, rand64
 
-STRATEGIES = ("topp", "greedy", "target_match", "rejection")
+STRATEGIES = ("topp", "greedy", "target_match", "rejection", "block")
 
 
 def _wrap64(x: int) -> int:
@@ -48,15 +48,17 @@ def verify_draft_tokens(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Returns updated copies of ``(accept_tokens, accept_num)`` (inputs are not modified).
 
-    Strategy "rejection" takes ``target_probs`` and ``draft_probs`` ``[T, V]`` (see
-    ``fastspec.reference.rejection``)."""
+    Strategies "rejection" and "block" take ``target_probs`` and ``draft_probs`` ``[T, V]`` (see
+    ``fastspec.reference.rejection`` and ``fastspec.reference.block``)."""
     strategy = strategy.lower()
     if strategy not in STRATEGIES:
         raise ValueError(f"verify_draft_tokens: unknown strategy {strategy!r}")
-    if strategy == "rejection":
+    if strategy in ("rejection", "block"):
+        from fastspec.reference.block import verify_block
         from fastspec.reference.rejection import verify_rejection
 
-        return verify_rejection(
+        verify = verify_rejection if strategy == "rejection" else verify_block
+        return verify(
             accept_tokens, accept_num, draft_tokens, target_probs, draft_probs, seed, step_idx, stop_flags,
             is_block_step, seq_lens_encoder, seq_lens_this_time, cu_seqlens_q_output, reasoning_status,
             max_dec_len, end_tokens, accept_all=accept_all, reject_all=reject_all,
@@ -110,14 +112,17 @@ def verify_slots(
     rows: int,
     accept_all: bool,
     reject_all: bool,
-    accepts: Callable[[int, int, int, int], bool],
+    accepts: Callable[[int, int, int, int], bool] | None,
     correction: Callable[[int, int, int, bool], int | None],
+    decide: Callable[[int, int, int], int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The slot walk every strategy shares (docs/ops/verify_draft_tokens.md, steps 1-3); returns updated copies.
 
     A strategy supplies ``accepts(b, row, position, draft)`` (drafts < 0 and ``accept_all``
     are handled here) and ``correction(b, row, position, rejected)``, the token at the first
-    non-accepted position; ``None`` or a token < 0 emits ``end_tokens[0]``.
+    non-accepted position; ``None`` or a token < 0 emits ``end_tokens[0]``. A strategy that judges
+    the drafts as one block supplies ``decide(b, first_row, drafts)`` instead of ``accepts``: how
+    many of the slot's ``drafts`` it accepts (not called under ``accept_all`` or when no draft is judged).
     """
     accept_tokens = np.array(accept_tokens, dtype=np.int64, copy=True)
     accept_num = np.array(accept_num, dtype=np.int32, copy=True)
@@ -157,9 +162,11 @@ def verify_slots(
             return is_end or cur >= max_dec_len[b]
 
         ended, rejected, i = False, False, 0
+        decided = decide(b, first, drafts) if decide is not None and drafts > 0 and not accept_all else None
         while i < drafts:
             d = int(draft_tokens[b, i + 1])
-            if not (d >= 0 and (accept_all or accepts(b, first + i, _wrap64(step + i), d))):
+            judged = i < decided if decided is not None else accept_all or accepts(b, first + i, _wrap64(step + i), d)
+            if not (d >= 0 and judged):
                 rejected = True
                 break
             if emit(d):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastspec.core.schema import MAX_CANDIDATE_LEN, STRATEGIES
+from fastspec.core.schema import MAX_CANDIDATE_LEN, PROBABILITY_STRATEGIES, STRATEGIES
 
 METHODS = ("none", "naive", "ngram", "suffix", "mtp", "eagle3")
 DRAFT_MODEL_METHODS = ("mtp", "eagle3")  # a draft head fed with the target's hidden states
@@ -98,7 +98,7 @@ class SpeculativeConfig:
 
     method: str = "none"  # none | naive | ngram | suffix | mtp | eagle3
     num_speculative_tokens: int = 0  # K: drafts per request per step
-    verify_strategy: str = "topp"  # topp | greedy | target_match | rejection (mtp only); case-insensitive
+    verify_strategy: str = "topp"  # topp | greedy | target_match | rejection | block (mtp / eagle3 only); any case
     max_candidate_len: int = 5  # TOPP: candidates kept per row
     max_ngram_size: int = 3
     min_ngram_size: int = 1
@@ -144,8 +144,8 @@ class SpeculativeConfig:
             raise ConfigError(f"anchored must be a boolean, got {type(self.anchored).__name__} {self.anchored!r}")
         if not isinstance(self.chain_hidden_states, bool):
             raise ConfigError(f"chain_hidden_states must be a boolean, got {type(self.chain_hidden_states).__name__} {self.chain_hidden_states!r}")
-        if self.verify_strategy == "rejection" and self.method in ("ngram", "suffix"):
-            raise ConfigError(f"verify_strategy 'rejection' needs draft probabilities: use method 'mtp' or 'eagle3' "
+        if self.verify_strategy in PROBABILITY_STRATEGIES and self.method in ("ngram", "suffix"):
+            raise ConfigError(f"verify_strategy '{self.verify_strategy}' needs draft probabilities: use method 'mtp' or 'eagle3' "
                               f"({self.method} drafts have none)")
         if not isinstance(self.sampling, SamplingConfig):
             raise ConfigError(f"sampling must be a mapping, got {type(self.sampling).__name__}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import paddle
 
 from fastspec import ops
+from fastspec.core.schema import PROBABILITY_STRATEGIES
 from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.state import SpecState
 
@@ -19,8 +20,8 @@ class Sampler:
         probs = softmax(logits / temperature)
         naive  (method none / naive): sample_tokens, one token per request
         verify (method ngram / mtp):  targets (GREEDY argmax | TARGET_MATCH sample_tokens |
-                                      TOPP top_p_candidates | REJECTION top_k_top_p_probs, the
-                                      target's distribution, with the proposer's draft_probs),
+                                      TOPP top_p_candidates | REJECTION and BLOCK top_k_top_p_probs,
+                                      the target's distribution, with the proposer's draft_probs),
                                       then verify_draft_tokens
         both:  update_model_status
 
@@ -41,7 +42,7 @@ class Sampler:
             logits: ``[T, V]`` float, row ``t`` belongs to request ``state.batch_id_per_token_output[t]``
                 (``state.pack_rows()`` wrote the packing for this step).
             state: the batch; updated in place.
-            draft_probs: strategy REJECTION only: ``[T, V]`` float32, row ``t`` the draft model's
+            draft_probs: strategies REJECTION and BLOCK only: ``[T, V]`` float32, row ``t`` the draft model's
                 distribution of the draft that row judges (``DraftModelProposer.draft_probs_rows``).
         """
         rows = state.row_batch_ids(logits.shape[0])
@@ -89,9 +90,9 @@ class Sampler:
     def _verify_and_sample(self, probs, state: SpecState, rows, top_p, top_k, draft_probs=None) -> None:
         """Targets for every row by the configured strategy, then verify the drafts against them."""
         target = ids = scores = lens = target_probs = None
-        if self.strategy == "rejection":
+        if self.strategy in PROBABILITY_STRATEGIES:
             if draft_probs is None:
-                raise ValueError("Sampler: strategy 'rejection' needs draft_probs [T, V] from the proposer")
+                raise ValueError(f"Sampler: strategy '{self.strategy}' needs draft_probs [T, V] from the proposer")
             # p = the distribution sample_tokens samples each row from (greedy rows: one-hot argmax)
             target_probs = ops.top_k_top_p_probs(probs, top_p, top_k, rows)
         elif self.strategy == "greedy":

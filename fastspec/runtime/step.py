@@ -8,6 +8,7 @@ from typing import Callable, Iterator
 
 import paddle
 
+from fastspec.core.schema import PROBABILITY_STRATEGIES
 from fastspec.runtime.adaptive.controller import DraftLengthController
 from fastspec.runtime.proposers.base import Proposer
 from fastspec.runtime.sampler import Sampler
@@ -62,8 +63,9 @@ class SpecStep:
         if fixed and proposer is not None and not proposer.static_step_safe:
             raise ValueError(f"SpecStep: {type(proposer).__name__} reads host values while proposing; it cannot run in a "
                              "static step (use NgramProposer or DraftModelProposer, or mode 'eager')")
-        if sampler.config.speculative and sampler.strategy == "rejection" and (proposer is None or not proposer.provides_draft_probs):
-            raise ValueError(f"SpecStep: strategy 'rejection' needs a proposer with draft probabilities, "
+        probabilities = sampler.config.speculative and sampler.strategy in PROBABILITY_STRATEGIES
+        if probabilities and (proposer is None or not proposer.provides_draft_probs):
+            raise ValueError(f"SpecStep: strategy '{sampler.strategy}' needs a proposer with draft probabilities, "
                              f"got {type(proposer).__name__}")
         if mode == "cuda_graph":
             _check_cuda_graphs(state)
@@ -72,7 +74,7 @@ class SpecStep:
         self.observes = proposer is not None and proposer.needs_target_hidden
         if proposer is not None:
             proposer.prepare(state)
-            if fixed and (not proposer.ready or (proposer.provides_draft_probs and sampler.strategy == "rejection"
+            if fixed and (not proposer.ready or (proposer.provides_draft_probs and sampler.strategy in PROBABILITY_STRATEGIES
                                                  and proposer.draft_probs is None)):
                 raise ValueError(
                     "SpecStep: the draft model's buffers must exist before the step is built: declare the head's "
@@ -93,7 +95,7 @@ class SpecStep:
         def finish_program(logits, hidden=None):
             builds["finish"] += 1
             draft_probs = None
-            if sampler.config.speculative and sampler.strategy == "rejection":
+            if probabilities:
                 draft_probs = proposer.draft_probs_rows(state, int(logits.shape[0]), int(logits.shape[-1]))
             has_running = sampler(logits, state, draft_probs=draft_probs)
             if self.observes:

@@ -34,11 +34,11 @@ def test_check_passes_here():
 
 
 def test_every_op_is_checked():
-    from fastspec.core.schema import SCHEMAS
+    from fastspec.core.schema import SCHEMAS, STRATEGIES
 
     assert {c.op for c in cases()} == set(SCHEMAS)
-    assert {c.attrs["strategy"] for c in cases() if c.op == "verify_draft_tokens"} == {
-        "topp", "greedy", "target_match", "rejection"}
+    assert {c.attrs["strategy"] for c in cases() if c.op == "verify_draft_tokens"} == set(STRATEGIES)
+    assert set(STRATEGIES) >= {"topp", "greedy", "target_match", "rejection", "block"}
 
 
 def test_every_cpu_level_this_cpu_has_runs():

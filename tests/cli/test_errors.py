@@ -87,6 +87,7 @@ def test_demo_config_that_is_a_folder(capsys, bad_files):
 @pytest.mark.parametrize("argv, message", [
     (["--method", "ngram", "--k", "0"], "method 'ngram' needs num_speculative_tokens >= 1, got 0"),
     (["--strategy", "rejection"], "verify_strategy 'rejection' needs draft probabilities"),
+    (["--strategy", "block"], "verify_strategy 'block' needs draft probabilities"),
 ])
 def test_demo_flags_that_contradict_the_config(capsys, argv, message):
     assert demo.main([*argv, "--short"]) == 2
@@ -139,6 +140,7 @@ BENCH_ERRORS = {  # one bad value per script, checked where it is parsed
     "bench_call_overhead": (["--calls", "1001"], "argument --calls: must be an integer in [1, 1000], got 1001"),
     "bench_draft_tree": (["--depth", "7"], "argument --depth: must be an integer in [1, 6], got 7"),
     "bench_anchored_ngram": (["--pairs", "0"], "argument --pairs: must be an integer >= 1, got 0"),
+    "bench_block_verify": (["--workloads", "mtp-replay,beam"], "argument --workloads: must be a comma-separated list of"),
     "bench_ngram_append": (["--workloads", "text,prose"], "argument --workloads: must be a comma-separated list of"),
     "bench_ngram_match": (["--lens", "4096,x"], "argument --lens: every item must be an integer, got 'x'"),
     "bench_rejection_target": (["--k", "65"], "argument --k: must be an integer in [0, 64], got 65"),

@@ -32,11 +32,12 @@ def verify(named: dict, attrs: dict, options: dict) -> tuple[np.ndarray, np.ndar
     return c["accept_tokens"], c["accept_num"]
 
 
-def rejection(named: dict, attrs: dict, options: dict) -> tuple[np.ndarray, np.ndarray]:
+def rejection(named: dict, attrs: dict, options: dict, strategy: str = "rejection") -> tuple[np.ndarray, np.ndarray]:
+    """verify_draft_tokens with draft probabilities: strategy REJECTION or BLOCK."""
     c = copies(named)
     positional = [c["accept_tokens"], c["accept_num"], c["draft_tokens"], None, None, None, None,
                   *(c[name] for name in SLOT_STATE)]
-    arrays.verify_draft_tokens(*positional, strategy="rejection", target_probs=c["target_probs"],
+    arrays.verify_draft_tokens(*positional, strategy=strategy, target_probs=c["target_probs"],
                                draft_probs=c["draft_probs"], **attrs, **options)
     return c["accept_tokens"], c["accept_num"]
 

@@ -1,4 +1,4 @@
-"""verify_draft_tokens (TOPP, GREEDY, TARGET_MATCH, REJECTION) and update_model_status on the
+"""verify_draft_tokens (TOPP, GREEDY, TARGET_MATCH, REJECTION, BLOCK) and update_model_status on the
 emulated XPU and the emulated CUDA device: bit-exact against the references on the CPU tests'
 random batches (same seeds), in every launch, and on batches that need many workers."""
 
@@ -9,6 +9,7 @@ import pytest
 
 from fastspec import reference as ref
 from tests import rejection_cases
+from tests.block_cases import likely_case
 from tests.emulated.calls import assert_all_equal, in_dtype, rejection, update, verify
 from tests.emulated.devices import DEVICES
 from tests.verify_update_cases import STRATEGIES, UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES, random_update_case, random_verify_case
@@ -16,6 +17,8 @@ from tests.verify_update_cases import STRATEGIES, UPDATE_NAMES, UPDATE_OUTPUTS, 
 ACCEPT = ("accept_tokens", "accept_num")
 UPDATED = (*UPDATE_OUTPUTS, "has_running")
 devices = pytest.mark.parametrize("device", DEVICES, ids=str)
+probability_strategies = pytest.mark.parametrize("strategy", ["rejection", "block"])
+REFERENCES = {"rejection": ref.verify_rejection, "block": ref.verify_block}
 
 
 @devices
@@ -30,31 +33,46 @@ def test_verify_random_batches_match_the_reference(device, strategy):
 
 
 @devices
+@probability_strategies
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-def test_rejection_random_batches_match_the_reference(device, dtype):
+def test_rejection_random_batches_match_the_reference(device, dtype, strategy):
     rng = np.random.default_rng({"float32": 1, "float16": 2, "bfloat16": 3}[dtype])
-    for case in range(device.random_cases // 2):
+    for case in range(device.random_cases // (2 if strategy == "rejection" else 3)):
         named = rejection_cases.random_case(rng)
         for name in ("target_probs", "draft_probs"):
             named[name] = in_dtype(named[name], dtype)
         roll = rng.random()
         attrs = {"accept_all": True} if roll < 0.1 else {"reject_all": True} if roll < 0.2 else {}
         options = device.launch(case)
-        expected = ref.verify_rejection(*(named[name] for name in rejection_cases.ARRAY_NAMES), **attrs)
-        assert_all_equal(ACCEPT, rejection(named, attrs, options), expected,
+        expected = REFERENCES[strategy](*(named[name] for name in rejection_cases.ARRAY_NAMES), **attrs)
+        assert_all_equal(ACCEPT, rejection(named, attrs, options, strategy), expected,
                          f"{dtype} case {case} {attrs} {device.describe(options)}")
 
 
 @devices
-def test_rejection_large_vocabulary(device):
-    """A draw scans 151936 probabilities, through the XPU's tiles or a CUDA block's strides."""
+@probability_strategies
+def test_rejection_large_vocabulary(device, strategy):
+    """A draw (and a BLOCK prefix's gain and loss) scans 151936 probabilities, through the XPU's
+    tiles or a CUDA block's strides."""
     rng = np.random.default_rng(11)
     named = rejection_cases.random_case(rng, batch=4)
     rows = named["target_probs"].shape[0]
     for name in ("target_probs", "draft_probs"):
         named[name] = rejection_cases.random_rows(rng, rows, 151936, zero_fraction=0.5)
-    expected = ref.verify_rejection(*(named[name] for name in rejection_cases.ARRAY_NAMES))
-    assert_all_equal(ACCEPT, rejection(named, {}, device.launch(1)), expected)
+    expected = REFERENCES[strategy](*(named[name] for name in rejection_cases.ARRAY_NAMES))
+    assert_all_equal(ACCEPT, rejection(named, {}, device.launch(1), strategy), expected)
+
+
+@devices
+@pytest.mark.parametrize("k, vocab", [(4, 9), (7, 3000)])
+def test_block_long_accepted_blocks(device, k, vocab):
+    """BLOCK on drafts close to p: every accepted length, so every prefix's gain and loss pass."""
+    rng = np.random.default_rng(k)
+    named = likely_case(rng, 40, k, vocab)
+    expected = ref.verify_block(*(named[name] for name in rejection_cases.ARRAY_NAMES))
+    for n in range(3):
+        options = device.launch(n)
+        assert_all_equal(ACCEPT, rejection(named, {}, options, "block"), expected, device.describe(options))
 
 
 @devices

@@ -2,7 +2,7 @@
 
 The tests' batches (every slot kind, planted accepted drafts, end tokens, max_dec_len hit,
 short row ranges, bad candidate rows, L nearly full) plus wider drafts (up to the XPU's
-K = 127), up to 64 end tokens, REJECTION rows in float16 and bfloat16, and now and then a
+K = 127), up to 64 end tokens, REJECTION / BLOCK rows in float16 and bfloat16, and now and then a
 batch large enough for the CPU kernels to thread.
 """
 
@@ -32,8 +32,8 @@ def _more_end_tokens(rng: np.random.Generator, arrays: dict) -> None:
 
 
 def verify_call(rng: np.random.Generator, strategy: str) -> tuple[dict, dict]:
-    if strategy == "rejection":
-        return rejection_call(rng)
+    if strategy in ("rejection", "block"):
+        return rejection_call(rng, strategy)
     batch = _batch(rng)
     arrays, attrs = random_verify_case(rng, strategy=strategy, batch=batch, k=None if batch else _k(rng))
     _more_end_tokens(rng, arrays)
@@ -42,7 +42,7 @@ def verify_call(rng: np.random.Generator, strategy: str) -> tuple[dict, dict]:
     return arrays, attrs
 
 
-def rejection_call(rng: np.random.Generator) -> tuple[dict, dict]:
+def rejection_call(rng: np.random.Generator, strategy: str = "rejection") -> tuple[dict, dict]:
     big = rng.random() < 0.001  # batch x V >= 2^20: the threaded path
     arrays = rejection_cases.random_case(rng, batch=64 if big else None)
     if big:
@@ -57,7 +57,7 @@ def rejection_call(rng: np.random.Generator) -> tuple[dict, dict]:
     _more_end_tokens(rng, arrays)
     arrays.update(target_tokens=None, candidate_ids=None, candidate_scores=None, candidate_lens=None)
     roll = rng.random()
-    attrs = {"strategy": "rejection", "accept_all": bool(roll < 0.1), "reject_all": bool(0.05 < roll < 0.2)}
+    attrs = {"strategy": strategy, "accept_all": bool(roll < 0.1), "reject_all": bool(0.05 < roll < 0.2)}
     return arrays, attrs
 
 

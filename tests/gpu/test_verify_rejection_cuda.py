@@ -1,5 +1,5 @@
-"""verify_draft_tokens REJECTION on CUDA: bit-exact against the reference (f32, f16, bf16), and
-replayed from a CUDA Graph with changed inputs."""
+"""verify_draft_tokens REJECTION and BLOCK on CUDA: bit-exact against the reference (f32, f16, bf16),
+lossless on the device, and replayed from a CUDA Graph with changed inputs."""
 
 from __future__ import annotations
 
@@ -31,9 +31,18 @@ def to_device(arrays: dict, dtype: torch.dtype) -> dict:
     return out
 
 
-def launch(t: dict, **attrs) -> None:
-    kernels.verify_draft_tokens(*(None if n is None else t[n] for n in POSITIONAL), strategy="rejection",
+STRATEGIES = ("rejection", "block")
+strategies = pytest.mark.parametrize("strategy", STRATEGIES)
+
+
+def launch(t: dict, strategy: str, **attrs) -> None:
+    kernels.verify_draft_tokens(*(None if n is None else t[n] for n in POSITIONAL), strategy=strategy,
                                 target_probs=t["target_probs"], draft_probs=t["draft_probs"], **attrs)
+
+
+def reference(arrays: dict, strategy: str, **attrs):
+    verify = ref.verify_rejection if strategy == "rejection" else ref.verify_block
+    return verify(*(arrays[n] for n in ARRAY_NAMES), **attrs)
 
 
 def host_view(t: dict, arrays: dict) -> dict:
@@ -45,48 +54,52 @@ def host_view(t: dict, arrays: dict) -> dict:
     return seen
 
 
+@strategies
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
-def test_random_batches_match_the_reference(dtype):
+def test_random_batches_match_the_reference(dtype, strategy):
     rng = np.random.default_rng(7)
     for case in range(300):
         arrays = random_case(rng)
         attrs = {"accept_all": True} if case % 10 == 3 else {"reject_all": True} if case % 10 == 7 else {}
         t = to_device(arrays, dtype)
-        launch(t, **attrs)
+        launch(t, strategy, **attrs)
         torch.cuda.synchronize()
-        expected = ref.verify_rejection(*(host_view(t, arrays)[n] for n in ARRAY_NAMES), **attrs)
+        expected = reference(host_view(t, arrays), strategy, **attrs)
         np.testing.assert_array_equal(t["accept_tokens"].cpu().numpy(), expected[0], err_msg=f"case {case}")
         np.testing.assert_array_equal(t["accept_num"].cpu().numpy(), expected[1], err_msg=f"case {case}")
 
 
-def test_large_vocab_and_batch():
+@strategies
+def test_large_vocab_and_batch(strategy):
     rng = np.random.default_rng(3)
     p, q = random_rows(rng, 4, 32000), random_rows(rng, 3, 32000, zero_fraction=0.5)
     arrays = distribution_case(p, q, 512, seed=2)
     t = to_device(arrays, torch.float32)
-    launch(t)
+    launch(t, strategy)
     torch.cuda.synchronize()
-    expected = ref.verify_rejection(*(arrays[n] for n in ARRAY_NAMES))
+    expected = reference(arrays, strategy)
     np.testing.assert_array_equal(t["accept_tokens"].cpu().numpy(), expected[0])
 
 
-def test_lossless_on_the_device():
+@strategies
+def test_lossless_on_the_device(strategy):
     rng = np.random.default_rng(8)
     p, q = random_rows(rng, 3, 5), random_rows(rng, 2, 5, zero_fraction=0.3)
     t = to_device(distribution_case(p, q, 20000, seed=1), torch.float32)
-    launch(t)
+    launch(t, strategy)
     tokens, num = t["accept_tokens"].cpu().numpy(), t["accept_num"].cpu().numpy()
     for position in range(2):
         fits, stat, crit = chi2_matches(np.bincount(tokens[num > position, position], minlength=5), p[position])
         assert fits, f"position {position}: chi2 {stat:.1f} > {crit:.1f}"
 
 
-def test_graph_replay_with_changed_inputs():
+@strategies
+def test_graph_replay_with_changed_inputs(strategy):
     rng = np.random.default_rng(11)
     p, q = random_rows(rng, 4, 64), random_rows(rng, 3, 64)
     first = distribution_case(p, q, 16, seed=0)
     t = to_device(first, torch.float32)
-    graph = capture(lambda: launch(t))
+    graph = capture(lambda: launch(t, strategy))
     for step in range(4):
         p, q = random_rows(rng, 4, 64), random_rows(rng, 3, 64, zero_fraction=0.2)
         arrays = distribution_case(p, q, 16, seed=step + 1)
@@ -95,6 +108,6 @@ def test_graph_replay_with_changed_inputs():
                 t[name].copy_(torch.from_numpy(np.ascontiguousarray(value)))
         graph.replay()
         torch.cuda.synchronize()
-        expected = ref.verify_rejection(*(arrays[n] for n in ARRAY_NAMES))
+        expected = reference(arrays, strategy)
         np.testing.assert_array_equal(t["accept_tokens"].cpu().numpy(), expected[0], err_msg=f"replay {step}")
         np.testing.assert_array_equal(t["accept_num"].cpu().numpy(), expected[1], err_msg=f"replay {step}")

@@ -17,6 +17,7 @@ enum RandStream : uint32_t {
   kStreamAccept = 3,
   kStreamResample = 4,
   kStreamDraft = 5,
+  kStreamBlock = 6,  // BLOCK's coins: position = the step's step_idx, index = the prefix length
 };
 
 struct Philox4 {
@@ -48,13 +49,14 @@ FS_HD Philox4 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
   return Philox4{{c0, c1, c2, c3}};
 }
 
-// rand64(seed, position, stream): key (seed lo, seed hi), counter
-// (position lo, position hi, stream, 0); result x0 | x1 << 32.
-FS_HD uint64_t rand64(int64_t seed, int64_t position, uint32_t stream) {
+// rand64(seed, position, stream, index): key (seed lo, seed hi), counter
+// (position lo, position hi, stream, index); result x0 | x1 << 32. Only
+// kStreamBlock uses an index other than 0.
+FS_HD uint64_t rand64(int64_t seed, int64_t position, uint32_t stream, uint32_t index = 0) {
   const uint64_t s = static_cast<uint64_t>(seed);
   const uint64_t p = static_cast<uint64_t>(position);
   const Philox4 r = philox4x32_10(static_cast<uint32_t>(p), static_cast<uint32_t>(p >> 32),
-                                  stream, 0u, static_cast<uint32_t>(s),
+                                  stream, index, static_cast<uint32_t>(s),
                                   static_cast<uint32_t>(s >> 32));
   return static_cast<uint64_t>(r.x[0]) | (static_cast<uint64_t>(r.x[1]) << 32);
 }

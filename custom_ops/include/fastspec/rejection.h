@@ -1,12 +1,15 @@
 // REJECTION verification arithmetic (docs/ops/verify_draft_tokens.md "REJECTION",
-// **REJECTION**), shared by every backend. Probability rows may be f32, f16 or
-// bf16 (widened exactly to f32); every decision is made on int64 masses.
+// **REJECTION**), shared by every backend and by BLOCK (block_verify.h).
+// Probability rows may be f32, f16 or bf16 (widened exactly to f32); every
+// decision is made on int64 masses.
 //
 //   accept draft d at row t  iff  mq > 0 and ((rand64(seed, pos, ACCEPT) * mq) >> 64) < mp
 //   after a rejection         a draw from max(mp_v - mq_v, 0), ascending ids (RESAMPLE);
 //                             an empty residual draws from p instead
 //   bonus                     a draw from mp_v, ascending ids (RESAMPLE)
 // A draw with total mass 0 has no token (-1): the caller emits end_tokens[0].
+// BLOCK draws its correction from the weighted residual max(w * mp_v - mq_v, 0)
+// (w = kMassOne is REJECTION's residual), so every draw takes a weight.
 #pragma once
 
 #include <cstdint>
@@ -35,15 +38,30 @@ FS_HD int64_t rejection_mass(const void* probs, int32_t dtype, int64_t vocab, in
   return prob_mass_of(static_cast<const char*>(probs) + (t * vocab + v) * prob_bytes(dtype), dtype);
 }
 
-// The mass of one element in a draw: max(mp - mq, 0) from the residual, else mp.
-FS_HD int64_t rejection_draw_mass(int64_t mp, int64_t mq, bool residual) {
-  if (!residual) return mp;
-  return mp > mq ? mp - mq : 0;
+// 1 in masses; a probability's mass is at most this.
+constexpr int64_t kMassOne = int64_t{1} << 40;
+// The weight of a draw from p itself (no residual).
+constexpr int64_t kDrawTarget = -1;
+
+// floor(w * m / 2^40) for 0 <= w, m <= 2^40, exact through a 128-bit product.
+FS_HD int64_t mass_mul(int64_t w, int64_t m) {
+  const uint64_t lo = static_cast<uint64_t>(w) * static_cast<uint64_t>(m);
+  const uint64_t hi = mul_hi64(static_cast<uint64_t>(w), static_cast<uint64_t>(m));
+  return static_cast<int64_t>((hi << 24) | (lo >> 40));
 }
 
-FS_HD int64_t rejection_residual_mass(const RejectionRows& r, int64_t t, int64_t v) {
-  return rejection_draw_mass(rejection_mass(r.target_probs, r.dtype, r.vocab, t, v),
-                             rejection_mass(r.draft_probs, r.dtype, r.vocab, t, v), true);
+// The mass of one element in a draw: mp from p (weight kDrawTarget), else the
+// residual max(w * mp - mq, 0) of weight w (kMassOne: REJECTION's max(mp - mq, 0)).
+FS_HD int64_t rejection_draw_mass(int64_t mp, int64_t mq, int64_t weight) {
+  if (weight < 0) return mp;
+  const int64_t scaled = weight == kMassOne ? mp : mass_mul(weight, mp);
+  return scaled > mq ? scaled - mq : 0;
+}
+
+FS_HD int64_t rejection_element_mass(const RejectionRows& r, int64_t t, int64_t v, int64_t weight) {
+  const int64_t mp = rejection_mass(r.target_probs, r.dtype, r.vocab, t, v);
+  if (weight < 0) return mp;
+  return rejection_draw_mass(mp, rejection_mass(r.draft_probs, r.dtype, r.vocab, t, v), weight);
 }
 
 // The acceptance test from the draft's masses under p (mp) and q (mq).
@@ -61,35 +79,34 @@ FS_HD bool rejection_accepts(const RejectionRows& r, int64_t t, int64_t d, int64
                                   rejection_mass(r.draft_probs, r.dtype, r.vocab, t, d), seed, position);
 }
 
-// A draw over ascending ids from the masses residual ? max(p - q, 0) : p of
-// row t; -1 when their total is 0. Serial (CPU, and a CUDA thread per slot).
-FS_HD int64_t rejection_draw(const RejectionRows& r, int64_t t, bool residual, int64_t seed,
+// A draw over ascending ids from the masses of row t of weight `weight`
+// (rejection_draw_mass: p, or a residual); -1 when their total is 0. Serial
+// (CPU, and a CUDA thread per slot).
+FS_HD int64_t rejection_draw(const RejectionRows& r, int64_t t, int64_t weight, int64_t seed,
                              int64_t position) {
   int64_t total = 0;
-  for (int64_t v = 0; v < r.vocab; ++v) {
-    total += residual ? rejection_residual_mass(r, t, v)
-                      : rejection_mass(r.target_probs, r.dtype, r.vocab, t, v);
-  }
+  for (int64_t v = 0; v < r.vocab; ++v) total += rejection_element_mass(r, t, v, weight);
   if (total == 0) return -1;
   const uint64_t point = draw_point(rand64(seed, position, kStreamResample), total);
   uint64_t cumulative = 0;
   for (int64_t v = 0; v < r.vocab; ++v) {
-    cumulative += static_cast<uint64_t>(residual ? rejection_residual_mass(r, t, v)
-                                                 : rejection_mass(r.target_probs, r.dtype, r.vocab, t, v));
+    cumulative += static_cast<uint64_t>(rejection_element_mass(r, t, v, weight));
     if (cumulative > point) return v;
   }
   return r.vocab - 1;  // unreachable: the cumulative total exceeds every point
 }
 
-// The correction after a rejection at row t (residual, else p), or the bonus
-// after full acceptance (p). -1: no token (the row has no target mass).
-FS_HD int64_t rejection_correction(const RejectionRows& r, int64_t t, bool rejected, int64_t seed,
+// The correction at row t: from the residual of weight `weight` (kMassOne
+// after a REJECTION rejection, w_i after a BLOCK prefix), falling back to p
+// when that residual is empty; weight kDrawTarget: the bonus after full
+// acceptance (p). -1: no token (the row has no target mass).
+FS_HD int64_t rejection_correction(const RejectionRows& r, int64_t t, int64_t weight, int64_t seed,
                                    int64_t position) {
-  if (rejected) {
-    const int64_t token = rejection_draw(r, t, true, seed, position);
+  if (weight >= 0) {
+    const int64_t token = rejection_draw(r, t, weight, seed, position);
     if (token >= 0) return token;
   }
-  return rejection_draw(r, t, false, seed, position);
+  return rejection_draw(r, t, kDrawTarget, seed, position);
 }
 
 }  // namespace fastspec

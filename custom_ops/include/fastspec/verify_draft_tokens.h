@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "fastspec/block_verify.h"
 #include "fastspec/common.h"
 #include "fastspec/mass.h"
 #include "fastspec/philox.h"
@@ -20,6 +21,7 @@ enum VerifyStrategy : int32_t {
   kVerifyGreedy = 1,       // draft accepted iff equal to the target token; correction = target
   kVerifyTargetMatch = 2,  // as GREEDY, with targets from sample_tokens (lossless for one-hot drafts)
   kVerifyRejection = 3,    // drafts with probabilities: accept iff u * q(d) < p(d) (rejection.h)
+  kVerifyBlock = 4,        // drafts with probabilities judged as one block (block_verify.h)
 };
 
 // Fields named as the schema's arguments, filled by the generated
@@ -43,15 +45,15 @@ struct VerifyDraftTokensParams {
   const int32_t* reasoning_status;     // [B] int32, or nullptr (no slot is reasoning)
   const int64_t* max_dec_len;          // [B] int64
   const int64_t* end_tokens;           // [E] int64, E >= 1
-  const void* target_probs;            // [T, V] f32 / f16 / bf16: REJECTION (p)
+  const void* target_probs;            // [T, V] f32 / f16 / bf16: REJECTION, BLOCK (p)
   int32_t target_probs_dtype;          // ProbDtype of target_probs and draft_probs
-  const void* draft_probs;             // [T, V]: REJECTION (q)
+  const void* draft_probs;             // [T, V]: REJECTION, BLOCK (q)
   int32_t draft_probs_dtype;           // = target_probs_dtype (the front ends check)
   int64_t batch;                       // B
   int64_t draft_cols;                  // K + 1
   int64_t rows;                        // T (0 when the strategy's tensors are left out)
   int64_t candidate_cols;              // Kc (TOPP)
-  int64_t vocab;                       // V (REJECTION)
+  int64_t vocab;                       // V (REJECTION, BLOCK)
   int64_t num_end_tokens;              // E
   int32_t strategy;                    // VerifyStrategy
   bool accept_all;
@@ -61,7 +63,10 @@ struct VerifyDraftTokensParams {
 };
 
 // The strategies the kernels know; every backend refuses any other.
-FS_HD bool verify_strategy_ok(int32_t strategy) { return strategy >= kVerifyTopp && strategy <= kVerifyRejection; }
+FS_HD bool verify_strategy_ok(int32_t strategy) { return strategy >= kVerifyTopp && strategy <= kVerifyBlock; }
+
+// Strategies that read target_probs and draft_probs.
+FS_HD bool verify_reads_probs(int32_t strategy) { return strategy == kVerifyRejection || strategy == kVerifyBlock; }
 
 FS_HD bool is_end_token(int64_t token, const int64_t* end_tokens, int64_t count) {
   for (int64_t e = 0; e < count; ++e) {
@@ -79,7 +84,7 @@ FS_HD int64_t verify_candidate_len(const VerifyDraftTokensParams& a, int64_t t) 
 // of request b)? accept_all and negative drafts are verify_slot_with's.
 FS_HD bool verify_accepts(const VerifyDraftTokensParams& a, int64_t b, int64_t t, int64_t d,
                           int64_t position) {
-  if (a.strategy == kVerifyRejection) return rejection_accepts(a.rejection(), t, d, a.seed[b], position);
+  if (verify_reads_probs(a.strategy)) return rejection_accepts(a.rejection(), t, d, a.seed[b], position);
   if (a.strategy == kVerifyTopp) {
     const int64_t* ids = a.candidate_ids + t * a.candidate_cols;
     const int64_t len = verify_candidate_len(a, t);
@@ -92,14 +97,15 @@ FS_HD bool verify_accepts(const VerifyDraftTokensParams& a, int64_t b, int64_t t
 }
 
 // The correction / bonus token of output row t, deciding position `position`
-// of request b; `rejected`: a draft was judged and rejected at this row (only
-// REJECTION tells the two apart: residual vs target draw). -1 (or any
-// negative value) when the row has none: verify_slot_with emits end_tokens[0].
+// of request b; `weight`: kDrawTarget when no draft was rejected at this row,
+// else the weight of the residual (kMassOne for REJECTION, w_i for BLOCK);
+// only REJECTION and BLOCK read it. -1 (or any negative value) when the row
+// has none: verify_slot_with emits end_tokens[0].
 FS_HD int64_t verify_correction(const VerifyDraftTokensParams& a, int64_t b, int64_t t,
-                                int64_t position, bool rejected) {
+                                int64_t position, int64_t weight) {
   int64_t token = -1;
-  if (a.strategy == kVerifyRejection) {
-    token = rejection_correction(a.rejection(), t, rejected, a.seed[b], position);
+  if (verify_reads_probs(a.strategy)) {
+    token = rejection_correction(a.rejection(), t, weight, a.seed[b], position);
   } else if (a.strategy == kVerifyTopp) {
     const int64_t len = verify_candidate_len(a, t);
     if (len > 0) {
@@ -132,8 +138,19 @@ struct VerifyRowsInMemory {
     return verify_accepts(a, b, t, d, position);
   }
   FS_HD int64_t correction(const VerifyDraftTokensParams& a, int64_t b, int64_t t, int64_t position,
-                           bool rejected) const {
-    return verify_correction(a, b, t, position, rejected);
+                           int64_t weight) const {
+    return verify_correction(a, b, t, position, weight);
+  }
+  // BLOCK's reads (block_verify.h): one draft's masses, one row's gain and loss.
+  FS_HD bool draft_masses(const VerifyDraftTokensParams& a, int64_t t, int64_t d, int64_t* mp, int64_t* mq) const {
+    if (d < 0 || d >= a.vocab) return false;
+    *mp = rejection_mass(a.target_probs, a.target_probs_dtype, a.vocab, t, d);
+    *mq = rejection_mass(a.draft_probs, a.target_probs_dtype, a.vocab, t, d);
+    return true;
+  }
+  FS_HD void block_sums(const VerifyDraftTokensParams& a, int64_t t, int64_t weight, uint64_t* gain,
+                        uint64_t* loss) const {
+    block_row_sums(a.rejection(), t, weight, gain, loss);
   }
 };
 
@@ -174,12 +191,19 @@ FS_HD void verify_slot_with(const VerifyDraftTokensParams& a, int64_t b, const R
     return is_end || cur >= max_dec;
   };
 
+  // BLOCK judges all drafts at once, before any is emitted (block_verify.h).
+  const bool as_block = a.strategy == kVerifyBlock && !a.accept_all && drafts > 0;
+  int64_t block_residual = kMassOne;
+  const int64_t block_len = as_block ? block_accepted(a, rows, a.draft_tokens + b * a.draft_cols, first_row, drafts,
+                                                      a.seed[b], a.step_idx[b], &block_residual)
+                                     : 0;
   int64_t i = 0;
   bool rejected = false;
   for (; i < drafts; ++i) {
     const int64_t d = a.draft_tokens[b * a.draft_cols + i + 1];
     const int64_t position = static_cast<int64_t>(static_cast<uint64_t>(a.step_idx[b]) + i);
-    if (d < 0 || !(a.accept_all || rows.accepts(a, b, first_row + i, d, position))) {
+    const bool accepted = as_block ? i < block_len : (a.accept_all || rows.accepts(a, b, first_row + i, d, position));
+    if (d < 0 || !accepted) {
       rejected = true;
       break;
     }
@@ -190,7 +214,8 @@ FS_HD void verify_slot_with(const VerifyDraftTokensParams& a, int64_t b, const R
   }
   if (!ended) {
     const int64_t position = static_cast<int64_t>(static_cast<uint64_t>(a.step_idx[b]) + i);
-    const int64_t token = rows.correction(a, b, first_row + i, position, rejected);
+    const int64_t weight = !rejected ? kDrawTarget : as_block ? block_residual : kMassOne;
+    const int64_t token = rows.correction(a, b, first_row + i, position, weight);
     emit(token < 0 ? a.end_tokens[0] : token);
   }
   a.accept_num[b] = static_cast<int32_t>(emitted);
@@ -199,7 +224,8 @@ FS_HD void verify_slot_with(const VerifyDraftTokensParams& a, int64_t b, const R
 FS_HD void verify_slot(const VerifyDraftTokensParams& a, int64_t b) { verify_slot_with(a, b, VerifyRowsInMemory{}); }
 
 // CPU: threads across slots. Returns kOk, or kInvalidArgument for an
-// unsupported strategy. REJECTION scans V entries per correction / bonus.
+// unsupported strategy. REJECTION scans V entries per correction / bonus;
+// BLOCK also scans a row per prefix it tries (at most K).
 int verify_draft_tokens_cpu(const VerifyDraftTokensParams& params);
 
 // XPU: one launch, one core per slot; each core stages its slot in local

@@ -8,6 +8,7 @@ import numpy as np
 import paddle
 
 from fastspec import ops
+from fastspec.core.schema import PROBABILITY_STRATEGIES
 from fastspec.runtime.proposers.base import Proposal, Proposer
 from fastspec.reference.rng import STREAM_DRAFT
 from fastspec.runtime.state import SpecState
@@ -137,7 +138,7 @@ class DraftModelProposer(Proposer):
         kwargs = dict(
             num_model_steps=getattr(config, "num_model_steps", 0) or None,
             chain_hidden_states=getattr(config, "chain_hidden_states", True),
-            sample_drafts=getattr(config, "verify_strategy", "") == "rejection",
+            sample_drafts=getattr(config, "verify_strategy", "") in PROBABILITY_STRATEGIES,
             max_ngram_size=config.max_ngram_size,
             min_ngram_size=config.min_ngram_size,
             token_budget=config.token_budget,
