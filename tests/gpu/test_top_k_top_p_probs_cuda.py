@@ -4,7 +4,8 @@ Runs the kernel through the pybind11 bindings on PyTorch tensors (no Paddle on t
 Small cases are named `spec_example` / `graph_replay` so tests/gpu/run_gpu_checks.sh and
 tests/gpu/run_sanitizer.sh run them under compute-sanitizer.
 
-On the CUDA emulator without a GPU: everything but the graph replay (`needs_gpu`), the same cases.
+On the CUDA emulator without a GPU: everything but the graph replay (`needs_gpu`), the same cases
+except V = 151936 in float32 only.
 """
 
 from __future__ import annotations
