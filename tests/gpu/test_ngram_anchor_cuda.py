@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 
 from fastspec import arrays as kernels  # noqa: E402
 from fastspec import reference as ref  # noqa: E402
-from tests.helpers.cuda import capture, copy_into, target, to_device, to_host  # noqa: E402
+from tests.helpers.cuda import capture, copy_into, shaped_like, target, to_device, to_host  # noqa: E402
 from tests.ngram_append_cases import random_append_case  # noqa: E402
 from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case  # noqa: E402
 
@@ -48,6 +48,7 @@ def test_graph_replay_reads_and_writes_the_anchor_tensor():
                                                 ngram_anchor=tensors["ngram_anchor"]))
     for step in range(5):
         arrays, _ = CASES["ngram_match"](rng, batch=16, max_model_len=256)
+        arrays = shaped_like(arrays, first)
         anchors = random_anchors(rng, arrays)
         copy_into(tensors, {**arrays, "ngram_anchor": anchors})
         graph.replay()

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 from fastspec import arrays as kernels  # noqa: E402
 from tests import ngram_harness as harness  # noqa: E402
-from tests.helpers.cuda import capture, copy_into, run_ngram_cuda, target, to_device, to_host  # noqa: E402
+from tests.helpers.cuda import capture, copy_into, run_ngram_cuda, shaped_like, target, to_device, to_host  # noqa: E402
 from tests.ngram_append_cases import ARRAY_NAMES, hybrid_example, random_append_case  # noqa: E402
 
 run_cuda = partial(run_ngram_cuda, "ngram_append")
@@ -51,8 +51,7 @@ def test_graph_replay_with_changed_inputs():
     graph = capture(lambda: kernels.ngram_append(*(tensors[name] for name in ARRAY_NAMES), **attrs))
     for step in range(5):
         arrays, _ = random_append_case(rng, batch=16, max_model_len=256)
-        # random_case draws K per case: keep the captured shapes, new contents
-        arrays = {name: np.resize(arrays[name], first[name].shape).astype(first[name].dtype) for name in ARRAY_NAMES}
+        arrays = shaped_like(arrays, first)
         copy_into(tensors, arrays)
         graph.replay()
         torch.cuda.synchronize()

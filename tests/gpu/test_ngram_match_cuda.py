@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 from fastspec import arrays as kernels  # noqa: E402
 from fastspec import reference as ref  # noqa: E402
 from tests import ngram_harness as harness  # noqa: E402
-from tests.helpers.cuda import capture, copy_into, run_ngram_cuda, target, to_device, to_host  # noqa: E402
+from tests.helpers.cuda import capture, copy_into, run_ngram_cuda, shaped_like, target, to_device, to_host  # noqa: E402
 from tests.ngram_cases import ARRAY_NAMES, random_case, spec_example  # noqa: E402
 
 run_cuda = partial(run_ngram_cuda, "ngram_match")
@@ -59,6 +59,7 @@ def test_graph_replay_with_changed_inputs():
     for step in range(5):
         # same shapes, new contents: the replay must read them from the captured buffers
         arrays, _ = random_case(rng, batch=16, max_model_len=256)
+        arrays = shaped_like(arrays, first)
         copy_into(tensors, arrays)
         graph.replay()
         torch.cuda.synchronize()

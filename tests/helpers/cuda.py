@@ -105,6 +105,12 @@ def copy_into(tensors: dict[str, torch.Tensor], arrays: dict[str, np.ndarray]) -
         tensors[name].copy_(torch.from_numpy(np.ascontiguousarray(value)))
 
 
+def shaped_like(arrays: dict[str, np.ndarray], captured: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A new random case cut to a captured graph's shapes (the cases draw K per case): new contents,
+    the captured shapes and dtypes."""
+    return {name: np.resize(arrays[name], captured[name].shape).astype(captured[name].dtype) for name in captured}
+
+
 def run_ngram_cuda(op: str, arrays: dict[str, np.ndarray], attrs: dict) -> tuple[np.ndarray, np.ndarray]:
     """An n-gram kernel (``ngram_match`` / ``ngram_append``) on the target through the bindings."""
     from fastspec import arrays as kernels
