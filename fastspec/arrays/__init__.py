@@ -18,7 +18,7 @@ New outputs (``top_p_candidates``' candidates, ``sample_tokens``' tokens,
 CPU backend's bit for bit. ``xpu_reverse_clusters=True`` runs the clusters
 last to first (a test mode). See docs/xpu.md.
 
-``backend="cuda_emulator"`` runs numpy arrays on the CUDA kernels
+``backend="cuda_emulator"`` runs numpy arrays (or CPU torch tensors) on the CUDA kernels
 (``custom_ops/cuda``) through the host emulation of a CUDA device, with the
 launch configuration the CUDA launchers choose and the CUDA backend's limits;
 ``cuda_block_order="forward" | "reverse" | "shuffle"`` (with
@@ -209,10 +209,11 @@ CUDA_BLOCK_ORDERS = ("forward", "reverse", "shuffle")  # op_call.h cuda_block_or
 
 def _on_emulated_device(op: OpSchema, backend: str, name: str, array: Array) -> Array:
     """An array of a backend="xpu_emulator" or "cuda_emulator" call, moved onto the emulated device
-    (host memory is its global memory), so that device's limits apply."""
-    if array.framework != "numpy":
-        raise FastspecArgumentError(f"{op.name}: backend='{backend}' runs on numpy arrays; argument "
-                                    f"'{name}' is a {array.framework} array on {array.meta.device}")
+    (host memory is its global memory), so that device's limits apply. numpy arrays and CPU torch
+    tensors qualify: both are host memory the checks can bound."""
+    if not (array.framework == "numpy" or (array.framework == "torch" and array.meta.device == "cpu")):
+        raise FastspecArgumentError(f"{op.name}: backend='{backend}' runs on numpy arrays (or CPU torch tensors); "
+                                    f"argument '{name}' is a {array.framework} array on {array.meta.device}")
     return dataclasses.replace(array, meta=dataclasses.replace(array.meta, device=EMULATED_DEVICES[backend]))
 
 
@@ -347,9 +348,9 @@ _EXTRA_DOC = ("    num_threads (CPU only): 1 keeps the work on the calling threa
               "    stream (CUDA only): the CUDA stream handle; default: the framework's current stream.\n"
               "    backend: None runs on the arrays' device; 'xpu_emulator' runs numpy arrays on the XPU kernels,\n"
               "        emulated on host threads, with xpu_grid=(clusters, cores) and, as a test mode,\n"
-              "        xpu_reverse_clusters=True; 'cuda_emulator' runs numpy arrays on the CUDA kernels, emulated on\n"
-              "        host fibers, with the launches the CUDA launchers choose, blocks in cuda_block_order\n"
-              "        ('forward', 'reverse' or 'shuffle', seeded by cuda_shuffle_seed).")
+              "        xpu_reverse_clusters=True; 'cuda_emulator' runs numpy arrays (or CPU torch tensors) on the CUDA\n"
+              "        kernels, emulated on host fibers, with the launches the CUDA launchers choose,\n"
+              "        blocks in cuda_block_order ('forward', 'reverse' or 'shuffle', seeded by cuda_shuffle_seed).")
 
 
 def _op(name: str) -> Any:

@@ -7,6 +7,8 @@ have, and compares each result with the numpy reference, bit for bit:
   supports (the level picked here in this process; the others in a child process with
   ``FASTSPEC_SIMD`` set, as the level is chosen once per process);
 - ``xpu emu``: the XPU kernels on the host emulation of the XPU (``backend="xpu_emulator"``);
+- ``cuda emu``: the CUDA kernels on the host emulation of a CUDA device (``backend="cuda_emulator"``),
+  so they run even where no GPU is (docs/cuda_emulation.md);
 - ``cuda``: the bindings' CUDA kernels, where they are built, a GPU is visible and PyTorch or
   CuPy is installed to hold the arrays;
 - ``paddle <device>``: the Paddle op library, on the CPU and on each device Paddle was built for
@@ -130,7 +132,7 @@ def call(case: Case, op: Callable[..., Any], to: Callable[[np.ndarray], Any] = n
 
 
 def kernels_runner(**extras: Any) -> Callable[[Case], tuple[np.ndarray, ...]]:
-    """numpy arrays through ``fastspec.arrays`` (the CPU kernels, or ``backend="xpu_emulator"``)."""
+    """numpy arrays through ``fastspec.arrays`` (the CPU kernels, or an emulated device's ``backend=``)."""
 
     def run(case: Case) -> tuple[np.ndarray, ...]:
         from fastspec import arrays
@@ -238,7 +240,7 @@ def check(seed: int = 0, only: Sequence[str] = FAMILIES) -> Report:
     children: dict[str, subprocess.Popen] = {}
     if build is None:
         columns += [Column(name, absent="not built", why=f"bindings: {why_not}")
-                    for name in ("cpu", "xpu emu", "cuda") if name.split()[0] in only]
+                    for name in ("cpu", "xpu emu", "cuda emu", "cuda") if name.split()[0] in only]
     else:
         if "cpu" in only:
             picked = build["simd_picked"]
@@ -255,6 +257,7 @@ def check(seed: int = 0, only: Sequence[str] = FAMILIES) -> Report:
         if "xpu" in only:
             columns.append(Column("xpu emu", kernels_runner(backend="xpu_emulator")))
         if "cuda" in only:
+            columns.append(Column("cuda emu", kernels_runner(backend="cuda_emulator")))
             columns.append(_cuda_column(build))
     if "paddle" in only:
         columns += _paddle_columns()

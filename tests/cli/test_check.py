@@ -26,7 +26,7 @@ def test_check_passes_here():
     lines = proc.stdout.splitlines()
     header = next(line for line in lines if line.lstrip().startswith("cpu "))
     columns = header.split("  ")
-    assert "xpu emu" in header and "paddle cpu" in header
+    assert "xpu emu" in header and "cuda emu" in header and "paddle cpu" in header
     for row in ROWS:
         line = next(line for line in lines if line.startswith(row + "  "))
         assert "FAIL" not in line and line[len(row):].split()[0] == "PASS", line  # the picked CPU level comes first
@@ -70,6 +70,24 @@ def test_a_planted_wrong_result_fails_on_that_backend_only(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "1 failed" in out and "FAILED" in out
     assert fastspec.run_check(verbose=False) is False
+
+
+def test_every_op_passes_on_the_cuda_emulator_and_a_wrong_result_fails_there(monkeypatch):
+    report = check.check(only=("cuda",))
+    assert report.columns[0] == "cuda emu"
+    assert {report.cells[row, "cuda emu"] for row in ROWS} == {"PASS"}
+    right = arrays.sample_tokens
+
+    def wrong_on_the_emulator(*args, **kwargs):
+        tokens = right(*args, **kwargs)
+        if kwargs.get("backend") == "cuda_emulator":
+            tokens[0] += 1
+        return tokens
+
+    monkeypatch.setattr(arrays, "sample_tokens", wrong_on_the_emulator)
+    report = check.check(only=("cpu", "cuda"))
+    assert {key for key, cell in report.cells.items() if cell == "FAIL"} == {("sample_tokens", "cuda emu")}
+    assert any(n.startswith("FAIL sample_tokens on cuda emu: ") for n in report.notes)
 
 
 def test_a_wrong_paddle_result_fails_the_paddle_column(monkeypatch):

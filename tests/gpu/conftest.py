@@ -1,9 +1,11 @@
 """GPU tests run the CUDA kernels through the pybind11 bindings with PyTorch tensors.
 
-They need a CUDA device, PyTorch and bindings built with CUDA
-(`python setup_ops.py --bindings-only`). Without PyTorch the folder is not
-collected; without a device or CUDA bindings every test in it is skipped.
-The reason is printed in pytest's header.
+On a host with a CUDA device and bindings built with CUDA (`python setup_ops.py --bindings-only
+--cuda on`) every test runs on the GPU. Elsewhere the same tests run on the host emulation of a
+CUDA device (CPU torch tensors, `backend="cuda_emulator"`, fewer random cases: see
+tests/helpers/cuda.py), except those marked `needs_gpu` (CUDA Graph capture and replay, raw device
+pointers and streams), which are skipped with the reason. Without PyTorch the folder is not
+collected. pytest's header says which target ran.
 """
 
 from __future__ import annotations
@@ -17,31 +19,49 @@ if not HAS_TORCH:
     collect_ignore_glob = ["*.py"]
 
 
-def _skip_reason() -> str | None:
-    if not HAS_TORCH:
-        return "PyTorch is not installed"
-    import torch
+def pytest_configure(config):
+    config.addinivalue_line("markers", "needs_gpu: needs a real CUDA device (skipped on the CUDA emulator)")
 
-    if not torch.cuda.is_available():
-        return "no CUDA device"
+
+def _bindings_missing() -> str | None:
     from fastspec import arrays as kernels
 
     try:
-        if not kernels.module().with_cuda:
-            return "bindings built without CUDA"
+        kernels.module()
     except ImportError as error:
         return str(error)
     return None
 
 
 def pytest_report_header(config):
-    reason = _skip_reason()
-    return f"tests/gpu: {'skipped, ' + reason if reason else 'running on CUDA'}"
+    if not HAS_TORCH:
+        return "tests/gpu: not collected, PyTorch is not installed"
+    from tests.helpers.cuda import gpu_unavailable
+
+    missing, reason = _bindings_missing(), gpu_unavailable()
+    if missing:
+        return f"tests/gpu: skipped, {missing}"
+    return f"tests/gpu: on the CUDA emulator ({reason}; needs_gpu tests skipped)" if reason else "tests/gpu: on CUDA"
 
 
 def pytest_collection_modifyitems(config, items):
-    reason = _skip_reason()
-    if reason:
-        for item in items:
-            if "tests/gpu/" in str(item.fspath):
-                item.add_marker(pytest.mark.skip(reason=reason))
+    if not HAS_TORCH:
+        return
+    from tests.helpers.cuda import gpu_unavailable
+
+    missing, reason = _bindings_missing(), gpu_unavailable()
+    for item in items:
+        if "tests/gpu/" not in str(item.fspath):
+            continue
+        if missing:
+            item.add_marker(pytest.mark.skip(reason=missing))
+        elif reason and item.get_closest_marker("needs_gpu"):
+            item.add_marker(pytest.mark.skip(reason=f"needs a real GPU ({reason})"))
+
+
+@pytest.fixture(autouse=True)
+def _block_order_per_test(request):
+    """On the emulator each test starts at its own block order."""
+    from tests.helpers.cuda import target
+
+    target.start(request.node.nodeid)

@@ -1,5 +1,7 @@
 """Anchored n-gram drafting on CUDA: both ops with ngram_anchor against the reference, eagerly and
-replayed from a captured CUDA Graph whose anchors live in a device tensor."""
+replayed from a captured CUDA Graph whose anchors live in a device tensor.
+
+On the CUDA emulator without a GPU: the random batches (a few cases); the graph replay needs a GPU."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 
 from fastspec import arrays as kernels  # noqa: E402
 from fastspec import reference as ref  # noqa: E402
-from tests.helpers.cuda import capture, copy_into, to_device, to_host  # noqa: E402
+from tests.helpers.cuda import capture, copy_into, shaped_like, target, to_device, to_host  # noqa: E402
 from tests.ngram_append_cases import random_append_case  # noqa: E402
 from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case  # noqa: E402
 
@@ -25,17 +27,19 @@ def assert_same(got, expected, context=""):
 @pytest.mark.parametrize("op", sorted(CASES))
 def test_random_batches_with_anchors_match_the_reference(op):
     rng = np.random.default_rng(15 + len(op))  # the CPU tests' cases
-    for case in range(300):
+    for case in range(target.cases(300)):
         arrays, attrs = CASES[op](rng)
         anchors = random_anchors(rng, arrays)
         expected = getattr(ref, op)(*(arrays[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=anchors)
         tensors = to_device({**arrays, "ngram_anchor": anchors})
-        getattr(kernels, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=tensors["ngram_anchor"])
-        torch.cuda.synchronize()
+        getattr(kernels, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=tensors["ngram_anchor"],
+                             **target.kw)
+        target.synchronize()
         out = to_host(tensors)
         assert_same((out["draft_tokens"], out["seq_lens_this_time"], out["ngram_anchor"]), expected, f"case {case}")
 
 
+@pytest.mark.needs_gpu
 def test_graph_replay_reads_and_writes_the_anchor_tensor():
     rng = np.random.default_rng(4)
     first, attrs = CASES["ngram_match"](rng, batch=16, max_model_len=256)
@@ -44,6 +48,7 @@ def test_graph_replay_reads_and_writes_the_anchor_tensor():
                                                 ngram_anchor=tensors["ngram_anchor"]))
     for step in range(5):
         arrays, _ = CASES["ngram_match"](rng, batch=16, max_model_len=256)
+        arrays = shaped_like(arrays, first)
         anchors = random_anchors(rng, arrays)
         copy_into(tensors, {**arrays, "ngram_anchor": anchors})
         graph.replay()

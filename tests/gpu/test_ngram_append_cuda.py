@@ -1,4 +1,7 @@
-"""ngram_append on CUDA: bit-exact against the reference, eagerly and replayed from a CUDA Graph."""
+"""ngram_append on CUDA: bit-exact against the reference, eagerly and replayed from a CUDA Graph.
+
+On the CUDA emulator without a GPU: everything but the graph replay (`needs_gpu`), with a few
+random cases per chunk."""
 
 from __future__ import annotations
 
@@ -11,11 +14,8 @@ torch = pytest.importorskip("torch")
 
 from fastspec import arrays as kernels  # noqa: E402
 from tests import ngram_harness as harness  # noqa: E402
-from tests.helpers.cuda import capture, copy_into, run_ngram_cuda, to_device, to_host  # noqa: E402
+from tests.helpers.cuda import capture, copy_into, run_ngram_cuda, shaped_like, target, to_device, to_host  # noqa: E402
 from tests.ngram_append_cases import ARRAY_NAMES, hybrid_example, random_append_case  # noqa: E402
-
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
-
 
 run_cuda = partial(run_ngram_cuda, "ngram_append")
 reference = partial(harness.run_reference, "ngram_append")
@@ -30,7 +30,7 @@ def test_spec_example():
 @pytest.mark.parametrize("chunk", range(4))
 def test_random_batches_match_the_reference(chunk):
     rng = np.random.default_rng(2000 + chunk)  # the same cases as the CPU tests
-    for case in range(300):
+    for case in range(target.cases(300)):
         arrays, attrs = random_append_case(rng)
         harness.assert_same(run_cuda(arrays, attrs), reference(arrays, attrs), f"chunk {chunk} case {case} {attrs}")
 
@@ -42,6 +42,7 @@ def test_large_shapes_match_the_reference(batch, max_model_len):
     harness.assert_same(run_cuda(arrays, attrs), reference(arrays, attrs))
 
 
+@pytest.mark.needs_gpu
 def test_graph_replay_with_changed_inputs():
     rng = np.random.default_rng(43)
     first, attrs = random_append_case(rng, batch=16, max_model_len=256)
@@ -50,8 +51,7 @@ def test_graph_replay_with_changed_inputs():
     graph = capture(lambda: kernels.ngram_append(*(tensors[name] for name in ARRAY_NAMES), **attrs))
     for step in range(5):
         arrays, _ = random_append_case(rng, batch=16, max_model_len=256)
-        # random_case draws K per case: keep the captured shapes, new contents
-        arrays = {name: np.resize(arrays[name], first[name].shape).astype(first[name].dtype) for name in ARRAY_NAMES}
+        arrays = shaped_like(arrays, first)
         copy_into(tensors, arrays)
         graph.replay()
         torch.cuda.synchronize()

@@ -1,4 +1,7 @@
-"""ngram_match on CUDA: bit-exact against the reference, eagerly and replayed from a CUDA Graph."""
+"""ngram_match on CUDA: bit-exact against the reference, eagerly and replayed from a CUDA Graph.
+
+On the CUDA emulator without a GPU: everything but the graph replay and the raw-pointer rand64 call
+(`needs_gpu`), with a few random cases per chunk."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 from fastspec import arrays as kernels  # noqa: E402
 from fastspec import reference as ref  # noqa: E402
 from tests import ngram_harness as harness  # noqa: E402
-from tests.helpers.cuda import capture, copy_into, run_ngram_cuda, to_device, to_host  # noqa: E402
+from tests.helpers.cuda import capture, copy_into, run_ngram_cuda, shaped_like, target, to_device, to_host  # noqa: E402
 from tests.ngram_cases import ARRAY_NAMES, random_case, spec_example  # noqa: E402
 
 run_cuda = partial(run_ngram_cuda, "ngram_match")
@@ -28,7 +31,7 @@ def test_spec_example():
 @pytest.mark.parametrize("chunk", range(6))
 def test_random_batches_match_the_reference(chunk):
     rng = np.random.default_rng(1000 + chunk)  # the same cases as the CPU tests
-    for case in range(300):
+    for case in range(target.cases(300)):
         arrays, attrs = random_case(rng)
         harness.assert_same(run_cuda(arrays, attrs), reference(arrays, attrs), f"chunk {chunk} case {case} {attrs}")
 
@@ -46,6 +49,7 @@ def test_batch_above_the_cuda_limit_is_an_error():
         run_cuda(arrays, attrs)
 
 
+@pytest.mark.needs_gpu
 def test_graph_replay_with_changed_inputs():
     rng = np.random.default_rng(42)
     first, attrs = random_case(rng, batch=16, max_model_len=256)
@@ -55,6 +59,7 @@ def test_graph_replay_with_changed_inputs():
     for step in range(5):
         # same shapes, new contents: the replay must read them from the captured buffers
         arrays, _ = random_case(rng, batch=16, max_model_len=256)
+        arrays = shaped_like(arrays, first)
         copy_into(tensors, arrays)
         graph.replay()
         torch.cuda.synchronize()
@@ -62,6 +67,7 @@ def test_graph_replay_with_changed_inputs():
         harness.assert_same((out["draft_tokens"], out["seq_lens_this_time"]), reference(arrays, attrs), f"replay {step}")
 
 
+@pytest.mark.needs_gpu
 def test_rand64_known_answers_on_the_device():
     seeds = torch.tensor([0, 0, 2**32, -1], dtype=torch.int64, device="cuda")
     positions = torch.tensor([0, 2**32, 0, -1], dtype=torch.int64, device="cuda")

@@ -1,5 +1,8 @@
 """verify_draft_tokens and update_model_status on CUDA: bit-exact against the references, and the
-whole propose -> sample -> verify -> update step captured in one CUDA Graph and replayed."""
+whole propose -> sample -> verify -> update step captured in one CUDA Graph and replayed.
+
+On the CUDA emulator without a GPU: everything but the graph replay (`needs_gpu`; tests/emulated
+runs the loop eagerly), with a few random cases."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import numpy as np
 
 from fastspec import arrays as kernels
 from fastspec import reference as ref
-from tests.helpers.cuda import capture, to_device, to_host
+from tests.helpers.cuda import capture, target, to_device, to_host
 from tests.gpu.step_loop import B, STEPS, graph_loop_state, reference_step, run_step
 from tests.verify_update_cases import (
     STRATEGIES,
@@ -25,16 +28,16 @@ from tests.verify_update_cases import (
 
 def verify_cuda(arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
     tensors = to_device({name: value for name, value in arrays.items() if value is not None})
-    kernels.verify_draft_tokens(*(tensors.get(name) for name in VERIFY_NAMES), **attrs)
-    torch.cuda.synchronize()
+    kernels.verify_draft_tokens(*(tensors.get(name) for name in VERIFY_NAMES), **attrs, **target.kw)
+    target.synchronize()
     return tensors["accept_tokens"].cpu().numpy(), tensors["accept_num"].cpu().numpy()
 
 
 def update_cuda(arrays: dict) -> list[np.ndarray]:
     tensors = to_device(arrays)
-    has_running = torch.ones(1, dtype=torch.bool, device="cuda")  # overwritten
-    kernels.update_model_status(*(tensors[name] for name in UPDATE_NAMES), has_running)
-    torch.cuda.synchronize()
+    has_running = torch.ones(1, dtype=torch.bool, device=target.device)  # overwritten
+    kernels.update_model_status(*(tensors[name] for name in UPDATE_NAMES), has_running, **target.kw)
+    target.synchronize()
     return [tensors[name].cpu().numpy() for name in UPDATE_OUTPUTS] + [has_running.cpu().numpy()]
 
 
@@ -51,7 +54,7 @@ def assert_update_same(actual, expected, context=""):
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_verify_random_batches_match_the_reference(strategy):
     rng = np.random.default_rng(100 * STRATEGIES.index(strategy))  # the CPU tests' first chunk
-    for n in range(600):
+    for n in range(target.cases(600)):
         arrays, attrs = random_verify_case(rng, strategy=strategy)
         expected = ref.verify_draft_tokens(*(arrays[name] for name in VERIFY_NAMES), **attrs)
         assert_verify_same(verify_cuda(arrays, attrs), expected, f"case {n} {attrs}")
@@ -59,7 +62,7 @@ def test_verify_random_batches_match_the_reference(strategy):
 
 def test_update_random_batches_match_the_reference():
     rng = np.random.default_rng(500)
-    for n in range(1000):
+    for n in range(target.cases(1000)):
         arrays = random_update_case(rng)
         expected = ref.update_model_status(*(arrays[name] for name in UPDATE_NAMES))
         assert_update_same(update_cuda(arrays), expected, f"case {n}")
@@ -92,6 +95,7 @@ def test_has_running_is_written_without_a_memset():
     assert out[-1].tolist() == [False]
 
 
+@pytest.mark.needs_gpu
 @pytest.mark.parametrize("strategy", ["target_match", "topp", "greedy"])
 def test_graph_replay_of_the_whole_step_matches_eager_and_the_reference(strategy):
     """propose (ngram_match) -> targets (sample_tokens / top_p_candidates / argmax) -> verify ->

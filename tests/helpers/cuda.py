@@ -1,15 +1,86 @@
-"""Moving numpy cases to the GPU and back, and CUDA Graph capture, for the GPU tests."""
+"""Where the tests/gpu cases run, moving numpy cases there and back, and CUDA Graph capture.
+
+``target`` is the real GPU (torch CUDA tensors, the kernels on the framework's stream) where one
+is visible and the bindings have CUDA; otherwise the host emulation of a CUDA device (CPU torch
+tensors and ``backend="cuda_emulator"``, each launch in the next block order of
+tests/emulated/devices.py's CUDA launches). A test writes ``.to(target.device)``,
+``device=target.device``, ``**target.kw`` on every kernel call and ``target.synchronize()``, and
+runs unchanged on both. Tests that need the device itself (CUDA Graphs, streams, raw device
+pointers) are marked ``needs_gpu`` and skipped on the emulator (tests/gpu/conftest.py).
+"""
 
 from __future__ import annotations
 
+import zlib
 from typing import Callable
 
 import numpy as np
 import torch
 
+from tests.emulated.devices import CUDA
+
+EMULATED_CASES = 10  # random cases per test on the emulator (the GPU runs the CPU tests' hundreds)
+
+
+def gpu_unavailable() -> str | None:
+    """Why the kernels cannot run on a real GPU here (None: they can)."""
+    if not torch.cuda.is_available():
+        return "no CUDA device"
+    from fastspec import arrays as kernels
+
+    try:
+        return None if kernels.module().with_cuda else "bindings built without CUDA"
+    except ImportError as error:
+        return str(error)
+
+
+class CudaTarget:
+    """The GPU, or the CUDA emulator standing in for it."""
+
+    def __init__(self, emulated: bool) -> None:
+        self.emulated = emulated
+        self.device = "cpu" if emulated else "cuda"
+        self._launch = 0
+
+    def start(self, test_id: str) -> None:
+        """Each test starts at its own block order (on the emulator), the same on every run."""
+        self._launch = zlib.crc32(test_id.encode())
+
+    @property
+    def kw(self) -> dict:
+        """The keyword arguments of the next kernel call: none on the GPU, the emulator and a block order."""
+        if not self.emulated:
+            return {}
+        self._launch += 1
+        return CUDA.launch(self._launch)
+
+    def cases(self, on_gpu: int) -> int:
+        """How many random cases a test runs: all of them on the GPU, a few on the (slower) emulator."""
+        return min(on_gpu, EMULATED_CASES) if self.emulated else on_gpu
+
+    def skip_slow_dtype(self, dtype: str, vocab: int) -> None:
+        """On the emulator a 151936-token vocabulary runs in float32 only (seconds per dtype there);
+        the 16-bit dtypes run at 32000."""
+        if self.emulated and vocab >= 151936 and dtype != "float32":
+            import pytest  # the benchmarks import this module without pytest
+
+            pytest.skip("the CUDA emulator runs V = 151936 in float32 only (16-bit dtypes at V = 32000)")
+
+    def synchronize(self) -> None:
+        if not self.emulated:
+            torch.cuda.synchronize()
+
+
+target = CudaTarget(emulated=gpu_unavailable() is not None)
+
+
+def tensor(array: np.ndarray) -> torch.Tensor:
+    """A copy of ``array`` on the target (a copy on the emulator too: the kernels write in place)."""
+    return torch.from_numpy(np.ascontiguousarray(array)).to(target.device, copy=True)
+
 
 def to_device(arrays: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-    return {name: torch.from_numpy(np.ascontiguousarray(value)).cuda() for name, value in arrays.items()}
+    return {name: tensor(value) for name, value in arrays.items()}
 
 
 def to_host(tensors: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
@@ -35,13 +106,19 @@ def copy_into(tensors: dict[str, torch.Tensor], arrays: dict[str, np.ndarray]) -
         tensors[name].copy_(torch.from_numpy(np.ascontiguousarray(value)))
 
 
+def shaped_like(arrays: dict[str, np.ndarray], captured: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A new random case cut to a captured graph's shapes (the cases draw K per case): new contents,
+    the captured shapes and dtypes."""
+    return {name: np.resize(arrays[name], captured[name].shape).astype(captured[name].dtype) for name in captured}
+
+
 def run_ngram_cuda(op: str, arrays: dict[str, np.ndarray], attrs: dict) -> tuple[np.ndarray, np.ndarray]:
-    """An n-gram kernel (``ngram_match`` / ``ngram_append``) on CUDA through the bindings."""
+    """An n-gram kernel (``ngram_match`` / ``ngram_append``) on the target through the bindings."""
     from fastspec import arrays as kernels
     from tests.ngram_cases import ARRAY_NAMES
 
     tensors = to_device(arrays)
-    getattr(kernels, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs)
-    torch.cuda.synchronize()
+    getattr(kernels, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs, **target.kw)
+    target.synchronize()
     out = to_host(tensors)
     return out["draft_tokens"], out["seq_lens_this_time"]

@@ -80,7 +80,7 @@ class HostDLPack:
 def test_the_emulated_xpu_takes_numpy_arrays_only():
     arrays, attrs = spec_example()
     arrays["prompt_lens"] = HostDLPack(arrays["prompt_lens"])
-    with pytest.raises(FastspecArgumentError, match="xpu_emulator' runs on numpy arrays.*'prompt_lens'"):
+    with pytest.raises(FastspecArgumentError, match="xpu_emulator' runs on numpy arrays.*'prompt_lens' is a dlpack"):
         kernels.ngram_match(*(arrays[n] for n in ARRAY_NAMES), **attrs, backend="xpu_emulator")
 
 
