@@ -79,12 +79,13 @@ def tensor(array: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(array)).to(target.device, copy=True)
 
 
-def to_device(arrays: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-    return {name: tensor(value) for name, value in arrays.items()}
+def to_device(arrays: dict[str, np.ndarray | None]) -> dict[str, torch.Tensor | None]:
+    """Copies of ``arrays`` on the target; an absent optional input (None) stays None."""
+    return {name: None if value is None else tensor(value) for name, value in arrays.items()}
 
 
-def to_host(tensors: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
-    return {name: value.cpu().numpy() for name, value in tensors.items()}
+def to_host(tensors: dict[str, torch.Tensor | None]) -> dict[str, np.ndarray | None]:
+    return {name: None if value is None else value.cpu().numpy() for name, value in tensors.items()}
 
 
 def capture(step: Callable[[], None]) -> torch.cuda.CUDAGraph:
@@ -103,7 +104,8 @@ def capture(step: Callable[[], None]) -> torch.cuda.CUDAGraph:
 def copy_into(tensors: dict[str, torch.Tensor], arrays: dict[str, np.ndarray]) -> None:
     """Overwrites captured buffers in place (a graph replays on the same addresses)."""
     for name, value in arrays.items():
-        tensors[name].copy_(torch.from_numpy(np.ascontiguousarray(value)))
+        if value is not None:
+            tensors[name].copy_(torch.from_numpy(np.ascontiguousarray(value)))
 
 
 def shaped_like(arrays: dict[str, np.ndarray], captured: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
