@@ -71,13 +71,16 @@ __global__ void __launch_bounds__(kThreads) ngram_search_kernel(NgramMatchParams
     if (scan_generated) scan_region(slot.generated, slot.s - 2, slot, 1, &best);
   }
   if (threadIdx.x == 0) {
-    const int64_t* start = slot.prompt + (anchor >= 0 ? anchor : 0);
-    if (anchor < 0) {
+    // A local, not the shared `anchor`: other threads may still be reading it (no barrier when
+    // `search` is false; compute-sanitizer's racecheck flagged the write).
+    int64_t source = anchor;
+    const int64_t* start = slot.prompt + (source >= 0 ? source : 0);
+    if (source < 0) {
       count = search ? ngram_drafts_of(slot, best, &start) : 0;
-      anchor = count > 0 ? start - slot.prompt : -1;  // the row position of the drafts' source
+      source = count > 0 ? start - slot.prompt : -1;  // the row position of the drafts' source
     }
     first = start;
-    if (a.ngram_anchor) a.ngram_anchor[b] = anchor;
+    if (a.ngram_anchor) a.ngram_anchor[b] = source;
     a.seq_lens_this_time[b] = decode ? static_cast<int32_t>(1 + count) : 0;
   }
   __syncthreads();
