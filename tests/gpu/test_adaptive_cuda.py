@@ -1,11 +1,15 @@
 """adaptive_plan and adaptive_observe on CUDA: bit-exact against the reference (random, wild and
-the controller's B = 256, K = 5), and a plan + observe step captured in a CUDA Graph and replayed."""
+the controller's B = 256, K = 5), and a plan + observe step captured in a CUDA Graph and replayed.
+
+Needs a real GPU throughout (`needs_gpu`): on the CUDA emulator the same kernels are held to the
+reference by tests/emulated/test_adaptive.py."""
 
 from __future__ import annotations
 
 import pytest
 
 torch = pytest.importorskip("torch")  # the whole module needs PyTorch
+pytestmark = pytest.mark.needs_gpu
 
 import numpy as np
 

@@ -1,5 +1,7 @@
 """build_draft_tree and verify_draft_tree on CUDA: bit-exact against the references on random batches (bad
-trees launched without the value checks included), and a captured CUDA Graph replayed on new trees."""
+trees launched without the value checks included), and a captured CUDA Graph replayed on new trees.
+
+On the CUDA emulator without a GPU: the random batches, with a few cases (the replay `needs_gpu`)."""
 
 from __future__ import annotations
 
@@ -11,31 +13,32 @@ import numpy as np
 
 from fastspec import arrays as kernels
 from fastspec import reference as ref
-from tests.helpers.cuda import capture, copy_into, to_device
+from tests.helpers.cuda import capture, copy_into, target, to_device
 from tests.tree_cases import (BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS,
                               random_build_case, random_verify_tree_case)
 
 
 def test_random_batches_match_the_reference():
     rng = np.random.default_rng(2404)
-    for case in range(300):
+    for case in range(target.cases(300)):
         arrays, attrs = random_build_case(rng)
         expected = ref.build_draft_tree(*(arrays[name] for name in BUILD_NAMES), **attrs)
         t = to_device(arrays)
-        got = kernels.build_draft_tree(*(t[name] for name in BUILD_NAMES), **attrs)
-        torch.cuda.synchronize()
+        got = kernels.build_draft_tree(*(t[name] for name in BUILD_NAMES), **attrs, **target.kw)
+        target.synchronize()
         for name, a, e in zip(BUILD_OUTPUTS, got, expected):
             np.testing.assert_array_equal(a.cpu().numpy(), e, err_msg=f"build {name} case {case}")
 
         arrays, attrs = random_verify_tree_case(rng, bad_trees=case % 4 == 0)
         expected = ref.verify_draft_tree(*(arrays[name] for name in VERIFY_TREE_NAMES), **attrs, check=False)
         t = to_device(arrays)
-        got = kernels.verify_draft_tree(*(t[name] for name in VERIFY_TREE_NAMES), **attrs)  # no value checks on a GPU
-        torch.cuda.synchronize()
+        got = kernels.verify_draft_tree(*(t[name] for name in VERIFY_TREE_NAMES), **attrs, **target.kw)
+        target.synchronize()
         for name, a, e in zip(VERIFY_TREE_OUTPUTS, got, expected):
             np.testing.assert_array_equal(a.cpu().numpy(), e, err_msg=f"verify {name} case {case}")
 
 
+@pytest.mark.needs_gpu
 def test_graph_replays_on_new_trees():
     rng = np.random.default_rng(2405)
     arrays, attrs = random_verify_tree_case(rng)

@@ -179,7 +179,9 @@ struct TreeRowsInMemory {
   }
   FS_HD int64_t correction(const VerifyDraftTreeParams& a, int64_t b, int64_t t, int64_t position,
                            bool rejected) const {
-    if (a.strategy == kTreeRejection) return rejection_correction(a.rejection(), t, rejected, a.seed[b], position);
+    if (a.strategy == kTreeRejection) {
+      return rejection_correction(a.rejection(), t, rejected ? kMassOne : kDrawTarget, a.seed[b], position);
+    }
     return a.target_tokens[t];
   }
 };
