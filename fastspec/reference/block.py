@@ -31,8 +31,7 @@ import numpy as np
 from fastspec.reference.mass import MASS_SCALE, draw, prob_mass
 from fastspec.reference.rejection import rejection_bonus
 from fastspec.reference.rng import STREAM_BLOCK, STREAM_RESAMPLE, rand64
-from fastspec.reference.sampling import as_f32_probs
-from fastspec.reference.verify import verify_slots
+from fastspec.reference.verify import SlotInputs, with_probabilities
 
 
 def mass_mul(weight: int, mass: np.ndarray | int) -> np.ndarray | int:
@@ -105,32 +104,11 @@ def block_correction(target: np.ndarray, draft: np.ndarray, row: int, weight: in
     return draw(residual, rand64(seed, position, STREAM_RESAMPLE))
 
 
-def verify_block(
-    accept_tokens: np.ndarray,
-    accept_num: np.ndarray,
-    draft_tokens: np.ndarray,
-    target_probs: np.ndarray,
-    draft_probs: np.ndarray,
-    seed: np.ndarray,
-    step_idx: np.ndarray,
-    stop_flags: np.ndarray,
-    is_block_step: np.ndarray,
-    seq_lens_encoder: np.ndarray,
-    seq_lens_this_time: np.ndarray,
-    cu_seqlens_q_output: np.ndarray,
-    reasoning_status: np.ndarray | None,
-    max_dec_len: np.ndarray,
-    end_tokens: np.ndarray,
-    *,
-    accept_all: bool = False,
-    reject_all: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``verify_draft_tokens`` with strategy BLOCK; the inputs and outputs of ``verify_rejection``."""
-    target = as_f32_probs(target_probs)  # f16, or bf16 given as uint16 bits: widened exactly
-    draft = as_f32_probs(draft_probs)
-    seeds = np.asarray(seed).reshape(-1)
-    steps = np.asarray(step_idx).reshape(-1)
-    cu = np.asarray(cu_seqlens_q_output).reshape(-1)
+def block_rules(target: np.ndarray, draft: np.ndarray, draft_tokens: np.ndarray, slots: SlotInputs,
+                accept_all: bool) -> dict:
+    """BLOCK's ``decide`` and ``correction`` (``verify_slots``' hooks) over the widened ``target`` and ``draft``
+    probabilities ``[T, V]``."""
+    seeds, steps, cu = slots.seed, slots.step_idx, slots.cu_seqlens_q_output
     drafts_of = np.asarray(draft_tokens)
 
     def slot_drafts(b: int, count: int) -> list[int]:
@@ -146,9 +124,7 @@ def verify_block(
         weight = MASS_SCALE if accept_all else block_weights(target, draft, slot_drafts(b, accepted), int(cu[b]))[-1]
         return block_correction(target, draft, t, weight, int(seeds[b]), position)
 
-    return verify_slots(
-        accept_tokens, accept_num, draft_tokens, seed, step_idx, stop_flags, is_block_step, seq_lens_encoder,
-        seq_lens_this_time, cu_seqlens_q_output, reasoning_status, max_dec_len, end_tokens,
-        rows=target.shape[0], accept_all=accept_all, reject_all=reject_all, accepts=None, decide=decide,
-        correction=correction,
-    )
+    return {"accepts": None, "decide": decide, "correction": correction}
+
+
+verify_block = with_probabilities("block")

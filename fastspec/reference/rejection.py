@@ -22,8 +22,7 @@ import numpy as np
 
 from fastspec.reference.mass import draw, prob_mass
 from fastspec.reference.rng import STREAM_ACCEPT, STREAM_RESAMPLE, rand64
-from fastspec.reference.sampling import as_f32_probs
-from fastspec.reference.verify import verify_slots
+from fastspec.reference.verify import with_probabilities
 
 
 def _masses(row: np.ndarray) -> np.ndarray:
@@ -60,44 +59,19 @@ def rejection_residual(p_row: np.ndarray, q_row: np.ndarray, seed: int, position
     return draw(residual, rand64(seed, position, STREAM_RESAMPLE))
 
 
-def verify_rejection(
-    accept_tokens: np.ndarray,
-    accept_num: np.ndarray,
-    draft_tokens: np.ndarray,
-    target_probs: np.ndarray,
-    draft_probs: np.ndarray,
-    seed: np.ndarray,
-    step_idx: np.ndarray,
-    stop_flags: np.ndarray,
-    is_block_step: np.ndarray,
-    seq_lens_encoder: np.ndarray,
-    seq_lens_this_time: np.ndarray,
-    cu_seqlens_q_output: np.ndarray,
-    reasoning_status: np.ndarray | None,
-    max_dec_len: np.ndarray,
-    end_tokens: np.ndarray,
-    *,
-    accept_all: bool = False,
-    reject_all: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``verify_draft_tokens`` with strategy REJECTION; returns updated copies of
-    ``(accept_tokens, accept_num)``. ``target_probs`` and ``draft_probs`` are ``[T, V]``
-    (f32, f16, or bf16 as uint16 bits); row ``r(i)`` of both scores draft ``i``."""
-    target_probs = as_f32_probs(target_probs)  # f16, or bf16 given as uint16 bits: widened exactly
-    draft_probs = as_f32_probs(draft_probs)
-    seeds = np.asarray(seed).reshape(-1)
+def rejection_rules(target: np.ndarray, draft: np.ndarray, seeds: np.ndarray) -> dict:
+    """REJECTION's ``accepts`` and ``correction`` (``verify_slots``' hooks; the tree walk's too) over the widened
+    ``target`` and ``draft`` probabilities ``[T, V]`` and the slots' ``seeds`` ``[B]``."""
 
     def accepts(b: int, t: int, position: int, d: int) -> bool:
-        return rejection_accepts(target_probs[t], draft_probs[t], d, int(seeds[b]), position)
+        return rejection_accepts(target[t], draft[t], d, int(seeds[b]), position)
 
     def correction(b: int, t: int, position: int, rejected: bool) -> int | None:
         if rejected:
-            return rejection_residual(target_probs[t], draft_probs[t], int(seeds[b]), position)
-        return rejection_bonus(target_probs[t], int(seeds[b]), position)
+            return rejection_residual(target[t], draft[t], int(seeds[b]), position)
+        return rejection_bonus(target[t], int(seeds[b]), position)
 
-    return verify_slots(
-        accept_tokens, accept_num, draft_tokens, seed, step_idx, stop_flags, is_block_step, seq_lens_encoder,
-        seq_lens_this_time, cu_seqlens_q_output, reasoning_status, max_dec_len, end_tokens,
-        rows=target_probs.shape[0], accept_all=accept_all, reject_all=reject_all, accepts=accepts,
-        correction=correction,
-    )
+    return {"accepts": accepts, "correction": correction}
+
+
+verify_rejection = with_probabilities("rejection")

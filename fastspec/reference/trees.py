@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from fastspec.core.errors import FastspecArgumentError
-from fastspec.reference.rejection import rejection_accepts, rejection_bonus, rejection_residual
+from fastspec.reference.rejection import rejection_rules
 from fastspec.reference.sampling import as_f32_probs
-from fastspec.reference.verify import _flat, _wrap64
+from fastspec.reference.verify import SlotInputs, _flat, _wrap64
 
 TREE_STRATEGIES = ("greedy", "target_match", "rejection")
 
@@ -141,67 +141,40 @@ def verify_draft_tree(
     if check:
         check_draft_trees("verify_draft_tree", draft_tree_parents, seq_lens_this_time, seq_lens_encoder, k)
     nodes_out = np.full((batch, cols), -1, np.int32)
-    step, stop, blocked, enc, this_time, max_dec = (
-        _flat(x) for x in (step_idx, stop_flags, is_block_step, seq_lens_encoder, seq_lens_this_time, max_dec_len))
-    cu = _flat(cu_seqlens_q_output)
-    ends = [int(e) for e in _flat(end_tokens)]
-
+    slots = SlotInputs.of(seed, step_idx, stop_flags, is_block_step, seq_lens_encoder, seq_lens_this_time,
+                          cu_seqlens_q_output, None, max_dec_len, end_tokens)
     if strategy == "rejection":  # the chain's REJECTION arithmetic (fastspec/reference/rejection.py)
-        p_rows, q_rows, seeds = as_f32_probs(target_probs), as_f32_probs(draft_probs), _flat(seed)
-        rows = p_rows.shape[0]
-
-        def accepts(b: int, t: int, d: int, position: int) -> bool:
-            return rejection_accepts(p_rows[t], q_rows[t], d, int(seeds[b]), position)
-
-        def correction(b: int, t: int, position: int, rejected: bool) -> int | None:
-            if rejected:
-                return rejection_residual(p_rows[t], q_rows[t], int(seeds[b]), position)
-            return rejection_bonus(p_rows[t], int(seeds[b]), position)
+        p_rows = as_f32_probs(target_probs)
+        rows, rules = p_rows.shape[0], rejection_rules(p_rows, as_f32_probs(draft_probs), slots.seed)
     else:
         targets = _flat(target_tokens)
-        rows = len(targets)
-
-        def accepts(b: int, t: int, d: int, position: int) -> bool:
-            return d == int(targets[t])
-
-        def correction(b: int, t: int, position: int, rejected: bool) -> int | None:
-            return int(targets[t])
+        rows, rules = len(targets), {"accepts": lambda b, t, position, d: d == int(targets[t]),
+                                     "correction": lambda b, t, position, rejected: int(targets[t])}
 
     for b in range(batch):
         out[b, :] = -1
         num[b] = 0
-        if stop[b] or blocked[b]:
+        judged = slots.judged_rows(b, rows)
+        if judged is None:
             continue
-        prefill = enc[b] > 0
-        if not prefill and not (enc[b] == 0 and this_time[b] >= 1):
-            continue
-        need = 1 if prefill else int(this_time[b])
-        first, end = int(cu[b]), int(cu[b + 1])
-        if first < 0 or end > rows or end - first < need:
-            continue
+        prefill, need, first = judged
         nodes = 1 if prefill or tree_error(draft_tree_parents[b], need, k) else need
         parents, tokens = draft_tree_parents[b], draft_tree_tokens[b]
-        cur, node, emitted, decided = int(step[b]), 0, [], []
+        node, emitted, decided = 0, [], []
         while True:
             children = [c for c in range(node + 1, nodes) if int(parents[c]) == node]
-            position = _wrap64(int(step[b]) + len(emitted))
+            position = _wrap64(int(slots.step_idx[b]) + len(emitted))
             row = first + node
             draft = int(tokens[children[0]]) if children else -1
-            if children and draft >= 0 and accepts(b, row, draft, position):
+            if children and draft >= 0 and rules["accepts"](b, row, position, draft):
                 drawn, child = draft, children[0]
             else:  # the first child rejected (a residual draw), or a leaf (a bonus draw)
-                drawn = correction(b, row, position, bool(children))
+                drawn = rules["correction"](b, row, position, bool(children))
                 drawn = -1 if drawn is None else drawn
                 others = children[1:]  # a rejected first child is not followed
                 child = next((c for c in others if int(tokens[c]) == drawn), -1) if drawn >= 0 else -1
-            token = ends[0] if drawn < 0 else drawn
-            cur = _wrap64(cur + 1)
-            is_end = token in ends
-            if cur >= max_dec[b] and not is_end:
-                token = ends[0]
-            emitted.append(token)
             decided.append(node)
-            if is_end or cur >= max_dec[b] or child < 0:
+            if slots.emit(b, emitted, slots.end_tokens[0] if drawn < 0 else drawn) or child < 0:
                 break
             node = child
         out[b, : len(emitted)] = emitted
