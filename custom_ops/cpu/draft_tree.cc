@@ -26,14 +26,7 @@ int verify_draft_tree_cpu(const VerifyDraftTreeParams& a) {
   const auto run = [&a](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) verify_tree_slot_with(a, b, TreeRowsInMemory{});
   };
-  // REJECTION reads whole rows (V entries) per draw: worth threads far sooner.
-  const bool rows_heavy = a.strategy == kTreeRejection;
-  const int64_t work = rows_heavy ? a.batch * max64(a.vocab, 1) : a.batch;
-  if (work >= (rows_heavy ? int64_t{1} << 20 : kParallelSlots)) {
-    parallel_for(a.batch, rows_heavy ? 1 : kSlotGrain, run);
-  } else {
-    run(0, a.batch);
-  }
+  for_verify_slots(a.batch, a.strategy == kTreeRejection, a.vocab, run);  // REJECTION: whole rows
   return kOk;
 }
 

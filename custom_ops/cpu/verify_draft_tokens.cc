@@ -11,14 +11,7 @@ int verify_draft_tokens_cpu(const VerifyDraftTokensParams& a) {
   const auto run = [&a](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) verify_slot(a, b);
   };
-  // REJECTION and BLOCK read whole rows (V entries) per slot: worth threads far sooner.
-  const bool rows_heavy = verify_reads_probs(a.strategy);
-  const int64_t work = rows_heavy ? a.batch * max64(a.vocab, 1) : a.batch;
-  if (work >= (rows_heavy ? int64_t{1} << 20 : kParallelSlots)) {
-    parallel_for(a.batch, rows_heavy ? 1 : kSlotGrain, run);
-  } else {
-    run(0, a.batch);
-  }
+  for_verify_slots(a.batch, verify_reads_probs(a.strategy), a.vocab, run);  // REJECTION, BLOCK: whole rows
   return kOk;
 }
 

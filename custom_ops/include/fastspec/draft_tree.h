@@ -12,6 +12,7 @@
 
 #include "fastspec/common.h"
 #include "fastspec/rejection.h"
+#include "fastspec/verify_slot.h"
 
 namespace fastspec {
 
@@ -200,25 +201,19 @@ FS_HD void verify_tree_slot_with(const VerifyDraftTreeParams& a, int64_t b, cons
     decided[k] = -1;
   }
   a.accept_num[b] = 0;
-  if (a.stop_flags[b] || a.is_block_step[b]) return;
-  const bool prefill = is_prefill(a.seq_lens_encoder[b]);
-  const int32_t this_time = a.seq_lens_this_time[b];
-  if (!prefill && !(a.seq_lens_encoder[b] == 0 && this_time >= 1)) return;
-  const int64_t need = prefill ? 1 : this_time;
-  const int64_t first_row = a.cu_seqlens_q_output[b];
-  const int64_t end_row = a.cu_seqlens_q_output[b + 1];
-  if (first_row < 0 || end_row > a.rows || end_row - first_row < need) return;
+  JudgedRows judged;
+  if (!judged_rows(a, b, &judged)) return;
+  const int64_t need = judged.need;
+  const int64_t first_row = judged.first;
 
   const int64_t* tokens = a.draft_tree_tokens + b * a.tree_cols;
   const int32_t* parents = a.draft_tree_parents + b * a.tree_cols;
   // A malformed tree judges none of its drafts: only the root's row decides.
-  const int64_t nodes = prefill || !tree_ok(parents, need, a.tree_cols, a.draft_cols - 1) ? 1 : need;
-  const int64_t max_dec = a.max_dec_len[b];
-  int64_t cur = a.step_idx[b];
-  int64_t emitted = 0;
+  const int64_t nodes = judged.prefill || !tree_ok(parents, need, a.tree_cols, a.draft_cols - 1) ? 1 : need;
+  SlotEmitter emitter = slot_emitter(a, b, out);
   for (int64_t node = 0;;) {
     const int64_t row = first_row + node;
-    const int64_t position = static_cast<int64_t>(static_cast<uint64_t>(a.step_idx[b]) + emitted);
+    const int64_t position = static_cast<int64_t>(static_cast<uint64_t>(a.step_idx[b]) + emitter.count);
     int64_t first_child = -1;
     for (int64_t c = node + 1; c < nodes && first_child < 0; ++c) {
       if (parents[c] == node) first_child = c;
@@ -234,17 +229,11 @@ FS_HD void verify_tree_slot_with(const VerifyDraftTreeParams& a, int64_t b, cons
         if (parents[c] == node && tokens[c] == drawn) child = c;
       }
     }
-    int64_t token = drawn < 0 ? a.end_tokens[0] : drawn;
-    cur = static_cast<int64_t>(static_cast<uint64_t>(cur) + 1);  // wraps, like the reference
-    bool is_end = false;
-    for (int64_t e = 0; e < a.num_end_tokens && !is_end; ++e) is_end = token == a.end_tokens[e];
-    if (cur >= max_dec && !is_end) token = a.end_tokens[0];
-    out[emitted] = token;
-    decided[emitted++] = static_cast<int32_t>(node);
-    if (is_end || cur >= max_dec || child < 0) break;
+    decided[emitter.count] = static_cast<int32_t>(node);
+    if (emitter.emit(drawn < 0 ? a.end_tokens[0] : drawn) || child < 0) break;
     node = child;
   }
-  a.accept_num[b] = static_cast<int32_t>(emitted);
+  a.accept_num[b] = static_cast<int32_t>(emitter.count);
 }
 
 FS_HD bool verify_tree_sizes_ok(const VerifyDraftTreeParams& a) {

@@ -22,4 +22,17 @@ int num_threads();
 constexpr int64_t kParallelSlots = 4096;
 constexpr int64_t kSlotGrain = 1024;
 
+// Runs fn(begin, end) over a verifying op's slots: on the pool above
+// kParallelSlots slots, or from 2^20 probability entries when each slot reads
+// whole rows (V entries per draw).
+template <class Fn>
+void for_verify_slots(int64_t batch, bool reads_rows, int64_t vocab, const Fn& fn) {
+  const int64_t work = reads_rows ? batch * (vocab > 1 ? vocab : 1) : batch;
+  if (work >= (reads_rows ? int64_t{1} << 20 : kParallelSlots)) {
+    parallel_for(batch, reads_rows ? 1 : kSlotGrain, fn);
+  } else {
+    fn(0, batch);
+  }
+}
+
 }  // namespace fastspec

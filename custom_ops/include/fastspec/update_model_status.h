@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "fastspec/common.h"
-#include "fastspec/verify_draft_tokens.h"  // is_end_token
+#include "fastspec/verify_slot.h"  // is_end_token
 
 namespace fastspec {
 

@@ -12,6 +12,7 @@
 #include "fastspec/mass.h"
 #include "fastspec/philox.h"
 #include "fastspec/rejection.h"
+#include "fastspec/verify_slot.h"
 
 namespace fastspec {
 
@@ -67,13 +68,6 @@ FS_HD bool verify_strategy_ok(int32_t strategy) { return strategy >= kVerifyTopp
 
 // Strategies that read target_probs and draft_probs.
 FS_HD bool verify_reads_probs(int32_t strategy) { return strategy == kVerifyRejection || strategy == kVerifyBlock; }
-
-FS_HD bool is_end_token(int64_t token, const int64_t* end_tokens, int64_t count) {
-  for (int64_t e = 0; e < count; ++e) {
-    if (token == end_tokens[e]) return true;
-  }
-  return false;
-}
 
 // Number of usable candidates of row t: clamp(candidate_lens[t], 0, K').
 FS_HD int64_t verify_candidate_len(const VerifyDraftTokensParams& a, int64_t t) {
@@ -164,32 +158,19 @@ FS_HD void verify_slot_with(const VerifyDraftTokensParams& a, int64_t b, const R
   for (int64_t k = 0; k < a.draft_cols; ++k) out[k] = -1;
   a.accept_num[b] = 0;
 
-  if (a.stop_flags[b] || a.is_block_step[b]) return;
-  const bool prefill = is_prefill(a.seq_lens_encoder[b]);
-  const int32_t this_time = a.seq_lens_this_time[b];
-  if (!prefill && !(a.seq_lens_encoder[b] == 0 && this_time >= 1)) return;
-  const int64_t need = prefill ? 1 : this_time;
-  const int64_t first_row = a.cu_seqlens_q_output[b];
-  const int64_t end_row = a.cu_seqlens_q_output[b + 1];
-  if (first_row < 0 || end_row > a.rows || end_row - first_row < need) return;
+  JudgedRows judged;
+  if (!judged_rows(a, b, &judged)) return;
+  const bool prefill = judged.prefill;
+  const int64_t need = judged.need;
+  const int64_t first_row = judged.first;
 
   // Drafts beyond column K cannot be read: a decode slot judges at most K.
   const int64_t drafts =
       (prefill || a.reject_all || (a.reasoning_status && a.reasoning_status[b] == 1))
           ? 0
           : min64(need - 1, a.draft_cols - 1);
-  const int64_t max_dec = a.max_dec_len[b];
-  int64_t cur = a.step_idx[b];
-  int64_t emitted = 0;
+  SlotEmitter emitter = slot_emitter(a, b, out);
   bool ended = false;
-  // emit(i, tok) of the rule; returns whether the request ended.
-  auto emit = [&](int64_t token) {
-    cur = static_cast<int64_t>(static_cast<uint64_t>(cur) + 1);  // wraps, like the reference
-    const bool is_end = is_end_token(token, a.end_tokens, a.num_end_tokens);
-    if (cur >= max_dec && !is_end) token = a.end_tokens[0];
-    out[emitted++] = token;
-    return is_end || cur >= max_dec;
-  };
 
   // BLOCK judges all drafts at once, before any is emitted (block_verify.h).
   const bool as_block = a.strategy == kVerifyBlock && !a.accept_all && drafts > 0;
@@ -207,7 +188,7 @@ FS_HD void verify_slot_with(const VerifyDraftTokensParams& a, int64_t b, const R
       rejected = true;
       break;
     }
-    if (emit(d)) {
+    if (emitter.emit(d)) {
       ended = true;
       break;
     }
@@ -216,9 +197,9 @@ FS_HD void verify_slot_with(const VerifyDraftTokensParams& a, int64_t b, const R
     const int64_t position = static_cast<int64_t>(static_cast<uint64_t>(a.step_idx[b]) + i);
     const int64_t weight = !rejected ? kDrawTarget : as_block ? block_residual : kMassOne;
     const int64_t token = rows.correction(a, b, first_row + i, position, weight);
-    emit(token < 0 ? a.end_tokens[0] : token);
+    emitter.emit(token < 0 ? a.end_tokens[0] : token);
   }
-  a.accept_num[b] = static_cast<int32_t>(emitted);
+  a.accept_num[b] = static_cast<int32_t>(emitter.count);
 }
 
 FS_HD void verify_slot(const VerifyDraftTokensParams& a, int64_t b) { verify_slot_with(a, b, VerifyRowsInMemory{}); }
