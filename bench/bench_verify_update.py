@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import cuda_seconds, device, fmt_time, machine, median_seconds, write_json  # noqa: E402
 from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors  # noqa: E402
 from fastspec.core.schema import SCHEMAS  # noqa: E402
+from tests.helpers.slot_inputs import decode_slots  # noqa: E402
 
 VERIFY_NAMES = SCHEMAS["verify_draft_tokens"].input_names[:17]  # SPEC order; REJECTION's probability rows follow
 UPDATE_NAMES = SCHEMAS["update_model_status"].input_names
@@ -50,16 +51,8 @@ def verify_inputs(batch: int, strategy: str, seed: int = 0) -> tuple[dict, dict]
         "candidate_ids": cand_ids if topp else None,
         "candidate_scores": np.sort(rng.random((rows, K_CAND)).astype(np.float32), axis=1)[:, ::-1].copy() if topp else None,
         "candidate_lens": np.full(rows, K_CAND, np.int32) if topp else None,
-        "seed": rng.integers(0, 2**62, size=batch, dtype=np.int64),
-        "step_idx": np.full(batch, 10, np.int64),
-        "stop_flags": np.zeros(batch, np.bool_),
-        "is_block_step": np.zeros(batch, np.bool_),
-        "seq_lens_encoder": np.zeros(batch, np.int32),
-        "seq_lens_this_time": np.full(batch, K + 1, np.int32),
-        "cu_seqlens_q_output": (np.arange(batch + 1) * (K + 1)).astype(np.int32),
-        "reasoning_status": None,
-        "max_dec_len": np.full(batch, 10**9, np.int64),
-        "end_tokens": np.array([END], np.int64),
+        **decode_slots(batch, K + 1, seed=rng.integers(0, 2**62, size=batch, dtype=np.int64),
+                       step_idx=np.full(batch, 10), end_token=END),
     }
     return arrays, {"strategy": strategy}
 

@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 
+from tests.helpers.slot_inputs import decode_slots
 from tests.rejection_cases import END, distribution_case, random_rows
 
 
@@ -108,16 +109,7 @@ def markov_generation(verify: Callable[[dict, str], tuple[np.ndarray, np.ndarray
             "draft_tokens": drafts,
             "target_probs": np.ascontiguousarray(p_rows, np.float32),
             "draft_probs": np.ascontiguousarray(q_rows, np.float32),
-            "seed": seeds[live].astype(np.int64),
-            "step_idx": have[live].astype(np.int64),
-            "stop_flags": np.zeros(b, bool),
-            "is_block_step": np.zeros(b, bool),
-            "seq_lens_encoder": np.zeros(b, np.int32),
-            "seq_lens_this_time": np.full(b, k + 1, np.int32),
-            "cu_seqlens_q_output": (np.arange(b + 1) * (k + 1)).astype(np.int32),
-            "reasoning_status": None,
-            "max_dec_len": np.full(b, 10**9, np.int64),
-            "end_tokens": np.array([END], np.int64),
+            **decode_slots(b, k + 1, seed=seeds[live], step_idx=have[live], end_token=END),
         }
         tokens, num = verify(arrays, strategy)
         for j, slot in enumerate(live):

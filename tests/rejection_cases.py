@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from tests.helpers.slot_inputs import decode_slots
+
 # Inputs of verify_rejection / verify_draft_tokens(strategy="rejection"), in order.
 ARRAY_NAMES = (
     "accept_tokens", "accept_num", "draft_tokens", "target_probs", "draft_probs", "seed", "step_idx",
@@ -34,16 +36,8 @@ def distribution_case(p_rows: np.ndarray, q_rows: np.ndarray, slots: int, *, see
         "draft_tokens": drafts,
         "target_probs": np.tile(p_rows.astype(np.float32), (slots, 1)),
         "draft_probs": np.tile(q_full, (slots, 1)),
-        "seed": (np.arange(slots, dtype=np.int64) * 1_000_003 + seed * 7919 + 11),
-        "step_idx": (np.arange(slots, dtype=np.int64) * 13) % 997,
-        "stop_flags": np.zeros(slots, bool),
-        "is_block_step": np.zeros(slots, bool),
-        "seq_lens_encoder": np.zeros(slots, np.int32),
-        "seq_lens_this_time": np.full(slots, k + 1, np.int32),
-        "cu_seqlens_q_output": (np.arange(slots + 1) * (k + 1)).astype(np.int32),
-        "reasoning_status": None,
-        "max_dec_len": np.full(slots, 10**9, np.int64),
-        "end_tokens": np.array([END], np.int64),
+        **decode_slots(slots, k + 1, seed=np.arange(slots, dtype=np.int64) * 1_000_003 + seed * 7919 + 11,
+                       step_idx=(np.arange(slots, dtype=np.int64) * 13) % 997, end_token=END),
     }
 
 
@@ -52,6 +46,27 @@ def random_rows(rng: np.random.Generator, rows: int, vocab: int, zero_fraction: 
     x[rng.random((rows, vocab)) < zero_fraction] = 0
     x[np.arange(rows), rng.integers(0, vocab, rows)] += 0.05  # never an all-zero row
     return (x / x.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+def distribution_pairs(seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Named ``(p [4, V], q [3, V])`` pairs for the distribution tests of REJECTION and BLOCK (V = 6): row ``i``
+    of ``q`` drafts position ``i``, row ``i`` of ``p`` judges it, ``p``'s last row is the bonus."""
+    rng = np.random.default_rng(seed)
+    v = 6
+    p, q = random_rows(rng, 4, v), random_rows(rng, 3, v)
+    q_zero = q.copy()
+    q_zero[:, :2] = 0  # q(x) = 0 where p(x) > 0: only a residual can emit x
+    q_zero /= q_zero.sum(axis=1, keepdims=True)
+    one_hot = np.zeros((3, v), np.float32)
+    one_hot[np.arange(3), [1, 4, 2]] = 1  # n-gram-like drafts
+    return {
+        "random": (p, q),
+        "q_zero": (p, q_zero),
+        "p_zero": (random_rows(rng, 4, v, zero_fraction=0.4), q),  # p(x) = 0 where q(x) > 0: never emitted
+        "p_equals_q": (p, p[:3]),
+        "close": (p, (0.8 * p[:3] + 0.2 * q).astype(np.float32)),  # long blocks: weights below 1 matter
+        "one_hot_q": (p, one_hot),
+    }
 
 
 def random_case(rng: np.random.Generator, *, batch: int | None = None) -> dict:

@@ -15,8 +15,8 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 from fastspec import arrays as kernels  # noqa: E402
 from fastspec import reference as ref  # noqa: E402
 from tests import ngram_harness as harness  # noqa: E402
-from tests.helpers.cuda import capture, copy_into, run_ngram_cuda, shaped_like, target, to_device, to_host  # noqa: E402
-from tests.ngram_cases import ARRAY_NAMES, random_case, spec_example  # noqa: E402
+from tests.helpers.cuda import check_ngram_replays, run_ngram_cuda, target  # noqa: E402
+from tests.ngram_cases import random_case, spec_example  # noqa: E402
 
 run_cuda = partial(run_ngram_cuda, "ngram_match")
 reference = partial(harness.run_reference, "ngram_match")
@@ -51,20 +51,8 @@ def test_batch_above_the_cuda_limit_is_an_error():
 
 @pytest.mark.needs_gpu
 def test_graph_replay_with_changed_inputs():
-    rng = np.random.default_rng(42)
-    first, attrs = random_case(rng, batch=16, max_model_len=256)
-    attrs["token_budget"] = 40
-    tensors = to_device(first)
-    graph = capture(lambda: kernels.ngram_match(*(tensors[name] for name in ARRAY_NAMES), **attrs))
-    for step in range(5):
-        # same shapes, new contents: the replay must read them from the captured buffers
-        arrays, _ = random_case(rng, batch=16, max_model_len=256)
-        arrays = shaped_like(arrays, first)
-        copy_into(tensors, arrays)
-        graph.replay()
-        torch.cuda.synchronize()
-        out = to_host(tensors)
-        harness.assert_same((out["draft_tokens"], out["seq_lens_this_time"]), reference(arrays, attrs), f"replay {step}")
+    # same shapes, new contents: the replay must read them from the captured buffers
+    check_ngram_replays("ngram_match", random_case, seed=42)
 
 
 @pytest.mark.needs_gpu

@@ -18,7 +18,7 @@ import numpy as np
 
 from fastspec import arrays as kernels
 from fastspec import reference as ref
-from tests.helpers.cuda import capture, copy_into, target, tensor
+from tests.helpers.cuda import replay_on_new_inputs, target, tensor
 from tests.helpers.sampling_cases import (
     KINDS,
     TOP_P_ODD,
@@ -166,40 +166,40 @@ def test_bad_sizes_are_errors():
 
 
 @pytest.mark.needs_gpu
-def test_graph_replay_with_new_probabilities_and_seeds():
-    rng = np.random.default_rng(8)
+@pytest.mark.parametrize("stream", [ref.STREAM_TARGET, ref.STREAM_DRAFT])
+def test_graph_replay_with_new_probabilities_and_seeds(stream):
+    """sample_tokens (on either random stream) and top_p_candidates captured once, replayed on new
+    probabilities, top-p, top-k, seeds and steps."""
+    rng = np.random.default_rng(8 + stream)
     vocab, k = 1000, 32
     cu, batch_id = make_batch(rng, [2, 1, 3, 2], padding_rows=1)
     rows = len(batch_id)
-    arrays = {"probs": make_probs(rng, vocab, rows)}
-    arrays["top_p"], arrays["top_k"], arrays["seed"], arrays["step_idx"] = request_params(rng, 4, vocab)
-    arrays["batch_id"], arrays["cu"] = batch_id, cu
-    t = {name: dev(value) for name, value in arrays.items()}
-    out = {
-        "tokens": torch.zeros(rows, dtype=torch.int64, device=target.device),
-        "ids": torch.zeros((rows, k), dtype=torch.int64, device=target.device),
-        "scores": torch.zeros((rows, k), dtype=torch.float32, device=target.device),
-        "lens": torch.zeros(rows, dtype=torch.int32, device=target.device),
-    }
+
+    def requests() -> dict:
+        new = {"probs": make_probs(rng, vocab, rows)}
+        new["top_p"], new["top_k"], new["seed"], new["step_idx"] = request_params(rng, 4, vocab)
+        return new
+
+    t = {name: dev(value) for name, value in {**requests(), "batch_id": batch_id, "cu": cu}.items()}
+    t.update(tokens=torch.zeros(rows, dtype=torch.int64, device=target.device),
+             ids=torch.zeros((rows, k), dtype=torch.int64, device=target.device),
+             scores=torch.zeros((rows, k), dtype=torch.float32, device=target.device),
+             lens=torch.zeros(rows, dtype=torch.int32, device=target.device))
 
     def step():
         kernels.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"], t["batch_id"], t["cu"],
-                              out["tokens"])
-        kernels.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], out["ids"], out["scores"], out["lens"],
+                              t["tokens"], rand_stream=stream)
+        kernels.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], t["ids"], t["scores"], t["lens"],
                                  max_candidate_len=k)
 
-    graph = capture(step)
-    for replay in range(3):
-        new = {"probs": make_probs(rng, vocab, rows)}
-        new["top_p"], new["top_k"], new["seed"], new["step_idx"] = request_params(rng, 4, vocab)
-        copy_into(t, new)
-        graph.replay()
-        torch.cuda.synchronize()
+    def check(new: dict, out: dict, replay: int) -> None:
         expected = ref.sample_tokens(new["probs"], new["top_p"], new["top_k"], new["seed"], new["step_idx"],
-                                     batch_id, cu)
-        assert np.array_equal(out["tokens"].cpu().numpy(), expected), replay
-        got = tuple(out[n].cpu().numpy() for n in ("ids", "scores", "lens"))
-        assert_candidates_equal(got, ref.top_p_candidates(new["probs"], new["top_p"], batch_id, max_candidate_len=k))
+                                     batch_id, cu, stream=stream)
+        assert np.array_equal(out["tokens"], expected), replay
+        assert_candidates_equal(tuple(out[n] for n in ("ids", "scores", "lens")),
+                                ref.top_p_candidates(new["probs"], new["top_p"], batch_id, max_candidate_len=k))
+
+    replay_on_new_inputs(step, t, (requests() for _ in range(3)), check)
 
 
 # ---- the random stream: DRAFT (a draft model's samples) ----------------------------------------
@@ -240,31 +240,3 @@ def test_bad_stream_is_an_error(bad):
     tokens = torch.zeros(2, dtype=torch.int64, device=target.device)
     with pytest.raises(ValueError, match="stream"):
         kernels.sample_tokens(probs, *args, tokens, rand_stream=bad, **target.kw)
-
-
-@pytest.mark.needs_gpu
-def test_graph_replay_draft_stream():
-    rng = np.random.default_rng(18)
-    vocab = 1000
-    cu, batch_id = make_batch(rng, [2, 1, 3, 2], padding_rows=1)
-    rows = len(batch_id)
-    arrays = {"probs": make_probs(rng, vocab, rows)}
-    arrays["top_p"], arrays["top_k"], arrays["seed"], arrays["step_idx"] = request_params(rng, 4, vocab)
-    arrays["batch_id"], arrays["cu"] = batch_id, cu
-    t = {name: dev(value) for name, value in arrays.items()}
-    tokens = torch.zeros(rows, dtype=torch.int64, device=target.device)
-
-    def step():
-        kernels.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"], t["batch_id"], t["cu"],
-                              tokens, rand_stream=ref.STREAM_DRAFT)
-
-    graph = capture(step)
-    for replay in range(3):
-        new = {"probs": make_probs(rng, vocab, rows)}
-        new["top_p"], new["top_k"], new["seed"], new["step_idx"] = request_params(rng, 4, vocab)
-        copy_into(t, new)
-        graph.replay()
-        torch.cuda.synchronize()
-        expected = ref.sample_tokens(new["probs"], new["top_p"], new["top_k"], new["seed"], new["step_idx"],
-                                     batch_id, cu, stream=ref.STREAM_DRAFT)
-        assert np.array_equal(tokens.cpu().numpy(), expected), replay

@@ -12,7 +12,7 @@ pointers) are marked ``needs_gpu`` and skipped on the emulator (tests/gpu/confte
 from __future__ import annotations
 
 import zlib
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 import torch
@@ -112,6 +112,38 @@ def shaped_like(arrays: dict[str, np.ndarray], captured: dict[str, np.ndarray]) 
     """A new random case cut to a captured graph's shapes (the cases draw K per case): new contents,
     the captured shapes and dtypes."""
     return {name: np.resize(arrays[name], captured[name].shape).astype(captured[name].dtype) for name in captured}
+
+
+def replay_on_new_inputs(step: Callable[[], None], tensors: dict[str, torch.Tensor], cases: Iterable[dict],
+                         check: Callable[[dict, dict, int], None]) -> None:
+    """Captures ``step`` over ``tensors`` once; then per case writes its arrays into the captured buffers,
+    replays and calls ``check(case, what the buffers hold on the host, replay index)``."""
+    graph = capture(step)
+    for index, arrays in enumerate(cases):
+        copy_into(tensors, arrays)
+        graph.replay()
+        torch.cuda.synchronize()
+        check(arrays, to_host(tensors), index)
+
+
+def check_ngram_replays(op: str, random_case: Callable, seed: int, replays: int = 5) -> None:
+    """An n-gram op captured on a 16-slot case and replayed on new cases of its shapes: each equals the reference."""
+    from fastspec import arrays as kernels
+    from tests import ngram_harness as harness
+    from tests.ngram_cases import ARRAY_NAMES
+
+    rng = np.random.default_rng(seed)
+    first, attrs = random_case(rng, batch=16, max_model_len=256)
+    attrs["token_budget"] = 40
+    tensors = to_device(first)
+    cases = (shaped_like(random_case(rng, batch=16, max_model_len=256)[0], first) for _ in range(replays))
+
+    def check(arrays: dict, out: dict, index: int) -> None:
+        harness.assert_same((out["draft_tokens"], out["seq_lens_this_time"]),
+                            harness.run_reference(op, arrays, attrs), f"{op} replay {index}")
+
+    replay_on_new_inputs(lambda: getattr(kernels, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs), tensors,
+                         cases, check)
 
 
 def run_ngram_cuda(op: str, arrays: dict[str, np.ndarray], attrs: dict) -> tuple[np.ndarray, np.ndarray]:

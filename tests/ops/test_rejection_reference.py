@@ -8,7 +8,7 @@ import pytest
 from fastspec.reference import rejection as rj
 from fastspec.reference.mass import prob_mass
 from fastspec.reference.rng import STREAM_ACCEPT, STREAM_RESAMPLE, rand64
-from tests.rejection_cases import ARRAY_NAMES, END, chi2_matches, distribution_case, random_case, random_rows
+from tests.rejection_cases import ARRAY_NAMES, END, chi2_matches, distribution_case, distribution_pairs, random_case
 
 
 def run(arrays: dict, **attrs):
@@ -58,22 +58,7 @@ SLOTS = 6000
 
 
 def _cases():
-    rng = np.random.default_rng(77)
-    v = 6
-    p, q = random_rows(rng, 4, v), random_rows(rng, 3, v)
-    q_zero = q.copy()
-    q_zero[:, :2] = 0  # q(x) = 0 where p(x) > 0: only the residual can emit x
-    q_zero /= q_zero.sum(axis=1, keepdims=True)
-    p_zero = random_rows(rng, 4, v, zero_fraction=0.4)  # p(x) = 0 where q(x) > 0: never emitted
-    one_hot = np.zeros((3, v), np.float32)
-    one_hot[np.arange(3), [1, 4, 2]] = 1  # n-gram-like drafts
-    return {
-        "random": (p, q),
-        "q_zero": (p, q_zero),
-        "p_zero": (p_zero, q),
-        "p_equals_q": (p, p[:3]),
-        "one_hot_q": (p, one_hot),
-    }
+    return distribution_pairs(77)
 
 
 @pytest.mark.parametrize("name", list(_cases()))

@@ -19,7 +19,8 @@ from fastspec.reference.mass import MASS_SCALE, prob_mass
 from fastspec.reference.rng import STREAM_BLOCK, rand64
 from tests.helpers.static_graph import run_static
 from tests.block_cases import exact_accepted, likely_case, markov_generation, markov_joint
-from tests.rejection_cases import ARRAY_NAMES, END, chi2_matches, distribution_case, random_case, random_rows
+from tests.rejection_cases import (ARRAY_NAMES, END, chi2_matches, distribution_case, distribution_pairs, random_case,
+                                   random_rows)
 
 PROBS = ("target_probs", "draft_probs")
 POSITIONAL = ["accept_tokens", "accept_num", "draft_tokens", None, None, None, None, "seed", "step_idx", "stop_flags",
@@ -202,21 +203,7 @@ SLOTS = 6000
 
 
 def _distribution_cases():
-    rng = np.random.default_rng(78)
-    v = 6
-    p, q = random_rows(rng, 4, v), random_rows(rng, 3, v)
-    q_zero = q.copy()
-    q_zero[:, :2] = 0  # q(x) = 0 where p(x) > 0: only a residual can emit x
-    q_zero /= q_zero.sum(axis=1, keepdims=True)
-    one_hot = np.zeros((3, v), np.float32)
-    one_hot[np.arange(3), [1, 4, 2]] = 1
-    return {
-        "random": (p, q),
-        "q_zero": (p, q_zero),
-        "p_zero": (random_rows(rng, 4, v, zero_fraction=0.4), q),  # p(x) = 0 where q(x) > 0: never emitted
-        "close": (p, (0.8 * p[:3] + 0.2 * q).astype(np.float32)),  # long blocks: weights below 1 matter
-        "one_hot_q": (p, one_hot),
-    }
+    return distribution_pairs(78)
 
 
 @pytest.mark.parametrize("name", list(_distribution_cases()))
