@@ -57,13 +57,12 @@ def test_arithmetic_through_verify():
 SLOTS = 6000
 
 
-def _cases():
-    return distribution_pairs(77)
+PAIRS = distribution_pairs(77)  # name -> (p, q)
 
 
-@pytest.mark.parametrize("name", list(_cases()))
+@pytest.mark.parametrize("name", list(PAIRS))
 def test_emitted_tokens_follow_the_target(name):
-    p, q = _cases()[name]
+    p, q = PAIRS[name]
     vocab = p.shape[1]
     case = distribution_case(p, q, SLOTS, seed=3)
     tokens, num = run(case)
@@ -78,7 +77,7 @@ def test_emitted_tokens_follow_the_target(name):
 
 def test_the_check_has_power():
     # accepting every draft emits q, not p: the same test must see it
-    p, q = _cases()["random"]
+    p, q = PAIRS["random"]
     case = distribution_case(p, q, SLOTS, seed=3)
     tokens, num = run(case, accept_all=True)
     fits, stat, crit = chi2_matches(np.bincount(tokens[:, 0], minlength=p.shape[1]), p[0])

@@ -6,53 +6,29 @@ many drafts as REJECTION (empirical means against the exact expectations)."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import arrays as kernels
 from fastspec import reference as ref
 from fastspec.reference import block as bk
 from fastspec.reference.mass import MASS_SCALE, prob_mass
 from fastspec.reference.rng import STREAM_BLOCK, rand64
 from tests.helpers.static_graph import run_static
 from tests.block_cases import exact_accepted, likely_case, markov_generation, markov_joint
+from tests.ops.probability_verify import PROBS, assert_same, positional, run_bindings, run_op
 from tests.rejection_cases import (ARRAY_NAMES, END, chi2_matches, distribution_case, distribution_pairs, random_case,
                                    random_rows)
 
-PROBS = ("target_probs", "draft_probs")
-POSITIONAL = ["accept_tokens", "accept_num", "draft_tokens", None, None, None, None, "seed", "step_idx", "stop_flags",
-              "is_block_step", "seq_lens_encoder", "seq_lens_this_time", "cu_seqlens_q_output", "reasoning_status",
-              "max_dec_len", "end_tokens"]
-
-
-def run_op(arrays: dict, dtype: str = "float32", strategy: str = "block", **attrs):
-    tensors = {name: None if value is None else paddle.to_tensor(value) for name, value in arrays.items()}
-    for name in PROBS:
-        tensors[name] = tensors[name].astype(dtype)
-    tokens, num = ops.verify_draft_tokens(*(None if n is None else tensors[n] for n in POSITIONAL), strategy=strategy,
-                                          target_probs=tensors["target_probs"], draft_probs=tensors["draft_probs"],
-                                          **attrs)
-    seen = {name: tensors[name].numpy() for name in PROBS}  # f16 as is, bf16 as its uint16 bits
-    return (tokens.numpy(), num.numpy()), seen
-
-
-def run_bindings(arrays: dict, strategy: str = "block", **attrs):
-    c = {name: None if value is None else np.ascontiguousarray(value).copy() for name, value in arrays.items()}
-    kernels.verify_draft_tokens(*(None if n is None else c[n] for n in POSITIONAL), strategy=strategy,
-                                target_probs=c["target_probs"], draft_probs=c["draft_probs"], **attrs)
-    return c["accept_tokens"], c["accept_num"]
+run_op = partial(run_op, strategy="block")
+run_bindings = partial(run_bindings, strategy="block")
 
 
 def run_reference(arrays: dict, **attrs):
     return ref.verify_block(*(arrays[name] for name in ARRAY_NAMES), **attrs)
-
-
-def assert_same(actual, expected, context=""):
-    np.testing.assert_array_equal(actual[0], expected[0], err_msg=f"accept_tokens {context}")
-    np.testing.assert_array_equal(actual[1], expected[1], err_msg=f"accept_num {context}")
 
 
 # -- bit for bit against the reference ---------------------------------------------------------------------
@@ -181,7 +157,7 @@ def test_missing_probabilities_name_the_argument(missing):
     tensors = {name: None if value is None else paddle.to_tensor(value) for name, value in arrays.items()}
     tensors[missing] = None
     with pytest.raises(ValueError, match=f"verify_draft_tokens.*{missing}.*'block'|verify_draft_tokens.*'block'.*{missing}"):
-        ops.verify_draft_tokens(*(None if n is None else tensors[n] for n in POSITIONAL), strategy="block",
+        ops.verify_draft_tokens(*positional(tensors), strategy="block",
                                 target_probs=tensors["target_probs"], draft_probs=tensors["draft_probs"])
     arrays[missing] = None
     with pytest.raises(ValueError, match=missing):
@@ -192,7 +168,7 @@ def test_static_graph_build_and_run():
     p = np.array([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5], [0.1, 0.1, 0.8]], np.float32)
     arrays = distribution_case(p, np.array([[0.4, 0.6, 0.0], [0.3, 0.3, 0.4]], np.float32), 64, seed=2)
     got = run_static(arrays, lambda feeds: ops.verify_draft_tokens(
-        *(None if n is None else feeds[n] for n in POSITIONAL), strategy="block", target_probs=feeds["target_probs"],
+        *positional(feeds), strategy="block", target_probs=feeds["target_probs"],
         draft_probs=feeds["draft_probs"]))
     assert_same(got, run_reference(arrays))
 
@@ -202,14 +178,13 @@ def test_static_graph_build_and_run():
 SLOTS = 6000
 
 
-def _distribution_cases():
-    return distribution_pairs(78)
+PAIRS = distribution_pairs(78)  # name -> (p, q)
 
 
-@pytest.mark.parametrize("name", list(_distribution_cases()))
+@pytest.mark.parametrize("name", list(PAIRS))
 def test_emitted_tokens_follow_the_target(name):
     """Wherever a position is reached, its token follows that position's p (chi-square, 1e-4)."""
-    p, q = _distribution_cases()[name]
+    p, q = PAIRS[name]
     tokens, num = run_bindings(distribution_case(p, q, SLOTS, seed=3))
     for position in range(4):
         reached = num > position

@@ -8,49 +8,16 @@ import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import arrays as kernels
 from fastspec import reference as ref
+from tests.ops.probability_verify import PROBS, assert_same, positional, run_bindings, run_op
 from tests.rejection_cases import ARRAY_NAMES, chi2_matches, distribution_case, random_case, random_rows
 from tests.helpers.static_graph import run_static
 
-PROBS = ("target_probs", "draft_probs")
 OTHERS = tuple(name for name in ARRAY_NAMES if name not in PROBS)
-
-
-def _positional(values: dict) -> list:
-    """verify_draft_tokens' positional inputs: REJECTION passes None for targets and candidates."""
-    order = ["accept_tokens", "accept_num", "draft_tokens", None, None, None, None, "seed", "step_idx", "stop_flags",
-             "is_block_step", "seq_lens_encoder", "seq_lens_this_time", "cu_seqlens_q_output", "reasoning_status",
-             "max_dec_len", "end_tokens"]
-    return [None if name is None else values[name] for name in order]
-
-
-def run_op(arrays: dict, dtype: str = "float32", **attrs):
-    tensors = {name: None if value is None else paddle.to_tensor(value) for name, value in arrays.items()}
-    for name in PROBS:
-        tensors[name] = tensors[name].astype(dtype)
-    tokens, num = ops.verify_draft_tokens(*_positional(tensors), strategy="rejection",
-                                          target_probs=tensors["target_probs"], draft_probs=tensors["draft_probs"], **attrs)
-    assert tokens is tensors["accept_tokens"] and num is tensors["accept_num"]
-    # what the kernel saw, for the reference: f16 as is, bf16 as its uint16 bits
-    seen = {name: tensors[name].numpy() for name in PROBS}
-    return (tokens.numpy(), num.numpy()), seen
 
 
 def run_reference(arrays: dict, **attrs):
     return ref.verify_rejection(*(arrays[name] for name in ARRAY_NAMES), **attrs)
-
-
-def run_bindings(arrays: dict, **attrs):
-    copies = {name: None if value is None else np.ascontiguousarray(value).copy() for name, value in arrays.items()}
-    kernels.verify_draft_tokens(*_positional(copies), strategy="rejection", target_probs=copies["target_probs"],
-                                draft_probs=copies["draft_probs"], **attrs)
-    return copies["accept_tokens"], copies["accept_num"]
-
-
-def assert_same(actual, expected, context=""):
-    np.testing.assert_array_equal(actual[0], expected[0], err_msg=f"accept_tokens {context}")
-    np.testing.assert_array_equal(actual[1], expected[1], err_msg=f"accept_num {context}")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
@@ -122,7 +89,7 @@ def test_bad_probability_inputs_name_the_argument(change, argument):
     change(arrays)
     tensors = {name: None if value is None else paddle.to_tensor(value) for name, value in arrays.items()}
     with pytest.raises(ValueError, match=argument):
-        ops.verify_draft_tokens(*_positional(tensors), strategy="rejection", target_probs=tensors["target_probs"],
+        ops.verify_draft_tokens(*positional(tensors), strategy="rejection", target_probs=tensors["target_probs"],
                                 draft_probs=tensors["draft_probs"])
 
 
@@ -130,12 +97,12 @@ def test_mixed_probability_dtypes_are_an_error():
     arrays = _base()
     tensors = {name: None if value is None else paddle.to_tensor(value) for name, value in arrays.items()}
     with pytest.raises(ValueError, match="draft_probs"):
-        ops.verify_draft_tokens(*_positional(tensors), strategy="rejection", target_probs=tensors["target_probs"],
+        ops.verify_draft_tokens(*positional(tensors), strategy="rejection", target_probs=tensors["target_probs"],
                                 draft_probs=tensors["draft_probs"].astype("float16"))
 
 
 def test_static_graph_build_and_run():
     arrays = _base()
     got = run_static(arrays, lambda feeds: ops.verify_draft_tokens(
-        *_positional(feeds), strategy="rejection", target_probs=feeds["target_probs"], draft_probs=feeds["draft_probs"]))
+        *positional(feeds), strategy="rejection", target_probs=feeds["target_probs"], draft_probs=feeds["draft_probs"]))
     assert_same(got, run_reference(arrays))

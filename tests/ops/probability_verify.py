@@ -1,0 +1,46 @@
+"""``verify_draft_tokens`` with a strategy that reads probabilities (REJECTION, BLOCK) through both front ends,
+on the arrays of ``tests/rejection_cases`` (``ARRAY_NAMES``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import paddle
+
+import fastspec.ops as ops
+from fastspec import arrays as kernels
+
+PROBS = ("target_probs", "draft_probs")
+# The op's positional inputs: None for the target tokens and the candidates.
+_ORDER = ("accept_tokens", "accept_num", "draft_tokens", None, None, None, None, "seed", "step_idx", "stop_flags",
+          "is_block_step", "seq_lens_encoder", "seq_lens_this_time", "cu_seqlens_q_output", "reasoning_status",
+          "max_dec_len", "end_tokens")
+
+
+def positional(values: dict) -> list:
+    return [None if name is None else values[name] for name in _ORDER]
+
+
+def run_op(arrays: dict, dtype: str = "float32", strategy: str = "rejection", **attrs):
+    """The Paddle op, the probabilities cast to ``dtype``: ``((accept_tokens, accept_num), seen)`` where ``seen``
+    holds the probabilities the kernel read, for the reference (f16 as is, bf16 as its uint16 bits)."""
+    tensors = {name: None if value is None else paddle.to_tensor(value) for name, value in arrays.items()}
+    for name in PROBS:
+        tensors[name] = tensors[name].astype(dtype)
+    tokens, num = ops.verify_draft_tokens(*positional(tensors), strategy=strategy,
+                                          target_probs=tensors["target_probs"], draft_probs=tensors["draft_probs"],
+                                          **attrs)
+    assert tokens is tensors["accept_tokens"] and num is tensors["accept_num"]  # in place
+    return (tokens.numpy(), num.numpy()), {name: tensors[name].numpy() for name in PROBS}
+
+
+def run_bindings(arrays: dict, strategy: str = "rejection", **attrs):
+    """``fastspec.arrays`` on copies of the arrays: ``(accept_tokens, accept_num)``."""
+    c = {name: None if value is None else np.ascontiguousarray(value).copy() for name, value in arrays.items()}
+    kernels.verify_draft_tokens(*positional(c), strategy=strategy, target_probs=c["target_probs"],
+                                draft_probs=c["draft_probs"], **attrs)
+    return c["accept_tokens"], c["accept_num"]
+
+
+def assert_same(actual, expected, context: str = "") -> None:
+    np.testing.assert_array_equal(actual[0], expected[0], err_msg=f"accept_tokens {context}")
+    np.testing.assert_array_equal(actual[1], expected[1], err_msg=f"accept_num {context}")
