@@ -1,5 +1,6 @@
-"""The runner's helpers for a draft tree: the ancestor mask, the positions and their view on a model's grid, checked against the tree's
-paths walked one parent at a time (docs/trees.md's worked example, then random trees)."""
+"""The runner's helpers for a draft tree: the ancestor mask, the positions and their view on a model's grid,
+checked against the tree's paths walked one parent at a time (docs/trees.md's worked example, then random
+trees)."""
 
 from __future__ import annotations
 
