@@ -5,6 +5,7 @@
     python -m fastspec.demo --corpus builtin   # the full run on the fixed corpus (reproducible figures)
     python -m fastspec.demo --method mtp   # draft-model speculation (configs/mtp.yaml)
     python -m fastspec.demo --method eagle3   # an EAGLE3 head over the target's aux hidden states
+    python -m fastspec.demo --tree     # draft trees (top-k per depth) against the chain, method mtp by default
 
 Runs the same requests with speculation off and on, prints a summary table (mean accepted
 length, per-position acceptance, steps saved, wall time per token, lossless check), sweeps the
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from fastspec.cli.errors import ArgumentParser, UserError, float_range, int_list, int_range, load_config, readable_file, user_errors
-from fastspec.runtime.config import MAX_SPECULATIVE_TOKENS, STRATEGIES
+from fastspec.runtime.config import MAX_SPECULATIVE_TOKENS, MAX_TREE_NODES, STRATEGIES, TREE_METHODS
 from fastspec.demo.workload import CORPORA, ROOT, copy_edit_workload
 
 # Paddle warns on import that ccache is missing; it only matters when compiling through Paddle.
@@ -68,6 +69,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-plot", action="store_true", help="skip the PNG")
     p.add_argument("--out", default="demo_out", help="folder for summary.json and acceptance.png")
     p.add_argument("--no-adaptive", action="store_true", help="skip the adaptive draft-length run")
+    p.add_argument("--tree", action="store_true",
+                   help="also run draft trees (the head's top-k per depth, docs/trees.md) and show them against the chain "
+                        "(method mtp unless --method eagle3; skips the adaptive run)")
+    p.add_argument("--tree-top-k", type=int_range(1, 16), default=2, help="--tree: candidates per depth (default 2)")
+    p.add_argument("--tree-nodes", type=int_range(2, MAX_TREE_NODES), default=8,
+                   help="--tree: nodes per tree, the last committed token included (default 8)")
     return p.parse_args(argv)
 
 
@@ -101,6 +108,10 @@ class ProgressBar:
 def make_config(args):
     from fastspec.runtime.config import ConfigError
 
+    if args.tree and args.method is None and args.config is None:
+        args.method = "mtp"  # trees come from a draft head
+    if args.tree and args.method is not None and args.method not in TREE_METHODS:
+        raise UserError(f"--tree needs a draft head: --method {' or '.join(TREE_METHODS)}, got --method {args.method}")
     if args.config is None:
         args.config = str(METHOD_CONFIGS.get(args.method, DEFAULT_CONFIG))
     config = load_config(args.config)
@@ -113,6 +124,8 @@ def make_config(args):
         changes["num_speculative_tokens"] = args.k
     elif not config.speculative:
         changes["num_speculative_tokens"] = 5
+    if args.tree:
+        changes["num_model_steps"] = 0  # the chain drafts every depth from the head too, as a tree does
     sampling = {"seed": args.seed}
     if args.temperature is not None:
         sampling["temperature"] = args.temperature
@@ -143,6 +156,16 @@ def with_draft_head(config, model, workload, args):
         target = dm.GridAuxHiddenStates(model, config.aux_layer_ids or "default")
         return target, Eagle3DraftHead(vocab, model.tok.weight.shape[1], num_aux=len(target.aux_layer_ids), seed=args.seed + 1)
     return model, None
+
+
+def with_tree(config, args):
+    """``config`` drafting trees as the --tree flags say (a combination the tree step refuses is a user error)."""
+    from fastspec.runtime.config import ConfigError
+
+    try:
+        return config.replace(tree={"enabled": True, "top_k": args.tree_top_k, "max_nodes": args.tree_nodes})
+    except ConfigError as error:
+        raise UserError(f"--tree with {args.config} and the command-line options: {error}") from error
 
 
 def run_one(label, model, workload, config, args, max_model_len, warmup=False, draft_model=None, step_mode=None,
@@ -282,8 +305,19 @@ def main(argv=None) -> int:
             sweep[n] = run_one(f"n-gram size {n}", model, workload,
                                config.replace(max_ngram_size=n, min_ngram_size=n), args, max_model_len)
 
+    tree = None
+    if args.tree:  # the same head drafting top-k trees, beside its chain
+        from fastspec.demo.columns import side_by_side
+
+        tree_config = with_tree(config, args)
+        run_one("warm-up", model, workload, tree_config, args, max_model_len, warmup=True, draft_model=draft_model)
+        tree = run_one("spec on (tree)", model, workload, tree_config, args, max_model_len, draft_model=draft_model,
+                       step_mode=step_mode)
+        tree_verdict, tree_check = lossless_check(off, tree, config.verify_strategy)
+        verdict = "FAIL" if "FAIL" in (verdict, tree_verdict) else verdict
+
     adaptive = None
-    if config.speculative and not args.no_adaptive:  # the draft-length controller beside fixed K
+    if config.speculative and not args.no_adaptive and not args.tree:  # the draft-length controller beside fixed K
         from fastspec.demo.adaptive_view import adaptive_config, comparison_table, measured_cost
 
         cost = measured_cost(config)  # None: the roofline the config names
@@ -298,6 +332,11 @@ def main(argv=None) -> int:
         print(f"static step: {on.stats.steps} steps replayed programs built {on.stats.program_builds} "
               "(the build time is inside the spec-on wall time)")
     print(table(off, on, check_text))
+    if tree is not None:
+        print()
+        print(side_by_side(("spec off", f"chain (K = {config.num_speculative_tokens})",
+                            f"tree (top-{args.tree_top_k}, {args.tree_nodes} nodes)"), (off, on, tree),
+                           [("lossless check", f"chain: {check_text}"), ("", f"tree: {tree_check}")]))
     if adaptive is not None:
         print()
         print(comparison_table(off, on, adaptive, config.num_speculative_tokens, adaptive_check, cost))
@@ -321,6 +360,7 @@ def main(argv=None) -> int:
         "lossless": verdict,
         "by_ngram_size": {n: r.stats.summary() for n, r in sweep.items()},
         "adaptive": adaptive.stats.summary() if adaptive is not None else None,
+        "tree": tree.stats.summary() if tree is not None else None,
         "total_time_s": time.perf_counter() - t0,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))

@@ -56,7 +56,7 @@ class GridHiddenStates:
     """Calls ``model`` and also returns the output of ``layer`` (``[B, L, H]``) at the output rows.
 
     For targets that evaluate the whole ``[B, L]`` token grid (``TinyTransformer``): row ``t`` is
-    grid position ``(row_slot[t], row_pos[t])``. Default layer: the model's ``ln`` (final norm).
+    grid column ``(row_slot[t], row_col[t])``. Default layer: the model's ``ln`` (final norm).
     """
 
     def __init__(self, model: Any, layer: nn.Layer | None = None) -> None:
@@ -70,7 +70,7 @@ class GridHiddenStates:
         logits = self.model(inputs)
         grid = self._seen[-1]
         b, length, h = grid.shape
-        index = paddle.to_tensor(inputs.row_slot.astype(np.int64) * length + inputs.row_pos, place=grid.place)
+        index = paddle.to_tensor(inputs.row_slot.astype(np.int64) * length + inputs.row_col, place=grid.place)
         return logits, paddle.gather(grid.reshape([b * length, h]), index)
 
 
@@ -93,11 +93,14 @@ class ReplayDraftHead(nn.Layer):
     """Predicts ``references[request][k + 1]`` from hidden ``[request, k]``; outputs ``[request, k + 1]``.
 
     With probability ``1 - peak`` (a fixed hash of request and position) it predicts a wrong token
-    instead, so acceptance is realistic rather than perfect. Pure Paddle ops: it compiles with
+    instead, so acceptance is realistic rather than perfect; the reference token then keeps the
+    second-highest logit (``runner_up`` below the wrong one's 20), as a trained head's top-k often
+    holds the right token: what a draft tree recovers. Pure Paddle ops: it compiles with
     ``paddle.jit.to_static``.
     """
 
-    def __init__(self, references: Mapping[int, Sequence[int]], vocab_size: int, end_token: int = 0, peak: float = 0.9) -> None:
+    def __init__(self, references: Mapping[int, Sequence[int]], vocab_size: int, end_token: int = 0, peak: float = 0.9,
+                 runner_up: float = 10.0) -> None:
         super().__init__()
         n = max(references) + 1 if references else 1
         width = max((len(v) for v in references.values()), default=0) + 2
@@ -105,17 +108,19 @@ class ReplayDraftHead(nn.Layer):
         for r, ref in references.items():
             table[r, : len(ref)] = ref
         self.table = paddle.to_tensor(table.reshape(-1))
-        self.width, self.rows, self.vocab_size, self.peak = width, n, vocab_size, float(peak)
+        self.width, self.rows, self.vocab_size, self.peak, self.runner_up = width, n, vocab_size, float(peak), float(runner_up)
         self.hidden_size = self.input_hidden_size = 2  # [request, k]
 
     def forward(self, input_ids: paddle.Tensor, hidden: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
         request = paddle.clip(hidden[:, 0], 0, self.rows - 1).astype("int64")
         k = paddle.clip(hidden[:, 1] + 1, 0, self.width - 1).astype("int64")
-        token = paddle.gather(self.table, request * self.width + k)
+        right = paddle.gather(self.table, request * self.width + k)
         roll = paddle.remainder(request * 7919 + k * 104729, paddle.full_like(k, 1000)).astype("float32") / 1000.0
-        wrong = paddle.remainder(token + 1 + k % 7, paddle.full_like(token, self.vocab_size))
-        token = paddle.where(roll < self.peak, token, wrong)
-        logits = nn.functional.one_hot(token, self.vocab_size).astype("float32") * 20.0
+        wrong = paddle.remainder(right + 1 + k % 7, paddle.full_like(right, self.vocab_size))
+        token = paddle.where(roll < self.peak, right, wrong)
+        missed = (token != right).astype("float32").unsqueeze(-1) * self.runner_up
+        logits = (nn.functional.one_hot(token, self.vocab_size).astype("float32") * 20.0
+                  + nn.functional.one_hot(right, self.vocab_size).astype("float32") * missed)
         return logits, hidden + paddle.to_tensor([0.0, 1.0], dtype="float32")
 
 
@@ -132,7 +137,7 @@ class GridAuxHiddenStates:
         from fastspec.runtime.proposers.eagle3 import concat_aux_rows
 
         logits, aux = self.model.run(inputs)
-        return logits, concat_aux_rows(aux, inputs.row_slot, inputs.row_pos)
+        return logits, concat_aux_rows(aux, inputs.row_slot, inputs.row_col)
 
 
 class ReplayAuxHiddenStates(AuxHiddenStatesMixin):

@@ -5,7 +5,8 @@ the packed output rows (see ``fastspec.runtime.generation.ModelInputs``).
 
 - ``TinyTransformer``: a small causal Paddle transformer with random weights (runs on CPU).
   It always runs on the full ``[B, L]`` grid so each row's logits are bit-identical whatever
-  follows it (the lossless tests rely on that).
+  follows it (the lossless tests rely on that). In a tree step (``inputs.tree``) each node takes
+  its own position and attends to the committed tokens and its ancestors only.
 - ``ReplayModel``: given a reference continuation per request, puts ``peak`` of its probability
   on the reference's next token (by position) and spreads the rest with hashed noise: a stand-in
   for a trained model on copy-heavy tasks.
@@ -85,17 +86,21 @@ class TinyTransformer(nn.Layer, AuxHiddenStatesMixin):
         if tokens.shape[1] != self.max_len:
             raise ValueError(f"TinyTransformer: expected {self.max_len} positions, got {tokens.shape[1]}")
         ids = paddle.clip(tokens, 0, self.vocab_size - 1)
-        pos = paddle.arange(self.max_len, dtype="int64").unsqueeze(0)
+        pos, mask = paddle.arange(self.max_len, dtype="int64").unsqueeze(0), self._mask
+        if inputs.tree is not None:  # a tree's nodes: their own positions, and only their ancestors in sight
+            pos = paddle.to_tensor(np.clip(inputs.tree.grid_positions(self.max_len), 0, self.max_len - 1), place=ids.place)
+            seen = inputs.tree.grid_mask(self.max_len)[:, None]
+            mask = paddle.to_tensor(np.where(seen, np.float32(0), np.float32(-1e9)), place=ids.place)
         x = self.tok(ids) + self.pos(pos)
         collector = self.aux_collector()
         for i, block in enumerate(self.blocks):
             collector.collect(i, x, None)  # one residual stream: the block's input is x itself
-            x = block(x, self._mask)
+            x = block(x, mask)
         collector.collect(len(self.blocks), x, None)
         out = collector.output(self.ln(x))
         x, aux = out if isinstance(out, tuple) else (out, None)
         flat = x.reshape([-1, x.shape[-1]])
-        index = paddle.to_tensor(inputs.row_slot.astype(np.int64) * self.max_len + inputs.row_pos)
+        index = paddle.to_tensor(inputs.row_slot.astype(np.int64) * self.max_len + inputs.row_col)
         return self.head(paddle.gather(flat, index)), aux
 
 

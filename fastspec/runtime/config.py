@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastspec.core.schema import MAX_CANDIDATE_LEN, PROBABILITY_STRATEGIES, STRATEGIES
+from fastspec.core.schema import (MAX_CANDIDATE_LEN, MAX_TREE_CANDIDATES, MAX_TREE_NODES, PROBABILITY_STRATEGIES, STRATEGIES,
+                                  TREE_STRATEGIES)
 
 METHODS = ("none", "naive", "ngram", "suffix", "mtp", "eagle3")
 DRAFT_MODEL_METHODS = ("mtp", "eagle3")  # a draft head fed with the target's hidden states
@@ -92,6 +93,44 @@ class SuffixConfig:
         _check_bool("suffix.with_anchored_ngram", self.with_anchored_ngram)
 
 
+TREE_METHODS = DRAFT_MODEL_METHODS  # proposers that draft top-k trees (docs/trees.md "What a runner does with it")
+
+
+@dataclass
+class TreeConfig:
+    """Draft trees (docs/trees.md): the proposer offers ``top_k`` candidates per depth (depth up to
+    ``num_speculative_tokens``), ``build_draft_tree`` keeps the best ``max_nodes - 1`` of them and
+    ``verify_draft_tree`` checks the whole tree in one target forward."""
+
+    enabled: bool = False
+    top_k: int = 2  # candidates per depth (EAGLE-2's k)
+    max_nodes: int = 8  # N: nodes per slot, the root (the last committed token) included
+
+    def validate(self, config: SpeculativeConfig) -> None:
+        _check_bool("tree.enabled", self.enabled)
+        _check_int("tree.top_k", self.top_k, low=1, high=MAX_TREE_CANDIDATES)
+        _check_int("tree.max_nodes", self.max_nodes, low=2, high=MAX_TREE_NODES)
+        if not self.enabled:
+            return
+        k = config.num_speculative_tokens
+        if config.method not in TREE_METHODS:
+            raise ConfigError(f"tree.enabled needs method {' or '.join(repr(m) for m in TREE_METHODS)} (a proposer that "
+                              f"drafts top-k trees), got method '{config.method}'")
+        if config.verify_strategy not in TREE_STRATEGIES:
+            raise ConfigError(f"tree.enabled needs verify_strategy one of {list(TREE_STRATEGIES)} (verify_draft_tree's), "
+                              f"got '{config.verify_strategy}'")
+        if k * self.top_k > MAX_TREE_CANDIDATES:
+            raise ConfigError(f"tree.top_k * num_speculative_tokens must be at most {MAX_TREE_CANDIDATES} "
+                              f"(build_draft_tree's candidates), got {self.top_k} * {k}")
+        others = [(config.accept_policy != "normal", f"accept_policy '{config.accept_policy}'"),
+                  (config.adaptive.enabled, "adaptive.enabled"),
+                  (config.num_model_steps not in (0, k), f"num_model_steps {config.num_model_steps} (hybrid n-gram drafts)")]
+        for on, what in others:
+            if on:
+                raise ConfigError(f"tree.enabled does not combine with {what}: a tree step drafts every depth from the model "
+                                  "and verifies with verify_draft_tree")
+
+
 @dataclass
 class SpeculativeConfig:
     """What the runner does each step. See docs/python_api.md for every key."""
@@ -111,6 +150,7 @@ class SpeculativeConfig:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     adaptive: AdaptiveConfig = field(default_factory=AdaptiveConfig)
     suffix: SuffixConfig = field(default_factory=SuffixConfig)
+    tree: TreeConfig = field(default_factory=TreeConfig)
 
     @property
     def speculative(self) -> bool:
@@ -156,6 +196,9 @@ class SpeculativeConfig:
         if not isinstance(self.suffix, SuffixConfig):
             raise ConfigError(f"suffix must be a mapping, got {type(self.suffix).__name__}")
         self.suffix.validate()
+        if not isinstance(self.tree, TreeConfig):
+            raise ConfigError(f"tree must be a mapping, got {type(self.tree).__name__}")
+        self.tree.validate(self)
         return self
 
     def _check_aux_layer_ids(self) -> None:
@@ -215,7 +258,7 @@ def load_config(path: str | Path) -> SpeculativeConfig:
     return SpeculativeConfig.from_yaml(path)
 
 
-SECTIONS = {"sampling": SamplingConfig, "adaptive": AdaptiveConfig, "suffix": SuffixConfig}  # nested mappings of the YAML
+SECTIONS = {"sampling": SamplingConfig, "adaptive": AdaptiveConfig, "suffix": SuffixConfig, "tree": TreeConfig}  # nested mappings of the YAML
 
 
 def _section(name: str, data: Any, kind: type) -> Any:

@@ -22,6 +22,7 @@ from fastspec.runtime.proposers import Proposer, make_proposer
 from fastspec.runtime.sampler import Sampler
 from fastspec.runtime.state import RequestParams, SpecState
 from fastspec.runtime.step import SpecStep
+from fastspec.runtime.trees import TreeInputs, tree_attention_mask, tree_positions
 from fastspec.runtime.adaptive.trace import AcceptanceTrace, StepRecord
 
 STAGES = ("insert", "propose", "pack", "model", "sample", "collect")
@@ -37,6 +38,8 @@ class ModelInputs:
     row_slot: int32 ``[T]``: the slot of each output row (``batch_id_per_token_output``).
     row_pos: int64 ``[T]``: the position whose next token the row predicts.
     prompt_lens: int ``[B]``; request_ids: the request in each slot (None when free).
+    tree: a tree step's nodes (``fastspec.runtime.trees.TreeInputs``: their columns in ``tokens``, positions
+        and attention), None for a chain. A model that reads the grid takes a row's column from ``row_col``.
     """
 
     tokens: paddle.Tensor
@@ -45,6 +48,13 @@ class ModelInputs:
     row_pos: np.ndarray
     prompt_lens: np.ndarray
     request_ids: list
+    tree: TreeInputs | None = None
+
+    @property
+    def row_col(self) -> np.ndarray:
+        """int64 ``[T]``: each row's column in ``tokens`` (its position for a chain; node 0's column + the
+        node index for a tree)."""
+        return self.row_pos if self.tree is None else self.tree.row_col
 
 
 Model = Callable[[ModelInputs], paddle.Tensor]
@@ -177,7 +187,8 @@ def generate(
     wants_hidden = proposer is not None and proposer.needs_target_hidden
     batch = max_num_seqs or max(1, len(prompts))
     length = max_model_len or (max((len(p) for p in prompts), default=1) + max((q.max_dec_len for q in params), default=1))
-    state = SpecState(batch, length, config.num_speculative_tokens, end_tokens, place)
+    nodes = config.tree.max_nodes if config.tree.enabled else 0
+    state = SpecState(batch, length, config.num_speculative_tokens, end_tokens, place, num_tree_nodes=nodes)
     sampler = Sampler(config)
     adaptive = _draft_length_controller(config, state, cost_model)
     step = SpecStep(state, sampler, proposer, mode=step_mode or "eager", controller=adaptive)
@@ -247,30 +258,48 @@ def _draft_length_controller(config: SpeculativeConfig, state: SpecState,
     return DraftLengthController.from_config(config, state.max_num_seqs, cost_model, place=state.place)
 
 
-def _model_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple[bool, np.ndarray]]]:
-    """The token grid and row positions of this step; also the drafts each slot carries."""
+def _model_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple]]:
+    """The token grid and row positions of this step; also what each slot drafted:
+    ``(decode, drafts)``, for a tree ``(decode, nodes' tokens, parents, depths)`` of its nodes."""
     tokens = state.token_ids_all.numpy().copy()
     prompt_lens = state.prompt_lens.numpy()
     step_idx = state.step_idx.numpy()
     enc = state.seq_lens_encoder.numpy()
-    draft_tokens = state.draft_tokens.numpy()
     rows = np.diff(state.cu_seqlens_q_output.numpy())
+    if state.trees:
+        nodes = state.draft_tree_tokens.numpy()
+        parents, depths = state.draft_tree_parents.numpy(), state.draft_tree_depths.numpy()
+        counts = np.where(enc > 0, 0, rows)
+        positions = tree_positions(depths, state.seq_lens_decoder.numpy())
+        tree = TreeInputs(start=np.where(counts > 0, prompt_lens + step_idx - 1, -1), nodes=counts.astype(np.int64),
+                          mask=tree_attention_mask(parents, counts), positions=positions, row_col=np.zeros(0, np.int64))
+    else:
+        nodes = state.draft_tokens.numpy()
+        tree = None
     lengths = np.zeros(state.max_num_seqs, dtype=np.int64)
-    row_slot, row_pos, drafted = [], [], {}
+    row_slot, row_pos, row_col, drafted = [], [], [], {}
     for b in np.flatnonzero(rows > 0):
         p, s, n = int(prompt_lens[b]), int(step_idx[b]), int(rows[b])
         if enc[b] > 0:  # prefill: one row, after the whole prompt
             lengths[b] = p
             row_slot.append(b)
             row_pos.append(p - 1)
-            drafted[b] = (False, draft_tokens[b, 1:1])
+            row_col.append(p - 1)
+            drafted[b] = (False, nodes[b, 1:1]) if tree is None else (False, nodes[b, :1], parents[b, :1], depths[b, :1])
             continue
-        drafts = draft_tokens[b, 1:n]
+        drafts = nodes[b, 1:n]
         tokens[b, p + s : p + s + n - 1] = drafts
         lengths[b] = p + s + n - 1
         row_slot.extend([b] * n)
-        row_pos.extend(range(p + s - 1, p + s - 1 + n))
-        drafted[b] = (True, drafts.copy())
+        row_col.extend(range(p + s - 1, p + s - 1 + n))
+        if tree is None:
+            row_pos.extend(range(p + s - 1, p + s - 1 + n))
+            drafted[b] = (True, drafts.copy())
+        else:
+            row_pos.extend(positions[b, :n])
+            drafted[b] = (True, nodes[b, :n].copy(), parents[b, :n].copy(), depths[b, :n].copy())
+    if tree is not None:
+        tree.row_col = np.asarray(row_col, dtype=np.int64)
     inputs = ModelInputs(
         tokens=paddle.to_tensor(tokens, place=state.place),
         lengths=lengths,
@@ -278,39 +307,59 @@ def _model_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple[bool, 
         row_pos=np.asarray(row_pos, dtype=np.int64),
         prompt_lens=prompt_lens.copy(),
         request_ids=list(state.request_of_slot),
+        tree=tree,
     )
     return inputs, drafted
 
 
-def _count(stats: GenerationStats, state: SpecState, drafted: dict[int, tuple[bool, np.ndarray]], reject_all: bool,
+def _tree_accepted(kept_tokens: np.ndarray, path: np.ndarray, tokens: np.ndarray, parents: np.ndarray) -> int:
+    """Accepted drafts of a tree step: kept tokens that are the token of a child of the node that emitted them
+    (the walk moved into that child, or would have but for the request's end)."""
+    accepted = 0
+    for token, node in zip(kept_tokens, path):
+        if node < 0 or not np.any((parents == node) & (tokens == token)):
+            break
+        accepted += 1
+    return accepted
+
+
+def _count(stats: GenerationStats, state: SpecState, drafted: dict[int, tuple], reject_all: bool,
            trace: AcceptanceTrace | None = None) -> None:
     """Adds one step's kept tokens to the counters, split into accepted drafts and bonus tokens.
 
     The kept tokens are the accepted drafts, then one token of the target's own. Under every
     strategy a rejected draft differs from the token that replaces it, so the accepted drafts are
     the longest common prefix of drafts and kept tokens; only reject_all (which rejects even a
-    draft equal to the target) needs saying.
+    draft equal to the target) needs saying. A tree's drafts are its nodes past the root; its
+    position ``i`` is depth ``i + 1`` (proposed when the tree reaches it, accepted when the path does).
     """
     accept_num = state.accept_num.numpy()
     accept_tokens = state.accept_tokens.numpy()
+    accept_nodes = state.accept_nodes.numpy() if state.trees else None
     step = StepRecord(state.num_rows)
-    for b, (decode, drafts) in drafted.items():
+    for b, (decode, drafts, *tree) in drafted.items():
         kept = int(accept_num[b])
-        accepted = 0
-        while not reject_all and accepted < min(kept, len(drafts)) and accept_tokens[b, accepted] == drafts[accepted]:
-            accepted += 1
+        if tree:
+            parents, depths = tree
+            accepted = _tree_accepted(accept_tokens[b, :kept], accept_nodes[b, :kept], drafts, parents)
+            proposed, reach = len(drafts) - 1, int(depths.max(initial=0))
+        else:
+            accepted = 0
+            while not reject_all and accepted < min(kept, len(drafts)) and accept_tokens[b, accepted] == drafts[accepted]:
+                accepted += 1
+            proposed = reach = len(drafts)
         stats.request_steps += 1
         stats.generated_tokens += kept
         stats.accepted_tokens += accepted
         stats.bonus_tokens += kept - accepted
-        stats.proposed_tokens += len(drafts)
-        for i in range(len(drafts)):
+        stats.proposed_tokens += proposed
+        for i in range(reach):
             stats.proposed_per_position[i] += 1
             stats.accepted_per_position[i] += int(i < accepted)
         if decode:
             stats.decode_request_steps += 1
             stats.decode_tokens += kept
-        step.add(state.request_of_slot[b], decode, len(drafts), accepted, kept)
+        step.add(state.request_of_slot[b], decode, proposed, accepted, kept)
     if trace is not None:
         trace.record(step)
 

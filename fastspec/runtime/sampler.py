@@ -8,6 +8,7 @@ from fastspec import ops
 from fastspec.core.schema import PROBABILITY_STRATEGIES
 from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.state import SpecState
+from fastspec.runtime.trees import first_child_one_hot, sample_at_depths
 
 
 class Sampler:
@@ -89,6 +90,8 @@ class Sampler:
 
     def _verify_and_sample(self, probs, state: SpecState, rows, top_p, top_k, draft_probs=None) -> None:
         """Targets for every row by the configured strategy, then verify the drafts against them."""
+        if state.trees:
+            return self._verify_tree(probs, state, rows, top_p, top_k)
         target = ids = scores = lens = target_probs = None
         if self.strategy in PROBABILITY_STRATEGIES:
             if draft_probs is None:
@@ -126,6 +129,28 @@ class Sampler:
             target_probs=target_probs,
             draft_probs=draft_probs,
         )
+
+    def _verify_tree(self, probs, state: SpecState, rows, top_p, top_k) -> None:
+        """A tree step (docs/trees.md): targets per node row, then ``verify_draft_tree``; its accepted path
+        goes to ``state.accept_nodes``. TARGET_MATCH draws a node's target at ``step_idx + depth``: the
+        position its token would take, so a tree emits what a step without drafts would (coupled draws).
+        REJECTION judges a node's first child as a deterministic draft (q one-hot on it; the proposers draft
+        top-k trees), which keeps the target distribution (docs/ops/draft_tree.md)."""
+        target = target_probs = draft_probs = None
+        if self.strategy == "rejection":
+            target_probs = ops.top_k_top_p_probs(probs, top_p, top_k, rows)
+            draft_probs = first_child_one_hot(state, rows, int(probs.shape[-1]))
+        elif self.strategy == "greedy":
+            target = paddle.argmax(probs, axis=-1)
+        else:
+            target = sample_at_depths(probs, state, rows, top_p, top_k)
+        outs = ops.verify_draft_tree(
+            state.accept_tokens, state.accept_num, state.draft_tree_tokens, state.draft_tree_parents, target,
+            state.seed, state.step_idx, state.stop_flags, state.is_block_step, state.seq_lens_encoder,
+            state.seq_lens_this_time, state.cu_seqlens_q_output, state.max_dec_len, state.end_tokens,
+            target_probs=target_probs, draft_probs=draft_probs, strategy=self.strategy,
+        )
+        paddle.assign(outs.accept_nodes, output=state.accept_nodes)
 
     @staticmethod
     def _update(state: SpecState) -> paddle.Tensor:

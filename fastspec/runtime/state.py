@@ -36,7 +36,12 @@ class SpecState:
         temperature, top_p float32 [B]; draft_tokens, accept_tokens int64 [B, K + 1];
         end_tokens int64 [E]; cu_seqlens_q_output int32 [B + 1]; ngram_anchor int64 [B] (anchored n-gram
         drafting: where each slot's drafts were copied from, -1 for none; reset for a new request);
-        batch_id_per_token_output int32 [B * (K + 1)] (rows past the packed ones are -1).
+        batch_id_per_token_output int32 [B * R] (rows past the packed ones are -1; ``R = rows_per_slot``).
+
+    Draft trees (``num_tree_nodes = N > 0``, docs/trees.md): draft_tree_tokens int64 [B, N] (node 0 the
+    last committed token), draft_tree_parents, draft_tree_depths int32 [B, N] (``build_draft_tree``'s) and
+    accept_nodes int32 [B, K + 1] (the accepted path, ``verify_draft_tree``'s); a slot then has up to N
+    rows. Without trees these are None.
     """
 
     def __init__(
@@ -46,11 +51,12 @@ class SpecState:
         num_speculative_tokens: int,
         end_tokens: Sequence[int],
         place: paddle.Place | str | None = None,
+        num_tree_nodes: int = 0,
     ) -> None:
-        if max_num_seqs < 1 or max_model_len < 2 or num_speculative_tokens < 0:
+        if max_num_seqs < 1 or max_model_len < 2 or num_speculative_tokens < 0 or num_tree_nodes < 0:
             raise ValueError(
-                f"SpecState: need max_num_seqs >= 1, max_model_len >= 2, num_speculative_tokens >= 0; got "
-                f"{max_num_seqs}, {max_model_len}, {num_speculative_tokens}"
+                f"SpecState: need max_num_seqs >= 1, max_model_len >= 2, num_speculative_tokens >= 0, num_tree_nodes >= 0; "
+                f"got {max_num_seqs}, {max_model_len}, {num_speculative_tokens}, {num_tree_nodes}"
             )
         if len(end_tokens) == 0:
             raise ValueError("SpecState: end_tokens must hold at least one token id")
@@ -58,6 +64,8 @@ class SpecState:
         self.max_model_len = length = int(max_model_len)
         self.num_speculative_tokens = k = int(num_speculative_tokens)
         self.place = _place(place)
+        self.num_tree_nodes = n = int(num_tree_nodes)
+        self.rows_per_slot = max(k + 1, n)  # output rows a decode slot may use
 
         def full(shape, value, dtype):
             return paddle.to_tensor(np.full(shape, value, dtype=dtype), place=self.place)
@@ -83,7 +91,11 @@ class SpecState:
         self.ngram_anchor = full([b], -1, "int64")
         self.end_tokens = paddle.to_tensor(np.asarray(end_tokens, dtype=np.int64), place=self.place)
         self.cu_seqlens_q_output = full([b + 1], 0, "int32")
-        self.batch_id_per_token_output = full([b * (k + 1)], -1, "int32")
+        self.batch_id_per_token_output = full([b * self.rows_per_slot], -1, "int32")
+        self.draft_tree_tokens = full([b, n], -1, "int64") if n else None
+        self.draft_tree_parents = full([b, n], -1, "int32") if n else None
+        self.draft_tree_depths = full([b, n], -1, "int32") if n else None
+        self.accept_nodes = full([b, k + 1], -1, "int32") if n else None
         self.num_rows = 0  # packed output rows of the current step (host int)
         self._free = list(range(b))
         self.request_of_slot: list[int | None] = [None] * b
@@ -197,6 +209,20 @@ class SpecState:
         paddle.assign(cu, output=self.cu_seqlens_q_output)
         paddle.assign(ids, output=self.batch_id_per_token_output)
         return cu[-1:]
+
+    @property
+    def trees(self) -> bool:
+        """The step drafts trees (``num_tree_nodes > 0``)."""
+        return self.num_tree_nodes > 0
+
+    def last_kept_rows(self) -> paddle.Tensor:
+        """int64 [B]: per slot, the packed row whose prediction is its last kept token (the row of the last
+        accepted node for a tree, ``cu + accept_num - 1`` for a chain); any row for a slot that kept none."""
+        last = paddle.clip(self.accept_num.reshape([-1]) - 1, min=0)
+        if self.trees:
+            node = paddle.take_along_axis(self.accept_nodes, last.astype("int64").unsqueeze(-1), axis=1).reshape([-1])
+            last = paddle.clip(node, min=0)
+        return (self.cu_seqlens_q_output[:-1] + last).astype("int64")
 
     def row_batch_ids(self, num_rows: int | None = None) -> paddle.Tensor:
         """The first ``num_rows`` (default: the packed ones) entries of batch_id_per_token_output."""

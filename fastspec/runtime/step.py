@@ -11,6 +11,7 @@ import paddle
 from fastspec.core.schema import PROBABILITY_STRATEGIES
 from fastspec.runtime.adaptive.controller import DraftLengthController
 from fastspec.runtime.proposers.base import Proposer
+from fastspec.runtime.proposers.tree import write_tree
 from fastspec.runtime.sampler import Sampler
 from fastspec.runtime.state import SpecState
 
@@ -28,9 +29,14 @@ class SpecStep:
     - ``prepare()``: no inputs; reads and writes the state's tensors (and the proposer's buffers)
       in place;
     - ``finish(logits, hidden=None)``: ``logits [max_rows, V]`` and ``hidden [max_rows, H]`` in
-      fixed shapes, ``max_rows = max_num_seqs * (K + 1)``; rows past the packed ones are padding
+      fixed shapes, ``max_rows = max_num_seqs * state.rows_per_slot`` (``K + 1``, or N for a tree step); rows past the packed ones are padding
       (``batch_id_per_token_output`` is -1 there) and are ignored. ``pad_rows`` pads a
       ``[T, ...]`` model output.
+
+    A tree step (``state.num_tree_nodes > 0``, docs/trees.md): ``prepare`` asks the proposer for
+    ``config.tree.top_k`` candidates per depth and builds each slot's tree (``build_draft_tree``; a slot's
+    rows are its nodes); ``finish`` verifies it with ``verify_draft_tree`` (the accepted path in
+    ``state.accept_nodes``) and ``update_model_status`` commits the path's tokens as for a chain.
 
     Modes: ``"eager"`` runs the same Python code op by op; ``"static"`` compiles each program once
     with ``paddle.jit.to_static`` (``builds`` counts the compilations) and replays it; on a Paddle
@@ -63,19 +69,23 @@ class SpecStep:
         if fixed and proposer is not None and not proposer.static_step_safe:
             raise ValueError(f"SpecStep: {type(proposer).__name__} reads host values while proposing; it cannot run in a "
                              "static step (use NgramProposer or DraftModelProposer, or mode 'eager')")
-        probabilities = sampler.config.speculative and sampler.strategy in PROBABILITY_STRATEGIES
+        trees = state.trees
+        if trees and (proposer is None or not proposer.drafts_trees):
+            raise ValueError(f"SpecStep: a tree step (state.num_tree_nodes = {state.num_tree_nodes}) needs a proposer that "
+                             f"drafts trees (DraftModelProposer), got {type(proposer).__name__}")
+        # a tree step's draft rows come from the tree itself (fastspec.runtime.trees.first_child_one_hot)
+        probabilities = sampler.config.speculative and sampler.strategy in PROBABILITY_STRATEGIES and not trees
         if probabilities and (proposer is None or not proposer.provides_draft_probs):
             raise ValueError(f"SpecStep: strategy '{sampler.strategy}' needs a proposer with draft probabilities, "
                              f"got {type(proposer).__name__}")
         if mode == "cuda_graph":
             _check_cuda_graphs(state)
         self.state, self.sampler, self.proposer, self.mode = state, sampler, proposer, mode
-        self.max_rows = state.max_num_seqs * (state.num_speculative_tokens + 1)
+        self.max_rows = state.max_num_seqs * state.rows_per_slot
         self.observes = proposer is not None and proposer.needs_target_hidden
         if proposer is not None:
             proposer.prepare(state)
-            if fixed and (not proposer.ready or (proposer.provides_draft_probs and sampler.strategy in PROBABILITY_STRATEGIES
-                                                 and proposer.draft_probs is None)):
+            if fixed and (not proposer.ready or (probabilities and proposer.draft_probs is None)):
                 raise ValueError(
                     "SpecStep: the draft model's buffers must exist before the step is built: declare the head's "
                     "input_hidden_size, hidden_size and vocab_size (attributes, or DraftModelProposer arguments)"
@@ -88,7 +98,9 @@ class SpecStep:
             builds["prepare"] += 1
             if controller is not None:
                 controller.plan(state)
-            if proposer is not None:
+            if trees:
+                write_tree(proposer.propose_tree(state, sampler.config.tree.top_k), state)
+            elif proposer is not None:
                 proposer(state)
             return state.pack_rows_on_device()
 
@@ -142,7 +154,7 @@ class SpecStep:
         """``[T, ...]`` -> ``[max_rows, ...]`` with zero rows after the packed ones."""
         rows = int(x.shape[0])
         if rows > self.max_rows:
-            raise ValueError(f"SpecStep: {rows} rows, at most max_num_seqs * (K + 1) = {self.max_rows}")
+            raise ValueError(f"SpecStep: {rows} rows, at most max_num_seqs * rows_per_slot = {self.max_rows}")
         if rows == self.max_rows:
             return x
         return paddle.concat([x, paddle.zeros([self.max_rows - rows] + list(x.shape[1:]), dtype=x.dtype)], axis=0)

@@ -1,4 +1,4 @@
-"""What the fuzzer calls: every op (verify_draft_tokens once per strategy), with the generator of
+"""What the fuzzer calls: every op (verify_draft_tokens and verify_draft_tree once per strategy), with the generator of
 its well-formed calls and its numpy reference (``fastspec.reference``).
 
 A reference returns the expected value of every tensor the op returns (its in-place tensors,
@@ -13,12 +13,15 @@ from typing import Callable
 import numpy as np
 
 from fastspec import reference as ref
-from fastspec.core.schema import STRATEGIES
+from fastspec.core.errors import FastspecArgumentError
+from fastspec.core.schema import STRATEGIES, TREE_STRATEGIES
 from tests.ngram_cases import ARRAY_NAMES as NGRAM_NAMES
+from tests.tree_cases import BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS
 from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
 
 from .gen_ngram import ngram_call
 from .gen_sampling import candidates_call, probs_call, sample_call
+from .gen_trees import build_call, verify_tree_call
 from .gen_verify_update import update_call, verify_call
 
 Arrays = dict[str, np.ndarray | None]
@@ -31,6 +34,9 @@ class Target:
     generate: Callable[[np.random.Generator], tuple[Arrays, dict]]
     reference: Callable[[Arrays, dict], dict[str, np.ndarray]]
     xpu_share: float = 0.125  # of its cases on the emulated XPU (a sampling row there costs ~20x the CPU's)
+    # values the checked call refuses by name (per-slot values the schema cannot see: verify_draft_tree's trees);
+    # such a well-formed call is launched unchecked instead, as a device stream runs it
+    refuses_values: Callable[[Arrays], bool] = lambda arrays: False
 
 
 def _ngram_reference(function):
@@ -76,6 +82,30 @@ def _update_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
     return dict(zip((*UPDATE_OUTPUTS, "has_running"), ref.update_model_status(*(a[name] for name in UPDATE_NAMES))))
 
 
+def _build_tree_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    return dict(zip(BUILD_OUTPUTS, ref.build_draft_tree(*(a[name] for name in BUILD_NAMES), **attrs)))
+
+
+def _verify_tree_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    """The kernels' answer (a malformed tree: no drafts judged); the checked call's refusal is tests/fuzz/check.py's."""
+    result = ref.verify_draft_tree(*(a[name] for name in VERIFY_TREE_NAMES), **attrs, check=False)
+    return dict(zip(VERIFY_TREE_OUTPUTS, result))
+
+
+def _bad_trees(a: Arrays) -> bool:
+    try:
+        ref.check_draft_trees("verify_draft_tree", a["draft_tree_parents"], a["seq_lens_this_time"],
+                              a["seq_lens_encoder"], max_depth=a["accept_tokens"].shape[1] - 1)
+    except FastspecArgumentError:
+        return True
+    return False
+
+
+def _verify_tree(strategy: str) -> Target:
+    return Target(f"verify_draft_tree[{strategy}]", "verify_draft_tree", lambda rng: verify_tree_call(rng, strategy),
+                  _verify_tree_reference, refuses_values=_bad_trees)
+
+
 def _verify(strategy: str) -> Target:
     return Target(f"verify_draft_tokens[{strategy}]", "verify_draft_tokens",
                   lambda rng: verify_call(rng, strategy), _verify_reference)
@@ -90,4 +120,6 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("top_k_top_p_probs", "top_k_top_p_probs", probs_call, _probs_reference, xpu_share=0.05),
     *(_verify(strategy) for strategy in STRATEGIES),
     Target("update_model_status", "update_model_status", update_call, _update_reference),
+    Target("build_draft_tree", "build_draft_tree", build_call, _build_tree_reference),
+    *(_verify_tree(strategy) for strategy in TREE_STRATEGIES),
 )}

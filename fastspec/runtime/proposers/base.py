@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import paddle
 
 from fastspec.runtime.state import SpecState
+
+if TYPE_CHECKING:
+    from fastspec.runtime.proposers.tree import TreeProposal
 
 
 class ProposalError(ValueError):
@@ -39,6 +42,8 @@ class Proposer(ABC):
     """The step hands it the target's hidden states of the packed rows (``observe_target``) after each update."""
     provides_draft_probs: ClassVar[bool] = False
     """It keeps its drafts' probabilities (``draft_probs_rows``), so its drafts can be verified by REJECTION."""
+    drafts_trees: ClassVar[bool] = False
+    """It offers top-k candidates per depth (``propose_tree``), so it can run in a tree step (docs/trees.md)."""
 
     def draft_on_host(self, state: SpecState) -> None:
         """Host work before each step's programs (a host-side drafter fills its buffers here)."""
@@ -72,6 +77,10 @@ class Proposer(ABC):
     def observe_target(self, state: SpecState, hidden: paddle.Tensor) -> None:
         """With ``needs_target_hidden``: takes the target's hidden states ``[T, H]`` of this step's packed rows."""
         raise NotImplementedError(f"{type(self).__name__} does not read the target's hidden states")
+
+    def propose_tree(self, state: SpecState, top_k: int) -> TreeProposal:
+        """With ``drafts_trees``: ``top_k`` candidates per depth, depth up to K, for ``build_draft_tree``."""
+        raise NotImplementedError(f"{type(self).__name__} drafts no trees")
 
     def draft_probs_rows(self, state: SpecState, num_rows: int, vocab_size: int | None = None) -> paddle.Tensor | None:
         """With ``provides_draft_probs``: the drafts' probabilities in packed row order ``[num_rows, V]``."""

@@ -10,6 +10,7 @@ import paddle
 from fastspec import ops
 from fastspec.core.schema import PROBABILITY_STRATEGIES
 from fastspec.runtime.proposers.base import Proposal, Proposer
+from fastspec.runtime.proposers.tree import TreeProposal, empty_tree_proposal, head_top_k_tree
 from fastspec.reference.rng import STREAM_DRAFT
 from fastspec.runtime.state import SpecState
 
@@ -92,6 +93,7 @@ class DraftModelProposer(Proposer):
     static_step_safe = True
     needs_target_hidden = True
     provides_draft_probs = True
+    drafts_trees = True
 
     def __init__(
         self,
@@ -138,7 +140,8 @@ class DraftModelProposer(Proposer):
         kwargs = dict(
             num_model_steps=getattr(config, "num_model_steps", 0) or None,
             chain_hidden_states=getattr(config, "chain_hidden_states", True),
-            sample_drafts=getattr(config, "verify_strategy", "") in PROBABILITY_STRATEGIES,
+            # a tree step drafts top-k trees (deterministic; verify_draft_tree judges them by their first children)
+            sample_drafts=getattr(config, "verify_strategy", "") in PROBABILITY_STRATEGIES and not _trees(config),
             max_ngram_size=config.max_ngram_size,
             min_ngram_size=config.min_ngram_size,
             token_budget=config.token_budget,
@@ -188,7 +191,7 @@ class DraftModelProposer(Proposer):
             return
         target = self.buffers["target_hidden"]
         num = state.accept_num.reshape([-1])
-        last_row = paddle.clip(state.cu_seqlens_q_output[:-1] + num - 1, 0, rows - 1).astype("int64")
+        last_row = paddle.clip(state.last_kept_rows(), 0, rows - 1)
         gathered = paddle.gather(hidden.astype("float32"), last_row)
         kept = num > 0
         paddle.assign(paddle.where(kept.unsqueeze(-1), gathered, target), output=target)
@@ -328,6 +331,20 @@ class DraftModelProposer(Proposer):
             self._keep_probs(probs, lens, proposal, state)
         return proposal
 
+    def propose_tree(self, state: SpecState, top_k: int) -> TreeProposal:
+        """EAGLE-2's top-k tree from the head (``head_top_k_tree``): ``top_k`` candidates per depth, depth K,
+        for the decode slots whose target hidden state is known; none for the others."""
+        b, k = state.max_num_seqs, self.num_speculative_tokens
+        self.prepare(state)
+        if not self.ready:  # no width known and no target forward yet: nothing to draft from
+            return empty_tree_proposal(b, k * top_k)
+        with paddle.no_grad():
+            tree = head_top_k_tree(self.draft_model, state.draft_tokens[:, 0], self.buffers["target_hidden"], k, top_k,
+                                   self.chain_hidden_states)
+        live = paddle.logical_and(state.slot_phases()[1], self.buffers["observed"]).unsqueeze(-1)
+        tree.tokens = paddle.where(live, tree.tokens, paddle.full_like(tree.tokens, -1))
+        return tree
+
     def _keep_probs(self, probs: list[paddle.Tensor], model_lens: paddle.Tensor, proposal: Proposal, state: SpecState) -> None:
         """Writes draft_probs [B, K, V] in place: the model's q for its columns, one-hot of the
         draft for n-gram columns (a deterministic proposal), zeros past the drafts."""
@@ -362,3 +379,8 @@ class DraftModelProposer(Proposer):
         flat = self.draft_probs.reshape([b * k, vocab])
         rows = paddle.gather(flat, safe * k + paddle.clip(index, 0, k - 1))
         return rows * ok.astype("float32").unsqueeze(-1)
+
+
+def _trees(config) -> bool:
+    tree = getattr(config, "tree", None)
+    return bool(tree is not None and tree.enabled)

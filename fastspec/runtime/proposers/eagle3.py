@@ -80,7 +80,7 @@ def concat_aux_rows(aux: Sequence[paddle.Tensor], row_slot: np.ndarray, row_pos:
 
     Args:
         aux: ``n`` tensors ``[B, L, H]`` (the mixin's output for a full-grid forward).
-        row_slot, row_pos: the slot and position of each output row (``ModelInputs``).
+        row_slot, row_pos: the slot and grid column of each output row (``ModelInputs.row_slot``, ``.row_col``).
     """
     b, length, h = aux[0].shape
     index = paddle.to_tensor(np.asarray(row_slot, np.int64) * length + np.asarray(row_pos, np.int64), place=aux[0].place)
