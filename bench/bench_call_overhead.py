@@ -1,21 +1,24 @@
 #!/usr/bin/env python3
 """What a checked op call costs beside the unchecked launch of the same kernel, for every op.
 
-    python bench/bench_call_overhead.py [--batches 2,256] [--rounds 15] [--calls 100] [--tag _before]
+    python bench/bench_call_overhead.py [--batches 2,256] [--rounds 10] [--repeats 10] [--calls 20] [--tag _before]
 
 Two front ends, each against its own floor on the very same arrays:
 
-* ``paddle``: ``fastspec.ops.<op>(...)`` (the public, checked call) against
+* ``paddle``: ``fastspec.ops.<op>(...)`` (the public, checked call, arguments by keyword) against
   ``paddle._C_ops._run_custom_op("fastspec_<op>", ...)`` (Paddle's custom-op entry, no
   Python checks); target ratio <= 1.3 (issue 21).
 * ``arrays``: ``fastspec.arrays.<op>(...)`` on numpy arrays against a prepared launch
-  (``fastspec.arrays.prepare``: checked once, then only the C++ call); target <= 3 at B = 2.
+  (``fastspec.arrays.prepare``: checked once, then only the C++ call); target <= 3.
 
-Small workloads (K = 5 drafts, 64-token histories, V = 64) so the call, not the kernel,
-is what is timed. Each round builds fresh arrays (an in-place op changes its inputs),
-then times ``--calls`` public calls and ``--calls`` raw calls back to back; the figures
-are the medians over the rounds, so both sides see the same machine load. Writes
-bench/results/call_overhead<tag>.json.
+Every op of the schema has rows, each strategy of an op that has them its own (their tensors
+differ). Small workloads (K = 5 drafts, 64-token histories, V = 64, trees of 8 nodes) so the
+call, not the kernel, is what is timed. Each round builds fresh arrays (an in-place op changes
+its inputs), then alternates ``--repeats`` runs of ``--calls`` public calls with as many runs of
+raw calls on those arrays (ABBA order); the figures are the medians over every run, so public
+and raw calls see the machine within milliseconds of each other. The controller's step
+(``DraftLengthController.plan`` + ``.observe``, B = 256) is timed the same way beside the raw
+calls of its two ops and one raw ``ngram_match`` call. Writes bench/results/call_overhead<tag>.json.
 """
 
 from __future__ import annotations
@@ -35,19 +38,27 @@ from bench.common import machine, write_json  # noqa: E402
 from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors  # noqa: E402
 from fastspec.core.schema import SCHEMAS  # noqa: E402
 
-K, L, V, K_CAND = 5, 64, 64, 8
+K, L, V, K_CAND, NODES = 5, 64, 64, 8, 8
 PADDLE_TARGET, ARRAYS_TARGET = 1.3, 3.0
-# (label, op, attributes); verify once per strategy, whose tensors differ.
-CASES = [("ngram_match", "ngram_match", {"max_ngram_size": 3}),
-         ("ngram_append", "ngram_append", {"max_ngram_size": 3}),
-         ("top_p_candidates", "top_p_candidates", {"max_candidate_len": K_CAND}),
-         ("sample_tokens", "sample_tokens", {}),
-         ("top_k_top_p_probs", "top_k_top_p_probs", {}),
-         *((f"verify_draft_tokens[{s}]", "verify_draft_tokens", {"strategy": s})
-           for s in ("greedy", "target_match", "topp", "rejection")),
-         ("update_model_status", "update_model_status", {}),
-         ("adaptive_plan", "adaptive_plan", {"probe_interval": 16}),
-         ("adaptive_observe", "adaptive_observe", {})]
+REQUIRED_ATTRS = {"ngram_match": {"max_ngram_size": 3}, "ngram_append": {"max_ngram_size": 3},
+                  "top_p_candidates": {"max_candidate_len": K_CAND}, "adaptive_plan": {"probe_interval": 16},
+                  "build_draft_tree": {"max_depth": K}}
+
+
+def cases() -> list[tuple[str, str, dict]]:
+    """(label, op, attributes) for every op of the schema; an op with strategies once per strategy."""
+    found = []
+    for name, op in SCHEMAS.items():
+        attrs = REQUIRED_ATTRS.get(name, {})
+        if op.strategy_attr is None:
+            found.append((name, name, attrs))
+            continue
+        for strategy in op.attr(op.strategy_attr).choices:
+            found.append((f"{name}[{strategy}]", name, {**attrs, op.strategy_attr: strategy}))
+    return found
+
+
+CASES = cases()
 CONTROLLER_BATCH, CONTROLLER_TARGET = 256, 2.0  # one controller step within 2 raw custom-op calls (issue 21)
 
 
@@ -57,9 +68,9 @@ def _probs(rng: np.random.Generator, rows: int) -> np.ndarray:
     return (p / p.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
-def inputs(op_name: str, batch: int, attrs: dict) -> dict[str, np.ndarray | None]:
-    """Arrays of one call of ``op_name`` with ``batch`` slots, every slot decoding; every
-    input of the schema is a key (None: left out)."""
+def inputs(op_name: str, batch: int, attrs: dict, calls: int = 1000) -> dict[str, np.ndarray | None]:
+    """Arrays of one call of ``op_name`` with ``batch`` slots, every slot decoding, that stay so for
+    ``calls`` calls in a row; every input of the schema is a key (None: left out)."""
     rng = np.random.default_rng(batch)
     i32, i64 = np.int32, np.int64
     rows = batch * (K + 1)
@@ -77,7 +88,6 @@ def inputs(op_name: str, batch: int, attrs: dict) -> dict[str, np.ndarray | None
                   "step_idx": np.full(batch, 10, i64), "batch_id_per_token_output": np.arange(batch, dtype=i32),
                   "cu_seqlens_q_output": np.arange(batch + 1, dtype=i32)}
     elif op_name == "verify_draft_tokens":
-        strategy = attrs["strategy"]
         targets = rng.integers(1, 100, rows).astype(i64)
         drafts = rng.integers(1, 100, (batch, K + 1)).astype(i64)
         drafts[:, 1:3] = targets.reshape(batch, K + 1)[:, :2]  # two drafts accepted, then most likely a rejection
@@ -94,9 +104,6 @@ def inputs(op_name: str, batch: int, attrs: dict) -> dict[str, np.ndarray | None
             "max_dec_len": np.full(batch, 1 << 30, i64), "end_tokens": np.array([0], i64),
             "target_probs": _probs(rng, rows), "draft_probs": _probs(rng, rows),
         }
-        op = SCHEMAS[op_name]
-        values = {name: None if op.tensor(name).needed_by and strategy not in op.tensor(name).needed_by else v
-                  for name, v in values.items()}
     elif op_name in ("adaptive_plan", "adaptive_observe"):
         acceptance = rng.random((batch, K + 1)).astype(np.float32)
         acceptance[:, 0] = 1.0  # every slot decodes
@@ -111,20 +118,45 @@ def inputs(op_name: str, batch: int, attrs: dict) -> dict[str, np.ndarray | None
             "ranking": np.zeros((batch, K + 1), i32), "cu_seqlens_q_output": (np.arange(batch + 1) * 4).astype(i32),
             "accept_num": np.full(batch, 2, i32),
         }
+    elif op_name == "build_draft_tree":
+        count = 2 * NODES  # two candidates per node kept: a chain of the best and its siblings
+        values = {
+            "candidate_tokens": rng.integers(0, 100, (batch, count)).astype(i64),
+            "candidate_parents": np.tile(np.arange(count, dtype=i32) // 2 - 1, (batch, 1)),
+            "candidate_scores": -np.sort(rng.random((batch, count)), axis=1).astype(np.float32),
+            "draft_tree_tokens": np.full((batch, NODES), 7, i64), "seq_lens_this_time": np.ones(batch, i32),
+            "seq_lens_encoder": np.zeros(batch, i32), "seq_lens_decoder": np.full(batch, 48, i32),
+        }
+    elif op_name == "verify_draft_tree":
+        rows = batch * NODES
+        parents = np.array([-1, 0, 0, 1, 1, 3, 3, 5], i32)  # depth 4 at most: within K
+        values = {
+            "accept_tokens": np.full((batch, K + 1), -1, i64), "accept_num": np.zeros(batch, i32),
+            "draft_tree_tokens": rng.integers(1, 100, (batch, NODES)).astype(i64),
+            "draft_tree_parents": np.tile(parents, (batch, 1)),
+            "target_tokens": rng.integers(1, 100, rows).astype(i64),
+            "seed": rng.integers(0, 1 << 62, batch).astype(i64), "step_idx": np.full(batch, 10, i64),
+            "stop_flags": np.zeros(batch, bool), "is_block_step": np.zeros(batch, bool),
+            "seq_lens_encoder": np.zeros(batch, i32), "seq_lens_this_time": np.full(batch, NODES, i32),
+            "cu_seqlens_q_output": (np.arange(batch + 1) * NODES).astype(i32),
+            "max_dec_len": np.full(batch, 1 << 30, i64), "end_tokens": np.array([0], i64),
+            "target_probs": _probs(rng, rows), "draft_probs": _probs(rng, rows),
+        }
     else:
-        assert op_name == "update_model_status"
+        assert op_name == "update_model_status", op_name
         values = {
             "seq_lens_encoder": np.zeros(batch, i32), "seq_lens_decoder": np.full(batch, 100, i32),
             "seq_lens_this_time": np.full(batch, K + 1, i32), "step_idx": np.full(batch, 10, i64),
             "stop_flags": np.zeros(batch, bool), "accept_tokens": rng.integers(1, 1000, (batch, K + 1)).astype(i64),
             "accept_num": np.full(batch, 2, i32), "draft_tokens": np.full((batch, K + 1), -1, i64),
             # room for every call of a round: no request ends while it is timed
-            "token_ids_all": np.zeros((batch, 16 + 2 * 1000 + 16), i64), "prompt_lens": np.full(batch, 16, i64),
+            "token_ids_all": np.zeros((batch, 16 + 2 * calls + 16), i64), "prompt_lens": np.full(batch, 16, i64),
             "is_block_step": np.zeros(batch, bool), "max_dec_len": np.full(batch, 1 << 30, i64),
             "end_tokens": np.array([0], i64),
         }
     op = SCHEMAS[op_name]
-    return {t.name: values.get(t.name) for t in op.inputs}
+    strategy = attrs.get(op.strategy_attr) if op.strategy_attr else None
+    return {t.name: values.get(t.name) if t.used_by(strategy) else None for t in op.inputs}
 
 
 def paddle_pair(op_name: str, arrays: dict, attrs: dict) -> tuple[Callable[[], Any], Callable[[], Any]]:
@@ -159,26 +191,39 @@ def _per_call(fn: Callable[[], Any], calls: int) -> float:
     return (time.perf_counter() - start) / calls
 
 
-def measure(pair: Callable[..., tuple], op_name: str, batch: int, attrs: dict, rounds: int,
+def interleaved(make: Callable[[], dict[str, Callable[[], Any]]], rounds: int, repeats: int,
+                calls: int) -> dict[str, float]:
+    """Median seconds per call of each function ``make()`` returns (built afresh each round): in
+    every round, ``repeats`` runs of ``calls`` calls of each, the order reversed every other run
+    so that none always follows another. Round 0 warms up."""
+    times: dict[str, list[float]] = {}
+    for r in range(rounds + 1):
+        fns = list(make().items())
+        for i in range(repeats):
+            for name, fn in fns if i % 2 == 0 else fns[::-1]:
+                seconds = _per_call(fn, calls)
+                if r:
+                    times.setdefault(name, []).append(seconds)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def measure(pair: Callable[..., tuple], op_name: str, batch: int, attrs: dict, rounds: int, repeats: int,
             calls: int) -> tuple[float, float]:
-    """Medians over ``rounds`` of (public, raw) seconds per call, each round on fresh arrays."""
-    base = inputs(op_name, batch, attrs)
-    public_times, raw_times = [], []
-    for r in range(rounds + 1):  # round 0 warms up
+    """Medians of (public, raw) seconds per call, interleaved on the same fresh arrays each round."""
+    base = inputs(op_name, batch, attrs, calls=2 * repeats * calls)
+
+    def make() -> dict[str, Callable[[], Any]]:
         public, raw = pair(op_name, {k: None if v is None else v.copy() for k, v in base.items()}, attrs)
-        p = _per_call(public, calls)
-        public, raw = pair(op_name, {k: None if v is None else v.copy() for k, v in base.items()}, attrs)
-        q = _per_call(raw, calls)
-        if r:
-            public_times.append(p)
-            raw_times.append(q)
-    return statistics.median(public_times), statistics.median(raw_times)
+        return {"public": public, "raw": raw}
+
+    times = interleaved(make, rounds, repeats, calls)
+    return times["public"], times["raw"]
 
 
-def controller_step(batch: int, rounds: int, calls: int) -> dict:
-    """One DraftLengthController step (plan + observe, as a runner calls them) against one raw
-    custom-op call (adaptive_observe's, the cheaper of the two) and against the raw calls of both
-    ops, interleaved round by round; medians."""
+def controller_step(batch: int, rounds: int, repeats: int, calls: int) -> dict:
+    """One DraftLengthController step (plan + observe, as a runner calls them) against the raw
+    custom-op calls of its two ops and against one raw ``ngram_match`` call (an ordinary op, the
+    bench's workload at the same B), interleaved; medians."""
     import paddle
     from paddle import _C_ops
 
@@ -188,77 +233,85 @@ def controller_step(batch: int, rounds: int, calls: int) -> dict:
 
     ctl = DraftLengthController(batch, K, RooflineCost.named("llama-3.1-8b", "h100-sxm"), place="cpu")
     state = SpecState(batch, L, K, [0], "cpu")
+    state.stop_flags[:] = False  # every slot decodes: 3 rows (2 drafts), 2 tokens kept
     state.cu_seqlens_q_output[:] = paddle.to_tensor((np.arange(batch + 1) * 3).astype(np.int32))
     state.accept_num[:] = paddle.full([batch], 2, "int32")
+    plan_args = [ctl.acceptance, ctl.found, ctl._cost, ctl.rates, state.seq_lens_encoder, state.stop_flags,
+                 state.is_block_step, ctl._probe, state.draft_token_num, ctl._worth, ctl._ranking]
+    observe_args = [ctl.acceptance, ctl.found, state.draft_token_num, state.cu_seqlens_q_output, state.accept_num,
+                    ctl.rates]
+    ngram_attrs = REQUIRED_ATTRS["ngram_match"]
+    ngram = inputs("ngram_match", batch, ngram_attrs)
 
     def step() -> None:
         ctl.plan(state)
         ctl.observe(state)
 
-    plan_args = [ctl.acceptance, ctl.found, ctl._cost, ctl.rates, state.seq_lens_encoder, state.stop_flags,
-                 state.is_block_step, ctl._probe, state.draft_token_num, ctl._worth, ctl._ranking]
-    observe_args = [ctl.acceptance, ctl.found, state.draft_token_num, state.cu_seqlens_q_output, state.accept_num,
-                    ctl.rates]
-
-    def raw_observe() -> None:
+    def raw_plan_observe() -> None:
+        _C_ops._run_custom_op("fastspec_adaptive_plan", *plan_args, ctl.probe_interval)
         _C_ops._run_custom_op("fastspec_adaptive_observe", *observe_args)
 
-    def raw_both() -> None:
-        _C_ops._run_custom_op("fastspec_adaptive_plan", *plan_args, ctl.probe_interval)
-        raw_observe()
+    def make() -> dict[str, Callable[[], Any]]:
+        raw_ngram = paddle_pair("ngram_match", {k: None if v is None else v.copy() for k, v in ngram.items()},
+                                ngram_attrs)[1]
+        return {"step": step, "raw_plan_observe": raw_plan_observe, "raw_ngram_match": raw_ngram}
 
-    times: dict[str, list[float]] = {"step": [], "raw_observe": [], "raw_both": []}
-    for r in range(rounds + 1):  # round 0 warms up
-        measured = {"step": _per_call(step, calls), "raw_observe": _per_call(raw_observe, calls),
-                    "raw_both": _per_call(raw_both, calls)}
-        if r:
-            for name, value in measured.items():
-                times[name].append(value)
-    step_s, one_s, both_s = (statistics.median(times[n]) for n in ("step", "raw_observe", "raw_both"))
-    return {"batch": batch, "K": K, "step_us": step_s * 1e6, "raw_call_us": one_s * 1e6, "raw_plan_observe_us": both_s * 1e6,
-            "raw_calls": step_s / one_s, "target_raw_calls": CONTROLLER_TARGET}
+    times = interleaved(make, rounds, repeats, calls)
+    step_s, own_s, ngram_s = times["step"], times["raw_plan_observe"], times["raw_ngram_match"]
+    return {"batch": batch, "K": K, "step_us": step_s * 1e6, "raw_plan_observe_us": own_s * 1e6,
+            "raw_ngram_match_us": ngram_s * 1e6, "step_over_raw_plan_observe": step_s / own_s,
+            "step_in_raw_ngram_match_calls": step_s / ngram_s, "target_raw_calls": CONTROLLER_TARGET}
+
+
+def _flag(value: float, target: float) -> str:
+    return "" if value <= target else "  (over target)"
 
 
 @user_errors()
 def main(argv=None) -> int:
     parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batches", type=int_list(1), default="2,256")
-    parser.add_argument("--rounds", type=int_range(1), default=15)
-    parser.add_argument("--calls", type=int_range(1, 1000), default=100, help="calls per timed run")
+    parser.add_argument("--rounds", type=int_range(1), default=10, help="rounds, each on fresh arrays")
+    parser.add_argument("--repeats", type=int_range(1, 50), default=10, help="timed runs of each side per round")
+    parser.add_argument("--calls", type=int_range(1, 1000), default=20, help="calls per timed run")
     parser.add_argument("--front-ends", type=choice_list(["paddle", "arrays"]), default="paddle,arrays")
-    parser.add_argument("--ops", default="", help="comma-separated labels to run (default: all)")
+    parser.add_argument("--ops", type=choice_list([label for label, _, _ in CASES]),
+                        help="comma-separated labels to run (default: all)")
     parser.add_argument("--tag", default="", help="suffix of the JSON file name")
     parser.add_argument("--no-controller", action="store_true", help="skip the controller's step")
     args = parser.parse_args(argv)
-    cases = [c for c in CASES if not args.ops or c[0] in args.ops.split(",")]
+    cases = [c for c in CASES if not args.ops or c[0] in args.ops]
     import paddle
 
     paddle.set_device("cpu")
     pairs = {"paddle": paddle_pair, "arrays": arrays_pair}
     targets = {"paddle": PADDLE_TARGET, "arrays": ARRAYS_TARGET}
     rows = []
-    print(f"{'op':32} {'front end':9} {'B':>4} {'public':>10} {'raw':>10} {'ratio':>6}")
+    print(f"{'op':34} {'front end':9} {'B':>4} {'public':>10} {'raw':>10} {'ratio':>6}")
     for front_end in args.front_ends:
         for batch in args.batches:
             for label, op_name, attrs in cases:
-                public, raw = measure(pairs[front_end], op_name, batch, attrs, args.rounds, args.calls)
+                public, raw = measure(pairs[front_end], op_name, batch, attrs, args.rounds, args.repeats, args.calls)
                 ratio = public / raw
-                flag = "" if ratio <= targets[front_end] else "  (over target)"
-                print(f"{label:32} {front_end:9} {batch:4d} {public * 1e6:8.1f}us {raw * 1e6:8.1f}us "
-                      f"{ratio:6.2f}{flag}", flush=True)
+                print(f"{label:34} {front_end:9} {batch:4d} {public * 1e6:8.1f}us {raw * 1e6:8.1f}us "
+                      f"{ratio:6.2f}{_flag(ratio, targets[front_end])}", flush=True)
                 rows.append({"op": label, "front_end": front_end, "batch": batch, "public_us": public * 1e6,
                              "raw_us": raw * 1e6, "ratio": ratio})
     controller = None
     if not args.no_controller:
-        controller = controller_step(CONTROLLER_BATCH, args.rounds, args.calls)
-        flag = "" if controller["raw_calls"] <= CONTROLLER_TARGET else "  (over target)"
-        print(f"controller step (plan + observe), B = {CONTROLLER_BATCH}, K = {K}: {controller['step_us']:.1f}us = "
-              f"{controller['raw_calls']:.2f} raw calls of {controller['raw_call_us']:.1f}us (raw plan + observe: "
-              f"{controller['raw_plan_observe_us']:.1f}us){flag}", flush=True)
+        controller = controller_step(CONTROLLER_BATCH, args.rounds, args.repeats, args.calls)
+        own, ngram = controller["step_over_raw_plan_observe"], controller["step_in_raw_ngram_match_calls"]
+        print(f"controller step (plan + observe), B = {CONTROLLER_BATCH}, K = {K}: {controller['step_us']:.1f}us; "
+              f"raw adaptive_plan + adaptive_observe {controller['raw_plan_observe_us']:.1f}us "
+              f"(step {own:.2f}x{_flag(own, 1.0)}); one raw ngram_match {controller['raw_ngram_match_us']:.1f}us "
+              f"(step = {ngram:.2f} calls{_flag(ngram, CONTROLLER_TARGET)})", flush=True)
     path = write_json(f"call_overhead{args.tag}", {
         "raw": {"paddle": "paddle._C_ops._run_custom_op('fastspec_<op>', ...)",
                 "arrays": "fastspec.arrays.prepare(<op>, ...)()"},
-        "targets": targets, "K": K, "L": L, "V": V, "machine": machine(), "rows": rows, "controller": controller})
+        "method": {"rounds": args.rounds, "repeats": args.repeats, "calls": args.calls,
+                   "order": "public and raw runs alternate (ABBA) on the same fresh arrays; medians over runs"},
+        "targets": targets, "K": K, "L": L, "V": V, "nodes": NODES, "machine": machine(), "rows": rows,
+        "controller": controller})
     print(f"wrote {path}")
     return 0
 

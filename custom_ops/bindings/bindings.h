@@ -1,6 +1,7 @@
 // Shared helpers of the pybind11 bindings. Tensors travel as raw addresses
 // plus dtype codes and shapes; CUDA launches take a stream handle. The ops
-// share one entry point (ops.cc); rng.cc and bench.cc serve tests and benchmarks.
+// share one entry point (ops.cc); trees.cc checks verify_draft_tree's trees for the
+// array API; rng.cc and bench.cc serve tests and benchmarks.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -33,5 +34,6 @@ void bind_bench(py::module_& m);
 void bind_rng(py::module_& m);
 void bind_ops(py::module_& m);
 void bind_suffix(py::module_& m);
+void bind_trees(py::module_& m);
 
 }  // namespace fastspec_bindings

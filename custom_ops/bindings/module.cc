@@ -13,4 +13,5 @@ PYBIND11_MODULE(fastspec_kernels, m) {
   fastspec_bindings::bind_rng(m);
   fastspec_bindings::bind_ops(m);
   fastspec_bindings::bind_suffix(m);
+  fastspec_bindings::bind_trees(m);
 }

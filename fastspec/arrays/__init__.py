@@ -284,25 +284,32 @@ def _prepare(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any],
     return launch, pack_result(op, values), verdict
 
 
-def _check_trees(tensors: dict[str, Any]) -> None:
+def check_trees(parents: Any, lens: Any, enc: Any, accept: Any) -> None:
     """verify_draft_tree's trees, where their values are in host memory (numpy arrays: the CPU and the
-    emulated devices); the kernels judge no drafts of a malformed tree, this names it."""
-    names = ("draft_tree_parents", "seq_lens_this_time", "seq_lens_encoder", "accept_tokens")
-    if all(isinstance(tensors[name], np.ndarray) for name in names):
-        from fastspec.reference.trees import check_draft_trees
+    emulated devices); the kernels judge no drafts of a malformed tree, this names it. The bindings
+    judge every slot; the reference words the first fault of a call they refuse."""
+    if isinstance(parents, np.ndarray) and isinstance(lens, np.ndarray) and isinstance(enc, np.ndarray):
+        if not module().draft_trees_ok(parents, lens, enc, accept.shape[1] - 1):
+            from fastspec.reference.trees import check_draft_trees
 
-        parents, lens, enc, accept = (tensors[name] for name in names)
-        check_draft_trees("verify_draft_tree", parents, lens, enc, max_depth=accept.shape[1] - 1)
+            check_draft_trees("verify_draft_tree", parents, lens, enc, max_depth=accept.shape[1] - 1)
 
 
-VALUE_CHECKS = {"verify_draft_tree": _check_trees}  # per-slot values checked before the launch (not by prepare)
+# per-slot values checked before every launch (not by prepare): (the check, the arrays it takes)
+VALUE_CHECKS = {"verify_draft_tree": (check_trees, ("draft_tree_parents", "seq_lens_this_time", "seq_lens_encoder",
+                                                   "accept_tokens"))}
+
+
+def _check_values(op: OpSchema, tensors: dict[str, Any]) -> None:
+    if op.name in VALUE_CHECKS:
+        check, names = VALUE_CHECKS[op.name]
+        check(*(tensors[name] for name in names))
 
 
 def run(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extras: dict[str, Any]) -> Any:
     """Checks a call against the schema, allocates missing outputs and runs the kernel."""
     launch, result, _ = _prepare(op, tensors, attrs, extras)
-    if op.name in VALUE_CHECKS:
-        VALUE_CHECKS[op.name](tensors)
+    _check_values(op, tensors)
     launch()
     return result
 
@@ -312,9 +319,7 @@ def run_remembered(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any],
     """:func:`run`; the verdict of a call on plain numpy arrays on the CPU is kept under ``key``
     (see :mod:`fastspec.arrays._memo`), so the next call like it skips the checks."""
     launch, result, verdict = _prepare(op, tensors, attrs, extras)
-    if op.name in VALUE_CHECKS:  # never remembered: the values change from call to call
-        VALUE_CHECKS[op.name](tensors)
-        key = None
+    _check_values(op, tensors)  # the remembered call checks the values again, every time
     launch()
     if key is not None and all(v is None or type(v) is np.ndarray for v in tensors.values()) \
             and extras["backend"] is None and extras["stream"] is None:
@@ -355,8 +360,9 @@ _EXTRA_DOC = ("    num_threads (CPU only): 1 keeps the work on the calling threa
 
 def _op(name: str) -> Any:
     op = SCHEMAS[name]
+    head = fast_path(op, run_remembered, DEFAULT_XPU_GRID, VALUE_CHECKS.get(name))
     return make_op(op, run, module=__name__, setup=_SETUP, outputs_are_args=True, extras=_EXTRAS,
-                   extra_doc=_EXTRA_DOC, fast_path=fast_path(op, run_remembered, DEFAULT_XPU_GRID))
+                   extra_doc=_EXTRA_DOC, fast_path=head)
 
 
 # one function per declared op, in SCHEMAS' order (tests/test_schema.py checks each name)

@@ -56,9 +56,11 @@ def _key_part(tensor: Tensor, required: bool) -> str:
     return part if required else f"(None if {name} is None else {part})"
 
 
-def fast_path(op: OpSchema, general: Callable[..., Any], default_xpu_grid: tuple[int, int]) -> FastPath:
+def fast_path(op: OpSchema, general: Callable[..., Any], default_xpu_grid: tuple[int, int],
+              value_check: tuple[Callable[..., None], tuple[str, ...]] | None = None) -> FastPath:
     """The head of ``op``'s generated function: the key, then the remembered launch or ``general``
-    (``fastspec.arrays.run_remembered(op, tensors, attrs, extras, key)``)."""
+    (``fastspec.arrays.run_remembered(op, tensors, attrs, extras, key)``). ``value_check``: (a check
+    of the values, the arrays it takes by name), run before every launch (values are no part of the key)."""
     from fastspec.arrays import module
 
     def load_then_run(*args: Any) -> None:  # the bindings load on the first call, as everywhere in the API
@@ -86,6 +88,9 @@ def fast_path(op: OpSchema, general: Callable[..., Any], default_xpu_grid: tuple
     for i, out in enumerate(op.outputs):
         lines.append(f"{out.name} = _empty(_verdict.output_shapes[{i}], {out.dtypes[0]!r}) "
                      f"if {out.name} is None else {out.name}")
+    if value_check is not None:
+        names["_check_values"], checked = value_check
+        lines.append(f"_check_values({', '.join(checked)})")
     arrays = [f"{t.name} if _verdict.used[{i}] else None" if t.needed_by else t.name for i, t in enumerate(op.tensors)]
     lines.append(f"_run_numpy({op.name!r}, [{', '.join(arrays)}], _verdict.dtype_codes, _verdict.attrs, num_threads)")
     values = [t.name for t in op.inputs if t.inplace and not t.optional] + list(op.output_names)

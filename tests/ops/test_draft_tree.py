@@ -201,6 +201,25 @@ def test_random_bad_trees_are_judged_alike_by_every_kernel():
                          f"case {case} {backend}")
 
 
+def test_the_bindings_judge_trees_as_the_reference():
+    """The array API's tree check runs in the bindings (fastspec::tree_ok over every decode slot); it
+    must refuse exactly the calls whose trees the reference's check_draft_trees names."""
+    rng = np.random.default_rng(250)
+    verdicts = set()
+    for _ in range(300):
+        arrays, _ = random_verify_tree_case(rng, bad_trees=True)
+        parents, lens, enc = arrays["draft_tree_parents"], arrays["seq_lens_this_time"], arrays["seq_lens_encoder"]
+        k = arrays["accept_tokens"].shape[1] - 1
+        try:
+            ref.check_draft_trees("verify_draft_tree", parents, lens, enc, max_depth=k)
+            expected = True
+        except FastspecArgumentError:
+            expected = False
+        assert kernels.module().draft_trees_ok(parents, lens, enc, k) == expected
+        verdicts.add(expected)
+    assert verdicts == {True, False}
+
+
 def test_build_then_verify_follows_the_target_down_the_tree():
     """A built tree verified against targets that name, at each node, the token of its best child: every
     accepted token is the best path's, and the accepted nodes are that path."""

@@ -120,3 +120,15 @@ def test_a_prepared_launch_keeps_the_outputs_it_allocated():
                                         **attrs)
     for a, b in zip((ids, scores, lens), expected):
         np.testing.assert_array_equal(a, b)
+
+
+def test_the_array_api_checks_the_trees_of_a_remembered_call():
+    """verify_draft_tree's trees are values, no part of the remembered key: a malformed tree in arrays
+    of a remembered call's shapes is refused by name all the same."""
+    from tests.ops.test_draft_tree import _bad_tree_call
+
+    good = _bad_tree_call([-1, 0, 0, 2], 4)
+    for _ in range(2):  # the second call is the remembered one
+        kernels.verify_draft_tree(**{k: None if v is None else v.copy() for k, v in good.items()}, strategy="greedy")
+    with pytest.raises(FastspecArgumentError, match="'draft_tree_parents' of slot 1 is not a tree: node 2 has no"):
+        kernels.verify_draft_tree(**_bad_tree_call([-1, 0, -1, 1], 4), strategy="greedy")
