@@ -163,7 +163,7 @@ class Suffix:
 
 class Chosen(Suffix):
     """Suffix and anchored n-gram (max_ngram_size 5) in our cache, one draft per step as
-    ``DraftChoice`` says (the decisions of ``SuffixProposer`` with ``with_anchored_ngram``;
+    ``DraftChoice`` says (the rule ``SuffixProposer`` follows with ``with_anchored_ngram``;
     tests/suffix/test_draft_choice.py holds them to the reference parts)."""
 
     def start(self, prompt: np.ndarray, capacity: int) -> None:
