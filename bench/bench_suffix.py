@@ -20,7 +20,8 @@ sees the same calls: start (prompt), draft (the context so far), update (the kep
 
 Methods: ``anchored`` (today's default: anchored n-gram, max_ngram_size 5, the native op through
 ``fastspec.arrays``), ``suffix`` (``fastspec.suffix.SuffixCache`` at the config's defaults),
-``suffix+anchored`` (both, one draft per step as ``DraftChoice`` says: the method's default),
+``suffix+anchored`` (both, one draft per step as ``DraftChoice`` says: the method's default, as
+``SuffixCache(anchored_ngram=5).draft``: one native call per draft and one per update),
 ``longer of the two`` (both, the longer draft, anchored n-gram's on ties), ``arctic`` (``SuffixDecodingCache`` at
 vLLM's suffix defaults: depth 24, factor 1, min probability 0.1, 10000 cached requests) when
 ``--arctic DIR`` names a directory from which ``arctic_inference.suffix_decoding`` imports (the
@@ -55,10 +56,10 @@ from bench.common import machine, write_json  # noqa: E402
 from fastspec.cli.errors import ArgumentParser, int_range, user_errors  # noqa: E402
 from fastspec import arrays as kernels  # noqa: E402
 from fastspec.runtime.config import SuffixConfig  # noqa: E402
-from fastspec.runtime.proposers.draft_choice import DraftChoice, first_wins  # noqa: E402
 from fastspec.suffix import SuffixCache  # noqa: E402
 
 KS = (5, 16)
+MAX_NGRAM_SIZE = 5  # anchored n-gram's, alone and beside suffix
 MAX_FILE_TOKENS = 8000
 
 
@@ -106,7 +107,7 @@ class Anchored:
 
     name = "anchored"
 
-    def __init__(self, k: int, max_ngram_size: int = 5) -> None:
+    def __init__(self, k: int, max_ngram_size: int = MAX_NGRAM_SIZE) -> None:
         self.k, self.n = k, max_ngram_size
 
     def start(self, prompt: np.ndarray, capacity: int) -> None:
@@ -160,35 +161,21 @@ class Suffix:
         self.cache.stop_request(self.req)
 
 
-class Chosen:
-    """Suffix and anchored n-gram side by side, one draft per step as ``DraftChoice`` says (what
-    ``SuffixProposer`` does with ``with_anchored_ngram``)."""
+class Chosen(Suffix):
+    """Suffix and anchored n-gram (max_ngram_size 5) in our cache, one draft per step as
+    ``DraftChoice`` says (the rule ``SuffixProposer`` follows with ``with_anchored_ngram``;
+    tests/suffix/test_draft_choice.py holds them to the reference parts)."""
 
-    def __init__(self, name: str, suffix, anchored) -> None:
-        self.name, self.parts = name, (suffix, anchored)
-        self.choice = DraftChoice(1)
+    def start(self, prompt: np.ndarray, capacity: int) -> None:
+        self.req = self.serial
+        self.serial += 1
+        self.cache.start_request(self.req, prompt.tolist())
 
-    def start(self, prompt, capacity):
-        self.choice.reset(0)
-        for d in self.parts:
-            d.start(prompt, capacity)
+    def draft(self) -> list[int]:
+        return self.cache.draft(self.req, self.k, **self.rule)
 
-    def draft(self):
-        self.offered = [d.draft() for d in self.parts]
-        lens = [np.array([len(x)]) for x in self.offered]
-        return self.offered[0] if first_wins(self.choice.preference(), *lens)[0] else self.offered[1]
-
-    def update(self, kept):
-        if hasattr(self, "offered"):
-            rows = [(np.asarray(x, np.int64).reshape(1, -1), np.array([len(x)])) for x in self.offered]
-            self.choice.observe(np.array([True]), *rows, kept.reshape(1, -1), np.array([len(kept)]))
-            del self.offered
-        for d in self.parts:
-            d.update(kept)
-
-    def stop(self):
-        for d in self.parts:
-            d.stop()
+    def update(self, kept: np.ndarray) -> None:
+        self.cache.add_active_response(self.req, kept.tolist())
 
 
 class Longer:
@@ -215,9 +202,9 @@ class Longer:
             d.stop()
 
 
-def ours(k: int, cfg: SuffixConfig, name: str = "suffix") -> Suffix:
+def ours(k: int, cfg: SuffixConfig, name: str = "suffix", kind: type = Suffix, **cache) -> Suffix:
     rule = dict(max_spec_factor=cfg.max_spec_factor, max_spec_offset=cfg.max_spec_offset, min_token_prob=cfg.min_token_prob)
-    return Suffix(name, SuffixCache(cfg.max_tree_depth, cfg.max_cached_requests), k, rule, cfg.max_tree_depth)
+    return kind(name, SuffixCache(cfg.max_tree_depth, cfg.max_cached_requests, **cache), k, rule, cfg.max_tree_depth)
 
 
 def arctic(k: int, module) -> Suffix:
@@ -291,7 +278,7 @@ def memory(drafter) -> dict | None:
 
 def drafters(k: int, arctic_module) -> list:
     cfg = SuffixConfig()
-    out = [Anchored(k), ours(k, cfg), Chosen("suffix+anchored", ours(k, cfg), Anchored(k)),
+    out = [Anchored(k), ours(k, cfg), ours(k, cfg, "suffix+anchored", Chosen, anchored_ngram=MAX_NGRAM_SIZE),
            Longer("longer of the two", Anchored(k), ours(k, cfg))]
     if arctic_module is not None:
         out.append(arctic(k, arctic_module))

@@ -1,6 +1,7 @@
 // The suffix-decoding host cache (custom_ops/suffix/) as the class
-// fastspec_kernels.SuffixCacheCore. The per-step single-request calls
-// (speculate, add_active_response) check their arguments here, where they are
+// fastspec_kernels.SuffixCacheCore, and DraftChoice's batch update as
+// draft_choice_observe. The per-step single-request calls
+// (speculate, draft, add_active_response) check their arguments here, where they are
 // read anyway, and answer None / False for anything they do not take as it is
 // (not a list, tuple or 1-D integer array of ids in range, a rule value that
 // is not a plain number): fastspec/runtime/suffix.py then checks the call in
@@ -12,8 +13,10 @@
 #include <pybind11/stl.h>
 
 #include <climits>
+#include <memory>
 #include <type_traits>
 
+#include "../suffix/draft_choice.h"
 #include "../suffix/suffix_cache.h"
 #include "bindings.h"
 
@@ -22,6 +25,8 @@ namespace fastspec_bindings {
 namespace {
 
 using fastspec::suffix::Draft;
+using fastspec::suffix::DraftRows;
+using fastspec::suffix::NgramRule;
 using fastspec::suffix::SpecRule;
 using fastspec::suffix::SuffixCache;
 
@@ -105,28 +110,42 @@ py::tuple as_tuple(const Draft& d) {
   return py::make_tuple(as_list(d.token_ids), as_list(d.parents), as_list(d.probs), d.score, d.match_len);
 }
 
+// A drafting rule as it comes from Python into r; false where a value is not taken as it is.
+bool quick_rule(const SuffixCache& c, py::handle max_spec_tokens, py::handle factor, py::handle offset,
+                py::handle min_prob, SpecRule& r) {
+  if (max_spec_tokens.is_none()) {
+    r.max_spec_tokens = c.max_depth();
+  } else {
+    if (!PyLong_CheckExact(max_spec_tokens.ptr())) return false;
+    int overflow = 0;
+    const long long limit = PyLong_AsLongLongAndOverflow(max_spec_tokens.ptr(), &overflow);
+    if (overflow || limit < 0 || limit > INT32_MAX) return false;
+    r.max_spec_tokens = static_cast<int32_t>(limit);
+  }
+  return quick_number(factor, r.max_spec_factor) && r.max_spec_factor >= 0 && quick_number(offset, r.max_spec_offset) &&
+         quick_number(min_prob, r.min_token_prob);
+}
+
 // speculate's arguments as they come from Python, or None where one is not taken as it is
 py::object quick_speculate(const SuffixCache& c, int64_t req, py::handle context, py::handle max_spec_tokens,
                            py::handle factor, py::handle offset, py::handle min_prob) {
   thread_local std::vector<int32_t> tokens;
   thread_local Draft draft;
   SpecRule r;
-  if (max_spec_tokens.is_none()) {
-    r.max_spec_tokens = c.max_depth();
-  } else {
-    if (!PyLong_CheckExact(max_spec_tokens.ptr())) return py::none();
-    int overflow = 0;
-    const long long limit = PyLong_AsLongLongAndOverflow(max_spec_tokens.ptr(), &overflow);
-    if (overflow || limit < 0 || limit > INT32_MAX) return py::none();
-    r.max_spec_tokens = static_cast<int32_t>(limit);
-  }
-  if (!quick_number(factor, r.max_spec_factor) || r.max_spec_factor < 0 || !quick_number(offset, r.max_spec_offset) ||
-      !quick_number(min_prob, r.min_token_prob)) {
-    return py::none();
-  }
+  if (!quick_rule(c, max_spec_tokens, factor, offset, min_prob, r)) return py::none();
   if (!quick_tokens(context, c.max_token(), c.max_depth(), tokens)) return py::none();
   c.speculate(req, tokens.data(), static_cast<int64_t>(tokens.size()), r, draft);
   return as_tuple(draft);
+}
+
+// draft's token ids, or None where an argument is not taken as it is
+py::object quick_draft(SuffixCache& c, int64_t req, py::handle max_spec_tokens, py::handle factor, py::handle offset,
+                       py::handle min_prob) {
+  thread_local Draft draft;
+  SpecRule r;
+  if (!quick_rule(c, max_spec_tokens, factor, offset, min_prob, r)) return py::none();
+  c.draft(req, r, draft);
+  return as_list(draft.token_ids);
 }
 
 SpecRule rule(int32_t max_spec_tokens, double factor, double offset, double min_prob) {
@@ -141,9 +160,30 @@ SpecRule rule(int32_t max_spec_tokens, double factor, double offset, double min_
 }  // namespace
 
 void bind_suffix(py::module_& m) {
+  m.def("draft_choice_observe",  // DraftChoice.observe: arrays checked by fastspec/runtime/proposers/draft_choice.py
+        [](py::array_t<double, py::array::c_style>& averages, const Array<bool>& mask, const Array<int64_t>& first,
+           const Array<int32_t>& first_lens, const Array<int64_t>& second, const Array<int32_t>& second_lens,
+           const Array<int64_t>& kept, const Array<int32_t>& kept_num, double rate) {
+          const int64_t n = mask.size();
+          const bool rows = first.ndim() == 2 && second.ndim() == 2 && kept.ndim() == 2 && first.shape(0) == n &&
+                            second.shape(0) == n && kept.shape(0) == n;
+          if (averages.size() != 2 * n || first_lens.size() != n || second_lens.size() != n || kept_num.size() != n ||
+              !rows) {
+            throw std::invalid_argument("draft_choice_observe: arrays disagree on the number of slots");
+          }
+          fastspec::suffix::draft_choice_observe(
+              averages.mutable_data(), data_of(mask), DraftRows{data_of(first), data_of(first_lens), first.shape(1)},
+              DraftRows{data_of(second), data_of(second_lens), second.shape(1)},
+              DraftRows{data_of(kept), data_of(kept_num), kept.shape(1)}, n, rate);
+        });
   py::class_<SuffixCache>(m, "SuffixCacheCore")
-      .def(py::init<int32_t, int64_t, int64_t>(), py::arg("max_depth"), py::arg("max_cached_requests"),
-           py::arg("max_token") = int64_t{INT32_MAX})
+      .def(py::init([](int32_t max_depth, int64_t max_cached_requests, int64_t max_token, int32_t max_ngram_size,
+                       int32_t min_ngram_size) {
+             return std::make_unique<SuffixCache>(max_depth, max_cached_requests, max_token,
+                                                  NgramRule{max_ngram_size, min_ngram_size});
+           }),
+           py::arg("max_depth"), py::arg("max_cached_requests"), py::arg("max_token") = int64_t{INT32_MAX},
+           py::arg("max_ngram_size") = 0, py::arg("min_ngram_size") = 1)
       .def("start_request",
            [](SuffixCache& c, int64_t req, const std::vector<int32_t>& prompt) {
              return c.start_request(req, prompt.data(), static_cast<int64_t>(prompt.size()));
@@ -158,6 +198,7 @@ void bind_suffix(py::module_& m) {
       .def("stop_request", &SuffixCache::stop_request)
       .def("evict_cached_response", &SuffixCache::evict_cached_response)
       .def("speculate", &quick_speculate)  // None: an argument not taken as it is
+      .def("draft", &quick_draft)  // None: an argument not taken as it is
       .def("speculate_batch",
            [](const SuffixCache& c, const Array<int64_t>& keys, const Array<int32_t>& max_tokens, int32_t max_spec_tokens,
               double factor, double offset, double min_prob, py::array_t<int64_t, py::array::c_style>& out_tokens,

@@ -38,17 +38,8 @@ void search_slot(const NgramMatchParams& a, int64_t b) {
   const NgramSlot slot = ngram_slot(a, b);
   if (!is_prefill(enc) && decode && slot.valid) {
     const int64_t* first = nullptr;
-    if (a.ngram_anchor) anchor = ngram_anchored_drafts(RowRef{slot.prompt}, slot, a.draft_cols, a.ngram_anchor[b], &count);
-    if (anchor >= 0) {
-      first = slot.prompt + anchor;
-    } else if (slot.searchable) {
-      uint64_t best = scan_region(slot.prompt, slot.p - 2, slot, 0, kNoMatch);
-      if (best == kNoMatch || ngram_key_length(best) < slot.max_len) {
-        best = scan_region(slot.generated, slot.s - 2, slot, 1, best);
-      }
-      count = ngram_drafts_of(slot, best, &first);
-      anchor = count > 0 ? first - slot.prompt : -1;  // the row position of the drafts' source
-    }
+    if (a.ngram_anchor) anchor = a.ngram_anchor[b];
+    count = ngram_slot_drafts_cpu(slot, a.draft_cols, a.ngram_anchor ? &anchor : nullptr, &first);
     for (int64_t k = 0; k < count; ++k) drafts[1 + k] = first[k];
   }
   if (a.ngram_anchor) a.ngram_anchor[b] = anchor;  // -1 for prefill, inactive and draftless slots
@@ -61,6 +52,23 @@ void search_slot(const NgramMatchParams& a, int64_t b) {
 constexpr int64_t kParallelTokens = 1 << 16;
 
 }  // namespace
+
+int64_t ngram_slot_drafts_cpu(const NgramSlot& slot, int64_t draft_cols, int64_t* anchor, const int64_t** first) {
+  int64_t count = 0, at = -1;
+  if (anchor) at = ngram_anchored_drafts(RowRef{slot.prompt}, slot, draft_cols, *anchor, &count);
+  if (at >= 0) {
+    *first = slot.prompt + at;
+  } else if (slot.searchable) {
+    uint64_t best = scan_region(slot.prompt, slot.p - 2, slot, 0, kNoMatch);
+    if (best == kNoMatch || ngram_key_length(best) < slot.max_len) {
+      best = scan_region(slot.generated, slot.s - 2, slot, 1, best);
+    }
+    count = ngram_drafts_of(slot, best, first);
+    at = count > 0 ? *first - slot.prompt : -1;  // the row position of the drafts' source
+  }
+  if (anchor) *anchor = at;
+  return count;
+}
 
 void ngram_run_cpu(const NgramMatchParams& a, void (*search_slot)(const NgramMatchParams&, int64_t)) {
   int64_t tokens = 0;

@@ -11,11 +11,16 @@ namespace {
 [[noreturn]] void refuse(const std::string& what) { throw std::invalid_argument("SuffixCache: " + what); }
 }  // namespace
 
-SuffixCache::SuffixCache(int32_t max_depth, int64_t max_cached_requests, int64_t max_token)
-    : max_depth_(max_depth), max_cached_requests_(max_cached_requests), max_token_(max_token), global_(max_depth) {
+SuffixCache::SuffixCache(int32_t max_depth, int64_t max_cached_requests, int64_t max_token, const NgramRule& ngram)
+    : max_depth_(max_depth), max_cached_requests_(max_cached_requests), max_token_(max_token), ngram_(ngram),
+      global_(max_depth) {
   if (max_depth < 1 || max_depth > 4096) refuse("max_depth must be in [1, 4096]");
   if (max_cached_requests < -1) refuse("max_cached_requests must be >= -1");
   if (max_token < 0 || max_token > INT32_MAX) refuse("max_token must be in [0, 2**31 - 1]");
+  if (ngram.max_ngram_size < 0 || (ngram.max_ngram_size > 0 && (ngram.min_ngram_size < 1 ||
+                                                                 ngram.min_ngram_size > ngram.max_ngram_size))) {
+    refuse("the n-gram sizes must satisfy 1 <= min_ngram_size <= max_ngram_size (max_ngram_size 0: none)");
+  }
 }
 
 const SuffixTrie& SuffixCache::local(int64_t req) const {
@@ -29,6 +34,7 @@ std::vector<int64_t> SuffixCache::start_request(int64_t req, const int32_t* prom
   auto trie = std::make_unique<SuffixTrie>(max_depth_);
   trie->extend(0, prompt, n);
   local_.emplace(req, std::move(trie));
+  if (ngram_.max_ngram_size > 0) choices_.emplace(req, NgramChoice(ngram_, prompt, n));
   std::vector<int64_t> evicted;
   if (max_cached_requests_ == 0) return evicted;
   if (seq_of_.count(req)) evict_cached_response(req);
@@ -48,21 +54,30 @@ std::vector<int64_t> SuffixCache::start_request(int64_t req, const int32_t* prom
   return evicted;
 }
 
+NgramChoice* SuffixCache::choice(int64_t req) {
+  if (choices_.empty()) return nullptr;
+  auto it = choices_.find(req);
+  return it == choices_.end() ? nullptr : &it->second;
+}
+
 void SuffixCache::append_response(int64_t req, const int32_t* tokens, int64_t n) {
   auto it = local_.find(req);
   it->second->extend(0, tokens, n);
+  if (NgramChoice* c = choice(req)) c->append(tokens, n);
   auto cached = seq_of_.find(req);
   if (cached != seq_of_.end()) global_.extend(cached->second, tokens, n);
 }
 
 void SuffixCache::add_active_response(int64_t req, const int32_t* tokens, int64_t n) {
   local(req);  // refuses an inactive request
+  if (NgramChoice* c = choice(req)) c->score(tokens, n);
   append_response(req, tokens, n);
 }
 
 void SuffixCache::stop_request(int64_t req) {
   local(req);
   local_.erase(req);
+  choices_.erase(req);
   auto cached = seq_of_.find(req);
   if (cached != seq_of_.end()) global_.close(cached->second);  // a finished response grows no more
 }
@@ -104,6 +119,20 @@ void SuffixCache::speculate(int64_t req, const int32_t* context, int64_t n, cons
   }
 }
 
+void SuffixCache::own_draft(int64_t req, const SpecRule& rule, Draft& out) const {
+  const SuffixTrie& own = local(req);
+  const std::vector<int32_t>& seq = *own.tokens(0);
+  const int64_t len = static_cast<int64_t>(seq.size());
+  const int64_t ctx = std::min<int64_t>(len, std::max(0, max_depth_ - 1));
+  const auto [trie, winner] = speculate_tail(req, own, seq.data() + len - ctx, ctx, rule);
+  trie->write(winner, out);
+}
+
+void SuffixCache::draft(int64_t req, const SpecRule& rule, Draft& out) {
+  own_draft(req, rule, out);
+  if (NgramChoice* c = choice(req)) c->choose(out.token_ids, rule.max_spec_tokens);
+}
+
 std::pair<const SuffixTrie*, Candidate> SuffixCache::speculate_tail(int64_t req, const SuffixTrie& own,
                                                                     const int32_t* context, int64_t n,
                                                                     const SpecRule& rule) const {
@@ -127,14 +156,9 @@ void SuffixCache::speculate_batch(const int64_t* keys, const int32_t* max_tokens
     out_lens[i] = 0;
     if (out_scores) out_scores[i] = 0.0f;
     if (keys[i] < 0 || max_tokens[i] <= 0) continue;
-    const SuffixTrie& own = local(keys[i]);
-    const std::vector<int32_t>& seq = *own.tokens(0);
-    const int64_t len = static_cast<int64_t>(seq.size());
-    const int64_t ctx = std::min<int64_t>(len, std::max(0, max_depth_ - 1));
     SpecRule r = rule;
     r.max_spec_tokens = static_cast<int32_t>(std::min<int64_t>({rule.max_spec_tokens, max_tokens[i], width}));
-    const auto [trie, winner] = speculate_tail(keys[i], own, seq.data() + len - ctx, ctx, r);
-    trie->write(winner, d);
+    own_draft(keys[i], r, d);
     const int64_t m = static_cast<int64_t>(d.token_ids.size());
     for (int64_t j = 0; j < m; ++j) row[j] = d.token_ids[j];
     out_lens[i] = static_cast<int32_t>(m);
@@ -155,7 +179,9 @@ void SuffixCache::extend_batch(const int64_t* keys, const int64_t* tokens, const
   }
   int32_t row[4096];  // counts[i] <= width, and a step keeps at most draft_token_num + 1 tokens
   for (int64_t i = 0; i < n; ++i) {
-    if (keys[i] < 0 || counts[i] <= 0) continue;
+    if (keys[i] < 0) continue;
+    if (NgramChoice* c = choice(keys[i])) c->score(tokens + i * width, std::max<int64_t>(counts[i], 0));
+    if (counts[i] <= 0) continue;
     for (int64_t done = 0; done < counts[i]; done += 4096) {
       const int64_t part = std::min<int64_t>(4096, counts[i] - done);
       std::copy(tokens + i * width + done, tokens + i * width + done + part, row);
@@ -185,6 +211,7 @@ const std::vector<int32_t>& SuffixCache::request_tokens(int64_t req) const { ret
 size_t SuffixCache::memory_bytes() const {
   size_t total = global_.memory_bytes();
   for (const auto& [req, trie] : local_) total += trie->memory_bytes();
+  for (const auto& [req, c] : choices_) total += c.memory_bytes();
   return total;
 }
 

@@ -7,6 +7,10 @@ Public as ``fastspec.suffix``: ``from fastspec.suffix import SuffixCache`` stand
 ``active_requests``, ``cached_requests``. The trees live in the native cache
 (``custom_ops/suffix/``); the drafting rule is ``fastspec.reference.suffix``'s.
 
+``draft(req_id, ...)`` drafts from the request's own prompt + response; a cache built with
+``anchored_ngram`` also drafts by anchored n-gram there and returns one of the two drafts as
+``DraftChoice`` picks (the suffix method's default, one native call per draft and per append).
+
 Two batch calls serve a runner: ``speculate_batch`` drafts for many requests from their own
 prompt + response, and ``add_batch`` folds in every request's accepted tokens, one native call
 each; both take native keys (``key(req_id)``), so a runner keeps a key per slot and loops over
@@ -66,17 +70,24 @@ class SuffixCache:
         max_cached_requests: responses kept in the global tree, oldest evicted first; -1 no
             limit, 0 no global tree.
         vocab_size: when given, token ids must be below it (otherwise below 2**31).
+        anchored_ngram: when given, the ``max_ngram_size`` of an anchored n-gram drafter that
+            ``draft`` weighs against the suffix draft (``min_ngram_size`` its shortest n-gram).
     """
 
-    def __init__(self, max_tree_depth: int = 24, max_cached_requests: int = -1, vocab_size: int | None = None) -> None:
+    def __init__(self, max_tree_depth: int = 24, max_cached_requests: int = -1, vocab_size: int | None = None,
+                 anchored_ngram: int | None = None, min_ngram_size: int = 1) -> None:
         _check_int("max_tree_depth", max_tree_depth, 2, 4096)
         _check_int("max_cached_requests", max_cached_requests, -1, INT32_MAX)
         if vocab_size is not None:
             _check_int("vocab_size", vocab_size, 1, INT32_MAX + 1)
+        if anchored_ngram is not None:
+            _check_int("anchored_ngram", anchored_ngram, 1, INT32_MAX)
+            _check_int("min_ngram_size", min_ngram_size, 1, anchored_ngram)
         self._max_tree_depth = max_tree_depth
         self._max_cached_requests = max_cached_requests
         self._vocab_size = vocab_size
-        self._core = _core()(max_tree_depth, max_cached_requests, INT32_MAX if vocab_size is None else vocab_size - 1)
+        self._core = _core()(max_tree_depth, max_cached_requests, INT32_MAX if vocab_size is None else vocab_size - 1,
+                             anchored_ngram or 0, min_ngram_size)
         self._keys: dict[Hashable, int] = {}  # active or cached request -> native key
         self._ids: dict[int, Hashable] = {}
         self._active: dict[Hashable, int] = {}  # active request -> native key, in start order
@@ -184,15 +195,36 @@ class SuffixCache:
         if isinstance(context, (list, tuple, np.ndarray)) and np.ndim(context) == 1:
             context = context[-self._max_tree_depth:]  # only the tail is matched: check only the tail
         context = self._tokens("speculate", "context", context)[-self._max_tree_depth:]
-        limit = self._max_tree_depth if max_spec_tokens is None else max_spec_tokens
-        _check_int("max_spec_tokens", limit, 0, INT32_MAX, op="speculate")
-        factor, offset, min_prob = _rule("speculate", max_spec_factor, max_spec_offset, min_token_prob)
+        rule = self._checked_rule("speculate", max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob)
         if use_tree_spec:
             raise FastspecArgumentError("SuffixCache.speculate: use_tree_spec=True is not supported (drafts are chains)")
-        found = self._core.speculate(self._keys[req_id], context, int(limit), factor, offset, min_prob)
+        found = self._core.speculate(self._keys[req_id], context, *rule)
         if found is None:
             raise AssertionError("SuffixCache.speculate: the native cache declined checked arguments")
         return SuffixDraft(*found)
+
+    def draft(self, req_id: Hashable, max_spec_tokens: int | None = None, max_spec_factor: float = 1.0,
+              max_spec_offset: float = 0.0, min_token_prob: float = 0.1) -> list[int]:
+        """The active request's next draft (token ids) from its own prompt + response: the draft
+        ``speculate`` gives for that context (and ``speculate_batch`` for its key), same rule.
+
+        With ``anchored_ngram`` the cache also drafts by anchored n-gram over those tokens
+        (``ngram_match``'s rules, one slot, ``draft_token_num`` = K = ``max_spec_tokens``) and
+        returns one of the two as ``DraftChoice`` picks from each drafter's running average of
+        accepted tokens (docs/suffix.md); the tokens the next ``add_active_response`` (or
+        ``add_batch`` row) appends for the request are what the target kept, and score both.
+        """
+        key = _lookup(self._active, req_id)
+        if key is not None:
+            found = self._core.draft(key, max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob)
+            if found is not None:
+                return found  # the usual call: checked natively as it was read
+        self._require_active("draft", req_id)
+        rule = self._checked_rule("draft", max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob)
+        found = self._core.draft(self._keys[req_id], *rule)
+        if found is None:
+            raise AssertionError("SuffixCache.draft: the native cache declined checked arguments")
+        return found
 
     # -- batch calls ------------------------------------------------------------------------
 
@@ -243,6 +275,11 @@ class SuffixCache:
         _hashable(op, req_id)
         if req_id not in self._active:
             raise SuffixRequestError(f"SuffixCache.{op}: request {req_id!r} is not active (never started, or stopped)")
+
+    def _checked_rule(self, op: str, max_spec_tokens, factor, offset, min_prob) -> tuple[int, float, float, float]:
+        limit = self._max_tree_depth if max_spec_tokens is None else max_spec_tokens
+        _check_int("max_spec_tokens", limit, 0, INT32_MAX, op=op)
+        return (int(limit), *_rule(op, factor, offset, min_prob))
 
     def _require_keys(self, op: str, keys: np.ndarray) -> None:
         for key in np.unique(keys[keys >= 0]).tolist():  # distinct live keys: a few per batch

@@ -10,7 +10,7 @@ import pytest
 from fastspec.runtime.config import SpeculativeConfig
 from fastspec.demo.models import ReplayModel
 from fastspec.runtime.proposers import NgramProposer, SuffixProposer, make_proposer
-from fastspec.runtime.proposers.draft_choice import DraftChoice, accepted, first_wins
+from fastspec.reference.draft_choice import DraftChoice, accepted, first_wins
 from fastspec.runtime.generation import generate
 from fastspec.runtime.state import RequestParams
 from tests.test_runner import copy_task

@@ -211,6 +211,11 @@ FS_HD void ngram_apply_budget(const NgramMatchParams& a, int32_t* seq_lens_this_
 // CPU: both passes, threads across slots. Returns kOk.
 int ngram_match_cpu(const NgramMatchParams& params);
 
+// One valid decode slot's drafts on the CPU, ngram_match's pass 1 without its
+// writes (SuffixCache's anchored n-gram drafts with it too): their count and
+// *first, where they start. anchor: nullptr, or the slot's anchor in place.
+int64_t ngram_slot_drafts_cpu(const NgramSlot& slot, int64_t draft_cols, int64_t* anchor, const int64_t** first);
+
 // The CPU driver both n-gram ops share: search_slot on every slot (threaded
 // when the call has enough tokens to scan), then the budget pass and its trim.
 void ngram_run_cpu(const NgramMatchParams& params,

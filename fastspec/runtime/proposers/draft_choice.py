@@ -1,53 +1,29 @@
-"""``DraftChoice``: per slot, which of two drafters to trust, from what each would have got accepted.
-
-Both drafters draft every step; after the step the kept tokens say, for each draft, how many of
-its tokens the target agreed with (the longest common prefix with the kept tokens: exact for the
-draft that was verified, a lower bound for the other when it ran past the kept tokens). A
-running average per slot and drafter (weight ``rate`` on the newest step) says which has been
-right lately. The rule (``first_wins``): the preferred drafter's draft when it has one, the other's
-when it has none; without a preference (equal averages, a new request) the longer draft, the
-second's on ties. Suffix decoding uses it with the suffix draft first and anchored n-gram second
-(docs/suffix.md): a whole-file rewrite copies from a place, which the anchor follows, and a patch
-repeats patterns that only the suffix trees see; the averages find out which case a request is.
-"""
+"""``DraftChoice`` for the proposer: the reference class (``fastspec/reference/draft_choice.py``,
+the rule) with ``observe`` as one native call over all slots (``custom_ops/suffix/draft_choice.h``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from fastspec.arrays import module
+from fastspec.reference.draft_choice import DraftChoice as ReferenceDraftChoice
+from fastspec.reference.draft_choice import accepted, first_wins
 
-def first_wins(preference: np.ndarray, len_first: np.ndarray, len_second: np.ndarray) -> np.ndarray:
-    """bool [B]: take the first drafter's draft. ``preference`` int [B]: 1 first, -1 second, 0 none."""
-    return (((preference == 1) & (len_first > 0)) | ((preference == -1) & (len_second == 0))
-            | ((preference == 0) & (len_first > len_second)))
-
-
-def accepted(drafts: np.ndarray, lens: np.ndarray, kept: np.ndarray, kept_num: np.ndarray) -> np.ndarray:
-    """int [B]: the longest common prefix of ``drafts[b, :lens[b]]`` and ``kept[b, :kept_num[b]]``."""
-    width = min(drafts.shape[1], kept.shape[1])
-    cols = np.arange(width)[None, :]
-    valid = (cols < lens[:, None]) & (cols < kept_num[:, None])
-    same = (drafts[:, :width] == kept[:, :width]) & valid
-    return np.cumprod(same, axis=1).sum(axis=1)
+__all__ = ["DraftChoice", "accepted", "first_wins"]
 
 
-class DraftChoice:
-    """Running averages of two drafters' accepted tokens per slot."""
-
-    def __init__(self, slots: int, rate: float = 0.3) -> None:
-        self.rate = rate
-        self.average = np.zeros((slots, 2))
-
-    def reset(self, slots) -> None:
-        self.average[slots] = 0.0
-
-    def preference(self) -> np.ndarray:
-        """int32 [B]: 1 the first drafter, -1 the second, 0 neither."""
-        return np.sign(self.average[:, 0] - self.average[:, 1]).astype(np.int32)
+class DraftChoice(ReferenceDraftChoice):
+    """The reference's averages and preference; ``observe`` scores and averages in C++."""
 
     def observe(self, mask: np.ndarray, first: tuple, second: tuple, kept: np.ndarray, kept_num: np.ndarray) -> None:
-        """``first`` / ``second``: (drafts [B, W], lens [B]) offered this step; rows where ``mask``."""
-        for column, (drafts, lens) in enumerate((first, second)):
-            got = accepted(drafts, lens, kept, kept_num)
-            old = self.average[:, column]
-            self.average[:, column] = np.where(mask, old + self.rate * (got - old), old)
+        rows = [(_rows(tokens, np.int64, 2), _rows(lens, np.int32, 1)) for tokens, lens in (first, second)]
+        module().draft_choice_observe(self.average, _rows(mask, bool, 1), *rows[0], *rows[1], _rows(kept, np.int64, 2),
+                                      _rows(kept_num, np.int32, 1), self.rate)
+
+
+def _rows(values, dtype, ndim: int) -> np.ndarray:
+    """Contiguous ``dtype`` with ``ndim`` dimensions (the proposer's arrays already are: no copy)."""
+    array = np.ascontiguousarray(values, dtype=dtype)
+    if array.ndim != ndim:
+        raise ValueError(f"DraftChoice.observe: expected a {ndim}-D array, got shape {array.shape}")
+    return array
