@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastspec.core.errors import FastspecArgumentError
-from fastspec.reference.rejection import rejection_rules
+from fastspec.reference.multidraft import NodeTargets, NodeTries
 from fastspec.reference.sampling import as_f32_probs
 from fastspec.reference.verify import SlotInputs, _flat, _wrap64
 
@@ -143,13 +143,18 @@ def verify_draft_tree(
     nodes_out = np.full((batch, cols), -1, np.int32)
     slots = SlotInputs.of(seed, step_idx, stop_flags, is_block_step, seq_lens_encoder, seq_lens_this_time,
                           cu_seqlens_q_output, None, max_dec_len, end_tokens)
-    if strategy == "rejection":  # the chain's REJECTION arithmetic (fastspec/reference/rejection.py)
-        p_rows = as_f32_probs(target_probs)
-        rows, rules = p_rows.shape[0], rejection_rules(p_rows, as_f32_probs(draft_probs), slots.seed)
+    if strategy == "rejection":  # SpecInfer's tries at each node (fastspec/reference/multidraft.py)
+        p_rows, q_rows = as_f32_probs(target_probs), as_f32_probs(draft_probs)
+        rows = p_rows.shape[0]
+
+        def judge(b: int, t: int, position: int) -> NodeTries | NodeTargets:
+            return NodeTries(p_rows[t], q_rows[t], int(slots.seed[b]), position)
     else:
         targets = _flat(target_tokens)
-        rows, rules = len(targets), {"accepts": lambda b, t, position, d: d == int(targets[t]),
-                                     "correction": lambda b, t, position, rejected: int(targets[t])}
+        rows = len(targets)
+
+        def judge(b: int, t: int, position: int) -> NodeTries | NodeTargets:
+            return NodeTargets(int(targets[t]))
 
     for b in range(batch):
         out[b, :] = -1
@@ -164,14 +169,14 @@ def verify_draft_tree(
         while True:
             children = [c for c in range(node + 1, nodes) if int(parents[c]) == node]
             position = _wrap64(int(slots.step_idx[b]) + len(emitted))
-            row = first + node
-            draft = int(tokens[children[0]]) if children else -1
-            if children and draft >= 0 and rules["accepts"](b, row, position, draft):
-                drawn, child = draft, children[0]
-            else:  # the first child rejected (a residual draw), or a leaf (a bonus draw)
-                drawn = rules["correction"](b, row, position, bool(children))
+            node_judge = judge(b, first + node, position)
+            child = next((c for c in children if node_judge.accepts(int(tokens[c]))), -1)
+            if child >= 0:
+                drawn = int(tokens[child])
+            else:  # every child rejected (a correction), or a leaf (a bonus draw)
+                drawn = node_judge.correction()
                 drawn = -1 if drawn is None else drawn
-                others = children[1:]  # a rejected first child is not followed
+                others = children[1:]  # the chain's draft is not followed after a correction
                 child = next((c for c in others if int(tokens[c]) == drawn), -1) if drawn >= 0 else -1
             decided.append(node)
             if slots.emit(b, emitted, slots.end_tokens[0] if drawn < 0 else drawn) or child < 0:

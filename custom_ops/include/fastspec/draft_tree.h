@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "fastspec/common.h"
+#include "fastspec/multidraft.h"
 #include "fastspec/rejection.h"
 #include "fastspec/verify_slot.h"
 
@@ -18,6 +19,7 @@ namespace fastspec {
 
 constexpr int64_t kMaxTreeNodes = 128;        // N (fastspec/core/schema.py MAX_TREE_NODES)
 constexpr int64_t kMaxTreeCandidates = 1024;  // C (MAX_TREE_CANDIDATES)
+static_assert(kMaxNodeTries == kMaxTreeNodes - 1, "TreeTries holds one total per child of a node");
 
 // Fields named as the schema's arguments, filled by the generated build_draft_tree_params(call).
 struct BuildDraftTreeParams {
@@ -169,29 +171,34 @@ FS_HD bool tree_ok(const int32_t* parents, int64_t nodes, int64_t cols, int64_t 
   return true;
 }
 
-// How a node's token is decided, straight from the params (CPU, CUDA): the
-// chain's rules (verify_draft_tokens.h) with the node's first child as the
-// draft. accepts(b, row, d, position) for a draft d >= 0; correction(b, row,
-// position, rejected) after a rejected first child or at a leaf (-1: none).
+// How a node's token is decided, straight from the params (CPU, CUDA).
+// accepts(a, b, row, d, position, &tries): is child d (tried in index order)
+// accepted? GREEDY, TARGET_MATCH: d is the row's target; REJECTION: SpecInfer's
+// tries (multidraft.h). correction(a, b, row, position, tries) after every
+// child was rejected or at a leaf (-1: none).
 struct TreeRowsInMemory {
-  FS_HD bool accepts(const VerifyDraftTreeParams& a, int64_t b, int64_t t, int64_t d, int64_t position) const {
-    if (a.strategy == kTreeRejection) return rejection_accepts(a.rejection(), t, d, a.seed[b], position);
-    return d == a.target_tokens[t];
+  FS_HD bool accepts(const VerifyDraftTreeParams& a, int64_t b, int64_t t, int64_t d, int64_t position,
+                     TreeTries* tries) const {
+    if (a.strategy != kTreeRejection) return d >= 0 && d == a.target_tokens[t];
+    const RejectionRows r = a.rejection();
+    const bool known = d >= 0 && d < r.vocab;
+    const int64_t mp = known ? rejection_mass(r.target_probs, r.dtype, r.vocab, t, d) : 0;
+    const int64_t mq = known ? rejection_mass(r.draft_probs, r.dtype, r.vocab, t, d) : 0;
+    return tries_accept(TriesInMemory{r}, t, known ? d : -1, mp, mq, a.seed[b], position, tries);
   }
   FS_HD int64_t correction(const VerifyDraftTreeParams& a, int64_t b, int64_t t, int64_t position,
-                           bool rejected) const {
-    if (a.strategy == kTreeRejection) {
-      return rejection_correction(a.rejection(), t, rejected ? kMassOne : kDrawTarget, a.seed[b], position);
-    }
-    return a.target_tokens[t];
+                           const TreeTries& tries) const {
+    if (a.strategy != kTreeRejection) return a.target_tokens[t];
+    return TriesInMemory{a.rejection()}.correction(t, tries, a.seed[b], position);
   }
 };
 
 // The per-slot rule (docs/ops/draft_tree.md): writes accept_tokens[b, :],
 // accept_nodes[b, :] and accept_num[b]; tree rows and flags indexed by b.
-// At each node the first child (lowest index) is the draft; the emitted token
-// is the accepted draft, else the correction; the walk moves to the child
-// carrying it (a rejected first child is not followed), or stops.
+// At each node the children are tried in index order; the emitted token is
+// the first accepted child's, else the correction, and the walk moves to that
+// child, or to the lowest-index child after the first carrying the
+// correction (the chain's draft is not followed after a correction), or stops.
 template <class Rows>
 FS_HD void verify_tree_slot_with(const VerifyDraftTreeParams& a, int64_t b, const Rows& rows) {
   int64_t* out = a.accept_tokens + b * a.draft_cols;
@@ -211,20 +218,23 @@ FS_HD void verify_tree_slot_with(const VerifyDraftTreeParams& a, int64_t b, cons
   // A malformed tree judges none of its drafts: only the root's row decides.
   const int64_t nodes = judged.prefill || !tree_ok(parents, need, a.tree_cols, a.draft_cols - 1) ? 1 : need;
   SlotEmitter emitter = slot_emitter(a, b, out);
+  TreeTries tries;
   for (int64_t node = 0;;) {
     const int64_t row = first_row + node;
     const int64_t position = static_cast<int64_t>(static_cast<uint64_t>(a.step_idx[b]) + emitter.count);
-    int64_t first_child = -1;
-    for (int64_t c = node + 1; c < nodes && first_child < 0; ++c) {
-      if (parents[c] == node) first_child = c;
+    tries.count = 0;
+    tries.empty = false;
+    int64_t first_child = -1, child = -1;
+    for (int64_t c = node + 1; c < nodes && child < 0; ++c) {
+      if (parents[c] != node) continue;
+      if (first_child < 0) first_child = c;
+      if (rows.accepts(a, b, row, tokens[c], position, &tries)) child = c;
     }
-    int64_t drawn, child = -1;
-    const int64_t draft = first_child >= 0 ? tokens[first_child] : -1;
-    if (draft >= 0 && rows.accepts(a, b, row, draft, position)) {
-      drawn = draft;
-      child = first_child;
+    int64_t drawn;
+    if (child >= 0) {
+      drawn = tokens[child];
     } else {
-      drawn = rows.correction(a, b, row, position, first_child >= 0);
+      drawn = rows.correction(a, b, row, position, tries);
       for (int64_t c = first_child + 1; drawn >= 0 && first_child >= 0 && c < nodes && child < 0; ++c) {
         if (parents[c] == node && tokens[c] == drawn) child = c;
       }
