@@ -155,3 +155,45 @@ def random_verify_tree_case(rng: np.random.Generator, *, bad_trees: bool = False
 
 def copies(arrays: dict) -> dict:
     return {name: None if value is None else np.ascontiguousarray(value).copy() for name, value in arrays.items()}
+
+
+def redraft_from_q(rng: np.random.Generator, arrays: dict, *, one_hot: bool) -> dict:
+    """A REJECTION case's trees as a drafter makes them: each node's children drawn i.i.d. from the node's
+    ``draft_probs`` row, often a new one near the target's (sampled trees), or that row made one-hot on the first child's token (deterministic
+    top-k trees, the runner's ``first_child_one_hot``). Returns new arrays."""
+    out = copies(arrays)
+    tokens, parents, q, p = (out[name] for name in ("draft_tree_tokens", "draft_tree_parents", "draft_probs",
+                                                     "target_probs"))
+    cu, vocab = out["cu_seqlens_q_output"], q.shape[1]
+    for s in range(len(out["seq_lens_this_time"])):
+        nodes = min(int(out["seq_lens_this_time"][s]), tokens.shape[1], int(cu[s + 1] - cu[s]))
+        if out["seq_lens_encoder"][s] != 0:
+            continue
+        for i in range(nodes):
+            children = [c for c in range(i + 1, nodes) if parents[s, c] == i]
+            row = q[cu[s] + i]
+            if one_hot:
+                first = int(tokens[s, children[0]]) if children else -1
+                row[:] = 0
+                if 0 <= first < vocab:
+                    row[first] = 1
+                continue
+            target = p[cu[s] + i]
+            if rng.random() < 0.7 and np.isfinite(target).all() and target.sum() > 0:
+                row[:] = rng.dirichlet(np.ones(vocab))  # a draft near the target, but not peaked with it
+                target[:] = 0.6 * row + 0.4 * target / target.sum()
+            weights = np.where(np.isfinite(row) & (row > 0), row, 0).astype(np.float64)
+            if children and weights.sum() > 0:
+                tokens[s, children] = rng.choice(vocab, size=len(children), p=weights / weights.sum())
+    return out
+
+
+def off_first_child_steps(accept_nodes: np.ndarray, parents: np.ndarray) -> int:
+    """How many steps of the accepted paths went into a child other than its parent's first."""
+    count = 0
+    for s, path in enumerate(accept_nodes):
+        for node, child in zip(path[:-1], path[1:]):
+            if child < 0:
+                break
+            count += int(child != next(c for c in range(node + 1, len(parents[s])) if parents[s, c] == node))
+    return count

@@ -12,9 +12,11 @@ import fastspec.arrays as kernels
 import fastspec.ops as ops
 from fastspec import reference as ref
 from fastspec.core.errors import FastspecArgumentError
+from fastspec.reference.rejection import rejection_accepts, rejection_residual
 from tests import rejection_cases
 from tests.tree_cases import (BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS, copies,
-                              eagle_candidates, random_build_case, random_tree, random_verify_tree_case)
+                              eagle_candidates, off_first_child_steps, random_build_case, random_tree,
+                              random_verify_tree_case, redraft_from_q)
 from tests.verify_update_cases import VERIFY_NAMES, random_verify_case
 
 BACKENDS = (None, "cuda_emulator", "xpu_emulator")
@@ -296,6 +298,24 @@ def test_chain_as_tree_rejection_is_verify_draft_tokens_rejection():
         assert_all_equal(VERIFY_TREE_OUTPUTS, got, expected, f"case {case} {backend}")
 
 
+@pytest.mark.parametrize("one_hot", [False, True], ids=["sampled", "one_hot"])
+def test_rejection_on_drafted_trees_matches_the_reference_on_every_backend(one_hot):
+    """Trees whose children were drawn from their node's q (several tries per node, repeated tokens), or whose
+    q is one-hot on the first child (the later children are never tried with a coin): bit for bit everywhere,
+    and some accepted paths go through a child other than the first."""
+    rng = np.random.default_rng(252 + one_hot)
+    off_first = 0
+    for case in range(200):
+        arrays, attrs = random_verify_tree_case(rng, strategy="rejection")
+        arrays = redraft_from_q(rng, arrays, one_hot=one_hot)
+        expected = ref.verify_draft_tree(*(arrays[name] for name in VERIFY_TREE_NAMES), **attrs)
+        for backend in BACKENDS:
+            assert_all_equal(VERIFY_TREE_OUTPUTS, verify_tree(arrays, attrs, backend=backend), expected,
+                             f"case {case} {backend}")
+        off_first += off_first_child_steps(expected[2], arrays["draft_tree_parents"])
+    assert off_first >= 5
+
+
 def _sampled_trees(rng: np.random.Generator, slots: int, p1: np.ndarray, q1: np.ndarray, p2: np.ndarray,
                    q2: np.ndarray, width: int) -> dict:
     """Per slot: node 0, ``width`` children drawn i.i.d. from q1, and under each child c ``width`` children
@@ -329,17 +349,74 @@ def _sampled_trees(rng: np.random.Generator, slots: int, p1: np.ndarray, q1: np.
     }
 
 
-def test_tree_rejection_follows_the_target_distribution():
-    """Sampled trees (two i.i.d. children per node, depth 2): the first token follows p1, and the second,
-    given the first is x, follows p2[x] (chi-square at 1e-4); the same drafts as a chain (the first children)
-    never accept more, and accept less in expectation."""
-    rng = np.random.default_rng(250)
+def _first_child_rule_lengths(arrays: dict) -> np.ndarray:
+    """Accepted lengths under the rule before SpecInfer's: only a node's first child is judged (the chain's
+    test), and after its rejection the walk follows a later sibling carrying the residual draw."""
+    p, q, tokens, parents = (arrays[name] for name in ("target_probs", "draft_probs", "draft_tree_tokens",
+                                                       "draft_tree_parents"))
+    lengths = np.zeros(len(tokens), np.int64)
+    for s in range(len(tokens)):
+        node, position, seed = 0, int(arrays["step_idx"][s]), int(arrays["seed"][s])
+        while node >= 0:
+            lengths[s] += 1
+            children = [c for c in range(node + 1, tokens.shape[1]) if parents[s, c] == node]
+            row = int(arrays["cu_seqlens_q_output"][s]) + node
+            if not children:
+                break
+            if rejection_accepts(p[row], q[row], int(tokens[s, children[0]]), seed, position):
+                node = children[0]
+            else:
+                drawn = rejection_residual(p[row], q[row], seed, position)
+                node = next((c for c in children[1:] if tokens[s, c] == drawn), -1)
+            position += 1
+    return lengths
+
+
+@pytest.mark.parametrize("width", [2, 4])
+def test_tree_rejection_follows_the_target_distribution(width):
+    """Sampled trees (``width`` i.i.d. children per node, depth 2): the first token follows p1, and the second,
+    given the first is x, follows p2[x]. The same drafts as a chain (the first children) never accept more,
+    and accept less in expectation; so does the rule that judges only first children."""
+    rng = np.random.default_rng(250 + width)
     vocab, slots = 5, 30000
     p1, q1 = rng.dirichlet(np.ones(vocab)), rng.dirichlet(np.ones(vocab))
     p2, q2 = rng.dirichlet(np.ones(vocab), size=vocab), rng.dirichlet(np.ones(vocab), size=vocab)
     p1[3] = 0.0  # a token the target never emits
     p1 /= p1.sum()
-    arrays = _sampled_trees(rng, slots, p1, q1, p2, q2, width=2)
+    arrays = _sampled_trees(rng, slots, p1, q1, p2, q2, width=width)
+    tree = _follows_the_target(arrays, p1, p2)
+    as_chain = _as_first_chain(arrays, width)
+    assert (tree.accept_num >= as_chain.accept_num).all()
+    assert tree.accept_num.mean() > as_chain.accept_num.mean()
+    first_child_rule = _first_child_rule_lengths(arrays)
+    assert tree.accept_num.mean() > first_child_rule.mean() >= as_chain.accept_num.mean()
+
+
+def test_tree_rejection_on_top_k_trees_follows_the_target_distribution():
+    """Deterministic trees (a node's children: the 3 likeliest tokens under q, its row one-hot on the first,
+    as the runner drafts them): the emitted tokens follow p on two levels, never fewer than the chain's."""
+    rng = np.random.default_rng(255)
+    vocab, slots, width = 5, 30000, 3
+    p1, q1 = rng.dirichlet(np.ones(vocab)), rng.dirichlet(np.ones(vocab))
+    p2, q2 = rng.dirichlet(np.ones(vocab), size=vocab), rng.dirichlet(np.ones(vocab), size=vocab)
+    arrays = _sampled_trees(rng, slots, p1, q1, p2, q2, width=width)
+    tokens = arrays["draft_tree_tokens"]
+    tokens[:, 1 : 1 + width] = np.argsort(-q1)[:width]
+    for c in range(1, 1 + width):
+        kids = slice(1 + width + (c - 1) * width, 1 + width + c * width)
+        tokens[:, kids] = np.argsort(-q2[tokens[0, c]])[:width]
+    arrays["target_probs"] = np.tile(np.concatenate([[p1], p2[tokens[0, 1:]]]).astype(np.float32), (slots, 1))
+    arrays = redraft_from_q(rng, arrays, one_hot=True)
+    tree = _follows_the_target(arrays, p1, p2)
+    as_chain = _as_first_chain(arrays, width)
+    assert (tree.accept_num >= as_chain.accept_num).all()
+    assert tree.accept_num.mean() > as_chain.accept_num.mean()
+
+
+def _follows_the_target(arrays: dict, p1: np.ndarray, p2: np.ndarray):
+    """Verifies the depth-2 trees; asserts the first token follows p1 and the second, given the first is x,
+    p2[x] (chi-square at 1e-4)."""
+    vocab, slots = len(p1), len(arrays["seed"])
     tree = kernels.verify_draft_tree(*(arrays[name] for name in VERIFY_TREE_NAMES), strategy="rejection")
     first = tree.accept_tokens[:, 0]
     fits, stat, crit = rejection_cases.chi2_matches(np.bincount(first, minlength=vocab), p1.astype(np.float32))
@@ -353,17 +430,20 @@ def test_tree_rejection_follows_the_target_distribution():
         counts = np.bincount(tree.accept_tokens[given, 1], minlength=vocab)
         fits, stat, crit = rejection_cases.chi2_matches(counts, p2[x].astype(np.float32))
         assert fits, f"second token after {x}: chi2 {stat:.1f} > {crit:.1f}"
+    return tree
 
-    chain_cols = 3  # node 0, its first child, that child's first child
-    chain = {**arrays, "draft_tree_tokens": arrays["draft_tree_tokens"][:, [0, 1, 3]].copy(),
+
+def _as_first_chain(arrays: dict, width: int):
+    """The same drafts and rows as a chain of first children, verified."""
+    slots = len(arrays["seed"])
+    chain_cols, path = 3, [0, 1, 1 + width]  # node 0, its first child, that child's first child
+    chain = {**arrays, "draft_tree_tokens": arrays["draft_tree_tokens"][:, path].copy(),
              "draft_tree_parents": _chain_parents(slots, chain_cols),
              "seq_lens_this_time": np.full(slots, chain_cols, np.int32),
              "accept_tokens": np.zeros((slots, 3), np.int64), "accept_num": np.zeros(slots, np.int32)}
     n = arrays["draft_tree_tokens"].shape[1]
-    rows = np.arange(slots)[:, None] * n + np.array([0, 1, 3])
+    rows = np.arange(slots)[:, None] * n + np.array(path)
     chain["target_probs"] = arrays["target_probs"][rows.reshape(-1)]
     chain["draft_probs"] = arrays["draft_probs"][rows.reshape(-1)]
     chain["cu_seqlens_q_output"] = np.arange(0, slots * chain_cols + 1, chain_cols, dtype=np.int32)
-    as_chain = kernels.verify_draft_tree(*(chain[name] for name in VERIFY_TREE_NAMES), strategy="rejection")
-    assert (tree.accept_num >= as_chain.accept_num).all()
-    assert tree.accept_num.mean() > as_chain.accept_num.mean()
+    return kernels.verify_draft_tree(*(chain[name] for name in VERIFY_TREE_NAMES), strategy="rejection")
