@@ -197,3 +197,26 @@ def off_first_child_steps(accept_nodes: np.ndarray, parents: np.ndarray) -> int:
                 break
             count += int(child != next(c for c in range(node + 1, len(parents[s])) if parents[s, c] == node))
     return count
+
+
+def widest_node_case(rng: np.random.Generator, vocab: int = 200) -> tuple[dict, dict]:
+    """One slot whose root has N - 1 = 127 children drawn from q, REJECTION: ``p`` mostly on tokens ``q``
+    never draws, so most or all tries are rejected (the most totals a node keeps)."""
+    n = 128
+    q = np.zeros(vocab, np.float32)
+    q[: vocab // 2] = rng.dirichlet(np.ones(vocab // 2))
+    p = rng.dirichlet(np.ones(vocab)).astype(np.float32)
+    p[: vocab // 2] *= np.float32(rng.choice([0.0, 0.01]))
+    tokens = np.concatenate([[0], rng.choice(vocab, size=n - 1, p=q / q.sum())]).astype(np.int64)
+    leaf_rows = rng.dirichlet(np.ones(vocab), size=n - 1).astype(np.float32)
+    arrays = {
+        "accept_tokens": np.zeros((1, 2), np.int64), "accept_num": np.zeros(1, np.int32),
+        "draft_tree_tokens": tokens[None], "draft_tree_parents": np.concatenate([[-1], np.zeros(n - 1)])[None].astype(np.int32),
+        "target_tokens": None, "seed": rng.integers(-(2**63), 2**63 - 1, size=1, dtype=np.int64),
+        "step_idx": rng.integers(0, 50, size=1).astype(np.int64), "stop_flags": np.zeros(1, bool),
+        "is_block_step": np.zeros(1, bool), "seq_lens_encoder": np.zeros(1, np.int32),
+        "seq_lens_this_time": np.full(1, n, np.int32), "cu_seqlens_q_output": np.array([0, n], np.int32),
+        "max_dec_len": np.full(1, 1000, np.int64), "end_tokens": np.array([vocab - 1], np.int64),
+        "target_probs": np.concatenate([p[None], leaf_rows]), "draft_probs": np.concatenate([q[None], leaf_rows]),
+    }
+    return arrays, {"strategy": "rejection"}

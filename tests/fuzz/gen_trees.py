@@ -1,6 +1,7 @@
 """Well-formed random calls of build_draft_tree and verify_draft_tree: the tests' batches (tests/tree_cases.py:
 every slot kind, EAGLE-2 candidates and arbitrary ones with ties, NaN and infinite scores, parents out of
-order; trees deep and wide, end tokens and max_dec_len on the walk, padding rows) plus the layout's limits
+order; trees deep and wide, REJECTION's trees drafted from q (sampled or one-hot, up to 127 children of a
+node), end tokens and max_dec_len on the walk, padding rows) plus the layout's limits
 (N = 128, C = 1024, K = 127) now and then, and outputs the caller hands in full of garbage."""
 
 from __future__ import annotations
@@ -8,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from fastspec.core.schema import MAX_TREE_CANDIDATES, MAX_TREE_NODES
-from tests.tree_cases import eagle_candidates, random_build_case, random_verify_tree_case
+from tests.tree_cases import (eagle_candidates, random_build_case, random_verify_tree_case, redraft_from_q,
+                              widest_node_case)
 
 
 def _garbage(rng: np.random.Generator, like: np.ndarray, dtype: str) -> np.ndarray:
@@ -33,6 +35,10 @@ def build_call(rng: np.random.Generator) -> tuple[dict, dict]:
 
 def verify_tree_call(rng: np.random.Generator, strategy: str) -> tuple[dict, dict]:
     arrays, attrs = random_verify_tree_case(rng, strategy=strategy, bad_trees=rng.random() < 0.2)
+    if strategy == "rejection" and rng.random() < 0.4:  # trees drafted from q: SpecInfer's tries go past the first
+        arrays = redraft_from_q(rng, arrays, one_hot=rng.random() < 0.5)
+    if strategy == "rejection" and rng.random() < 0.01:
+        arrays, attrs = widest_node_case(rng)
     if strategy != "rejection" and rng.random() < 0.2:
         arrays["target_tokens"] = arrays["target_tokens"].reshape(-1, 1)  # [T, 1] is allowed
     # always handed in (garbage): a call the checked front end refuses for its trees is then launched unchecked

@@ -16,7 +16,7 @@ from fastspec.reference.rejection import rejection_accepts, rejection_residual
 from tests import rejection_cases
 from tests.tree_cases import (BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS, copies,
                               eagle_candidates, off_first_child_steps, random_build_case, random_tree,
-                              random_verify_tree_case, redraft_from_q)
+                              random_verify_tree_case, redraft_from_q, widest_node_case)
 from tests.verify_update_cases import VERIFY_NAMES, random_verify_case
 
 BACKENDS = (None, "cuda_emulator", "xpu_emulator")
@@ -314,6 +314,17 @@ def test_rejection_on_drafted_trees_matches_the_reference_on_every_backend(one_h
                              f"case {case} {backend}")
         off_first += off_first_child_steps(expected[2], arrays["draft_tree_parents"])
     assert off_first >= 5
+
+
+def test_rejection_tries_every_child_of_the_widest_node():
+    """127 children of one node, most or all of them rejected: bit for bit on every backend."""
+    rng = np.random.default_rng(254)
+    for case in range(6):
+        arrays, attrs = widest_node_case(rng)
+        expected = ref.verify_draft_tree(*(arrays[name] for name in VERIFY_TREE_NAMES), **attrs)
+        for backend in BACKENDS:
+            assert_all_equal(VERIFY_TREE_OUTPUTS, verify_tree(arrays, attrs, backend=backend), expected,
+                             f"case {case} {backend}")
 
 
 def _sampled_trees(rng: np.random.Generator, slots: int, p1: np.ndarray, q1: np.ndarray, p2: np.ndarray,
