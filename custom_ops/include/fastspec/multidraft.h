@@ -72,27 +72,30 @@ FS_HD int32_t tries_drawn_residual(const TreeTries& tries) { return tries.empty 
 struct TriesInMemory {
   RejectionRows r;
 
+  // r_k over row t (the masses draw_ascending reads).
+  struct Residual {
+    const TriesInMemory& rows;
+    int64_t t;
+    const TreeTries& tries;
+    int32_t k;
+    FS_HD int64_t at(int64_t v) const {
+      const RejectionRows& r = rows.r;
+      return tries_residual(rejection_mass(r.target_probs, r.dtype, r.vocab, t, v),
+                            rejection_mass(r.draft_probs, r.dtype, r.vocab, t, v), tries, k);
+    }
+  };
+
   FS_HD int64_t residual_total(int64_t t, const TreeTries& tries, int32_t k) const {
+    const Residual residual = {*this, t, tries, k};
     int64_t total = 0;
-    for (int64_t v = 0; v < r.vocab; ++v) total += residual_at(t, v, tries, k);
+    for (int64_t v = 0; v < r.vocab; ++v) total += residual.at(v);
     return total;
-  }
-  FS_HD int64_t residual_at(int64_t t, int64_t v, const TreeTries& tries, int32_t k) const {
-    return tries_residual(rejection_mass(r.target_probs, r.dtype, r.vocab, t, v),
-                          rejection_mass(r.draft_probs, r.dtype, r.vocab, t, v), tries, k);
   }
   // The correction after the tries (-1: the row has no target mass).
   FS_HD int64_t correction(int64_t t, const TreeTries& tries, int64_t seed, int64_t position) const {
     const int32_t k = tries_drawn_residual(tries);
     const int64_t total = k == 0 ? residual_total(t, tries, 0) : tries.totals[k - 1];
-    if (total == 0) return -1;
-    const uint64_t point = draw_point(rand64(seed, position, kStreamResample), total);
-    uint64_t cumulative = 0;
-    for (int64_t v = 0; v < r.vocab; ++v) {
-      cumulative += static_cast<uint64_t>(residual_at(t, v, tries, k));
-      if (cumulative > point) return v;
-    }
-    return r.vocab - 1;  // unreachable: the cumulative total exceeds every point
+    return total == 0 ? -1 : draw_ascending(Residual{*this, t, tries, k}, r.vocab, total, seed, position);
   }
 };
 

@@ -79,21 +79,34 @@ FS_HD bool rejection_accepts(const RejectionRows& r, int64_t t, int64_t d, int64
                                   rejection_mass(r.draft_probs, r.dtype, r.vocab, t, d), seed, position);
 }
 
-// A draw over ascending ids from the masses of row t of weight `weight`
-// (rejection_draw_mass: p, or a residual); -1 when their total is 0. Serial
-// (CPU, and a CUDA thread per slot).
-FS_HD int64_t rejection_draw(const RejectionRows& r, int64_t t, int64_t weight, int64_t seed,
-                             int64_t position) {
-  int64_t total = 0;
-  for (int64_t v = 0; v < r.vocab; ++v) total += rejection_element_mass(r, t, v, weight);
-  if (total == 0) return -1;
+// A draw over ascending ids 0 .. vocab - 1 of masses.at(v), of total `total`
+// > 0 (stream RESAMPLE): the first id whose cumulative mass exceeds the point.
+template <class Masses>
+FS_HD int64_t draw_ascending(const Masses& masses, int64_t vocab, int64_t total, int64_t seed, int64_t position) {
   const uint64_t point = draw_point(rand64(seed, position, kStreamResample), total);
   uint64_t cumulative = 0;
-  for (int64_t v = 0; v < r.vocab; ++v) {
-    cumulative += static_cast<uint64_t>(rejection_element_mass(r, t, v, weight));
+  for (int64_t v = 0; v < vocab; ++v) {
+    cumulative += static_cast<uint64_t>(masses.at(v));
     if (cumulative > point) return v;
   }
-  return r.vocab - 1;  // unreachable: the cumulative total exceeds every point
+  return vocab - 1;  // unreachable: the cumulative total exceeds every point
+}
+
+// The masses of row t of weight `weight` (rejection_draw_mass: p, or a residual).
+struct WeightedRow {
+  const RejectionRows& r;
+  int64_t t, weight;
+  FS_HD int64_t at(int64_t v) const { return rejection_element_mass(r, t, v, weight); }
+};
+
+// A draw over ascending ids from the masses of row t of weight `weight`; -1
+// when their total is 0. Serial (CPU, and a CUDA thread per slot).
+FS_HD int64_t rejection_draw(const RejectionRows& r, int64_t t, int64_t weight, int64_t seed,
+                             int64_t position) {
+  const WeightedRow row = {r, t, weight};
+  int64_t total = 0;
+  for (int64_t v = 0; v < r.vocab; ++v) total += row.at(v);
+  return total == 0 ? -1 : draw_ascending(row, r.vocab, total, seed, position);
 }
 
 // The correction at row t: from the residual of weight `weight` (kMassOne
