@@ -24,8 +24,8 @@ constexpr int32_t kMaxNodeTries = 127;  // a node has at most N - 1 children (dr
 // The tries made at one node: totals[k - 1] = R_k after k rejected tries.
 struct TreeTries {
   int64_t totals[kMaxNodeTries];
-  int32_t count;                      // tries rejected so far
-  bool empty;                         // the last residual is empty: no more tries
+  int32_t count;  // tries rejected so far
+  bool empty;     // the last residual is empty: no more tries
 };
 
 // r_k(v) from the element's masses (k = 0: mp itself).
