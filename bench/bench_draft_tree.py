@@ -5,12 +5,12 @@ tokens a step accepts from sampled trees against the chain of their first childr
     python bench/bench_draft_tree.py                       # batches 1, 64, 256
     python bench/bench_draft_tree.py --widths 1,2,3 --depth 4
 
-Timing workload: EAGLE-2's layout of candidates (depth 5, 4 per depth: C = 20) into N = 16 nodes;
-verify of full trees of 16 nodes (GREEDY: targets, REJECTION: V = 1000 probability rows). Both ops
-move a few KB per slot (REJECTION: a pass over a node's p and q rows per rejected child and per
-draw), so the floor is one call into C++ (a no-op bindings call). Acceptance workload: per node a target distribution p and a draft
-distribution q = 0.6 p + 0.4 noise over V = 32 tokens; each node's ``width`` children are i.i.d.
-draws from its q, to ``--depth``; the chain is the path of first children, on the same seeds.
+Timing workload: EAGLE-2's layout of candidates (depth 5, 4 per depth: C = 20) into N = 16 nodes; verify of
+full trees of 16 nodes (GREEDY: targets, REJECTION: V = 1000 probability rows). Both ops move a few KB per
+slot (REJECTION: a pass over a node's p and q rows per rejected child and per draw), so the floor is one
+call into C++ (a no-op bindings call). Acceptance workload: per node a target distribution p and a draft
+distribution q = 0.6 p + 0.4 noise over V = 32 tokens; each node's ``width`` children are i.i.d. draws from
+its q, to ``--depth``; the chain is the path of first children, on the same seeds.
 Writes bench/results/draft_tree_cpu.json.
 """
 
