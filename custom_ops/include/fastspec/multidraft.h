@@ -28,27 +28,41 @@ struct TreeTries {
   bool empty;     // the last residual is empty: no more tries
 };
 
+// The renormalisation: mass_ratio, through hardware division where a backend
+// has it (kDivide; the XPU has not), the same exact quotient either way.
+// (A specialisation, so the XPU never compiles a call to a 64-bit division.)
+template <bool kDivide>
+FS_HD int64_t tries_ratio(int64_t r, int64_t total) {
+  return mass_ratio(r, total);
+}
+template <>
+FS_HD int64_t tries_ratio<true>(int64_t r, int64_t total) {
+  return mass_ratio_divide(r, total);
+}
+
 // r_k(v) from the element's masses (k = 0: mp itself).
+template <bool kDivide>
 FS_HD int64_t tries_residual(int64_t mp, int64_t mq, const TreeTries& tries, int32_t k) {
   int64_t target = mp;
   for (int32_t j = 1; j <= k; ++j) {
     const int64_t r = target > mq ? target - mq : 0;
     if (r == 0 || j == k) return r;
-    target = mass_ratio(r, tries.totals[j - 1]);
+    target = tries_ratio<kDivide>(r, tries.totals[j - 1]);
   }
   return target;
 }
 
 // t_k(v): the target try k compares against.
+template <bool kDivide>
 FS_HD int64_t tries_target(int64_t mp, int64_t mq, const TreeTries& tries, int32_t k) {
   if (k == 0) return mp;
-  const int64_t r = tries_residual(mp, mq, tries, k);
-  return r == 0 ? 0 : mass_ratio(r, tries.totals[k - 1]);
+  const int64_t r = tries_residual<kDivide>(mp, mq, tries, k);
+  return r == 0 ? 0 : tries_ratio<kDivide>(r, tries.totals[k - 1]);
 }
 
 // Try tries->count with draft d (-1 when outside the vocabulary) of masses mp,
 // mq: true when accepted; otherwise the residual's total is recorded.
-// Rows: residual_total(t, tries, k) (the sum over the row of r_k).
+// Rows: kDivide (tries_ratio), residual_total(t, tries, k) (the sum over the row of r_k).
 template <class Rows>
 FS_HD bool tries_accept(const Rows& rows, int64_t t, int64_t d, int64_t mp, int64_t mq, int64_t seed,
                         int64_t position, TreeTries* tries) {
@@ -56,7 +70,7 @@ FS_HD bool tries_accept(const Rows& rows, int64_t t, int64_t d, int64_t mp, int6
   const int32_t k = tries->count;
   if (d >= 0 && mq > 0) {
     const uint64_t coin = rand64(seed, position, kStreamAccept, static_cast<uint32_t>(k));
-    if (draw_point(coin, mq) < static_cast<uint64_t>(tries_target(mp, mq, *tries, k))) return true;
+    if (draw_point(coin, mq) < static_cast<uint64_t>(tries_target<Rows::kDivide>(mp, mq, *tries, k))) return true;
   }
   tries->count = k + 1;
   tries->totals[k] = rows.residual_total(t, *tries, k + 1);
@@ -70,6 +84,7 @@ FS_HD int32_t tries_drawn_residual(const TreeTries& tries) { return tries.empty 
 
 // Rows straight from memory (CPU, CUDA): one pass over row t per total or draw.
 struct TriesInMemory {
+  static constexpr bool kDivide = true;
   RejectionRows r;
 
   // r_k over row t (the masses draw_ascending reads).
@@ -80,7 +95,7 @@ struct TriesInMemory {
     int32_t k;
     FS_HD int64_t at(int64_t v) const {
       const RejectionRows& r = rows.r;
-      return tries_residual(rejection_mass(r.target_probs, r.dtype, r.vocab, t, v),
+      return tries_residual<kDivide>(rejection_mass(r.target_probs, r.dtype, r.vocab, t, v),
                             rejection_mass(r.draft_probs, r.dtype, r.vocab, t, v), tries, k);
     }
   };
