@@ -14,6 +14,7 @@
 // The drafting rule is fastspec/reference/suffix.py's; docs/suffix.md.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -27,20 +28,25 @@ struct SpecRule {
   double max_spec_factor = 1.0;
   double max_spec_offset = 0.0;
   double min_token_prob = 0.1;
+  // Trees (docs/suffix.md "Trees"): a node offers at most tree_width children (1: the best child
+  // only, which is the chain; the chain's own walk then drafts it), and no draft token lies deeper
+  // than max_spec_depth below the match.
+  int32_t tree_width = 1;
+  int32_t max_spec_depth = INT32_MAX;
 
-  int32_t budget(int32_t match_len) const;  // drafts a match of match_len tokens may propose
+  int32_t budget(int32_t match_len) const;  // draft tokens (a tree's nodes) a match of match_len tokens may propose
 };
 
 struct Draft {
   std::vector<int32_t> token_ids;
-  std::vector<int32_t> parents;  // chain: i - 1 (-1 for the first)
+  std::vector<int32_t> parents;  // an earlier index, -1: a child of the context (chain: i - 1)
   std::vector<double> probs;
   double score = 0.0;
   int32_t match_len = 0;
 };
 
 // A drafting candidate before its tokens are written: the match's node and length, how many
-// tokens its draft has and their summed probability.
+// tokens (a tree's nodes) its draft has and their summed probability.
 struct Candidate {
   int32_t node = -1;
   int32_t match_len = 0;
@@ -70,7 +76,7 @@ class SuffixTrie {
   // speculate without writing the draft (no allocation): the winner, written later by write()
   Candidate best(const int32_t* context, int64_t n, const SpecRule& rule, int64_t tail_seq = -1,
                  double floor = -1.0) const;
-  void write(const Candidate& c, Draft& out) const;  // out's vectors are reused
+  void write(const Candidate& c, const SpecRule& rule, Draft& out) const;  // out's vectors are reused
 
   int64_t num_nodes() const { return static_cast<int64_t>(nodes_.size() - free_.size()); }
   int64_t num_tokens() const { return nodes_[0].count; }
@@ -107,6 +113,10 @@ class SuffixTrie {
   int32_t walk(const int32_t* tokens, int64_t n) const;
   // the draft from node (at depth) as the rule walks it: its length and score, tokens written to out when given
   int32_t follow(int32_t node, int32_t depth, int32_t budget, double min_prob, double& score, Draft* out) const;
+  // the tree from node (at depth), best-first by probability: its size and score, nodes written to out when given
+  int32_t grow(int32_t node, int32_t depth, int32_t budget, const SpecRule& rule, double& score, Draft* out) const;
+  // the rule's draft from node: the chain (follow) for tree_width 1, else the tree (grow)
+  int32_t draft_from(int32_t node, int32_t depth, int32_t budget, const SpecRule& rule, double& score, Draft* out) const;
 
   int32_t max_depth_;
   std::vector<Node> nodes_;  // nodes_[0] is the root (count: tokens of all sequences)

@@ -17,6 +17,15 @@ mechanics:
 - the draft's score is the sum of its probabilities (the expected accepted length when each
   probability is right); the best score over all match lengths wins, a longer match on ties.
 
+A *tree* draft (``tree_width > 1``) grows best-first instead: from the match, each taken node
+offers its ``tree_width`` most frequent continuations (ties: the smallest id) whose running
+probability is at least ``min_token_prob``, and the draft takes the most probable offer not yet
+taken (ties: the earliest offered), at most ``int(m * max_spec_factor + max_spec_offset + 1e-6)``
+nodes (at most ``max_spec_tokens``), none deeper than ``max_spec_depth`` below the match. A node
+comes after its parent (``parents`` index earlier nodes, -1: a child of the match) and the
+probabilities never grow along the order. With ``tree_width == 1`` only the best continuation
+is offered, so the tree is the chain. ``max_spec_depth`` also cuts a chain.
+
 ``SuffixCacheReference`` adds the two trees of a cache: one per active request (its prompt and
 response) and a global one over the responses of cached requests (active ones included), at
 most ``max_cached_requests`` of them (-1: no limit, 0: no global tree), the oldest evicted first.
@@ -32,7 +41,7 @@ from typing import Hashable, Sequence
 
 @dataclass
 class Draft:
-    """A chain draft: ``parents[i]`` is the index of token i's parent (-1: the context)."""
+    """A draft: ``parents[i]`` is the index of token i's parent (-1: the context; a chain's is ``i - 1``)."""
 
     token_ids: list = field(default_factory=list)
     parents: list = field(default_factory=list)
@@ -49,6 +58,8 @@ class SpecRule:
     max_spec_factor: float = 1.0
     max_spec_offset: float = 0.0
     min_token_prob: float = 0.1
+    tree_width: int = 1  # continuations a node offers; 1: the chain
+    max_spec_depth: int = 2**31 - 1  # deepest draft token below the match
 
     def budget(self, match_len: int) -> int:
         """Drafts a match of ``match_len`` tokens may propose."""
@@ -82,7 +93,10 @@ class ReferenceTree:
             ends = self._ends(context[-m:])
             if not ends:
                 break
-            draft = self._follow(ends, m, rule.budget(m), rule.min_token_prob)
+            if rule.tree_width > 1:
+                draft = self._grow(ends, m, rule.budget(m), rule)
+            else:
+                draft = self._follow(ends, m, min(rule.budget(m), rule.max_spec_depth), rule.min_token_prob)
             if draft.score >= best.score:
                 best = draft
                 best.match_len = m
@@ -108,6 +122,39 @@ class ReferenceTree:
             draft.score += prob
             ends = [(seq, end + 1) for seq, end in ends if end < len(seq) and seq[end] == token]
             depth += 1
+        return draft
+
+
+    def _grow(self, ends: list[tuple[list[int], int]], depth: int, budget: int, rule: SpecRule) -> Draft:
+        """The best-first tree from a match whose occurrences end at ``ends``."""
+        draft = Draft()
+        offers: list[tuple[float, list, int, int]] = []  # (probability, ends, trie depth, parent), in offer order
+
+        def offer(ends: list, at: int, prob: float, parent: int) -> None:
+            if at >= self.max_depth or at - depth >= rule.max_spec_depth:
+                return
+            counts: dict[int, int] = {}
+            for seq, end in ends:
+                if end < len(seq):
+                    counts[seq[end]] = counts.get(seq[end], 0) + 1
+            best = sorted(counts, key=lambda t: (-counts[t], t))[: min(rule.tree_width, budget - len(draft.token_ids))]
+            for token in best:
+                p = prob * counts[token] / len(ends)
+                if p < rule.min_token_prob:
+                    break
+                offers.append((p, [(seq, end + 1) for seq, end in ends if end < len(seq) and seq[end] == token], at + 1,
+                               parent))
+
+        offer(ends, depth, 1.0, -1)
+        while len(draft.token_ids) < budget and offers:
+            top = max(range(len(offers)), key=lambda i: (offers[i][0], -i))
+            prob, taken, at, parent = offers.pop(top)
+            seq, end = taken[0]
+            draft.parents.append(parent)
+            draft.token_ids.append(seq[end - 1])
+            draft.probs.append(prob)
+            draft.score += prob
+            offer(taken, at, prob, len(draft.token_ids) - 1)
         return draft
 
 
