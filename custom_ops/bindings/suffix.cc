@@ -211,7 +211,8 @@ void bind_suffix(py::module_& m) {
            [](const SuffixCache& c, const Array<int64_t>& keys, const Array<int32_t>& max_tokens, int32_t max_spec_tokens,
               double factor, double offset, double min_prob, py::array_t<int64_t, py::array::c_style>& out_tokens,
               py::array_t<int32_t, py::array::c_style>& out_lens, py::array_t<float, py::array::c_style>& out_scores,
-              int32_t tree_width, int32_t max_spec_depth, std::optional<py::array_t<int32_t, py::array::c_style>> out_parents,
+              int32_t tree_width, int32_t max_spec_depth, bool budget_caps_depth,
+              std::optional<py::array_t<int32_t, py::array::c_style>> out_parents,
               std::optional<py::array_t<float, py::array::c_style>> out_probs) {
              const int64_t n = keys.size();
              const auto same_rows = [&](const auto& a) { return !a || a->size() == out_tokens.size(); };
@@ -222,6 +223,7 @@ void bind_suffix(py::module_& m) {
              SpecRule r = rule(max_spec_tokens, factor, offset, min_prob);
              r.tree_width = tree_width;
              r.max_spec_depth = max_spec_depth;
+             r.budget_caps_depth = budget_caps_depth;
              c.speculate_batch(data_of(keys), data_of(max_tokens), n, r, out_tokens.mutable_data(), out_lens.mutable_data(),
                                out_scores.mutable_data(), out_tokens.shape(1),
                                out_parents ? out_parents->mutable_data() : nullptr,
@@ -229,7 +231,8 @@ void bind_suffix(py::module_& m) {
            },
            py::arg("keys"), py::arg("max_tokens"), py::arg("max_spec_tokens"), py::arg("factor"), py::arg("offset"),
            py::arg("min_prob"), py::arg("out_tokens"), py::arg("out_lens"), py::arg("out_scores"),
-           py::arg("tree_width") = 1, py::arg("max_spec_depth") = INT32_MAX, py::arg("out_parents") = py::none(),
+           py::arg("tree_width") = 1, py::arg("max_spec_depth") = INT32_MAX, py::arg("budget_caps_depth") = false,
+           py::arg("out_parents") = py::none(),
            py::arg("out_probs") = py::none())
       .def("extend_batch",
            [](SuffixCache& c, const Array<int64_t>& keys, const Array<int64_t>& tokens, const Array<int32_t>& counts) {

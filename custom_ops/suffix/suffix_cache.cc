@@ -162,7 +162,9 @@ void SuffixCache::speculate_batch(const int64_t* keys, const int32_t* max_tokens
     if (out_scores) out_scores[i] = 0.0f;
     if (keys[i] < 0 || max_tokens[i] <= 0) continue;
     SpecRule r = rule;
-    r.max_spec_tokens = static_cast<int32_t>(std::min<int64_t>({rule.max_spec_tokens, max_tokens[i], width}));
+    // the row's cap: on the tree's nodes when the budget caps its depth, else on the budget
+    int32_t& cap = rule.budget_caps_depth ? r.max_spec_nodes : r.max_spec_tokens;
+    cap = static_cast<int32_t>(std::min<int64_t>({cap, max_tokens[i], width}));
     own_draft(keys[i], r, d);
     const int64_t m = static_cast<int64_t>(d.token_ids.size());
     for (int64_t j = 0; j < m; ++j) {

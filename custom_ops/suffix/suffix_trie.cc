@@ -195,27 +195,23 @@ Candidate SuffixTrie::best(const int32_t* context, int64_t n, const SpecRule& ru
   }
   // Longest first, keeping a strictly better score: the reference's winner (the best score, the
   // longest match on ties). A draft scores at most its budget, and budgets shrink with the
-  // match, so once the budget cannot beat the best (or the floor) no shorter match can.
+  // match, so once the budget cannot beat the best (or the floor) no shorter match can. A tree
+  // grows from the match its chain would win with (write), so the chain's walk scores every rule.
+  const SpecRule chain = rule.chain();
   Candidate best;
   bool have = false;
   for (int64_t m = found; m >= 1; --m) {
-    const int32_t budget = rule.budget(static_cast<int32_t>(m));
+    const int32_t budget = chain.nodes(static_cast<int32_t>(m));
     if (have && budget <= std::max(best.score, floor)) break;
     if (!have && floor >= 0.0 && budget <= floor) break;
     double score = 0.0;
-    const int32_t len = draft_from(match[m - 1], static_cast<int32_t>(m), budget, rule, score, nullptr);
+    const int32_t len = follow(match[m - 1], static_cast<int32_t>(m), budget, rule.min_token_prob, score, nullptr);
     if (!have || score > best.score) {
       best = Candidate{match[m - 1], static_cast<int32_t>(m), len, score};
       have = true;
     }
   }
   return best;
-}
-
-int32_t SuffixTrie::draft_from(int32_t node, int32_t depth, int32_t budget, const SpecRule& rule, double& score,
-                               Draft* out) const {
-  if (rule.tree_width > 1) return grow(node, depth, budget, rule, score, out);
-  return follow(node, depth, std::min(budget, rule.max_spec_depth), rule.min_token_prob, score, out);
 }
 
 int32_t SuffixTrie::grow(int32_t node, int32_t depth, int32_t budget, const SpecRule& rule, double& score,
@@ -229,10 +225,11 @@ int32_t SuffixTrie::grow(int32_t node, int32_t depth, int32_t budget, const Spec
   frontier.clear();
   int32_t len = 0;
   score = 0.0;
+  const int32_t deepest = rule.depth(depth);
   // node's most frequent children (ties: the smaller token), as many as the width and the nodes left allow,
   // while their probability stays >= min_token_prob (they are offered most likely first)
   const auto offer = [&](int32_t from, int32_t from_depth, double prob, int32_t parent) {
-    if (from_depth >= max_depth_ || from_depth - depth >= rule.max_spec_depth) return;
+    if (from_depth >= max_depth_ || from_depth - depth >= deepest) return;
     kids.clear();
     for (int32_t c = nodes_[from].first_child; c >= 0; c = nodes_[c].next_sibling) kids.push_back(c);
     const size_t take = std::min<size_t>({kids.size(), static_cast<size_t>(rule.tree_width),
@@ -272,10 +269,10 @@ void SuffixTrie::write(const Candidate& c, const SpecRule& rule, Draft& out) con
   out.probs.clear();
   out.score = 0.0;
   out.match_len = c.match_len;
-  // the same walk, cut at the candidate's length, so the same probabilities and score
+  // the same walk, cut at the candidate's length, so the same probabilities and score; or the tree from its match
   if (c.node < 0) return;
   if (rule.tree_width > 1) {
-    grow(c.node, c.match_len, c.len, rule, out.score, &out);
+    grow(c.node, c.match_len, rule.nodes(c.match_len), rule, out.score, &out);
   } else {
     follow(c.node, c.match_len, c.len, -1.0, out.score, &out);
   }

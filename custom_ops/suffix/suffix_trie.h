@@ -14,6 +14,7 @@
 // The drafting rule is fastspec/reference/suffix.py's; docs/suffix.md.
 #pragma once
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <unordered_map>
@@ -29,12 +30,27 @@ struct SpecRule {
   double max_spec_offset = 0.0;
   double min_token_prob = 0.1;
   // Trees (docs/suffix.md "Trees"): a node offers at most tree_width children (1: the best child
-  // only, which is the chain; the chain's own walk then drafts it), and no draft token lies deeper
-  // than max_spec_depth below the match.
+  // only, which is the chain; the chain's own walk then drafts it), at most max_spec_nodes nodes,
+  // none deeper than max_spec_depth below the match. The match's budget caps the nodes (Arctic's
+  // trees), or with budget_caps_depth the depth (a runner's fixed node count).
   int32_t tree_width = 1;
   int32_t max_spec_depth = INT32_MAX;
+  int32_t max_spec_nodes = INT32_MAX;
+  bool budget_caps_depth = false;
 
-  int32_t budget(int32_t match_len) const;  // draft tokens (a tree's nodes) a match of match_len tokens may propose
+  int32_t budget(int32_t match_len) const;  // int(m * factor + offset), at most max_spec_tokens
+  int32_t nodes(int32_t match_len) const {  // a draft's most tokens (a tree's nodes)
+    const int32_t n = budget_caps_depth ? max_spec_nodes : std::min(budget(match_len), max_spec_nodes);
+    return tree_width > 1 ? n : std::min(n, depth(match_len));  // a chain's nodes are its depth
+  }
+  int32_t depth(int32_t match_len) const {  // a draft's deepest token below the match
+    return budget_caps_depth ? std::min(budget(match_len), max_spec_depth) : max_spec_depth;
+  }
+  SpecRule chain() const {  // the rule's chain: what picks the match a tree grows from
+    SpecRule c = *this;
+    c.tree_width = 1;
+    return c;
+  }
 };
 
 struct Draft {
@@ -115,8 +131,6 @@ class SuffixTrie {
   int32_t follow(int32_t node, int32_t depth, int32_t budget, double min_prob, double& score, Draft* out) const;
   // the tree from node (at depth), best-first by probability: its size and score, nodes written to out when given
   int32_t grow(int32_t node, int32_t depth, int32_t budget, const SpecRule& rule, double& score, Draft* out) const;
-  // the rule's draft from node: the chain (follow) for tree_width 1, else the tree (grow)
-  int32_t draft_from(int32_t node, int32_t depth, int32_t budget, const SpecRule& rule, double& score, Draft* out) const;
 
   int32_t max_depth_;
   std::vector<Node> nodes_;  // nodes_[0] is the root (count: tokens of all sequences)

@@ -256,8 +256,9 @@ class SuffixCache:
                              max_spec_depth: int | None = None, max_spec_factor: float = 1.0, max_spec_offset: float = 0.0,
                              min_token_prob: float = 0.1):
         """Tree drafts for ``keys[i]`` (-1: none) from its own prompt + response (docs/suffix.md "Trees"): at most
-        ``min(max_nodes[i], width)`` nodes, each offering its ``tree_width`` likeliest continuations, none deeper
-        than ``max_spec_depth``. Returns ``(tokens int64 [n, width]`` (-1 after each tree), ``parents int32
+        ``min(max_nodes[i], width)`` nodes, each offering its ``tree_width`` likeliest continuations; a match of
+        ``m`` tokens reaches ``int(m * max_spec_factor + max_spec_offset)`` deep, at most ``max_spec_depth``
+        (the runner's fixed node count, where Arctic's trees cap their nodes by the match). Returns ``(tokens int64 [n, width]`` (-1 after each tree), ``parents int32
         [n, width]`` (an earlier node, -1: a child of the context, and after the tree), ``probs float32 [n, width]``
         (each node's probability, 0 after the tree), ``lens int32 [n]``, ``scores float32 [n])``. Nodes come in
         the order taken: parents first, probabilities never growing, so ``build_draft_tree`` on them with
@@ -275,8 +276,8 @@ class SuffixCache:
         n = keys.shape[0]
         tokens, parents, probs = np.empty((n, width), np.int64), np.empty((n, width), np.int32), np.empty((n, width), np.float32)
         lens, scores = np.empty(n, np.int32), np.empty(n, np.float32)
-        self._core.speculate_batch(keys, limits, width, factor, offset, min_prob, tokens, lens, scores, int(tree_width),
-                                   int(depth), parents, probs)
+        self._core.speculate_batch(keys, limits, int(depth), factor, offset, min_prob, tokens, lens, scores, int(tree_width),
+                                   int(depth), True, parents, probs)
         return tokens, parents, probs, lens, scores
 
     def add_batch(self, keys: np.ndarray, tokens: np.ndarray, counts: np.ndarray) -> None:

@@ -15,7 +15,12 @@ TREE_RULES = [
     dict(max_spec_tokens=8, max_spec_factor=2.0, max_spec_offset=1.0, min_token_prob=0.0, tree_width=2),
     dict(max_spec_tokens=6, max_spec_factor=1.0, min_token_prob=0.1, tree_width=3, max_spec_depth=2),
     dict(max_spec_tokens=10, max_spec_factor=3.0, min_token_prob=0.2, tree_width=1, max_spec_depth=3),
+    dict(max_spec_tokens=5, max_spec_factor=1.0, min_token_prob=0.05, tree_width=4, max_spec_nodes=9,
+         budget_caps_depth=True),
+    dict(max_spec_tokens=7, max_spec_factor=2.0, min_token_prob=0.0, tree_width=1, max_spec_nodes=4,
+         budget_caps_depth=True),
 ]
+BATCH_KEYS = ("max_spec_factor", "max_spec_offset", "min_token_prob", "tree_width", "max_spec_depth")
 
 
 def fields(d):
@@ -45,14 +50,15 @@ def test_reference_tree_follows_the_rule(seed):
     context = tree.seqs[0][:int(rng.integers(1, 80))]
     for rule in map(lambda r: SpecRule(**r), TREE_RULES):
         d = tree.speculate(context, rule)
-        assert len(d.token_ids) <= rule.budget(max(d.match_len, 1))
+        m = max(d.match_len, 1)
+        assert len(d.token_ids) <= rule.nodes(m) <= rule.max_spec_nodes
         assert d.score == sum(d.probs) or abs(d.score - sum(d.probs)) < 1e-12
         match = context[len(context) - d.match_len:]
         for i, (token, parent, prob) in enumerate(zip(d.token_ids, d.parents, d.probs)):
             assert -1 <= parent < i  # parents first
             assert i == 0 or prob <= d.probs[i - 1]  # taken most probable first
             assert prob >= rule.min_token_prob
-            assert len(path(d, i)) <= rule.max_spec_depth and d.match_len + len(path(d, i)) <= tree.max_depth
+            assert len(path(d, i)) <= rule.depth(m) and d.match_len + len(path(d, i)) <= tree.max_depth
             above = match + path(d, i)[:-1]
             expected = (1.0 if parent < 0 else d.probs[parent]) * count(tree, above + [token]) / count(tree, above)
             assert prob == expected
@@ -70,9 +76,11 @@ def test_reference_tree_one_wide_is_the_chain(seed):
     for m in range(1, tree.max_depth):
         ends = tree._ends(tree.seqs[0][-m:])
         for budget in (1, 4, 9):
-            rule = SpecRule(max_spec_tokens=budget, min_token_prob=float(rng.choice([0.0, 0.1, 0.3])))
-            chain = tree._follow(ends, m, budget, rule.min_token_prob)
-            assert fields(tree._grow(ends, m, budget, rule)) == fields(chain)
+            rule = SpecRule(max_spec_tokens=budget, min_token_prob=float(rng.choice([0.0, 0.1, 0.3])),
+                            budget_caps_depth=bool(rng.integers(2)))
+            size = rule.nodes(m)  # a chain's: its budget and its depth
+            chain = tree._follow(ends, m, size, rule.min_token_prob)
+            assert fields(tree._grow(ends, m, size, rule)) == fields(chain)
 
 
 def drive(requests, depth, rng, chunk):
@@ -87,10 +95,12 @@ def drive(requests, depth, rng, chunk):
             assert fields(d) == fields(ref.speculate(r, context, SpecRule(12, 3.0, tree_width=TREE_WIDTH_ALL)))
             rule = TREE_RULES[int(rng.integers(len(TREE_RULES)))]
             limit = int(rng.integers(0, 16))
+            batch = {k: v for k, v in rule.items() if k in BATCH_KEYS}
             tokens, parents, probs, lens, scores = native.speculate_tree_batch(
-                np.array([native.key(r), -1]), np.array([limit, 5], np.int32), 16,
-                **{k: v for k, v in rule.items() if k != "max_spec_tokens"})
-            want = ref.speculate(r, context, SpecRule(**{**rule, "max_spec_tokens": min(limit, 16)}))
+                np.array([native.key(r), -1]), np.array([limit, 5], np.int32), 16, **batch)
+            depth = batch.get("max_spec_depth", 2**31 - 1)  # a runner's tree: the budget caps the depth
+            want = ref.speculate(r, context, SpecRule(**batch, max_spec_tokens=depth, max_spec_nodes=min(limit, 16),
+                                                      budget_caps_depth=True))
             n = len(want.token_ids)
             assert lens.tolist() == [n, 0] and scores[0] == np.float32(want.score)
             assert tokens[0, :n].tolist() == want.token_ids and parents[0, :n].tolist() == want.parents
@@ -122,7 +132,8 @@ def test_tree_one_wide_is_the_chain_natively():
     cache = SuffixCache(10)
     cache.start_request("r", (list(range(5)) * 6 + [1, 3, 1, 4]) * 3)
     keys, limits = np.array([cache.key("r")]), np.array([8], np.int32)
-    tokens, parents, probs, lens, scores = cache.speculate_tree_batch(keys, limits, 8, tree_width=1, min_token_prob=0.0)
-    chain_tokens, chain_lens, chain_scores = cache.speculate_batch(keys, limits, 8, min_token_prob=0.0)
+    tokens, parents, probs, lens, scores = cache.speculate_tree_batch(keys, limits, 8, tree_width=1, max_spec_depth=6,
+                                                                      min_token_prob=0.0)
+    chain_tokens, chain_lens, chain_scores = cache.speculate_batch(keys, limits - 2, 8, min_token_prob=0.0)
     assert (tokens == chain_tokens).all() and (lens == chain_lens).all() and (scores == chain_scores).all()
     assert parents[0, :lens[0]].tolist() == list(range(-1, lens[0] - 1))
