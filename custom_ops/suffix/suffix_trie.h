@@ -62,7 +62,7 @@ struct Draft {
 };
 
 // A drafting candidate before its tokens are written: the match's node and length, how many
-// tokens (a tree's nodes) its draft has and their summed probability.
+// tokens its chain draft has and their summed probability (a tree grows from the same match).
 struct Candidate {
   int32_t node = -1;
   int32_t match_len = 0;
