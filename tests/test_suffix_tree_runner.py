@@ -86,3 +86,18 @@ def test_a_suffix_tree_emits_what_spec_off_emits_and_more_per_step(strategy, tem
     assert stats.mean_accepted_length > chain.stats.mean_accepted_length and stats.steps <= chain.stats.steps
     if mode == "static":
         assert stats.program_builds == {"prepare": 1, "finish": 1}
+
+
+def test_a_suffix_tree_step_refuses_what_it_cannot_draft():
+    from fastspec.runtime.proposers import NgramProposer
+    from fastspec.runtime.sampler import Sampler
+    from fastspec.runtime.state import SpecState
+    from fastspec.runtime.step import SpecStep
+
+    state = SpecState(2, 32, K, [END], "cpu", num_tree_nodes=N)
+    with pytest.raises(ValueError, match="a tree step drafts from the suffix cache alone"):
+        SpecStep(state, Sampler(config("greedy")), SuffixProposer(K, ngram=NgramProposer(K, 3, anchored=True)), mode="eager")
+    proposer = SuffixProposer(K, tree_top_k=3)
+    proposer.prepare(state)
+    with pytest.raises(ValueError, match="drafts trees of top_k 3, the step asks for 2"):
+        proposer.propose_tree(state, TOP_K)

@@ -137,3 +137,27 @@ def test_tree_one_wide_is_the_chain_natively():
     chain_tokens, chain_lens, chain_scores = cache.speculate_batch(keys, limits - 2, 8, min_token_prob=0.0)
     assert (tokens == chain_tokens).all() and (lens == chain_lens).all() and (scores == chain_scores).all()
     assert parents[0, :lens[0]].tolist() == list(range(-1, lens[0] - 1))
+
+
+def test_bad_tree_calls_raise_named_errors():
+    from fastspec.core.errors import FastspecArgumentError, FastspecTypeError
+    from fastspec.suffix import SuffixRequestError
+
+    cache = SuffixCache(8)
+    cache.start_request("a", [1, 2, 1, 2])
+    keys, limits = np.array([cache.key("a")]), np.array([4], np.int32)
+    bad = [
+        (FastspecArgumentError, "tree_width must be in", dict(tree_width=0)),
+        (FastspecArgumentError, "max_spec_depth must be in", dict(max_spec_depth=-1)),
+        (FastspecTypeError, "tree_width must be an integer", dict(tree_width=2.0)),
+        (FastspecArgumentError, "min_token_prob must be a number", dict(min_token_prob=float("nan"))),
+    ]
+    for error, message, kw in bad:
+        with pytest.raises(error, match=f"SuffixCache.speculate_tree_batch: {message}"):
+            cache.speculate_tree_batch(keys, limits, 4, **kw)
+    with pytest.raises(FastspecArgumentError, match="max_nodes has shape"):
+        cache.speculate_tree_batch(keys, np.array([4, 4], np.int32), 4)
+    with pytest.raises(SuffixRequestError, match="key 99 is not an active request"):
+        cache.speculate_tree_batch(np.array([99]), limits, 4)
+    with pytest.raises(FastspecTypeError, match="use_tree_spec must be a bool"):
+        cache.speculate("a", [1, 2], use_tree_spec=1)
