@@ -18,6 +18,12 @@ the first output token comes from prefill; each step offers up to K drafts, acce
 longest prefix that equals the true continuation and adds the next true token. Every drafter
 sees the same calls: start (prompt), draft (the context so far), update (the kept tokens), stop.
 
+Tree drafts (the ``suffix tree`` methods): the suffix cache's tree as ``SuffixProposer`` drafts it in
+a tree step (``speculate_tree_batch``: at most ``TREE_NODES - 1`` nodes, depth at most K, every
+continuation or the two likeliest per node), verified as a tree: the oracle walks from the root
+along the true output while some child carries the next true token (``verify_draft_tree``'s
+greedy walk), then adds the next true token.
+
 Methods: ``anchored`` (today's default: anchored n-gram, max_ngram_size 5, the native op through
 ``fastspec.arrays``), ``suffix`` (``fastspec.suffix.SuffixCache`` at the config's defaults),
 ``suffix+anchored`` (both, one draft per step as ``DraftChoice`` says: the method's default, as
@@ -57,8 +63,10 @@ from fastspec.cli.errors import ArgumentParser, int_range, user_errors  # noqa: 
 from fastspec import arrays as kernels  # noqa: E402
 from fastspec.runtime.config import SuffixConfig  # noqa: E402
 from fastspec.suffix import SuffixCache  # noqa: E402
+from fastspec.runtime.suffix import TREE_WIDTH_ALL  # noqa: E402
 
 KS = (5, 16)
+TREE_NODES = 16  # a tree step's N: the last committed token and 15 drafts
 MAX_NGRAM_SIZE = 5  # anchored n-gram's, alone and beside suffix
 MAX_FILE_TOKENS = 8000
 
@@ -161,6 +169,22 @@ class Suffix:
         self.cache.stop_request(self.req)
 
 
+class SuffixTree(Suffix):
+    """The suffix cache's tree drafts as a tree step asks for them: ``TREE_NODES - 1`` nodes, depth at most K,
+    ``width`` continuations per node; a draft is ``(tokens, parents)``."""
+
+    def __init__(self, name: str, cache, k: int, rule: dict, depth: int, width: int) -> None:
+        super().__init__(name, cache, k, rule, depth)
+        self.width = width
+
+    def draft(self) -> tuple[np.ndarray, np.ndarray]:
+        count = TREE_NODES - 1
+        tokens, parents, _, lens, _ = self.cache.speculate_tree_batch(
+            np.array([self.cache.key(self.req)]), np.array([count], np.int32), count, tree_width=self.width,
+            max_spec_depth=self.k, **self.rule)
+        return tokens[0, : lens[0]], parents[0, : lens[0]]
+
+
 class Chosen(Suffix):
     """Suffix and anchored n-gram (max_ngram_size 5) in our cache, one draft per step as
     ``DraftChoice`` says (the rule ``SuffixProposer`` follows with ``with_anchored_ngram``;
@@ -202,9 +226,9 @@ class Longer:
             d.stop()
 
 
-def ours(k: int, cfg: SuffixConfig, name: str = "suffix", kind: type = Suffix, **cache) -> Suffix:
+def ours(k: int, cfg: SuffixConfig, name: str = "suffix", kind: type = Suffix, *extra, **cache) -> Suffix:
     rule = dict(max_spec_factor=cfg.max_spec_factor, max_spec_offset=cfg.max_spec_offset, min_token_prob=cfg.min_token_prob)
-    return kind(name, SuffixCache(cfg.max_tree_depth, cfg.max_cached_requests, **cache), k, rule, cfg.max_tree_depth)
+    return kind(name, SuffixCache(cfg.max_tree_depth, cfg.max_cached_requests, **cache), k, rule, cfg.max_tree_depth, *extra)
 
 
 def arctic(k: int, module) -> Suffix:
@@ -227,6 +251,24 @@ class Tally:
                 "cpu_us_per_update": 1e6 * self.update_cpu / max(self.updates, 1)}
 
 
+def accepted(proposal, truth: np.ndarray) -> int:
+    """Drafts the oracle accepts (at most ``len(truth) - 1``: the step's own token comes after them): a chain's
+    longest prefix equal to the truth; a tree's ``(tokens, parents)`` path from the root while a child carries
+    the next true token."""
+    room = len(truth) - 1
+    if isinstance(proposal, tuple):
+        tokens, parents = proposal
+        node, ok = -1, 0
+        while ok < room:
+            children = np.flatnonzero((parents == node) & (tokens == truth[ok]))
+            if children.size == 0:
+                break
+            node, ok = int(children[0]), ok + 1
+        return ok
+    limit = min(len(proposal), room)
+    return int(np.argmin(np.append(proposal[:limit] == truth[:limit], False)))
+
+
 def simulate_request(drafter, prompt: np.ndarray, output: np.ndarray, k: int, tally: Tally) -> None:
     """One request through ``drafter`` (start, the prefill's token, draft / update steps, stop)."""
     clock = time.process_time
@@ -238,11 +280,10 @@ def simulate_request(drafter, prompt: np.ndarray, output: np.ndarray, k: int, ta
     s = 1
     while s < len(output):
         t0 = clock()
-        proposal = drafter.draft()[:k]
+        proposal = drafter.draft()
         t1 = clock()
         truth = output[s:]
-        limit = min(len(proposal), len(truth) - 1)
-        ok = int(np.argmin(np.append(proposal[:limit] == truth[:limit], False)))
+        ok = accepted(proposal if isinstance(proposal, tuple) else proposal[:k], truth)
         kept = truth[: ok + 1]
         t2 = clock()
         drafter.update(kept)
@@ -279,7 +320,8 @@ def memory(drafter) -> dict | None:
 def drafters(k: int, arctic_module) -> list:
     cfg = SuffixConfig()
     out = [Anchored(k), ours(k, cfg), ours(k, cfg, "suffix+anchored", Chosen, anchored_ngram=MAX_NGRAM_SIZE),
-           Longer("longer of the two", Anchored(k), ours(k, cfg))]
+           Longer("longer of the two", Anchored(k), ours(k, cfg)),
+           ours(k, cfg, "suffix tree", SuffixTree, TREE_WIDTH_ALL), ours(k, cfg, "suffix tree top-2", SuffixTree, 2)]
     if arctic_module is not None:
         out.append(arctic(k, arctic_module))
     return out
@@ -313,7 +355,7 @@ def main(argv=None) -> int:
     module = load_arctic(args.arctic)
     workloads = load_requests(args.requests, args.seed, args.max_output, args.rev)
     results = {}
-    print(f"{'workload':8} {'K':>3} {'method':16} {'accepted':>9} {'draft us':>9} {'update us':>10}  (medians of {args.rounds} rounds)")
+    print(f"{'workload':8} {'K':>3} {'method':17} {'accepted':>9} {'draft us':>9} {'update us':>10}  (medians of {args.rounds} rounds)")
     for name, requests in workloads.items():
         for k in KS:
             rounds = []
@@ -331,13 +373,14 @@ def main(argv=None) -> int:
                     r["global_tree"] = tree
                 results.setdefault(name, {}).setdefault(f"K={k}", {})[drafter.name] = r
                 size = f"  {tree['bytes_per_token']:.0f} B/cached token" if tree else ""
-                print(f"{name:8} {k:3} {drafter.name:16} {r['mean_accepted_length']:9.3f} {r['cpu_us_per_draft']:9.1f} "
+                print(f"{name:8} {k:3} {drafter.name:17} {r['mean_accepted_length']:9.3f} {r['cpu_us_per_draft']:9.1f} "
                       f"{r['cpu_us_per_update']:10.1f}{size}")
     payload = {"machine": machine(), "requests": args.requests, "max_output": args.max_output, "seed": args.seed,
                "rounds": args.rounds, "cpu_time": "time.process_time per call, median over rounds; methods side by side",
                "rev": args.rev,
                "output_tokens": {n: int(sum(len(o) for _, o in w)) for n, w in workloads.items()},
-               "suffix_config": vars(SuffixConfig()), "arctic": module is not None, "results": results}
+               "suffix_config": vars(SuffixConfig()), "tree_nodes": TREE_NODES, "arctic": module is not None,
+               "results": results}
     print(f"wrote {write_json(args.out, payload)}")
     return 0
 

@@ -46,9 +46,9 @@ def test_demo_spec_off_method(tmp_path):
     assert summary["spec_on"]["proposed_tokens"] == 0
 
 
-@pytest.mark.parametrize("method", ["mtp", "eagle3"])
+@pytest.mark.parametrize("method", ["mtp", "eagle3", "suffix"])
 def test_demo_tree_shows_chain_against_tree(tmp_path, capsys, method):
-    """--tree runs the head's chain and its top-k trees; both lossless, the tree longer per step."""
+    """--tree runs the drafter's chain and its trees; both lossless, the tree longer per step."""
     from fastspec.demo import cli
 
     assert cli.main(["--short", "--tree", "--method", method, "--no-plot", "--out", str(tmp_path)]) == 0
@@ -58,14 +58,17 @@ def test_demo_tree_shows_chain_against_tree(tmp_path, capsys, method):
     chain, tree = summary["spec_on"], summary["tree"]
     assert summary["lossless"] == "PASS" and summary["adaptive"] is None
     assert tree["generated_tokens"] == chain["generated_tokens"] > 0
-    assert tree["mean_accepted_length"] > chain["mean_accepted_length"]
+    if method == "suffix":  # the short run's two requests rarely branch: the tree matches its chain there
+        assert tree["mean_accepted_length"] >= chain["mean_accepted_length"]
+    else:
+        assert tree["mean_accepted_length"] > chain["mean_accepted_length"]
 
 
-def test_demo_tree_needs_a_draft_head(capsys):
+def test_demo_tree_needs_a_tree_drafter(capsys):
     from fastspec.demo import cli
 
     assert cli.main(["--short", "--tree", "--method", "ngram"]) == 2
-    assert "--tree needs a draft head: --method mtp or eagle3, got --method ngram" in capsys.readouterr().err
+    assert "--tree needs a tree drafter: --method mtp, eagle3, suffix, got --method ngram" in capsys.readouterr().err
 
 
 def test_builtin_workload_is_fixed_and_reads_only_its_corpus():

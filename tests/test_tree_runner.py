@@ -227,7 +227,8 @@ def test_the_transformer_sees_the_tree_and_stays_lossless():
 # -- bad configs ---------------------------------------------------------------------------------------------
 
 BAD = [
-    ({"method": "ngram"}, "tree.enabled needs method 'mtp' or 'eagle3'"),
+    ({"method": "ngram"}, "tree.enabled needs method 'mtp', 'eagle3', 'suffix'"),
+    ({"method": "suffix"}, "with method 'suffix' needs suffix.with_anchored_ngram: false"),
     ({"verify_strategy": "topp"}, r"tree.enabled needs verify_strategy one of \['greedy', 'target_match', 'rejection'\]"),
     ({"verify_strategy": "block"}, "got 'block'"),
     ({"accept_policy": "accept_all"}, "does not combine with accept_policy 'accept_all'"),

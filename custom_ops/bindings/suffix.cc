@@ -14,6 +14,7 @@
 
 #include <climits>
 #include <memory>
+#include <optional>
 #include <type_traits>
 
 #include "../suffix/draft_choice.h"
@@ -128,11 +129,16 @@ bool quick_rule(const SuffixCache& c, py::handle max_spec_tokens, py::handle fac
 
 // speculate's arguments as they come from Python, or None where one is not taken as it is
 py::object quick_speculate(const SuffixCache& c, int64_t req, py::handle context, py::handle max_spec_tokens,
-                           py::handle factor, py::handle offset, py::handle min_prob) {
+                           py::handle factor, py::handle offset, py::handle min_prob, int32_t tree_width,
+                           int32_t max_spec_depth) {
   thread_local std::vector<int32_t> tokens;
   thread_local Draft draft;
   SpecRule r;
-  if (!quick_rule(c, max_spec_tokens, factor, offset, min_prob, r)) return py::none();
+  if (!quick_rule(c, max_spec_tokens, factor, offset, min_prob, r) || tree_width < 1 || max_spec_depth < 0) {
+    return py::none();
+  }
+  r.tree_width = tree_width;
+  r.max_spec_depth = max_spec_depth;
   if (!quick_tokens(context, c.max_token(), c.max_depth(), tokens)) return py::none();
   c.speculate(req, tokens.data(), static_cast<int64_t>(tokens.size()), r, draft);
   return as_tuple(draft);
@@ -197,21 +203,37 @@ void bind_suffix(py::module_& m) {
            })
       .def("stop_request", &SuffixCache::stop_request)
       .def("evict_cached_response", &SuffixCache::evict_cached_response)
-      .def("speculate", &quick_speculate)  // None: an argument not taken as it is
+      .def("speculate", &quick_speculate, py::arg("req"), py::arg("context"), py::arg("max_spec_tokens"),
+           py::arg("factor"), py::arg("offset"), py::arg("min_prob"), py::arg("tree_width") = 1,
+           py::arg("max_spec_depth") = INT32_MAX)  // None: an argument not taken as it is
       .def("draft", &quick_draft)  // None: an argument not taken as it is
       .def("speculate_batch",
            [](const SuffixCache& c, const Array<int64_t>& keys, const Array<int32_t>& max_tokens, int32_t max_spec_tokens,
               double factor, double offset, double min_prob, py::array_t<int64_t, py::array::c_style>& out_tokens,
-              py::array_t<int32_t, py::array::c_style>& out_lens, py::array_t<float, py::array::c_style>& out_scores) {
+              py::array_t<int32_t, py::array::c_style>& out_lens, py::array_t<float, py::array::c_style>& out_scores,
+              int32_t tree_width, int32_t max_spec_depth, bool budget_caps_depth,
+              std::optional<py::array_t<int32_t, py::array::c_style>> out_parents,
+              std::optional<py::array_t<float, py::array::c_style>> out_probs) {
              const int64_t n = keys.size();
+             const auto same_rows = [&](const auto& a) { return !a || a->size() == out_tokens.size(); };
              if (max_tokens.size() != n || out_lens.size() != n || out_scores.size() != n || out_tokens.ndim() != 2 ||
-                 out_tokens.shape(0) != n) {
+                 out_tokens.shape(0) != n || !same_rows(out_parents) || !same_rows(out_probs)) {
                throw std::invalid_argument("SuffixCache.speculate_batch: arrays disagree on the number of requests");
              }
-             c.speculate_batch(data_of(keys), data_of(max_tokens), n, rule(max_spec_tokens, factor, offset, min_prob),
-                               out_tokens.mutable_data(), out_lens.mutable_data(), out_scores.mutable_data(),
-                               out_tokens.shape(1));
-           })
+             SpecRule r = rule(max_spec_tokens, factor, offset, min_prob);
+             r.tree_width = tree_width;
+             r.max_spec_depth = max_spec_depth;
+             r.budget_caps_depth = budget_caps_depth;
+             c.speculate_batch(data_of(keys), data_of(max_tokens), n, r, out_tokens.mutable_data(), out_lens.mutable_data(),
+                               out_scores.mutable_data(), out_tokens.shape(1),
+                               out_parents ? out_parents->mutable_data() : nullptr,
+                               out_probs ? out_probs->mutable_data() : nullptr);
+           },
+           py::arg("keys"), py::arg("max_tokens"), py::arg("max_spec_tokens"), py::arg("factor"), py::arg("offset"),
+           py::arg("min_prob"), py::arg("out_tokens"), py::arg("out_lens"), py::arg("out_scores"),
+           py::arg("tree_width") = 1, py::arg("max_spec_depth") = INT32_MAX, py::arg("budget_caps_depth") = false,
+           py::arg("out_parents") = py::none(),
+           py::arg("out_probs") = py::none())
       .def("extend_batch",
            [](SuffixCache& c, const Array<int64_t>& keys, const Array<int64_t>& tokens, const Array<int32_t>& counts) {
              const int64_t n = keys.size();

@@ -107,15 +107,15 @@ void SuffixCache::speculate(int64_t req, const int32_t* context, int64_t n, cons
   const int64_t m = std::min<int64_t>(n, max_depth_ - 1);  // the longest match the rule tries
   if (m > 0 && m <= static_cast<int64_t>(seq.size()) && std::equal(context + n - m, context + n, seq.end() - m)) {
     const auto [trie, winner] = speculate_tail(req, own, context + n - m, m, rule);  // the usual call: the request's tail
-    trie->write(winner, out);
+    trie->write(winner, rule, out);
     return;
   }
   const Candidate mine = own.best(context, n, rule);
   const Candidate other = global_.best(context, n, rule, -1, mine.score);
   if (other.score > mine.score) {
-    global_.write(other, out);
+    global_.write(other, rule, out);
   } else {
-    own.write(mine, out);
+    own.write(mine, rule, out);
   }
 }
 
@@ -125,7 +125,7 @@ void SuffixCache::own_draft(int64_t req, const SpecRule& rule, Draft& out) const
   const int64_t len = static_cast<int64_t>(seq.size());
   const int64_t ctx = std::min<int64_t>(len, std::max(0, max_depth_ - 1));
   const auto [trie, winner] = speculate_tail(req, own, seq.data() + len - ctx, ctx, rule);
-  trie->write(winner, out);
+  trie->write(winner, rule, out);
 }
 
 void SuffixCache::draft(int64_t req, const SpecRule& rule, Draft& out) {
@@ -145,7 +145,8 @@ std::pair<const SuffixTrie*, Candidate> SuffixCache::speculate_tail(int64_t req,
 }
 
 void SuffixCache::speculate_batch(const int64_t* keys, const int32_t* max_tokens, int64_t n, const SpecRule& rule,
-                                  int64_t* out_tokens, int32_t* out_lens, float* out_scores, int64_t width) const {
+                                  int64_t* out_tokens, int32_t* out_lens, float* out_scores, int64_t width,
+                                  int32_t* out_parents, float* out_probs) const {
   for (int64_t i = 0; i < n; ++i) {  // checked before anything is written
     if (keys[i] >= 0) local(keys[i]);
   }
@@ -153,14 +154,24 @@ void SuffixCache::speculate_batch(const int64_t* keys, const int32_t* max_tokens
   for (int64_t i = 0; i < n; ++i) {
     int64_t* row = out_tokens + i * width;
     std::fill(row, row + width, int64_t{-1});
+    int32_t* parents = out_parents ? out_parents + i * width : nullptr;
+    float* probs = out_probs ? out_probs + i * width : nullptr;
+    if (parents) std::fill(parents, parents + width, -1);
+    if (probs) std::fill(probs, probs + width, 0.0f);
     out_lens[i] = 0;
     if (out_scores) out_scores[i] = 0.0f;
     if (keys[i] < 0 || max_tokens[i] <= 0) continue;
     SpecRule r = rule;
-    r.max_spec_tokens = static_cast<int32_t>(std::min<int64_t>({rule.max_spec_tokens, max_tokens[i], width}));
+    // the row's cap: on the tree's nodes when the budget caps its depth, else on the budget
+    int32_t& cap = rule.budget_caps_depth ? r.max_spec_nodes : r.max_spec_tokens;
+    cap = static_cast<int32_t>(std::min<int64_t>({cap, max_tokens[i], width}));
     own_draft(keys[i], r, d);
     const int64_t m = static_cast<int64_t>(d.token_ids.size());
-    for (int64_t j = 0; j < m; ++j) row[j] = d.token_ids[j];
+    for (int64_t j = 0; j < m; ++j) {
+      row[j] = d.token_ids[j];
+      if (parents) parents[j] = d.parents[j];
+      if (probs) probs[j] = static_cast<float>(d.probs[j]);
+    }
     out_lens[i] = static_cast<int32_t>(m);
     if (out_scores) out_scores[i] = static_cast<float>(d.score);
   }

@@ -46,8 +46,12 @@ class SuffixCache {
   // into out_lens[i]; a key < 0 gets no draft. extend_batch appends
   // tokens[i, :counts[i]] to request keys[i] (keys < 0 and counts <= 0 skip;
   // an active key's count <= 0 still scores the drafts draft() offered it).
+  // With rule.tree_width > 1 the drafts are trees: out_parents[i, :width] (when given) holds each
+  // node's parent (an earlier index, -1: a child of the context; -1 after the draft) and
+  // out_probs[i, :width] (when given) each node's probability (0 after the draft).
   void speculate_batch(const int64_t* keys, const int32_t* max_tokens, int64_t n, const SpecRule& rule,
-                       int64_t* out_tokens, int32_t* out_lens, float* out_scores, int64_t width) const;
+                       int64_t* out_tokens, int32_t* out_lens, float* out_scores, int64_t width,
+                       int32_t* out_parents = nullptr, float* out_probs = nullptr) const;
   void extend_batch(const int64_t* keys, const int64_t* tokens, const int32_t* counts, int64_t n, int64_t width);
 
   bool active(int64_t req) const { return local_.count(req) != 0; }

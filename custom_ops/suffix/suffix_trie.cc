@@ -195,11 +195,13 @@ Candidate SuffixTrie::best(const int32_t* context, int64_t n, const SpecRule& ru
   }
   // Longest first, keeping a strictly better score: the reference's winner (the best score, the
   // longest match on ties). A draft scores at most its budget, and budgets shrink with the
-  // match, so once the budget cannot beat the best (or the floor) no shorter match can.
+  // match, so once the budget cannot beat the best (or the floor) no shorter match can. A tree
+  // grows from the match its chain would win with (write), so the chain's walk scores every rule.
+  const SpecRule chain = rule.chain();
   Candidate best;
   bool have = false;
   for (int64_t m = found; m >= 1; --m) {
-    const int32_t budget = rule.budget(static_cast<int32_t>(m));
+    const int32_t budget = chain.nodes(static_cast<int32_t>(m));
     if (have && budget <= std::max(best.score, floor)) break;
     if (!have && floor >= 0.0 && budget <= floor) break;
     double score = 0.0;
@@ -212,20 +214,74 @@ Candidate SuffixTrie::best(const int32_t* context, int64_t n, const SpecRule& ru
   return best;
 }
 
-void SuffixTrie::write(const Candidate& c, Draft& out) const {
+int32_t SuffixTrie::grow(int32_t node, int32_t depth, int32_t budget, const SpecRule& rule, double& score,
+                         Draft* out) const {
+  struct Offer {
+    double prob;
+    int32_t node, depth, parent;  // depth: in the trie; parent: the draft index of its parent (-1: the match)
+  };
+  thread_local std::vector<Offer> frontier;  // in the order offered
+  thread_local std::vector<int32_t> kids;
+  frontier.clear();
+  int32_t len = 0;
+  score = 0.0;
+  const int32_t deepest = rule.depth(depth);
+  // node's most frequent children (ties: the smaller token), as many as the width and the nodes left allow,
+  // while their probability stays >= min_token_prob (they are offered most likely first)
+  const auto offer = [&](int32_t from, int32_t from_depth, double prob, int32_t parent) {
+    if (from_depth >= max_depth_ || from_depth - depth >= deepest) return;
+    kids.clear();
+    for (int32_t c = nodes_[from].first_child; c >= 0; c = nodes_[c].next_sibling) kids.push_back(c);
+    const size_t take = std::min<size_t>({kids.size(), static_cast<size_t>(rule.tree_width),
+                                          static_cast<size_t>(budget - len)});
+    std::partial_sort(kids.begin(), kids.begin() + take, kids.end(), [&](int32_t a, int32_t b) {
+      return nodes_[a].count > nodes_[b].count || (nodes_[a].count == nodes_[b].count && nodes_[a].token < nodes_[b].token);
+    });
+    for (size_t i = 0; i < take; ++i) {
+      const double p = prob * static_cast<double>(nodes_[kids[i]].count) / static_cast<double>(nodes_[from].count);
+      if (p < rule.min_token_prob) break;
+      frontier.push_back(Offer{p, kids[i], from_depth + 1, parent});
+    }
+  };
+  offer(node, depth, 1.0, -1);
+  while (len < budget && !frontier.empty()) {
+    size_t top = 0;  // the most probable offer, the earliest on ties
+    for (size_t i = 1; i < frontier.size(); ++i) {
+      if (frontier[i].prob > frontier[top].prob) top = i;
+    }
+    const Offer o = frontier[top];
+    frontier.erase(frontier.begin() + static_cast<std::ptrdiff_t>(top));
+    if (out) {
+      out->parents.push_back(o.parent);
+      out->token_ids.push_back(nodes_[o.node].token);
+      out->probs.push_back(o.prob);
+    }
+    score += o.prob;
+    ++len;
+    offer(o.node, o.depth, o.prob, len - 1);
+  }
+  return len;
+}
+
+void SuffixTrie::write(const Candidate& c, const SpecRule& rule, Draft& out) const {
   out.token_ids.clear();
   out.parents.clear();
   out.probs.clear();
   out.score = 0.0;
   out.match_len = c.match_len;
-  // the same walk, cut at the candidate's length, so the same probabilities and score
-  if (c.node >= 0) follow(c.node, c.match_len, c.len, -1.0, out.score, &out);
+  // the same walk, cut at the candidate's length, so the same probabilities and score; or the tree from its match
+  if (c.node < 0) return;
+  if (rule.tree_width > 1) {
+    grow(c.node, c.match_len, rule.nodes(c.match_len), rule, out.score, &out);
+  } else {
+    follow(c.node, c.match_len, c.len, -1.0, out.score, &out);
+  }
 }
 
 Draft SuffixTrie::speculate(const int32_t* context, int64_t n, const SpecRule& rule, int64_t tail_seq,
                             double floor) const {
   Draft d;
-  write(best(context, n, rule, tail_seq, floor), d);
+  write(best(context, n, rule, tail_seq, floor), rule, d);
   return d;
 }
 

@@ -14,6 +14,8 @@
 // The drafting rule is fastspec/reference/suffix.py's; docs/suffix.md.
 #pragma once
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -27,20 +29,40 @@ struct SpecRule {
   double max_spec_factor = 1.0;
   double max_spec_offset = 0.0;
   double min_token_prob = 0.1;
+  // Trees (docs/suffix.md "Trees"): a node offers at most tree_width children (1: the best child
+  // only, which is the chain; the chain's own walk then drafts it), at most max_spec_nodes nodes,
+  // none deeper than max_spec_depth below the match. The match's budget caps the nodes (Arctic's
+  // trees), or with budget_caps_depth the depth (a runner's fixed node count).
+  int32_t tree_width = 1;
+  int32_t max_spec_depth = INT32_MAX;
+  int32_t max_spec_nodes = INT32_MAX;
+  bool budget_caps_depth = false;
 
-  int32_t budget(int32_t match_len) const;  // drafts a match of match_len tokens may propose
+  int32_t budget(int32_t match_len) const;  // int(m * factor + offset), at most max_spec_tokens
+  int32_t nodes(int32_t match_len) const {  // a draft's most tokens (a tree's nodes)
+    const int32_t n = budget_caps_depth ? max_spec_nodes : std::min(budget(match_len), max_spec_nodes);
+    return tree_width > 1 ? n : std::min(n, depth(match_len));  // a chain's nodes are its depth
+  }
+  int32_t depth(int32_t match_len) const {  // a draft's deepest token below the match
+    return budget_caps_depth ? std::min(budget(match_len), max_spec_depth) : max_spec_depth;
+  }
+  SpecRule chain() const {  // the rule's chain: what picks the match a tree grows from
+    SpecRule c = *this;
+    c.tree_width = 1;
+    return c;
+  }
 };
 
 struct Draft {
   std::vector<int32_t> token_ids;
-  std::vector<int32_t> parents;  // chain: i - 1 (-1 for the first)
+  std::vector<int32_t> parents;  // an earlier index, -1: a child of the context (chain: i - 1)
   std::vector<double> probs;
   double score = 0.0;
   int32_t match_len = 0;
 };
 
 // A drafting candidate before its tokens are written: the match's node and length, how many
-// tokens its draft has and their summed probability.
+// tokens its chain draft has and their summed probability (a tree grows from the same match).
 struct Candidate {
   int32_t node = -1;
   int32_t match_len = 0;
@@ -70,7 +92,7 @@ class SuffixTrie {
   // speculate without writing the draft (no allocation): the winner, written later by write()
   Candidate best(const int32_t* context, int64_t n, const SpecRule& rule, int64_t tail_seq = -1,
                  double floor = -1.0) const;
-  void write(const Candidate& c, Draft& out) const;  // out's vectors are reused
+  void write(const Candidate& c, const SpecRule& rule, Draft& out) const;  // out's vectors are reused
 
   int64_t num_nodes() const { return static_cast<int64_t>(nodes_.size() - free_.size()); }
   int64_t num_tokens() const { return nodes_[0].count; }
@@ -107,6 +129,8 @@ class SuffixTrie {
   int32_t walk(const int32_t* tokens, int64_t n) const;
   // the draft from node (at depth) as the rule walks it: its length and score, tokens written to out when given
   int32_t follow(int32_t node, int32_t depth, int32_t budget, double min_prob, double& score, Draft* out) const;
+  // the tree from node (at depth), best-first by probability: its size and score, nodes written to out when given
+  int32_t grow(int32_t node, int32_t depth, int32_t budget, const SpecRule& rule, double& score, Draft* out) const;
 
   int32_t max_depth_;
   std::vector<Node> nodes_;  // nodes_[0] is the root (count: tokens of all sequences)

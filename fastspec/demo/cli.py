@@ -6,6 +6,7 @@
     python -m fastspec.demo --method mtp   # draft-model speculation (configs/mtp.yaml)
     python -m fastspec.demo --method eagle3   # an EAGLE3 head over the target's aux hidden states
     python -m fastspec.demo --tree     # draft trees (top-k per depth) against the chain, method mtp by default
+    python -m fastspec.demo --tree --method suffix   # the suffix cache's trees against its chains
 
 Runs the same requests with speculation off and on, prints a summary table (mean accepted
 length, per-position acceptance, steps saved, wall time per token, lossless check), sweeps the
@@ -70,9 +71,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--out", default="demo_out", help="folder for summary.json and acceptance.png")
     p.add_argument("--no-adaptive", action="store_true", help="skip the adaptive draft-length run")
     p.add_argument("--tree", action="store_true",
-                   help="also run draft trees (the head's top-k per depth, docs/trees.md) and show them against the chain "
-                        "(method mtp unless --method eagle3; skips the adaptive run)")
-    p.add_argument("--tree-top-k", type=int_range(1, 16), default=2, help="--tree: candidates per depth (default 2)")
+                   help="also run draft trees (the head's top-k per depth, or the suffix cache's, docs/trees.md) and show "
+                        "them against the chain (method mtp unless --method eagle3 or suffix; skips the adaptive run)")
+    p.add_argument("--tree-top-k", type=int_range(1, 16), default=2,
+                   help="--tree: candidates per depth (method suffix: continuations per node; default 2)")
     p.add_argument("--tree-nodes", type=int_range(2, MAX_TREE_NODES), default=8,
                    help="--tree: nodes per tree, the last committed token included (default 8)")
     return p.parse_args(argv)
@@ -111,7 +113,7 @@ def make_config(args):
     if args.tree and args.method is None and args.config is None:
         args.method = "mtp"  # trees come from a draft head
     if args.tree and args.method is not None and args.method not in TREE_METHODS:
-        raise UserError(f"--tree needs a draft head: --method {' or '.join(TREE_METHODS)}, got --method {args.method}")
+        raise UserError(f"--tree needs a tree drafter: --method {', '.join(TREE_METHODS)}, got --method {args.method}")
     if args.config is None:
         args.config = str(METHOD_CONFIGS.get(args.method, DEFAULT_CONFIG))
     config = load_config(args.config)
@@ -126,6 +128,8 @@ def make_config(args):
         changes["num_speculative_tokens"] = 5
     if args.tree:
         changes["num_model_steps"] = 0  # the chain drafts every depth from the head too, as a tree does
+        if changes.get("method", config.method) == "suffix":  # a tree is the cache's alone: so is the chain it is set against
+            changes["suffix"] = {"with_anchored_ngram": False}
     sampling = {"seed": args.seed}
     if args.temperature is not None:
         sampling["temperature"] = args.temperature

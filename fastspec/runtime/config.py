@@ -93,17 +93,17 @@ class SuffixConfig:
         _check_bool("suffix.with_anchored_ngram", self.with_anchored_ngram)
 
 
-TREE_METHODS = DRAFT_MODEL_METHODS  # proposers that draft top-k trees (docs/trees.md "What a runner does with it")
+TREE_METHODS = DRAFT_MODEL_METHODS + ("suffix",)  # proposers that draft trees (docs/trees.md "What a runner does with it")
 
 
 @dataclass
 class TreeConfig:
-    """Draft trees (docs/trees.md): the proposer offers ``top_k`` candidates per depth (depth up to
-    ``num_speculative_tokens``), ``build_draft_tree`` keeps the best ``max_nodes - 1`` of them and
-    ``verify_draft_tree`` checks the whole tree in one target forward."""
+    """Draft trees (docs/trees.md): the proposer offers ``top_k`` candidates per depth (a draft head) or
+    per node (the suffix cache), depth up to ``num_speculative_tokens``; ``build_draft_tree`` keeps the best
+    ``max_nodes - 1`` of them and ``verify_draft_tree`` checks the whole tree in one target forward."""
 
     enabled: bool = False
-    top_k: int = 2  # candidates per depth (EAGLE-2's k)
+    top_k: int = 2  # candidates per depth (EAGLE-2's k); method suffix: continuations per node
     max_nodes: int = 8  # N: nodes per slot, the root (the last committed token) included
 
     def validate(self, config: SpeculativeConfig) -> None:
@@ -114,8 +114,11 @@ class TreeConfig:
             return
         k = config.num_speculative_tokens
         if config.method not in TREE_METHODS:
-            raise ConfigError(f"tree.enabled needs method {' or '.join(repr(m) for m in TREE_METHODS)} (a proposer that "
-                              f"drafts top-k trees), got method '{config.method}'")
+            raise ConfigError(f"tree.enabled needs method {', '.join(repr(m) for m in TREE_METHODS)} (a proposer that "
+                              f"drafts trees), got method '{config.method}'")
+        if config.method == "suffix" and config.suffix.with_anchored_ngram:
+            raise ConfigError("tree.enabled with method 'suffix' needs suffix.with_anchored_ngram: false (the tree is "
+                              "the suffix cache's alone; DraftChoice picks between chains)")
         if config.verify_strategy not in TREE_STRATEGIES:
             raise ConfigError(f"tree.enabled needs verify_strategy one of {list(TREE_STRATEGIES)} (verify_draft_tree's), "
                               f"got '{config.verify_strategy}'")
@@ -184,9 +187,10 @@ class SpeculativeConfig:
             raise ConfigError(f"anchored must be a boolean, got {type(self.anchored).__name__} {self.anchored!r}")
         if not isinstance(self.chain_hidden_states, bool):
             raise ConfigError(f"chain_hidden_states must be a boolean, got {type(self.chain_hidden_states).__name__} {self.chain_hidden_states!r}")
-        if self.verify_strategy in PROBABILITY_STRATEGIES and self.method in ("ngram", "suffix"):
+        suffix_tree = self.method == "suffix" and getattr(self.tree, "enabled", False) is True  # one-hot q per node
+        if self.verify_strategy in PROBABILITY_STRATEGIES and self.method in ("ngram", "suffix") and not suffix_tree:
             raise ConfigError(f"verify_strategy '{self.verify_strategy}' needs draft probabilities: use method 'mtp' or 'eagle3' "
-                              f"({self.method} drafts have none)")
+                              f"({self.method} drafts have none; suffix trees verify as one-hot drafts)")
         if not isinstance(self.sampling, SamplingConfig):
             raise ConfigError(f"sampling must be a mapping, got {type(self.sampling).__name__}")
         self.sampling.validate()

@@ -72,7 +72,7 @@ class SpecStep:
         trees = state.trees
         if trees and (proposer is None or not proposer.drafts_trees):
             raise ValueError(f"SpecStep: a tree step (state.num_tree_nodes = {state.num_tree_nodes}) needs a proposer that "
-                             f"drafts trees (DraftModelProposer), got {type(proposer).__name__}")
+                             f"drafts trees (DraftModelProposer, SuffixProposer), got {type(proposer).__name__}")
         # a tree step's draft rows come from the tree itself (fastspec.runtime.trees.first_child_one_hot)
         probabilities = sampler.config.speculative and sampler.strategy in PROBABILITY_STRATEGIES and not trees
         if probabilities and (proposer is None or not proposer.provides_draft_probs):

@@ -36,6 +36,7 @@ import numpy as np
 from fastspec.core.errors import FastspecArgumentError, FastspecTypeError
 
 INT32_MAX = 2**31 - 1
+TREE_WIDTH_ALL = INT32_MAX  # a tree node offers every continuation (Arctic's use_tree_spec)
 
 
 class SuffixRequestError(FastspecArgumentError):
@@ -182,13 +183,16 @@ class SuffixCache:
 
         ``max_spec_tokens`` (default ``max_tree_depth``) caps the draft; a match of ``m`` tokens
         drafts at most ``int(m * max_spec_factor + max_spec_offset)`` tokens, each while its
-        estimated probability stays at least ``min_token_prob``. Drafts are chains
-        (``use_tree_spec=True`` is refused).
+        estimated probability stays at least ``min_token_prob``. ``use_tree_spec=True`` drafts a
+        tree instead, as Arctic's does: best-first by probability over every continuation, at most
+        that many nodes (``parents`` say its shape; docs/suffix.md "Trees").
         """
         key = _lookup(self._active, req_id)
-        if key is not None and not use_tree_spec:
+        width = TREE_WIDTH_ALL if use_tree_spec is True else 1
+        if key is not None and type(use_tree_spec) is bool:
             # the usual call: the native cache checks the context's tail and the rule as it reads them
-            found = self._core.speculate(key, context, max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob)
+            found = self._core.speculate(key, context, max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob,
+                                         width)
             if found is not None:
                 return SuffixDraft(*found)
         self._require_active("speculate", req_id)
@@ -196,9 +200,9 @@ class SuffixCache:
             context = context[-self._max_tree_depth:]  # only the tail is matched: check only the tail
         context = self._tokens("speculate", "context", context)[-self._max_tree_depth:]
         rule = self._checked_rule("speculate", max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob)
-        if use_tree_spec:
-            raise FastspecArgumentError("SuffixCache.speculate: use_tree_spec=True is not supported (drafts are chains)")
-        found = self._core.speculate(self._keys[req_id], context, *rule)
+        if not isinstance(use_tree_spec, (bool, np.bool_)):
+            raise FastspecTypeError(f"SuffixCache.speculate: use_tree_spec must be a bool, got {type(use_tree_spec).__name__}")
+        found = self._core.speculate(self._keys[req_id], context, *rule, TREE_WIDTH_ALL if use_tree_spec else 1)
         if found is None:
             raise AssertionError("SuffixCache.speculate: the native cache declined checked arguments")
         return SuffixDraft(*found)
@@ -247,6 +251,34 @@ class SuffixCache:
             out = (np.empty((n, width), np.int64), np.empty(n, np.int32), np.empty(n, np.float32))
         self._core.speculate_batch(keys, limits, width, factor, offset, min_prob, *out)
         return out
+
+    def speculate_tree_batch(self, keys: np.ndarray, max_nodes: np.ndarray, width: int, tree_width: int = TREE_WIDTH_ALL,
+                             max_spec_depth: int | None = None, max_spec_factor: float = 1.0, max_spec_offset: float = 0.0,
+                             min_token_prob: float = 0.1):
+        """Tree drafts for ``keys[i]`` (-1: none) from its own prompt + response (docs/suffix.md "Trees"): at most
+        ``min(max_nodes[i], width)`` nodes, each offering its ``tree_width`` likeliest continuations; a match of
+        ``m`` tokens reaches ``int(m * max_spec_factor + max_spec_offset)`` deep, at most ``max_spec_depth``
+        (the runner's fixed node count, where Arctic's trees cap their nodes by the match). Returns ``(tokens int64 [n, width]`` (-1 after each tree), ``parents int32
+        [n, width]`` (an earlier node, -1: a child of the context, and after the tree), ``probs float32 [n, width]``
+        (each node's probability, 0 after the tree), ``lens int32 [n]``, ``scores float32 [n])``. Nodes come in
+        the order taken: parents first, probabilities never growing, so ``build_draft_tree`` on them with
+        ``probs`` as scores keeps them in this order."""
+        keys = _array("speculate_tree_batch", "keys", keys, np.int64, 1)
+        limits = _array("speculate_tree_batch", "max_nodes", max_nodes, np.int32, 1)
+        if limits.shape != keys.shape:
+            raise FastspecArgumentError(f"SuffixCache.speculate_tree_batch: max_nodes has shape {limits.shape}, keys {keys.shape}")
+        _check_int("width", width, 0, 4096, op="speculate_tree_batch")
+        _check_int("tree_width", tree_width, 1, TREE_WIDTH_ALL, op="speculate_tree_batch")
+        depth = INT32_MAX if max_spec_depth is None else max_spec_depth
+        _check_int("max_spec_depth", depth, 0, INT32_MAX, op="speculate_tree_batch")
+        self._require_keys("speculate_tree_batch", keys)
+        factor, offset, min_prob = _rule("speculate_tree_batch", max_spec_factor, max_spec_offset, min_token_prob)
+        n = keys.shape[0]
+        tokens, parents, probs = np.empty((n, width), np.int64), np.empty((n, width), np.int32), np.empty((n, width), np.float32)
+        lens, scores = np.empty(n, np.int32), np.empty(n, np.float32)
+        self._core.speculate_batch(keys, limits, int(depth), factor, offset, min_prob, tokens, lens, scores, int(tree_width),
+                                   int(depth), True, parents, probs)
+        return tokens, parents, probs, lens, scores
 
     def add_batch(self, keys: np.ndarray, tokens: np.ndarray, counts: np.ndarray) -> None:
         """Appends ``tokens[i, :counts[i]]`` to request ``keys[i]`` (-1 or a count <= 0: skipped)."""

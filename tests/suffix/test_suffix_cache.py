@@ -153,7 +153,7 @@ def test_bad_calls_raise_named_errors_and_leave_the_cache_unchanged():
         (FastspecArgumentError, lambda: cache.add_batch(np.array([cache.key("a")]), np.zeros((1, 2), np.int64),
                                                         np.array([3], np.int32))),
         (SuffixRequestError, lambda: cache.speculate_batch(np.array([999]), np.ones(1, np.int32), 4)),
-        (FastspecArgumentError, lambda: cache.speculate("a", [1], use_tree_spec=True)),
+        (FastspecTypeError, lambda: cache.speculate("a", [1], use_tree_spec="yes")),
         (FastspecArgumentError, lambda: cache.speculate("a", [1], max_spec_tokens=-1)),
         # what the native fast path declines, so Python words the error
         (FastspecArgumentError, lambda: cache.add_active_response("a", np.array([3, -1], np.int64))),

@@ -43,7 +43,8 @@ class Proposer(ABC):
     provides_draft_probs: ClassVar[bool] = False
     """It keeps its drafts' probabilities (``draft_probs_rows``), so its drafts can be verified by REJECTION."""
     drafts_trees: ClassVar[bool] = False
-    """It offers top-k candidates per depth (``propose_tree``), so it can run in a tree step (docs/trees.md)."""
+    """It offers tree candidates (``propose_tree``: a head's top-k per depth, the suffix cache's trees), so it can
+    run in a tree step (docs/trees.md)."""
 
     def draft_on_host(self, state: SpecState) -> None:
         """Host work before each step's programs (a host-side drafter fills its buffers here)."""
@@ -79,7 +80,7 @@ class Proposer(ABC):
         raise NotImplementedError(f"{type(self).__name__} does not read the target's hidden states")
 
     def propose_tree(self, state: SpecState, top_k: int) -> TreeProposal:
-        """With ``drafts_trees``: ``top_k`` candidates per depth, depth up to K, for ``build_draft_tree``."""
+        """With ``drafts_trees``: candidates for ``build_draft_tree`` (``top_k`` per depth or per node), depth up to K."""
         raise NotImplementedError(f"{type(self).__name__} drafts no trees")
 
     def draft_probs_rows(self, state: SpecState, num_rows: int, vocab_size: int | None = None) -> paddle.Tensor | None:

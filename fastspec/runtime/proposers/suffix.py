@@ -10,6 +10,10 @@ The cache lives on the host, so the work is split around the step's programs:
   program): the buffered drafts, cut to each slot's ``draft_token_num``; with
   ``with_anchored_ngram`` also anchored n-gram drafts, one of the two per slot as
   ``DraftChoice`` says (the drafter whose drafts the target has been accepting lately);
+- in a tree step (``state.num_tree_nodes = N > 0``, docs/trees.md) the host drafts each decode slot's
+  tree instead (``speculate_tree_batch``: ``tree_top_k`` continuations per node, at most ``N - 1`` nodes,
+  depth at most K) into ``tree_buffers``, and ``propose_tree(state)`` hands them to ``build_draft_tree``
+  as candidates, each node's probability its score, which keeps them in the order drafted;
 - ``observe_accepted(state)`` (after the step): folds every slot's kept tokens
   (``accept_tokens[:accept_num]``) into the cache in one native call, scores both drafters'
   drafts against them (with n-gram), and stops finished requests, whose outputs stay in the
@@ -24,6 +28,7 @@ import paddle
 from fastspec.runtime.proposers.base import Proposal, Proposer
 from fastspec.runtime.proposers.draft_choice import DraftChoice
 from fastspec.runtime.proposers.ngram import NgramProposer
+from fastspec.runtime.proposers.tree import TreeProposal
 from fastspec.runtime.state import SpecState
 from fastspec.runtime.suffix import SuffixCache
 
@@ -32,11 +37,14 @@ class SuffixProposer(Proposer):
     """Drafts from a ``SuffixCache`` kept in step with the state's slots."""
 
     static_step_safe = True  # propose reads only the fixed buffers filled before the program
+    drafts_trees = True  # the cache's trees, drafted on the host (tree_top_k continuations per node)
 
     def __init__(self, num_speculative_tokens: int, max_tree_depth: int = 24, max_cached_requests: int = 10000,
                  max_spec_factor: float = 2.0, max_spec_offset: float = 0.0, min_token_prob: float = 0.1,
-                 ngram: NgramProposer | None = None, cache: SuffixCache | None = None) -> None:
+                 ngram: NgramProposer | None = None, cache: SuffixCache | None = None, tree_top_k: int = 2) -> None:
         super().__init__(num_speculative_tokens)
+        self.tree_top_k = tree_top_k
+        self.tree_buffers: TreeProposal | None = None  # [B, N - 1] candidates of a tree step
         self.cache = cache if cache is not None else SuffixCache(max_tree_depth, max_cached_requests)
         self.rule = dict(max_spec_factor=max_spec_factor, max_spec_offset=max_spec_offset, min_token_prob=min_token_prob)
         self.ngram = ngram  # the anchored n-gram proposer whose longer drafts win, or None
@@ -59,7 +67,7 @@ class SuffixProposer(Proposer):
             ngram = NgramProposer(config.num_speculative_tokens, config.max_ngram_size, config.min_ngram_size,
                                   config.token_budget, anchored=True)
         return cls(config.num_speculative_tokens, s.max_tree_depth, s.max_cached_requests, s.max_spec_factor,
-                   s.max_spec_offset, s.min_token_prob, ngram=ngram)
+                   s.max_spec_offset, s.min_token_prob, ngram=ngram, tree_top_k=config.tree.top_k)
 
     # -- host side, between the programs ---------------------------------------------------
 
@@ -88,12 +96,24 @@ class SuffixProposer(Proposer):
         decode = (enc == 0) & (dec > 0) & ~stopped
         keys = np.where(decode, self._keys, -1)
         k = self.num_speculative_tokens
+        if self.tree_buffers is not None:
+            self._draft_trees(keys, state)
+            return
         tokens, lens, _ = self.cache.speculate_batch(keys, np.full(keys.shape, k, np.int32), k, **self.rule)
         paddle.assign(paddle.to_tensor(tokens, place=state.place), output=self.draft_buffer)
         paddle.assign(paddle.to_tensor(lens, place=state.place), output=self.draft_lens)
         if self._choice is not None:
             self._offered = (tokens, lens, decode)
             paddle.assign(paddle.to_tensor(self._choice.preference(), place=state.place), output=self.preference)
+
+    def _draft_trees(self, keys: np.ndarray, state: SpecState) -> None:
+        count = self.tree_buffers.tokens.shape[1]
+        tokens, parents, probs, _, _ = self.cache.speculate_tree_batch(
+            keys, np.full(keys.shape, count, np.int32), count, tree_width=self.tree_top_k,
+            max_spec_depth=self.num_speculative_tokens, **self.rule)
+        for host, buffer in zip((tokens, parents, probs), (self.tree_buffers.tokens, self.tree_buffers.parents,
+                                                           self.tree_buffers.scores)):
+            paddle.assign(paddle.to_tensor(host, place=state.place), output=buffer)
 
     def observe_accepted(self, state: SpecState) -> None:
         if self._keys.size == 0:
@@ -123,6 +143,13 @@ class SuffixProposer(Proposer):
                 self.ngram_lens = paddle.to_tensor(np.zeros(b, np.int32), place=state.place)
                 self.preference = paddle.to_tensor(np.zeros(b, np.int32), place=state.place)
                 self._choice = DraftChoice(b)
+            if state.trees:
+                if self.ngram is not None:
+                    raise ValueError("SuffixProposer: a tree step drafts from the suffix cache alone (no anchored n-gram)")
+                c = state.num_tree_nodes - 1
+                self.tree_buffers = TreeProposal(paddle.to_tensor(np.full((b, c), -1, np.int64), place=state.place),
+                                                 paddle.to_tensor(np.full((b, c), -1, np.int32), place=state.place),
+                                                 paddle.to_tensor(np.zeros((b, c), np.float32), place=state.place))
         elif self.draft_buffer.shape[0] != state.max_num_seqs:
             raise ValueError(f"SuffixProposer: built for {self.draft_buffer.shape[0]} slots, the state has "
                              f"{state.max_num_seqs}")
@@ -153,3 +180,12 @@ class SuffixProposer(Proposer):
             tokens = paddle.where(suffix_wins.unsqueeze(-1), tokens, other.tokens)
             lens = paddle.where(suffix_wins, lens, other_lens)
         return Proposal(tokens, lens)
+
+    def propose_tree(self, state: SpecState, top_k: int) -> TreeProposal:
+        """The trees ``draft_on_host`` drafted (``top_k`` continuations per node) as ``build_draft_tree``'s
+        candidates."""
+        if self.tree_buffers is None:
+            raise ValueError("SuffixProposer: draft_on_host(state) of a tree state must run before propose_tree")
+        if top_k != self.tree_top_k:
+            raise ValueError(f"SuffixProposer: drafts trees of top_k {self.tree_top_k}, the step asks for {top_k}")
+        return self.tree_buffers
