@@ -628,9 +628,9 @@ VERIFY_DRAFT_TREE = OpSchema(
     summary="Walks each request's draft tree from the root along the target's tokens and writes what it emits.",
     details=(
         "Node ``i`` of a decode slot is scored by row ``cu_seqlens_q_output[b] + i``. From node 0, each node\n"
-        "emits one token by the chain's rule with its first child as the draft (GREEDY / TARGET_MATCH: the\n"
-        "row's target; REJECTION: the first child if ``u * q < p``, else a residual draw, a bonus draw at a\n"
-        "leaf), then the walk moves to the child carrying that token (lowest index first) or stops.\n"
+        "emits one token (GREEDY / TARGET_MATCH: the row's target; REJECTION: SpecInfer's multi-draft rule,\n"
+        "the children tried in index order against the renormalised residual, else a draw from the last\n"
+        "residual, a bonus draw at a leaf), then the walk moves to the child carrying that token or stops.\n"
         "``accept_nodes`` lists the node whose row decided each emitted token (the path whose cache a\n"
         "runner keeps). A malformed tree (a parent not before its child, depth over K, more nodes than N)\n"
         "judges no drafts in the kernels; the array API and the reference refuse it with an error naming\n"
