@@ -151,8 +151,11 @@ struct PlanScan {
     return static_cast<int64_t>(step_rows) - 1;
   }
   // The rate of the step closed at `rank`, given that step's seconds; keeps the first largest (NaN never wins).
-  FS_HD void rate(float seconds, int64_t rank) {
-    const float r = add_f32(cum_tokens, prefill) / seconds;
+  FS_HD void rate(float seconds, int64_t rank) { keep_best(step_rate(seconds), rank); }
+  FS_HD float step_rate(float seconds) const { return add_f32(cum_tokens, prefill) / seconds; }
+  // rate's comparison alone: the CPU divides in one pass and compares in another, so that no
+  // division waits on the previous rank's comparison.
+  FS_HD void keep_best(float r, int64_t rank) {
     if (is_nan_f32(r)) {
       if (best < 0) best = rank, best_rate = -1.0f / 0.0f;
       return;
