@@ -29,27 +29,38 @@ struct PlanScratch {
   std::vector<float> rates;            // the scan's rate at each rank
 };
 
-// How many keys have each value of key digit `digit` (0: the lowest 8 bits).
-void count_digit(const uint64_t* words, int64_t n, int digit, uint32_t* count) {
-  std::memset(count, 0, 256 * sizeof *count);
-  for (int64_t i = 0; i < n; ++i) ++count[(words[i] >> (32 + 8 * digit)) & 0xff];
-}
-
 uint64_t order_word(const float* worth, int64_t i) {
   return static_cast<uint64_t>(ranking_key(worth[i])) << 32 | static_cast<uint32_t>(i);
 }
 
-// One stable pass of the words by key digit `digit` (0: the lowest 8 bits). Returns the
-// array now holding them; a digit every key shares moves nothing.
-uint64_t* radix_pass(const uint32_t* count, int digit, int64_t n, uint64_t* in, uint64_t* out) {
-  uint32_t offset[256], sum = 0;
-  for (int v = 0; v < 256; ++v) {
-    if (static_cast<int64_t>(count[v]) == n) return in;
-    offset[v] = sum;
-    sum += count[v];
-  }
+// One stable pass of the words by key digit `digit` (0: the lowest 8 bits); returns the array
+// now holding them (a digit every key shares moves nothing). The words are counted and moved as
+// kStripes interleaved stripes, each with its own counters: where neighbouring keys share a
+// digit (a plan's usually do), one counter would make every increment wait on the last.
+constexpr int kStripes = 4;
+uint64_t* radix_pass(int digit, int64_t n, uint64_t* in, uint64_t* out) {
   const int shift = 32 + 8 * digit;
-  for (int64_t i = 0; i < n; ++i) out[offset[(in[i] >> shift) & 0xff]++] = in[i];
+  const int64_t stripe = n / kStripes;  // stripe s: [s stripe, (s + 1) stripe); the last one runs to n
+  uint32_t at[kStripes][256] = {};
+  for (int64_t i = 0; i < stripe; ++i)
+    for (int s = 0; s < kStripes; ++s) ++at[s][(in[s * stripe + i] >> shift) & 0xff];
+  for (int64_t i = kStripes * stripe; i < n; ++i) ++at[kStripes - 1][(in[i] >> shift) & 0xff];
+  uint32_t sum = 0;
+  for (int v = 0; v < 256; ++v) {
+    const uint32_t first = sum;
+    for (int s = 0; s < kStripes; ++s) {
+      const uint32_t count = at[s][v];
+      at[s][v] = sum;
+      sum += count;
+    }
+    if (static_cast<int64_t>(sum - first) == n) return in;
+  }
+  for (int64_t i = 0; i < stripe; ++i)
+    for (int s = 0; s < kStripes; ++s) {
+      const uint64_t w = in[s * stripe + i];
+      out[at[s][(w >> shift) & 0xff]++] = w;
+    }
+  for (int64_t i = kStripes * stripe; i < n; ++i) out[at[kStripes - 1][(in[i] >> shift) & 0xff]++] = in[i];
   return out;
 }
 
@@ -72,20 +83,13 @@ void rank_candidates(PlanScratch& s, const float* worth, int32_t* ranking, int64
   s.spare.resize(n);
   uint64_t* in = s.words.data();
   uint64_t* out = s.spare.data();
-  uint32_t count[256];
   for (int64_t i = 0; i < n; ++i) in[i] = order_word(worth, i);
   uint64_t* sorted = in;
-  for (int digit = 2; digit < 4; ++digit) {  // the top 16 bits
-    count_digit(sorted, n, digit, count);
-    sorted = radix_pass(count, digit, n, sorted, sorted == in ? out : in);
-  }
+  for (int digit = 2; digit < 4; ++digit) sorted = radix_pass(digit, n, sorted, sorted == in ? out : in);  // top 16 bits
   if (!insertion_sort(sorted, n, kMovesPerCandidate * n)) {
     for (int64_t i = 0; i < n; ++i) in[i] = order_word(worth, i);
     sorted = in;
-    for (int digit = 0; digit < 4; ++digit) {
-      count_digit(sorted, n, digit, count);
-      sorted = radix_pass(count, digit, n, sorted, sorted == in ? out : in);
-    }
+    for (int digit = 0; digit < 4; ++digit) sorted = radix_pass(digit, n, sorted, sorted == in ? out : in);
   }
   for (int64_t i = 0; i < n; ++i) ranking[i] = static_cast<int32_t>(static_cast<uint32_t>(sorted[i]));
 }

@@ -186,6 +186,11 @@ FS_HD ObserveRow observe_row(int64_t rows, int64_t accept_num, bool no_drafts, i
   ObserveRow row;
   row.no_drafts = no_drafts;
   const int64_t width = k + 2;
+  if (rows >= 0 && rows < width && accept_num >= 0 && accept_num < width) {  // the clip keeps it: no division
+    row.rows = rows;
+    row.kept = accept_num;
+    return row;
+  }
   const int64_t index = min64(max64(rows * width + accept_num, 0), width * width - 1);
   row.rows = index / width;
   row.kept = index % width;
