@@ -6,8 +6,10 @@
 Times ``plan`` (before the proposer) and ``observe`` (after the state update) of
 ``fastspec.runtime.adaptive.controller.DraftLengthController`` on a state of B decoding slots, K = 5, with random
 rows and accept counts: one fastspec op call each (``adaptive_plan``, ``adaptive_observe``) on this
-machine's CPU, median of many calls after warm-up. The issue's target: under 20 us per step at B = 256. Writes
-bench/results/adaptive_controller.json.
+machine's CPU, median of single calls after warm-up, at B = 1, 64 and 256. Writes
+bench/results/adaptive_controller.json. The step's target (issue 21: within two raw custom-op calls)
+is judged by ``bench/bench_call_overhead.py``, which times the step interleaved with raw calls, so
+that the machine's load falls on both alike; single calls here move with that load.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from fastspec.cli.errors import ArgumentParser, user_errors  # noqa: E402
 
 K = 5
 BATCHES = (1, 64, 256)
-TARGET_S = 20e-6
 
 
 def build(batch: int):
@@ -61,10 +62,7 @@ def main(argv=None) -> int:
             records.append({"batch": batch, "k": K, **{f"{n}_s": t for n, t in times.items()}, "per_step_s": total})
             print(f"B={batch:<4} K={K}: plan {fmt_time(times['plan'])}  observe {fmt_time(times['observe'])}  "
                   f"per step {fmt_time(total)}", flush=True)
-    at_256 = next(r["per_step_s"] for r in records if r["batch"] == 256)
-    verdict = "met" if at_256 < TARGET_S else f"missed by {at_256 / TARGET_S:.1f}x"
-    print(f"target: under {TARGET_S * 1e6:.0f} us per step at B = 256: {verdict} ({at_256 * 1e6:.0f} us)")
-    path = write_json("adaptive_controller", {"benchmark": "adaptive_controller", "device": "cpu", "target_s": TARGET_S,
+    path = write_json("adaptive_controller", {"benchmark": "adaptive_controller", "device": "cpu",
                                               "machine": machine(), "records": records})
     print(f"wrote {path}")
     return 0

@@ -7,11 +7,11 @@
 // index. Two radix passes order the words by the key's top 16 bits (sign,
 // exponent, 7 mantissa bits) and an insertion pass finishes the rest: a plan's
 // candidates rarely share 16 bits out of order (each slot's worth row falls, and
-// the decoding slots' column 0 is 1 - 2^-22 b, already in index order), so this
-// takes about 7 us where four passes take 10. Inputs that would make the
-// insertion pass long (crafted estimates, many equal-looking worths out of index
-// order) stop it at a budget and are radix-sorted on all 32 bits instead; both
-// paths give the one order of ranks_before.
+// the decoding slots' column 0 is 1 - 2^-22 b, already in index order). Inputs
+// that would make the insertion pass long (crafted estimates, many near-equal
+// worths against index order) stop it at a budget and are radix-sorted on all 32
+// bits instead; both paths give the one order of ranks_before. Figures and what
+// was tried: docs/performance.md, "The draft-length controller as two ops".
 #include "fastspec/adaptive.h"
 
 #include <cstring>
