@@ -15,10 +15,13 @@ import numpy as np
 from fastspec import reference as ref
 from fastspec.core.errors import FastspecArgumentError
 from fastspec.core.schema import STRATEGIES, TREE_STRATEGIES
+from tests.adaptive_cases import OBSERVE_NAMES, PLAN_NAMES
+from tests.adaptive_cases import outputs as adaptive_outputs
 from tests.ngram_cases import ARRAY_NAMES as NGRAM_NAMES
 from tests.tree_cases import BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS
 from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
 
+from .gen_adaptive import observe_call, plan_call
 from .gen_ngram import ngram_call
 from .gen_sampling import candidates_call, probs_call, sample_call
 from .gen_trees import build_call, verify_tree_call
@@ -92,6 +95,14 @@ def _verify_tree_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
     return dict(zip(VERIFY_TREE_OUTPUTS, result))
 
 
+def _plan_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    return dict(zip(adaptive_outputs("adaptive_plan"), ref.adaptive_plan(*(a[n] for n in PLAN_NAMES), **attrs)))
+
+
+def _observe_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    return dict(zip(adaptive_outputs("adaptive_observe"), ref.adaptive_observe(*(a[n] for n in OBSERVE_NAMES))))
+
+
 def _bad_trees(a: Arrays) -> bool:
     try:
         ref.check_draft_trees("verify_draft_tree", a["draft_tree_parents"], a["seq_lens_this_time"],
@@ -122,4 +133,6 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("update_model_status", "update_model_status", update_call, _update_reference),
     Target("build_draft_tree", "build_draft_tree", build_call, _build_tree_reference),
     *(_verify_tree(strategy) for strategy in TREE_STRATEGIES),
+    Target("adaptive_plan", "adaptive_plan", plan_call, _plan_reference),
+    Target("adaptive_observe", "adaptive_observe", observe_call, _observe_reference),
 )}
