@@ -303,7 +303,8 @@ def main(argv=None) -> int:
         own, ngram = controller["step_over_raw_plan_observe"], controller["step_in_raw_ngram_match_calls"]
         print(f"controller step (plan + observe), B = {CONTROLLER_BATCH}, K = {K}: {controller['step_us']:.1f}us; "
               f"raw adaptive_plan + adaptive_observe {controller['raw_plan_observe_us']:.1f}us "
-              f"(step {own:.2f}x{_flag(own, PADDLE_TARGET)}); one raw ngram_match {controller['raw_ngram_match_us']:.1f}us "
+              f"(step {own:.2f}x{_flag(own, PADDLE_TARGET)}); "
+              f"one raw ngram_match {controller['raw_ngram_match_us']:.1f}us "
               f"(step = {ngram:.2f} calls{_flag(ngram, CONTROLLER_TARGET)})", flush=True)
     path = write_json(f"call_overhead{args.tag}", {
         "raw": {"paddle": "paddle._C_ops._run_custom_op('fastspec_<op>', ...)",
