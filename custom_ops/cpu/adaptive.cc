@@ -84,8 +84,8 @@ void rank_candidates(PlanScratch& s, const float* worth, int32_t* ranking, int64
   uint64_t* in = s.words.data();
   uint64_t* out = s.spare.data();
   for (int64_t i = 0; i < n; ++i) in[i] = order_word(worth, i);
-  uint64_t* sorted = in;
-  for (int digit = 2; digit < 4; ++digit) sorted = radix_pass(digit, n, sorted, sorted == in ? out : in);  // top 16 bits
+  uint64_t* sorted = in;  // by the keys' top 16 bits, then the rest by insertion
+  for (int digit = 2; digit < 4; ++digit) sorted = radix_pass(digit, n, sorted, sorted == in ? out : in);
   if (!insertion_sort(sorted, n, kMovesPerCandidate * n)) {
     for (int64_t i = 0; i < n; ++i) in[i] = order_word(worth, i);
     sorted = in;
