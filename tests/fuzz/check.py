@@ -40,9 +40,16 @@ def _finding(what: str, detail: str) -> Outcome:
     return Outcome("finding", what, detail)
 
 
-def same_bits(got, want: np.ndarray) -> bool:
-    return (isinstance(got, np.ndarray) and got.shape == want.shape and got.dtype == want.dtype
-            and np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes())
+def same_bits(got, want: np.ndarray, any_nan: bool = False) -> bool:
+    """The same array to the bit; with ``any_nan``, a float NaN matches a NaN of any bits."""
+    if not (isinstance(got, np.ndarray) and got.shape == want.shape and got.dtype == want.dtype):
+        return False
+    if any_nan and got.dtype.kind == "f":
+        nan = np.isnan(got)
+        if not np.array_equal(nan, np.isnan(want)):
+            return False
+        got, want = np.where(nan, np.nan, got), np.where(nan, np.nan, want)
+    return np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes()
 
 
 def describe_difference(name: str, got, want: np.ndarray) -> str:
@@ -86,7 +93,7 @@ def run_case(case: Case, expect: str = EXPECT_AUTO) -> Outcome:
     problems = []
     for name, want in expected.items():
         got = given.arrays[name] if op.tensor(name).inplace else returned[name]
-        if not same_bits(got, want):
+        if not same_bits(got, want, TARGETS[case.target].any_nan):
             problems.append(describe_difference(name, got, want))
         if given.arrays.get(name) is not None and name in returned and returned[name] is not given.arrays[name]:
             problems.append(f"{name}: the op returned another array than the caller's")

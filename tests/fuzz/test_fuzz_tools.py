@@ -18,7 +18,7 @@ from fastspec.core.errors import FastspecBuildError
 from tests.fuzz import sanitizer
 from tests.fuzz.campaign import make_case
 from tests.fuzz.case import Case, from_json, is_strided, strided_view, to_json
-from tests.fuzz.check import run_case
+from tests.fuzz.check import run_case, same_bits
 from tests.fuzz.malform import malform
 from tests.fuzz.reports import report_summary
 from tests.fuzz.targets import TARGETS
@@ -179,3 +179,13 @@ def test_a_terminated_campaign_leaves_its_figures_and_no_worker(tmp_path):
     assert summary["complete"] is False and summary["totals"]["update_model_status"]["cases"] > 0
     workers = subprocess.run(["pgrep", "-f", f"tests.fuzz.worker --state {tmp_path}"], capture_output=True, text=True)
     assert workers.stdout.strip() == ""
+
+
+def test_any_nan_lets_a_nan_match_a_nan_of_other_bits_and_nothing_else():
+    want = np.array([1.0, np.nan, -0.0], np.float32)
+    other_nan = want.copy()
+    other_nan.view(np.uint32)[1] = 0xFFC00001  # a negative NaN with another payload
+    assert not same_bits(other_nan, want) and same_bits(other_nan, want, any_nan=True)
+    for wrong in ([1.0, 2.0, -0.0], [np.nan, np.nan, -0.0], [1.0, np.nan, 0.0]):  # a NaN lost or made; -0 vs +0
+        assert not same_bits(np.array(wrong, np.float32), want, any_nan=True)
+    assert same_bits(want.copy(), want) and not same_bits(want.astype(np.float64), want, any_nan=True)
