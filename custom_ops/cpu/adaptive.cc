@@ -97,8 +97,7 @@ void rank_candidates(PlanScratch& s, const float* worth, int32_t* ranking, int64
 }  // namespace
 
 int adaptive_plan_cpu(const AdaptivePlanParams& p) {
-  static thread_local PlanScratch scratch;
-  PlanScratch& s = scratch;
+  static thread_local PlanScratch s;
   const int64_t cols = p.draft_cols, total = p.batch * cols;
   const int64_t step = next_probe_step(*p.probe_step);
   *p.probe_step = step;

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastspec.core.schema import XPU_MAX_DRAFTS
-from tests.adaptive_cases import observe_case, plan_case
+from tests.adaptive_cases import observe_case, plan_case, rise_against_slot_order
 
 
 def _k(rng: np.random.Generator) -> int | None:
@@ -24,9 +24,7 @@ def plan_call(rng: np.random.Generator) -> tuple[dict, dict]:
     wild = bool(rng.random() < 1 / 3)
     if rng.random() < 0.1:
         arrays, attrs = plan_case(rng, b=256, k=5, wild=wild)
-        run = int(rng.integers(2, 257))
-        arrays["acceptance"][:run, 0] = 1.0
-        arrays["acceptance"][:run, 1] = 0.5 + 1e-6 * np.arange(run, dtype=np.float32)  # draft 1 rises with the slot
+        rise_against_slot_order(arrays["acceptance"], int(rng.integers(2, 257)))
         return arrays, attrs
     return plan_case(rng, k=_k(rng), wild=wild)
 

@@ -84,14 +84,12 @@ def test_equal_estimates_rank_by_slot_and_the_ranking_is_a_permutation():
 
 @pytest.mark.parametrize("reversed_slots", [8, 40, 80, 256])
 def test_near_equal_worths_against_slot_order_rank_exactly(reversed_slots):
-    # Draft 1 of the first `reversed_slots` slots rises by 1e-6 a slot, so those worths share their
-    # top 16 key bits and stand in reverse index order. The CPU's insertion pass moves each one past
-    # all before it (about n^2 / 2 moves): 8 and 40 slots stay within its budget of 2 moves a
-    # candidate (3072 here), 80 and 256 exceed it and take the full radix sort.
+    # 8 and 40 slots stay within the CPU insertion pass's budget (3072 moves here), 80 and 256 exceed
+    # it and take the full radix sort (cases.rise_against_slot_order).
     rng = np.random.default_rng(reversed_slots)
     acceptance = rng.uniform(0.2, 0.95, (256, 6)).astype(np.float32)
     acceptance[:, 0] = 1.0
-    acceptance[:reversed_slots, 1] = 0.5 + 1e-6 * np.arange(reversed_slots)
+    cases.rise_against_slot_order(acceptance, reversed_slots)
     out = plan(plan_arrays(acceptance, cost=1e-3 * (1 + 0.01 * np.arange(256 * 7))))
     ranks = out["ranking"].reshape(-1)
     drafted = [b * 6 + 1 for b in reversed(range(reversed_slots))]
