@@ -17,7 +17,8 @@ from fastspec.runtime.config import SpeculativeConfig
 from fastspec.demo.draft_models import GridAuxHiddenStates, ReplayAuxHiddenStates, ReplayEagle3Head
 from fastspec.demo.models import ReplayModel, TinyTransformer
 from fastspec.runtime.proposers import DraftModelProposer, DraftShapeError, Eagle3DraftHead, concat_aux_rows
-from fastspec.runtime.generation import _model_inputs, generate
+from fastspec.runtime.generation import generate
+from fastspec.runtime.model_inputs import build_model_inputs
 from tests.proposers.draft_helpers import RevealLayer, decode_state, observe_one_row_per_slot
 from tests.test_runner import copy_task
 
@@ -98,7 +99,7 @@ def test_the_fused_step_sees_the_mixins_aux_states_and_chained_steps_the_previou
     k = 3
     state = decode_state([7, 8, 9], k, step=3)
     state.pack_rows()  # one row per decode slot
-    inputs, _ = _model_inputs(state)
+    inputs, _ = build_model_inputs(state)
     model, target = aux_target()
     logits, hidden = target(inputs)
     # the rows handed over are the mixin's aux states at each row, concatenated, bit for bit
@@ -128,7 +129,7 @@ def test_aux_id_L_captures_the_last_layer_output():
     model.configure_aux_hidden_states((LAYERS,))
     state = decode_state([7, 8], 1)
     state.pack_rows()
-    inputs, _ = _model_inputs(state)
+    inputs, _ = build_model_inputs(state)
     logits, (last,) = model.run(inputs)
     rows = last.numpy()[inputs.row_slot, inputs.row_pos]
     # the model's head over the final norm of that stream gives its logits: it is the last layer's output
