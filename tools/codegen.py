@@ -190,8 +190,8 @@ def paddle_ops() -> str:
         strategy = op.attr_names.index(op.strategy_attr) if op.strategy_attr else -1
         names = ", ".join(f'"{s}"' for s in symbols)
         attr_symbols = [symbols.index(a.name) if a.kind == "int" else -1 for a in op.attrs]
-        limits = [f'{{"{backend}", {symbols.index(symbol)}, {limit}}}' for backend, by_symbol in op.device_limits.items()
-                  for symbol, limit in by_symbol.items()]
+        limits = [f'{{"{backend}", {symbols.index(symbol)}, {limit}}}'
+                  for backend, by_symbol in op.device_limits.items() for symbol, limit in by_symbol.items()]
         out += [f"const fastspec_paddle::TensorSpec k{camel}Tensors[] = {{",
                 *(_tensor_spec(op, t, symbols) for t in op.tensors), "};",
                 f"const char* const k{camel}Symbols[] = {{{names}}};",

@@ -398,7 +398,9 @@ class Call {
          Record("missing", ts.name).text("sizes", sizes));
   }
 
-  [[noreturn]] void fail(const std::string& message, const Record& record) const { refuse(spec_.name, message, record); }
+  [[noreturn]] void fail(const std::string& message, const Record& record) const {
+    refuse(spec_.name, message, record);
+  }
   // Not a refusal of the call's arguments (no kernel there, a kernel's error): words alone.
   [[noreturn]] void fail(const std::string& message) const { throw_invalid(std::string(spec_.name) + ": " + message); }
 

@@ -82,11 +82,12 @@ def _words(op: OpSchema | None, r: Refusal) -> str:
                 "call must be on one device")
     if r.rule == "symbol_range":
         lo, hi = op.symbol_ranges[f["symbol"]]
-        return f"argument {_source(op, f['source'])} gives {f['symbol']} = {r.actual}, which must be {_range_text(lo, hi)}"
+        return (f"argument {_source(op, f['source'])} gives {f['symbol']} = {r.actual}, which must be "
+                f"{_range_text(lo, hi)}")
     if r.rule == "attr_range":
         attr = op.attr(a)
-        return (f"attribute '{a}' must be in [{_bound_text(attr.lo, f.get('lo'))}, {_bound_text(attr.hi, f.get('hi'))}], "
-                f"got {r.actual}")
+        lo, hi = _bound_text(attr.lo, f.get("lo")), _bound_text(attr.hi, f.get("hi"))
+        return f"attribute '{a}' must be in [{lo}, {hi}], got {r.actual}"
     if r.rule == "choice":
         return f"attribute '{a}' must be one of {', '.join(repr(c) for c in op.attr(a).choices)}, got {r.actual!r}"
     if r.rule == "limit":

@@ -144,7 +144,8 @@ def validate(op: OpSchema, tensors: Mapping[str, TensorMeta | None], attrs: Mapp
         if group is not None:  # tensors that accept several dtypes must agree on one
             first = dtype_of.setdefault(group, (tensor.name, meta.dtype))
             if first[1] != meta.dtype:
-                raise error(op, Refusal("same_dtype", tensor.name, meta.dtype, {"other": first[0], "expected": first[1]}))
+                raise error(op, Refusal("same_dtype", tensor.name, meta.dtype,
+                                        {"other": first[0], "expected": first[1]}))
         if not meta.contiguous:
             raise error(op, Refusal("strided", tensor.name))
         binder.match(tensor, meta)
@@ -161,7 +162,8 @@ def validate(op: OpSchema, tensors: Mapping[str, TensorMeta | None], attrs: Mapp
         if value is None:
             continue
         if lo is not None and value < lo or hi is not None and value > hi:
-            raise error(op, Refusal("symbol_range", actual=value, facts={"symbol": symbol, "source": binder.source[symbol]}))
+            raise error(op, Refusal("symbol_range", actual=value,
+                                    facts={"symbol": symbol, "source": binder.source[symbol]}))
 
     names = {**binder.dims, **values}  # the symbols and attributes a bound expression may name
     for attr in op.attrs:

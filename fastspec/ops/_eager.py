@@ -60,7 +60,8 @@ def fast_path(op: OpSchema) -> FastPath:
               "    try:",
               f"        _outs = _custom({f'fastspec_{op.name}'!r}, {', '.join(arguments + list(op.attr_names))})",
               "    except Exception as _error:",
-              f"        raise _refused(_op, _error, {{{', '.join(f'{t.name!r}: {t.name}' for t in op.inputs)}}}) from None",
+              f"        raise _refused(_op, _error, {{{', '.join(f'{t.name!r}: {t.name}' for t in op.inputs)}}}) "
+              "from None",
               f"    return {_result(op)}"]
     return FastPath(tuple(lines), names)
 

@@ -244,8 +244,9 @@ def _reaches_the_guard(case) -> bool:
     strategy = attrs.get(op.strategy_attr) if op.strategy_attr else None
     if any(arrays.get(t.name) is None and t.required_by(strategy) for t in op.inputs):
         return False
-    return all(-(1 << (a.bits - 1)) <= attrs[a.name] < 1 << (a.bits - 1) if a.kind == "int" else attrs[a.name] in a.choices
-               for a in op.attrs if a.name in attrs and a.kind != "bool")
+    fits = {a.name: -(1 << (a.bits - 1)) <= attrs[a.name] < 1 << (a.bits - 1) if a.kind == "int"
+            else attrs[a.name] in a.choices for a in op.attrs if a.name in attrs and a.kind != "bool"}
+    return all(fits.values())
 
 
 GUARD_CASES = [c for c in CASES if _reaches_the_guard(c)]
