@@ -2,9 +2,10 @@
 #   make demo   the main job (CPU by default)
 #   make test   the whole test suite
 # Both create .venv, install requirements.txt (`make test` also requirements-test.txt:
-# pytest, PyTorch) and build the native code first (cached: a second run rebuilds
+# pytest, PyTorch, ruff, clang-format) and build the native code first (cached: a second run rebuilds
 # nothing). CUDA kernels are compiled whenever a CUDA toolkit is found; BUILD_FLAGS="--cuda on"
 # makes that mandatory (CI).
+#   make lint        ruff check (CI); tools/format.sh formats Python and C++
 #   make fuzz        the fuzzer's long campaign under ASan + UBSan (docs/fuzzing.md)
 #   make fuzz-short  its short campaign (CI)
 
@@ -16,7 +17,7 @@ DEMO_ARGS ?=
 PYTEST_ARGS ?=
 FUZZ_ARGS ?=
 
-.PHONY: setup setup-test build demo test bench clean sanitize-build fuzz fuzz-short
+.PHONY: setup setup-test build demo test lint bench clean sanitize-build fuzz fuzz-short
 
 # One stamp per requirements file: each is reinstalled when its file changes.
 $(VENV)/.installed: requirements.txt
@@ -41,6 +42,9 @@ demo: build
 
 test: setup-test build
 	$(PY) -m pytest tests $(PYTEST_ARGS)
+
+lint: setup-test
+	$(PY) -m ruff check .
 
 bench: build
 	$(PY) bench/bench_ngram_match.py

@@ -95,7 +95,7 @@ class Regime:
         return {"gpu": self.gpu, "launch_us": self.launch_us, "target_model": self.target_model, "split": self.split}
 
 
-ALL_REGIMES = [Regime(g, l, t) for g in GPU_ORDER for l in LAUNCHES_US for t in TARGETS]
+ALL_REGIMES = [Regime(g, launch, t) for g in GPU_ORDER for launch in LAUNCHES_US for t in TARGETS]
 GRIDS = {
     "full": (ALL_REGIMES, BATCHES),
     "train": ([r for r in ALL_REGIMES if r.split == "train"], BATCHES),

@@ -52,9 +52,13 @@ def cpu_runners(a: dict, k: int):
     import fastspec.ops as ops
 
     t = {name: paddle.to_tensor(value) for name, value in a.items()}
-    cand = lambda: ops.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], max_candidate_len=k)  # noqa: E731
-    sample = lambda: ops.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"],  # noqa: E731
-                                       t["batch_id"], t["cu"])
+
+    def cand():
+        return ops.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], max_candidate_len=k)
+
+    def sample():
+        return ops.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"], t["batch_id"], t["cu"])
+
     probs = a["probs"]
 
     def baseline():  # numpy: top K' by argpartition, then order them
@@ -80,10 +84,13 @@ def cuda_runners(a: dict, k: int):
     scores = torch.empty((rows, k), dtype=torch.float32, device="cuda")
     lens = torch.empty(rows, dtype=torch.int32, device="cuda")
     tokens = torch.empty(rows, dtype=torch.int64, device="cuda")
-    cand = lambda: kernels.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], ids, scores, lens,  # noqa: E731
-                                            max_candidate_len=k)
-    sample = lambda: kernels.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"],  # noqa: E731
-                                           t["batch_id"], t["cu"], tokens)
+
+    def cand():
+        return kernels.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], ids, scores, lens, max_candidate_len=k)
+
+    def sample():
+        return kernels.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"], t["batch_id"],
+                                     t["cu"], tokens)
     peers = {}
 
     def torch_sort_top_p():  # the usual PyTorch top-p: sort, cumsum, mask, renormalise, multinomial

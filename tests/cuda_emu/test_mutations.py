@@ -18,7 +18,7 @@ from fastspec import reference as ref
 from tests.helpers.sampling_cases import make_batch, make_probs, probs_case, request_params
 from tests.ngram_append_cases import random_append_case
 from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case
-from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, random_update_case
+from tests.verify_update_cases import UPDATE_NAMES, random_update_case
 from tests.emulated.calls import candidates, renormalised, sample, update
 
 CUDA_SOURCES = Path(__file__).resolve().parents[2] / "custom_ops" / "cuda"
