@@ -113,7 +113,7 @@ def acceptance_rows(names: list[str], seeds: int, requests: int, chunk: int) -> 
 
 
 def op_rows(batch: int = 64, k: int = 5, vocab: int = 32000) -> list[dict]:
-    from fastspec import arrays as kernels
+    import fastspec.arrays
     from tests.block_cases import likely_case
     from tests.rejection_cases import ARRAY_NAMES
 
@@ -124,7 +124,7 @@ def op_rows(batch: int = 64, k: int = 5, vocab: int = 32000) -> list[dict]:
     print(f"\nverify_draft_tokens on the CPU, B = {batch}, K = {k}, V = {vocab}: floor {fmt_time(floor)}")
     for strategy in STRATEGIES:
         def call():
-            kernels.verify_draft_tokens(*(None if n is None else arrays[n] for n in positional), strategy=strategy,
+            fastspec.arrays.verify_draft_tokens(*(None if n is None else arrays[n] for n in positional), strategy=strategy,
                                         target_probs=arrays["target_probs"], draft_probs=arrays["draft_probs"])
 
         seconds = median_seconds(call)

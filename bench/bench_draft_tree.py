@@ -109,10 +109,10 @@ def first_child_chain(arrays: dict, parents: np.ndarray) -> dict:
 
 
 def timing_rows(batches: list[int]) -> list[dict]:
-    from fastspec import arrays as kernels
+    import fastspec.arrays
 
     rng = np.random.default_rng(0)
-    floor = median_seconds(lambda: kernels.module().rand64(0, 0, 1), repeat=5000, budget_s=0.5)
+    floor = median_seconds(lambda: fastspec.arrays.module().rand64(0, 0, 1), repeat=5000, budget_s=0.5)
     print(f"CPU; floor = one no-op call into C++ through the bindings: {fmt_time(floor)}")
     print("bindings: fastspec.arrays from Python; kernel: the C++ call with prebuilt arguments "
           "(fastspec.arrays.prepare); ratio = kernel / floor")
@@ -127,9 +127,9 @@ def timing_rows(batches: list[int]) -> list[dict]:
         for name, arrays, attrs in cases:
             op = name.split(" ")[0]
             names = BUILD_NAMES if op == "build_draft_tree" else VERIFY_NAMES
-            call = getattr(kernels, op)
+            call = getattr(fastspec.arrays, op)
             bind = median_seconds(lambda: call(*(arrays[n] for n in names), **attrs), repeat=1000, budget_s=1.0)
-            launch = kernels.prepare(op, *(arrays[n] for n in names), **attrs)
+            launch = fastspec.arrays.prepare(op, *(arrays[n] for n in names), **attrs)
             kernel = median_seconds(launch, repeat=2000, budget_s=1.0)
             print(f"{name:28} {batch:4d} {fmt_time(bind)} {fmt_time(kernel)} {fmt_time(floor)} "
                   f"{kernel / floor:6.2f}", flush=True)
@@ -138,7 +138,7 @@ def timing_rows(batches: list[int]) -> list[dict]:
 
 
 def acceptance_rows(widths: list[int], depth: int, slots: int) -> list[dict]:
-    from fastspec import arrays as kernels
+    import fastspec.arrays
 
     print(f"\nREJECTION on sampled trees, V = 32, depth {depth}, {slots} slots: tokens per step (accepted + bonus)")
     print(f"{'width':>5} {'nodes':>6} {'chain':>8} {'tree':>8} {'gain':>7}")
@@ -149,9 +149,9 @@ def acceptance_rows(widths: list[int], depth: int, slots: int) -> list[dict]:
             print(f"{width:5d} {len(parents):6d}  over the layout's {MAX_TREE_NODES} nodes: skipped")
             continue
         arrays = verify_inputs(slots, parents, "rejection", np.random.default_rng(width), vocab=32)
-        tree = kernels.verify_draft_tree(*(arrays[n] for n in VERIFY_NAMES), strategy="rejection")
+        tree = fastspec.arrays.verify_draft_tree(*(arrays[n] for n in VERIFY_NAMES), strategy="rejection")
         chain_arrays = first_child_chain(arrays, parents)
-        chain = kernels.verify_draft_tree(*(chain_arrays[n] for n in VERIFY_NAMES), strategy="rejection")
+        chain = fastspec.arrays.verify_draft_tree(*(chain_arrays[n] for n in VERIFY_NAMES), strategy="rejection")
         t, c = float(tree.accept_num.mean()), float(chain.accept_num.mean())
         print(f"{width:5d} {len(parents):6d} {c:8.3f} {t:8.3f} {t / c - 1:+7.1%}", flush=True)
         rows.append({"width": width, "depth": depth, "nodes": len(parents), "chain_tokens_per_step": c,

@@ -52,12 +52,12 @@ def cpu_runner(arrays, name: str):
 
 
 def cuda_runners(arrays, name: str):
-    from fastspec import arrays as kernels
+    import fastspec.arrays
     from tests.helpers.cuda import capture, to_device
 
     tensors = to_device(arrays)
     lens0 = tensors["seq_lens_this_time"].clone()
-    fn = getattr(kernels, name)
+    fn = getattr(fastspec.arrays, name)
 
     def step():
         tensors["seq_lens_this_time"].copy_(lens0)

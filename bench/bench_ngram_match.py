@@ -36,11 +36,11 @@ def cpu_runner(arrays):
 
 
 def cuda_runners(arrays):
-    from fastspec import arrays as kernels
+    import fastspec.arrays
     from tests.helpers.cuda import capture, to_device
 
     tensors = to_device(arrays)
-    step = lambda: kernels.ngram_match(*(tensors[name] for name in ARRAY_NAMES), **ATTRS)  # noqa: E731
+    step = lambda: fastspec.arrays.ngram_match(*(tensors[name] for name in ARRAY_NAMES), **ATTRS)  # noqa: E731
     graph = capture(step)
     return step, graph.replay
 
@@ -56,9 +56,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     if args.device == "cpu":
-        from fastspec import arrays as kernels
+        import fastspec.arrays
 
-        threads = kernels.module().num_threads()
+        threads = fastspec.arrays.module().num_threads()
         bandwidth = None
         print(f"CPU, {threads} thread(s) (set FASTSPEC_NUM_THREADS to change); "
               "floor = reading token_ids_all once with the same threads")

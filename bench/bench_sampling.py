@@ -75,7 +75,7 @@ def cpu_runners(a: dict, k: int):
 def cuda_runners(a: dict, k: int):
     import torch
 
-    from fastspec import arrays as kernels
+    from fastspec import arrays
     from tests.helpers.cuda import capture
 
     t = {name: torch.from_numpy(np.ascontiguousarray(v)).cuda() for name, v in a.items()}
@@ -86,10 +86,10 @@ def cuda_runners(a: dict, k: int):
     tokens = torch.empty(rows, dtype=torch.int64, device="cuda")
 
     def cand():
-        return kernels.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], ids, scores, lens, max_candidate_len=k)
+        return arrays.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], ids, scores, lens, max_candidate_len=k)
 
     def sample():
-        return kernels.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"], t["batch_id"],
+        return arrays.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"], t["batch_id"],
                                      t["cu"], tokens)
     peers = {}
 
@@ -125,9 +125,9 @@ def main(argv=None) -> int:
 
     results = []
     if args.device == "cpu":
-        from fastspec import arrays as kernels
+        from fastspec import arrays
 
-        threads = kernels.module().num_threads()
+        threads = arrays.module().num_threads()
         bandwidth = None
         print(f"CPU, {threads} thread(s) (FASTSPEC_NUM_THREADS); floor = reading probs once with the same threads; "
               f"baseline = numpy argpartition top-{args.k} + argsort of those")

@@ -60,7 +60,7 @@ from bench.bench_anchored_ngram import TOKEN, git, modified_files  # noqa: E402
 HISTORY_REV = "72692b3"  # main when this benchmark was written: its edits are the requests
 from bench.common import machine, write_json  # noqa: E402
 from fastspec.cli.errors import ArgumentParser, int_range, user_errors  # noqa: E402
-from fastspec import arrays as kernels  # noqa: E402
+from fastspec import arrays  # noqa: E402
 from fastspec.runtime.config import SuffixConfig  # noqa: E402
 from fastspec.suffix import SuffixCache  # noqa: E402
 from fastspec.runtime.suffix import TREE_WIDTH_ALL  # noqa: E402
@@ -130,7 +130,7 @@ class Anchored:
     def draft(self) -> np.ndarray:
         drafts = np.zeros((1, self.k + 1), np.int64)
         now = np.ones(1, np.int32)
-        kernels.ngram_match(self.row, self.fixed["prompt_lens"], np.array([self.s], np.int64), self.fixed["draft_token_num"],
+        arrays.ngram_match(self.row, self.fixed["prompt_lens"], np.array([self.s], np.int64), self.fixed["draft_token_num"],
                             drafts, now, self.fixed["seq_lens_encoder"], np.array([self.p + self.s], np.int32),
                             self.fixed["max_dec_len"], self.anchor, max_ngram_size=self.n)
         return drafts[0, 1 : int(now[0])]

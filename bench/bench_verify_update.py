@@ -83,9 +83,9 @@ def cpu_rows(batches: list[int]) -> list[dict]:
     import paddle
 
     import fastspec.ops as ops
-    from fastspec import arrays as kernels
+    import fastspec.arrays
 
-    floor = median_seconds(lambda: kernels.module().rand64(0, 0, 1), repeat=5000, budget_s=0.5)
+    floor = median_seconds(lambda: fastspec.arrays.module().rand64(0, 0, 1), repeat=5000, budget_s=0.5)
     print(f"CPU; floor = one no-op call into C++ through the bindings: {fmt_time(floor)}")
     print("paddle op: fastspec.ops from Python; bindings: fastspec.arrays from Python (argument marshalling "
           "included); kernel: the C++ call with prebuilt arguments (fastspec.arrays.prepare); ratio = kernel / floor")
@@ -97,9 +97,9 @@ def cpu_rows(batches: list[int]) -> list[dict]:
             tensors = {n: None if v is None else paddle.to_tensor(v) for n, v in arrays.items()}
             op = median_seconds(lambda: ops.verify_draft_tokens(*(tensors[n] for n in VERIFY_NAMES), **attrs),
                                 repeat=2000, budget_s=1.0)
-            bind = median_seconds(lambda: kernels.verify_draft_tokens(*(arrays[n] for n in VERIFY_NAMES), **attrs),
+            bind = median_seconds(lambda: fastspec.arrays.verify_draft_tokens(*(arrays[n] for n in VERIFY_NAMES), **attrs),
                                   repeat=2000, budget_s=1.0)
-            launch = kernels.prepare("verify_draft_tokens", *(arrays[n] for n in VERIFY_NAMES), **attrs)
+            launch = fastspec.arrays.prepare("verify_draft_tokens", *(arrays[n] for n in VERIFY_NAMES), **attrs)
             kernel = median_seconds(launch, repeat=5000, budget_s=1.0)
             rows.append(_report(f"verify ({strategy})", batch, op, bind, kernel, floor))
         arrays = update_inputs(batch, 1 << 15)
@@ -107,11 +107,11 @@ def cpu_rows(batches: list[int]) -> list[dict]:
         op = median_seconds(lambda: ops.update_model_status(*(tensors[n] for n in UPDATE_NAMES)), repeat=1000, budget_s=1.0)
         arrays = update_inputs(batch, 1 << 15)
         has_running = np.zeros(1, np.bool_)
-        bind = median_seconds(lambda: kernels.update_model_status(*(arrays[n] for n in UPDATE_NAMES), has_running),
+        bind = median_seconds(lambda: fastspec.arrays.update_model_status(*(arrays[n] for n in UPDATE_NAMES), has_running),
                               repeat=1000, budget_s=1.0)
         assert has_running[0], "the benchmark's requests must keep running"
         arrays = update_inputs(batch, 1 << 15)
-        launch = kernels.prepare("update_model_status", *(arrays[n] for n in UPDATE_NAMES), has_running)
+        launch = fastspec.arrays.prepare("update_model_status", *(arrays[n] for n in UPDATE_NAMES), has_running)
         kernel = median_seconds(launch, repeat=5000, budget_s=1.0)
         rows.append(_report("update_model_status", batch, op, bind, kernel, floor))
     return rows
@@ -130,7 +130,7 @@ def _report(name: str, batch: int, op: float, bind: float, kernel: float, floor:
 def cuda_rows(batches: list[int], calls: int) -> list[dict]:
     import torch
 
-    from fastspec import arrays as kernels
+    import fastspec.arrays
     from tests.helpers.cuda import capture, to_device
 
     empty = torch.empty(1, device="cuda")
@@ -146,11 +146,11 @@ def cuda_rows(batches: list[int], calls: int) -> list[dict]:
             arrays, attrs = verify_inputs(batch, strategy)
             t = to_device({n: v for n, v in arrays.items() if v is not None})
             steps.append((f"verify ({strategy})",
-                          lambda t=t, attrs=attrs: kernels.verify_draft_tokens(*(t.get(n) for n in VERIFY_NAMES), **attrs)))
+                          lambda t=t, attrs=attrs: fastspec.arrays.verify_draft_tokens(*(t.get(n) for n in VERIFY_NAMES), **attrs)))
         t = to_device(update_inputs(batch, 1 << 16))  # room for every timed call (no request ends)
         has_running = torch.zeros(1, dtype=torch.bool, device="cuda")
         steps.append(("update_model_status",
-                      lambda t=t: kernels.update_model_status(*(t[n] for n in UPDATE_NAMES), has_running)))
+                      lambda t=t: fastspec.arrays.update_model_status(*(t[n] for n in UPDATE_NAMES), has_running)))
         for name, step in steps:
             one = cuda_seconds(step)
             eager = cuda_seconds(lambda: [step() for _ in range(calls)], repeat=20) / calls
