@@ -7,7 +7,7 @@ Times ``plan`` (before the proposer) and ``observe`` (after the state update) of
 ``fastspec.runtime.adaptive.controller.DraftLengthController`` on a state of B decoding slots, K = 5, with random
 rows and accept counts: one fastspec op call each (``adaptive_plan``, ``adaptive_observe``) on this
 machine's CPU, median of single calls after warm-up, at B = 1, 64 and 256. Writes
-bench/results/adaptive_controller.json. The step's target (issue 21: within two raw custom-op calls)
+bench/results/adaptive_controller.json. The step's target (within two raw custom-op calls)
 is judged by ``bench/bench_call_overhead.py``, which times the step interleaved with raw calls, so
 that the machine's load falls on both alike; single calls here move with that load.
 """
