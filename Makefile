@@ -47,12 +47,12 @@ lint: setup-test
 	$(PY) -m ruff check .
 
 bench: build
-	$(PY) bench/bench_ngram_match.py
-	$(PY) bench/bench_ngram_append.py
-	$(PY) bench/bench_sampling.py
-	$(PY) bench/bench_verify_update.py
-	$(PY) bench/bench_adaptive.py --grid smoke
-	$(PY) bench/bench_call_overhead.py
+	$(PY) -m bench.bench_ngram_match
+	$(PY) -m bench.bench_ngram_append
+	$(PY) -m bench.bench_sampling
+	$(PY) -m bench.bench_verify_update
+	$(PY) -m bench.bench_adaptive --grid smoke
+	$(PY) -m bench.bench_call_overhead
 
 # The pybind11 bindings under ASan + UBSan, into build/sanitize/ (never over fastspec/_lib).
 sanitize-build: setup-test

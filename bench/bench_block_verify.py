@@ -2,9 +2,9 @@
 """REJECTION against BLOCK verification: mean accepted length on the demo's workloads, and the cost
 of the verify op itself.
 
-    python bench/bench_block_verify.py                      # the replay workloads, 3 seeds, CPU
-    python bench/bench_block_verify.py --workloads mtp-transformer --requests 4 --chunk-tokens 80   # slow on CPU
-    python bench/bench_block_verify.py --workloads mtp-replay --seeds 1 --requests 4   # a quick look
+    python -m bench.bench_block_verify                      # the replay workloads, 3 seeds, CPU
+    python -m bench.bench_block_verify --workloads mtp-transformer --requests 4 --chunk-tokens 80   # slow on CPU
+    python -m bench.bench_block_verify --workloads mtp-replay --seeds 1 --requests 4   # a quick look
 
 Acceptance: each workload is a run of the demo (``python -m fastspec.demo``: its builtin corpus,
 its target and draft models, its config for the method, sampled drafts) with ``--strategy
@@ -29,14 +29,12 @@ import statistics
 import sys
 import warnings
 from argparse import RawDescriptionHelpFormatter
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, choice_list, int_range, user_errors  # noqa: E402
+from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json
+from fastspec.cli.errors import ArgumentParser, choice_list, int_range, user_errors
 
 warnings.filterwarnings("ignore", message="No ccache found")
 

@@ -2,8 +2,8 @@
 """Benchmark build_draft_tree and verify_draft_tree (CPU): time per call, floor and their ratio; and the
 tokens a step accepts from sampled trees against the chain of their first children (REJECTION).
 
-    python bench/bench_draft_tree.py                       # batches 1, 64, 256
-    python bench/bench_draft_tree.py --widths 1,2,3 --depth 4
+    python -m bench.bench_draft_tree                       # batches 1, 64, 256
+    python -m bench.bench_draft_tree --widths 1,2,3 --depth 4
 
 Timing workload: EAGLE-2's layout of candidates (depth 5, 4 per depth: C = 20) into N = 16 nodes; verify of
 full trees of 16 nodes (GREEDY: targets, REJECTION: V = 1000 probability rows). Both ops move a few KB per
@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import sys
 from argparse import RawDescriptionHelpFormatter
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors  # noqa: E402
-from fastspec.core.schema import MAX_TREE_NODES, SCHEMAS  # noqa: E402
+from bench.common import fmt_time, machine, median_seconds, write_json
+from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
+from fastspec.core.schema import MAX_TREE_NODES, SCHEMAS
 
 BUILD_NAMES = SCHEMAS["build_draft_tree"].input_names
 VERIFY_NAMES = SCHEMAS["verify_draft_tree"].input_names

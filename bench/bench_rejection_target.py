@@ -2,8 +2,8 @@
 """Benchmark REJECTION's target distribution: the argsort path the Sampler used before the
 top_k_top_p_probs op (kept below as the baseline) against the op, in time and extra memory.
 
-    python bench/bench_rejection_target.py                 # CPU, Paddle: B = 256, K = 5, V = 151936
-    python bench/bench_rejection_target.py --device cuda   # CUDA through the bindings (PyTorch), eager
+    python -m bench.bench_rejection_target                 # CPU, Paddle: B = 256, K = 5, V = 151936
+    python -m bench.bench_rejection_target --device cuda   # CUDA through the bindings (PyTorch), eager
                                                            # and graph replay, vs the argsort path in PyTorch
 
 Rows: T = B * (K + 1) (every request verifies K drafts plus the bonus row), float32 softmax rows
@@ -41,11 +41,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import device, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors  # noqa: E402
-from tests.helpers.sampling_cases import softmax  # noqa: E402
+from bench.common import device, fmt_time, machine, median_seconds, write_json
+from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors
+from tests.helpers.sampling_cases import softmax
 
 VOCAB = 151936
 TOP_P = 0.9
@@ -167,9 +166,10 @@ def measure_memory(variant: str, kind: str, batch: int, k: int, vocab: int) -> d
 
 
 def memory_in_subprocess(variant: str, kind: str, batch: int, k: int, vocab: int) -> dict:
-    cmd = [sys.executable, __file__, "--measure-memory", variant, "--kinds", kind, "--batch", str(batch), "--k", str(k),
-           "--vocab", str(vocab)]
-    result = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    cmd = [sys.executable, "-m", "bench.bench_rejection_target", "--measure-memory", variant, "--kinds", kind,
+           "--batch", str(batch), "--k", str(k), "--vocab", str(vocab)]
+    root = Path(__file__).resolve().parent.parent  # where `bench` is a package
+    result = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=root)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 

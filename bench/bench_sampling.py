@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark top_p_candidates and sample_tokens: time, floor (reading probs once) and peers.
 
-    python bench/bench_sampling.py                  # CPU: the Paddle ops vs a numpy argpartition baseline
-    python bench/bench_sampling.py --device cuda    # CUDA through the bindings (PyTorch), eager and graph
+    python -m bench.bench_sampling                  # CPU: the Paddle ops vs a numpy argpartition baseline
+    python -m bench.bench_sampling --device cuda    # CUDA through the bindings (PyTorch), eager and graph
                                                     # replay, vs FlashInfer (if installed) and a sort-based
                                                     # PyTorch top-p
 
@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import sys
 from argparse import RawDescriptionHelpFormatter
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, device, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors  # noqa: E402
-from tests.helpers.sampling_cases import KINDS, make_probs  # noqa: E402
+from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, device, fmt_time, machine, median_seconds, write_json
+from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors
+from tests.helpers.sampling_cases import KINDS, make_probs
 
 VOCAB = 151936
 TOP_P = 0.9

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark verify_draft_tokens and update_model_status: time per call, floor and their ratio.
 
-    python bench/bench_verify_update.py                 # CPU: the Paddle op and the bindings' CPU kernel
-    python bench/bench_verify_update.py --device cuda   # CUDA through the bindings (PyTorch): eager and graph replay
+    python -m bench.bench_verify_update                 # CPU: the Paddle op and the bindings' CPU kernel
+    python -m bench.bench_verify_update --device cuda   # CUDA through the bindings (PyTorch): eager and graph replay
 
 Workload: every slot decoding with K = 5 drafts, about half of them accepted, TOPP rows of
 K' = 8 candidates; update keeps every request running (huge max_dec_len, no end token drawn).
@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import sys
 from argparse import RawDescriptionHelpFormatter
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import cuda_seconds, device, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors  # noqa: E402
-from fastspec.core.schema import SCHEMAS  # noqa: E402
-from tests.helpers.slot_inputs import decode_slots  # noqa: E402
+from bench.common import cuda_seconds, device, fmt_time, machine, median_seconds, write_json
+from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
+from fastspec.core.schema import SCHEMAS
+from tests.helpers.slot_inputs import decode_slots
 
 VERIFY_NAMES = SCHEMAS["verify_draft_tokens"].input_names[:17]  # SPEC order; REJECTION's probability rows follow
 UPDATE_NAMES = SCHEMAS["update_model_status"].input_names
