@@ -23,10 +23,16 @@ namespace {
 constexpr int64_t kMinChunks = 256;   // chunks for a mass target
 constexpr int64_t kMaxChunks = 8192;  // count targets above this take the histogram path
 
+// A thread's share of a call reads at least this many entries: waking a
+// worker costs more than reading a few thousand floats, so a decode batch of
+// small rows stays on the calling thread.
+constexpr int64_t kMinEntriesPerChunk = int64_t{1} << 18;
+
 // Rows [0, rows) in chunks, each with its own scratch; inline when
-// num_threads == 1 (the results are the same either way).
+// num_threads == 1 or the rows are too few to pay for a wake-up (the results
+// are the same either way).
 template <typename Fn>
-void for_rows(int64_t rows, int32_t num_threads, const Fn& fn) {
+void for_rows(int64_t rows, int64_t vocab, int32_t num_threads, const Fn& fn) {
   const auto chunk = [&fn](int64_t begin, int64_t end) {
     // One scratch per thread, kept across calls: its buffers stay mapped
     // (a fresh 2 x V x 8-byte buffer per call costs page faults).
@@ -35,11 +41,13 @@ void for_rows(int64_t rows, int32_t num_threads, const Fn& fn) {
     Scratch& scratch = *cache;
     for (int64_t t = begin; t < end; ++t) fn(t, scratch);
   };
-  if (num_threads == 1 || rows <= 1) {
+  const int64_t rows_worth_a_thread = std::max<int64_t>(1, kMinEntriesPerChunk / std::max<int64_t>(vocab, 1));
+  const int64_t grain = std::max(rows_worth_a_thread, rows / (4 * fastspec::num_threads()));
+  if (num_threads == 1 || rows <= grain) {
     if (rows > 0) chunk(0, rows);
     return;
   }
-  parallel_for(rows, std::max<int64_t>(1, rows / (4 * fastspec::num_threads())), chunk);
+  parallel_for(rows, grain, chunk);
 }
 
 constexpr int64_t kSortDirectly = 4096;  // gathered lists up to this size are just sorted
@@ -49,7 +57,7 @@ void top_p_candidates_rows(const TopPCandidatesParams& a) {
   const auto* probs = static_cast<const typename Tag::T*>(a.probs);
   const int64_t kk = a.max_candidate_len;
   const int id_bits = id_bits_for(a.vocab);
-  for_rows(a.rows, a.num_threads, [&](int64_t t, Scratch& s) {
+  for_rows(a.rows, a.vocab, a.num_threads, [&](int64_t t, Scratch& s) {
     int64_t* ids = a.candidate_ids + t * kk;
     float* scores = a.candidate_scores + t * kk;
     int64_t len = 0;
@@ -178,7 +186,7 @@ template <typename Tag>
 void sample_tokens_rows(const SampleTokensParams& a) {
   const auto* probs = static_cast<const typename Tag::T*>(a.probs);
   const int id_bits = id_bits_for(a.vocab);
-  for_rows(a.rows, a.num_threads, [&](int64_t t, Scratch& s) {
+  for_rows(a.rows, a.vocab, a.num_threads, [&](int64_t t, Scratch& s) {
     int64_t token = -1;
     int64_t b;
     if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
@@ -219,7 +227,7 @@ template <typename Tag>
 void top_k_top_p_probs_rows(const TopKTopPProbsParams& a) {
   const auto* probs = static_cast<const typename Tag::T*>(a.probs);
   const int id_bits = id_bits_for(a.vocab);
-  for_rows(a.rows, a.num_threads, [&](int64_t t, Scratch& s) {
+  for_rows(a.rows, a.vocab, a.num_threads, [&](int64_t t, Scratch& s) {
     float* out = a.target_probs + t * a.vocab;
     int64_t b;
     if (!row_request(a.batch_id_per_token_output, t, a.batch, &b)) {

@@ -100,8 +100,26 @@ class TinyTransformer(nn.Layer, AuxHiddenStatesMixin):
         out = collector.output(self.ln(x))
         x, aux = out if isinstance(out, tuple) else (out, None)
         flat = x.reshape([-1, x.shape[-1]])
-        index = paddle.to_tensor(inputs.row_slot.astype(np.int64) * self.max_len + inputs.row_col)
+        index = grid_rows(inputs, self.max_len)
         return self.head(paddle.gather(flat, index)), aux
+
+
+def grid_rows(inputs: ModelInputs, length: int) -> paddle.Tensor:
+    """int64 ``[T]``: each output row's index in a flattened ``[B, length]`` grid (padding rows: slot 0's)."""
+    return paddle.clip(inputs.row_slot, min=0).astype("int64") * length + inputs.row_col
+
+
+def row_requests(inputs: ModelInputs) -> paddle.Tensor:
+    """int64 ``[T]``: the request of each output row (-1 for a free slot or a padding row)."""
+    ids = paddle.to_tensor(np.array([-1 if r is None else r for r in inputs.request_ids], np.int64),
+                           place=inputs.row_slot.place)
+    return paddle.where(inputs.row_slot >= 0, paddle.gather(ids, paddle.clip(inputs.row_slot, min=0)),
+                        paddle.full_like(inputs.row_pos, -1))
+
+
+def _signed(value: int) -> int:
+    """A 64-bit constant as the int64 with its bits (Paddle's integer ops wrap as uint64 arithmetic does)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 class ReplayModel:
@@ -109,7 +127,7 @@ class ReplayModel:
 
     Past the end of the reference the favoured token is ``end_token``. The rest of the mass follows
     Gumbel noise hashed from (seed, request, position, token), so the model is a pure function of
-    its inputs and costs one vectorised pass per step.
+    its inputs; it runs as a few Paddle ops on the inputs' device tensors (reading nothing on the host).
     """
 
     def __init__(self, references: Mapping[int, Sequence[int]], vocab_size: int, end_token: int = 0, peak: float = 0.95, seed: int = 0):
@@ -118,35 +136,55 @@ class ReplayModel:
         self.references = {int(k): np.asarray(v, dtype=np.int64) for k, v in references.items()}
         self.vocab_size, self.end_token, self.peak, self.seed = vocab_size, end_token, peak, seed
         self._boost = float(np.log(peak / (1.0 - peak)))
+        # the reference as a table: row r, column k = references[r][k], end_token past its end
+        self._rows = max(self.references, default=-1) + 1
+        self._width = max((len(v) for v in self.references.values()), default=0) + 1
+        table = np.full((max(self._rows, 1), self._width), end_token, np.int64)
+        for r, ref in self.references.items():
+            if r >= 0:
+                table[r, : len(ref)] = ref
+        self._table = table.reshape(-1)
+        with np.errstate(over="ignore"):
+            tokens = np.arange(vocab_size, dtype=np.uint64) * np.uint64(0xD6E8FEB86659FD93)
+        self._token_keys = tokens.view(np.int64)
+        self._device: dict = {}
 
     def __call__(self, inputs: ModelInputs) -> paddle.Tensor:
-        slots = inputs.row_slot.astype(np.int64)
-        positions = inputs.row_pos.astype(np.int64)
-        requests = np.array([-1 if r is None else r for r in inputs.request_ids], dtype=np.int64)[slots]
-        k = positions + 1 - np.asarray(inputs.prompt_lens, dtype=np.int64)[slots]  # generated index predicted
-        target = np.full(len(slots), self.end_token, dtype=np.int64)
-        for t, (request, index) in enumerate(zip(requests.tolist(), k.tolist())):
-            ref = self.references.get(request)
-            if ref is not None and 0 <= index < len(ref):
-                target[t] = ref[index]
-        logits = self._noise(requests, positions)
-        rows = np.arange(len(slots))
-        logits[rows, target] = -np.inf
+        place = inputs.row_pos.place
+        table, token_keys, vocab = self._on(place)
+        slot = paddle.clip(inputs.row_slot, min=0)
+        positions = inputs.row_pos.astype("int64")
+        requests = row_requests(inputs)
+        k = positions + 1 - paddle.gather(inputs.prompt_lens.astype("int64"), slot)  # generated index predicted
+        known = paddle.logical_and(paddle.logical_and(requests >= 0, requests < self._rows), k >= 0)
+        index = paddle.clip(requests, 0, max(self._rows - 1, 0)) * self._width + paddle.clip(k, 0, self._width - 1)
+        target = paddle.where(known, paddle.gather(table, index), paddle.full_like(k, self.end_token))
+        noise = self._noise(requests, positions, token_keys)
+        is_target = vocab.unsqueeze(0) == target.unsqueeze(-1)
+        others = paddle.where(is_target, paddle.full_like(noise, -np.inf), noise)
         # the target gets probability peak: its logit = log(peak / (1 - peak)) + logsumexp(others)
-        top = logits.max(axis=1, keepdims=True)
-        lse = top[:, 0] + np.log(np.exp(logits - top).sum(axis=1))
-        logits[rows, target] = lse + self._boost
-        return paddle.to_tensor(logits.astype(np.float32), place=inputs.tokens.place)
+        top = paddle.max(others, axis=1, keepdim=True)
+        lse = top + paddle.log(paddle.sum(paddle.exp(others - top), axis=1, keepdim=True))
+        return paddle.where(is_target, lse + self._boost, others).astype("float32")
 
-    def _noise(self, requests: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """Gumbel noise [T, V] from a hash of (seed, request, position, token): one vectorised pass."""
-        with np.errstate(over="ignore"):
-            key = (np.uint64(self.seed) * np.uint64(0x9E3779B97F4A7C15)
-                   + requests.astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9)
-                   + positions.astype(np.uint64) * np.uint64(0x94D049BB133111EB))
-            x = key[:, None] + np.arange(self.vocab_size, dtype=np.uint64)[None, :] * np.uint64(0xD6E8FEB86659FD93)
-            for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):  # splitmix64 finaliser
-                x = (x ^ (x >> np.uint64(shift))) * np.uint64(mult)
-            x ^= x >> np.uint64(31)
-        u = ((x >> np.uint64(11)).astype(np.float64) + 0.5) / float(1 << 53)  # in (0, 1)
-        return -np.log(-np.log(u))
+    def _on(self, place) -> tuple:
+        key = str(place)
+        if key not in self._device:
+            self._device[key] = (paddle.to_tensor(self._table, place=place), paddle.to_tensor(self._token_keys, place=place),
+                                 paddle.to_tensor(np.arange(self.vocab_size, dtype=np.int64), place=place))
+        return self._device[key]
+
+    def _noise(self, requests: paddle.Tensor, positions: paddle.Tensor, token_keys: paddle.Tensor) -> paddle.Tensor:
+        """Gumbel noise float64 [T, V] from a hash of (seed, request, position, token), in wrapping int64 ops."""
+        seed = _signed((self.seed * 0x9E3779B97F4A7C15) % (1 << 64))
+        key = (requests * _signed(0xBF58476D1CE4E5B9) + positions * _signed(0x94D049BB133111EB) + seed).unsqueeze(-1)
+        x = key + token_keys.unsqueeze(0)
+
+        def shifted(v, bits):  # a logical (unsigned) shift
+            return paddle.bitwise_right_shift(v, paddle.full_like(v, bits), is_arithmetic=False)
+
+        for bits, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):  # splitmix64 finaliser
+            x = paddle.bitwise_xor(x, shifted(x, bits)) * _signed(mult)
+        x = paddle.bitwise_xor(x, shifted(x, 31))
+        u = (shifted(x, 11).astype("float64") + 0.5) / float(1 << 53)  # in (0, 1)
+        return -paddle.log(-paddle.log(u))

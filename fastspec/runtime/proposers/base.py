@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, ClassVar
 import paddle
 
 from fastspec.runtime.state import SpecState
+from fastspec.runtime.step_status import StepStatus
 
 if TYPE_CHECKING:
     from fastspec.runtime.proposers.tree import TreeProposal
@@ -49,8 +50,13 @@ class Proposer(ABC):
     def draft_on_host(self, state: SpecState) -> None:
         """Host work before each step's programs (a host-side drafter fills its buffers here)."""
 
-    def observe_accepted(self, state: SpecState) -> None:
-        """Host work after each step's update (a host-side drafter reads the kept tokens here)."""
+    def observe_accepted(self, state: SpecState, status: StepStatus) -> None:
+        """Host work after each step's update: a host-side drafter takes the kept tokens from ``status``
+        (the step's one read, ``fastspec.runtime.step_status``), never from the device."""
+
+    def status_fields(self, state: SpecState) -> list[paddle.Tensor]:
+        """Device tensors (``[B]`` or ``[B, w]``, integer) the step adds to its status for ``observe_accepted``."""
+        return []
 
     def __init__(self, num_speculative_tokens: int) -> None:
         if num_speculative_tokens < 1:
