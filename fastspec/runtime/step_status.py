@@ -54,8 +54,8 @@ class StepStatus:
         """The one device-to-host read of a step."""
         a = status.numpy()
         col = np.cumsum([0, 1, 1, k, 1, k + 1, 1, 1, 1, 1] + list(extra_widths))
-        part = [a[:, col[i]:col[i + 1]] for i in range(len(col) - 1)]
-        one = lambda p: p[:, 0]  # noqa: E731
+        part = [np.ascontiguousarray(a[:, col[i]:col[i + 1]]) for i in range(len(col) - 1)]
+        one = lambda p: p[:, 0].astype(np.int32)  # noqa: E731  (the state's int32 counters)
         return cls(one(part[0]), one(part[1]) > 0, part[2], one(part[3]), part[4], one(part[5]) > 0, one(part[6]) > 0,
                    one(part[7]), one(part[8]), part[9:])
 
