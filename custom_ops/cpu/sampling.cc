@@ -182,6 +182,26 @@ SelectResult row_sample_set(RowSelect<Tag>& select, int32_t top_k, float top_p) 
                     select);
 }
 
+// S is every entry with mass when top_k does not limit and the top-p threshold
+// is the whole mass (top_p 1): S's smallest member is the smallest entry with
+// mass, so what lies below it has none. No select then: a draw is the first
+// id whose cumulative mass passes the point, and every valid entry keeps
+// kept_probability of its own mass (0 for none), the bits the select's path gives.
+inline bool whole_row(int32_t top_k, float top_p, int64_t vocab, const RowTotals& totals) {
+  return totals.mass > 0 && !topk_limits(top_k, vocab, totals.n_valid) &&
+         topp_threshold(totals.mass, top_p) == totals.mass;
+}
+
+template <typename Tag>
+int64_t draw_whole_row(const Row<Tag>& row, uint64_t point) {
+  uint64_t cum = 0;
+  for (int64_t i = 0; i < row.vocab; ++i) {  // ids ascending; an invalid entry has no mass
+    cum += static_cast<uint64_t>(mass_of_bits(row.key(i)));
+    if (cum > point) return i;
+  }
+  return -1;  // unreachable: the row's mass exceeds the point
+}
+
 template <typename Tag>
 void sample_tokens_rows(const SampleTokensParams& a) {
   const auto* probs = static_cast<const typename Tag::T*>(a.probs);
@@ -192,7 +212,12 @@ void sample_tokens_rows(const SampleTokensParams& a) {
     if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
       const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
       RowSelect<Tag> select(row, a.top_k[b], s);
-      if (select.totals.n_valid > 0) {
+      if (whole_row(a.top_k[b], a.top_p[b], row.vocab, select.totals)) {
+        const uint64_t point = draw_point(
+            rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.rand_stream),
+            select.totals.mass);
+        token = draw_whole_row(row, point);
+      } else if (select.totals.n_valid > 0) {
         const SelectResult r = row_sample_set(select, a.top_k[b], a.top_p[b]);
         if (r.mass_upto == 0) {
           token = cut_id(r.cut, a.vocab, id_bits);  // S is that single element
@@ -238,6 +263,10 @@ void top_k_top_p_probs_rows(const TopKTopPProbsParams& a) {
     RowSelect<Tag> select(row, a.top_k[b], s);
     if (select.totals.n_valid == 0) {
       std::fill(out, out + a.vocab, 0.0f);
+      return;
+    }
+    if (whole_row(a.top_k[b], a.top_p[b], row.vocab, select.totals)) {
+      write_kept(row, uint64_t{1} << id_bits, select.totals.mass, out);  // every valid key is >= 1
       return;
     }
     const SelectResult r = row_sample_set(select, a.top_k[b], a.top_p[b]);
