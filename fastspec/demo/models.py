@@ -117,17 +117,16 @@ def row_requests(inputs: ModelInputs) -> paddle.Tensor:
                         paddle.full_like(inputs.row_pos, -1))
 
 
-def _signed(value: int) -> int:
-    """A 64-bit constant as the int64 with its bits (Paddle's integer ops wrap as uint64 arithmetic does)."""
-    return value - (1 << 64) if value >= 1 << 63 else value
+NOISE_BITS = 20  # the replay model's noise table: 2^20 Gumbel draws
 
 
 class ReplayModel:
     """Puts ``peak`` of the probability on ``references[request][k]`` for the k-th generated token.
 
     Past the end of the reference the favoured token is ``end_token``. The rest of the mass follows
-    Gumbel noise hashed from (seed, request, position, token), so the model is a pure function of
-    its inputs; it runs as a few Paddle ops on the inputs' device tensors (reading nothing on the host).
+    Gumbel noise: a fixed table of ``2^20`` draws (from ``seed``), each row reading it from an offset
+    hashed from (request, k) with a stride per token, so the model is a pure function of its
+    inputs; it runs as a few Paddle ops on the inputs' device tensors (reading nothing on the host).
     """
 
     def __init__(self, references: Mapping[int, Sequence[int]], vocab_size: int, end_token: int = 0, peak: float = 0.95, seed: int = 0):
@@ -139,52 +138,38 @@ class ReplayModel:
         # the reference as a table: row r, column k = references[r][k], end_token past its end
         self._rows = max(self.references, default=-1) + 1
         self._width = max((len(v) for v in self.references.values()), default=0) + 1
-        table = np.full((max(self._rows, 1), self._width), end_token, np.int64)
+        table = np.full((self._rows + 1, self._width), end_token, np.int64)
         for r, ref in self.references.items():
             if r >= 0:
                 table[r, : len(ref)] = ref
         self._table = table.reshape(-1)
-        with np.errstate(over="ignore"):
-            tokens = np.arange(vocab_size, dtype=np.uint64) * np.uint64(0xD6E8FEB86659FD93)
-        self._token_keys = tokens.view(np.int64)
+        u = np.random.default_rng(seed).random(1 << NOISE_BITS)
+        self._noise = (-np.log(-np.log(np.maximum(u, 1e-30)))).astype(np.float32)
+        self._strides = (np.arange(vocab_size, dtype=np.int64) * 40503) & ((1 << NOISE_BITS) - 1)  # an odd stride
         self._device: dict = {}
 
     def __call__(self, inputs: ModelInputs) -> paddle.Tensor:
-        place = inputs.row_pos.place
-        table, token_keys, vocab = self._on(place)
-        slot = paddle.clip(inputs.row_slot, min=0)
-        positions = inputs.row_pos.astype("int64")
-        requests = row_requests(inputs)
-        k = positions + 1 - paddle.gather(inputs.prompt_lens.astype("int64"), slot)  # generated index predicted
-        known = paddle.logical_and(paddle.logical_and(requests >= 0, requests < self._rows), k >= 0)
-        index = paddle.clip(requests, 0, max(self._rows - 1, 0)) * self._width + paddle.clip(k, 0, self._width - 1)
-        target = paddle.where(known, paddle.gather(table, index), paddle.full_like(k, self.end_token))
-        noise = self._noise(requests, positions, token_keys)
-        is_target = vocab.unsqueeze(0) == target.unsqueeze(-1)
-        others = paddle.where(is_target, paddle.full_like(noise, -np.inf), noise)
-        # the target gets probability peak: its logit = log(peak / (1 - peak)) + logsumexp(others)
-        top = paddle.max(others, axis=1, keepdim=True)
-        lse = top + paddle.log(paddle.sum(paddle.exp(others - top), axis=1, keepdim=True))
-        return paddle.where(is_target, lse + self._boost, others).astype("float32")
+        table, noise_table, strides, vocab, mask = self._on(inputs.row_pos.place)
+        # each slot's row of the reference table (the last, all end tokens, for a request without one);
+        # a row predicts generated token k = position + 1 - prompt length (the last column past the end)
+        rows = np.array([r if r is not None and 0 <= r < self._rows else self._rows for r in inputs.request_ids])
+        slot = paddle.clip(inputs.row_slot, min=0)  # padding rows: slot 0's, whatever they predict
+        k = paddle.clip(paddle.gather(1 - inputs.prompt_lens, slot) + inputs.row_pos, 0, self._width - 1)
+        key = paddle.gather(paddle.to_tensor(rows * self._width, place=inputs.row_pos.place), slot) + k
+        target = paddle.gather(table, key)
+        # each row's noise: the table from an offset hashed from (request, k), a stride per token
+        offset = (key * 2654435761).unsqueeze(-1) + strides
+        noise = paddle.gather(noise_table, paddle.bitwise_and(offset, mask).reshape([-1])).reshape(offset.shape)
+        # the target gets probability peak: its logit = log(peak / (1 - peak)) + logsumexp(others), the
+        # noise being small enough to sum its exponentials directly
+        exp = paddle.exp(noise)
+        others = paddle.sum(exp, axis=1, keepdim=True) - paddle.take_along_axis(exp, target.unsqueeze(-1), axis=1)
+        return paddle.where(vocab == target.unsqueeze(-1), paddle.log(others) + self._boost, noise)
 
     def _on(self, place) -> tuple:
         key = str(place)
         if key not in self._device:
-            self._device[key] = (paddle.to_tensor(self._table, place=place), paddle.to_tensor(self._token_keys, place=place),
-                                 paddle.to_tensor(np.arange(self.vocab_size, dtype=np.int64), place=place))
+            self._device[key] = tuple(paddle.to_tensor(a, place=place) for a in (
+                self._table, self._noise, self._strides.reshape(1, -1), np.arange(self.vocab_size, dtype=np.int64).reshape(1, -1),
+                np.array([[(1 << NOISE_BITS) - 1]], np.int64)))
         return self._device[key]
-
-    def _noise(self, requests: paddle.Tensor, positions: paddle.Tensor, token_keys: paddle.Tensor) -> paddle.Tensor:
-        """Gumbel noise float64 [T, V] from a hash of (seed, request, position, token), in wrapping int64 ops."""
-        seed = _signed((self.seed * 0x9E3779B97F4A7C15) % (1 << 64))
-        key = (requests * _signed(0xBF58476D1CE4E5B9) + positions * _signed(0x94D049BB133111EB) + seed).unsqueeze(-1)
-        x = key + token_keys.unsqueeze(0)
-
-        def shifted(v, bits):  # a logical (unsigned) shift
-            return paddle.bitwise_right_shift(v, paddle.full_like(v, bits), is_arithmetic=False)
-
-        for bits, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):  # splitmix64 finaliser
-            x = paddle.bitwise_xor(x, shifted(x, bits)) * _signed(mult)
-        x = paddle.bitwise_xor(x, shifted(x, 31))
-        u = (shifted(x, 11).astype("float64") + 0.5) / float(1 << 53)  # in (0, 1)
-        return -paddle.log(-paddle.log(u))

@@ -8,8 +8,9 @@ steps, on the host side of the loop.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import paddle
@@ -137,6 +138,8 @@ class SpecState:
         self.batch_id_per_token_output = full([b * self.rows_per_slot], -1, "int32")
         self._zero = full([1], 0, "int32")
         self._row_index = paddle.to_tensor(np.arange(b * self.rows_per_slot, dtype=np.int32), place=self.place)
+        self.draft_columns = paddle.to_tensor(np.arange(k, dtype=np.int32)[None, :], place=self.place)
+        self.no_draft = full([1, 1], -1, "int64")
         self._column_index = paddle.to_tensor(np.arange(length, dtype=np.int64)[None, :], place=self.place)
         self._slot_or_none = paddle.to_tensor(np.append(np.arange(b), -1).astype(np.int32), place=self.place)
         self.draft_tree_tokens = full([b, n], -1, "int64") if n else None
@@ -147,6 +150,7 @@ class SpecState:
         self._free = list(range(b))
         self.request_of_slot: list[int | None] = [None] * b
         self.host = HostSlots(b)  # what the host knows of each slot without reading the device
+        self._phases: tuple | None = None  # slot_phases within phases_fixed
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -244,9 +248,22 @@ class SpecState:
         self.num_rows = int(self.pack_rows_on_device().numpy().reshape(-1)[0])
         return self.num_rows
 
+    @contextlib.contextmanager
+    def phases_fixed(self) -> Iterator[None]:
+        """Within: ``slot_phases`` computed once and shared (a step's proposing and packing change no
+        slot's kind, only its rows)."""
+        self._phases = None
+        self._phases = self.slot_phases()
+        try:
+            yield
+        finally:
+            self._phases = None
+
     def slot_phases(self) -> tuple[paddle.Tensor, paddle.Tensor]:
         """``(prefill, decode)`` bool [B] tensors: running (not stopped, not blocked) slots that
         prefill (``seq_lens_encoder > 0``) or decode (no encoder tokens, decoder tokens > 0)."""
+        if self._phases is not None:
+            return self._phases
         running = paddle.logical_not(paddle.logical_or(self.stop_flags, self.is_block_step))
         prefill = paddle.logical_and(running, self.seq_lens_encoder > 0)
         decode = paddle.logical_and(running, paddle.logical_and(self.seq_lens_encoder == 0, self.seq_lens_decoder > 0))

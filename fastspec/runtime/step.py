@@ -98,13 +98,14 @@ class SpecStep:
         # to_static needs named arguments; the Python bodies run only when a program is built
         def prepare_program(dummy):
             builds["prepare"] += 1
-            if controller is not None:
-                controller.plan(state)
-            if trees:
-                write_tree(proposer.propose_tree(state, sampler.config.tree.top_k), state)
-            elif proposer is not None:
-                proposer(state)
-            return step_record(state, *state.pack_slot_rows())
+            with state.phases_fixed():
+                if controller is not None:
+                    controller.plan(state)
+                if trees:
+                    write_tree(proposer.propose_tree(state, sampler.config.tree.top_k), state)
+                elif proposer is not None:
+                    proposer(state)
+                return step_record(state, *state.pack_slot_rows())
 
         def finish_program(record, logits, hidden=None):
             builds["finish"] += 1

@@ -115,12 +115,9 @@ class Proposer(ABC):
         """Drafts of decode slots into draft_tokens[:, 1:] (-1 past the length), lengths into seq_lens_this_time."""
         k = self.num_speculative_tokens
         prefill, decode = state.slot_phases()
-        lens = paddle.clip(proposal.lens.reshape([-1]), 0, k)
-        lens = paddle.where(decode, lens, paddle.zeros_like(lens))
-        cols = paddle.arange(k, dtype="int32").unsqueeze(0)
-        keep = cols < lens.unsqueeze(-1)
-        drafts = paddle.where(keep, proposal.tokens, paddle.full_like(proposal.tokens, -1))
-        merged = paddle.concat([state.draft_tokens[:, :1], drafts], axis=1)
-        paddle.assign(merged, state.draft_tokens)
-        now = paddle.where(decode, lens + 1, paddle.where(prefill, state.seq_lens_this_time, paddle.zeros_like(lens)))
-        paddle.assign(now, state.seq_lens_this_time)
+        lens = paddle.clip(proposal.lens.reshape([-1]), 0, k) * decode.astype("int32")
+        drafts = paddle.where(state.draft_columns < lens.unsqueeze(-1), proposal.tokens, state.no_draft)
+        paddle.assign(paddle.concat([state.draft_tokens[:, :1], drafts], axis=1), state.draft_tokens)
+        # decode: 1 + drafts; prefill: its prompt tokens as they are; otherwise none
+        paddle.assign(paddle.where(decode, lens + 1, state.seq_lens_this_time * prefill.astype("int32")),
+                      state.seq_lens_this_time)
