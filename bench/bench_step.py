@@ -107,8 +107,6 @@ def recorded_ops(calls: list, counts: dict):
 
 def raw_calls(calls: list):
     """One raw custom-op call per recorded op, each on copies of the arguments it was given."""
-    import paddle
-    from paddle import _C_ops
 
     from fastspec.core.schema import SCHEMAS
 
