@@ -6,7 +6,7 @@
                                                     # replay, vs FlashInfer (if installed) and a sort-based
                                                     # PyTorch top-p
 
-    python bench/bench_sampling.py --decode         # CPU, decode batch sizes: the Paddle ops vs paddle.sum
+    python -m bench.bench_sampling --decode         # CPU, decode batch sizes: the Paddle ops vs paddle.sum
 
 Grid: T in {1, 32, 256} rows x V = 151936, float32, peaked (softmax of N(0, 5^2) logits) and
 near-uniform rows; top_p_candidates with K' = 64 (--k) and top_p 0.9; sample_tokens with top_p
@@ -22,6 +22,7 @@ rows (one Paddle op reading them once: a raw call plus one read); the ratio of t
 
 from __future__ import annotations
 
+import functools
 import sys
 from argparse import RawDescriptionHelpFormatter
 
@@ -160,7 +161,10 @@ def decode_grid(args) -> int:
         for rows in (1, 4, 24, 64):
             for kind in ("peaked", "softmax", "near-flat"):
                 probs = paddle.to_tensor(decode_rows(kind, rows, vocab))
-                floor = lambda: paddle.sum(probs, axis=-1)  # noqa: E731
+
+                def floor(probs=probs):
+                    return paddle.sum(probs, axis=-1)
+
                 ids = paddle.arange(rows, dtype="int32")
                 cu = paddle.arange(rows + 1, dtype="int32")
                 seed = paddle.arange(rows, dtype="int64") + 1
@@ -169,12 +173,12 @@ def decode_grid(args) -> int:
                 for p in (1.0, 0.9):
                     top_p = paddle.full([rows], p, "float32")
                     calls = {
-                        "sample_tokens": lambda: ops.sample_tokens(probs, top_p, top_k, seed, step, ids, cu),
-                        "top_k_top_p_probs": lambda: ops.top_k_top_p_probs(probs, top_p, top_k, ids),
-                        "top_p_candidates": lambda: ops.top_p_candidates(probs, top_p, ids, max_candidate_len=args.k),
+                        "sample_tokens": (ops.sample_tokens, (probs, top_p, top_k, seed, step, ids, cu), {}),
+                        "top_k_top_p_probs": (ops.top_k_top_p_probs, (probs, top_p, top_k, ids), {}),
+                        "top_p_candidates": (ops.top_p_candidates, (probs, top_p, ids), {"max_candidate_len": args.k}),
                     }
-                    for op, fn in calls.items():
-                        sec, base = interleaved(fn, floor, args.pairs)
+                    for op, (fn, op_args, attrs) in calls.items():
+                        sec, base = interleaved(functools.partial(fn, *op_args, **attrs), floor, args.pairs)
                         print(f"{vocab:7d} {rows:3d} {kind:9} {p:5.1f} {op:18} {fmt_time(sec)} {fmt_time(base)} "
                               f"{sec / base:6.2f}", flush=True)
                         results.append({"vocab": vocab, "rows": rows, "kind": kind, "top_p": p, "op": op,

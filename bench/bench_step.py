@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What a speculative step costs on the host beside the raw calls of the ops it runs.
 
-    python bench/bench_step.py [--batches 4,64] [--k 5] [--vocab 32000] [--rounds 5] [--steps 10] [--tag _before]
+    python -m bench.bench_step [--batches 4,64] [--k 5] [--vocab 32000] [--rounds 5] [--steps 10] [--tag _before]
 
 One eager ``SpecStep`` (n-gram drafts, TARGET_MATCH, temperature 1) with a model that returns fixed
 logits: ``prepare`` + ``build_model_inputs`` + ``finish`` is the host time of a step (everything but
@@ -23,14 +23,11 @@ import inspect
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import machine, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors  # noqa: E402
+from bench.common import machine, write_json
+from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
 
 TARGET = 1.5
 TOKEN, PROMPT, MAX_DEC = 7, 32, 4000
@@ -117,9 +114,6 @@ def recorded_ops(calls: list, counts: dict):
 
 def raw_calls(calls: list):
     """One raw custom-op call per recorded op, each on copies of the arguments it was given."""
-    import paddle
-    from paddle import _C_ops
-
     from fastspec.core.schema import SCHEMAS
 
     runs = []
