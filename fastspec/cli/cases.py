@@ -224,10 +224,35 @@ def _verify_draft_tree(rng: np.random.Generator) -> Case:
                 lambda a, at: ref.verify_draft_tree(**a, seed=None, **at))
 
 
+def _process_logits(rng: np.random.Generator) -> Case:
+    b, k, vocab, length = 3, 3, 40, 24
+    prompt = np.array([8, 12, 5], np.int64)
+    step = np.array([6, 0, 10], np.int64)
+    tokens = rng.integers(0, 12, (b, length)).astype(np.int64)  # 12 ids: repeats everywhere
+    rows = np.array([4, 1, 3])  # slot 1 prefills
+    cu = np.concatenate([[0], np.cumsum(rows)]).astype(np.int32)
+    bad = np.full((b, 5), -1, np.int64)
+    bad[0, :2] = [tokens[0, 13], 20]  # the output's last token, then 20: banned in row 0
+    bad[2, 3] = 7
+    arrays = {
+        "logits": rng.normal(0.0, 3.0, (int(cu[-1]), vocab)).astype(np.float32), "token_ids_all": tokens,
+        "prompt_lens": prompt, "step_idx": step, "draft_tokens": rng.integers(0, 12, (b, k + 1)).astype(np.int64),
+        "batch_id_per_token_output": np.repeat(np.arange(b), rows).astype(np.int32), "cu_seqlens_q_output": cu,
+        "repetition_penalty": np.array([1.3, 1.0, 0.8], np.float32),
+        "presence_penalty": np.array([0.5, 0.0, -0.25], np.float32),
+        "frequency_penalty": np.array([0.25, 0.0, 0.125], np.float32),
+        "min_tokens": np.array([8, 2, 0], np.int64), "end_tokens": np.array([39], np.int64),
+        "stop_token_ids": np.array([[30, -1], [31, 32], [-1, -1]], np.int64),
+        "logit_bias_ids": np.array([[3, 5, -1], [0, -1, -1], [7, 7, 9]], np.int64),
+        "logit_bias_values": rng.uniform(-5, 5, (b, 3)).astype(np.float32), "bad_words": bad,
+    }
+    return Case("process_logits", "process_logits", arrays, {}, lambda a, at: ref.process_logits(**a))
+
+
 def cases(seed: int = 0) -> list[Case]:
     """Every op once (verify once per strategy), on inputs drawn from ``seed``."""
     rng = np.random.default_rng(seed)
     return [_ngram(rng, "ngram_match"), _ngram(rng, "ngram_append"), _top_p_candidates(rng), _sample_tokens(rng),
             _top_k_top_p_probs(rng), *(_verify(rng, s) for s in STRATEGIES),
             _update_model_status(rng), _adaptive(rng, "adaptive_plan"), _adaptive(rng, "adaptive_observe"),
-            _build_draft_tree(rng), _verify_draft_tree(rng)]
+            _build_draft_tree(rng), _verify_draft_tree(rng), _process_logits(rng)]

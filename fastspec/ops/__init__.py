@@ -25,7 +25,8 @@ def _op(name: str):
 
 # one function per declared op, in SCHEMAS' order (tests/test_schema.py checks each name)
 (ngram_match, ngram_append, top_p_candidates, sample_tokens, top_k_top_p_probs, verify_draft_tokens,
- update_model_status, adaptive_plan, adaptive_observe, build_draft_tree, verify_draft_tree) = map(_op, SCHEMAS)
+ update_model_status, adaptive_plan, adaptive_observe, build_draft_tree, verify_draft_tree,
+ process_logits) = map(_op, SCHEMAS)
 
 NgramDrafts = result_type("ngram_match")
 TopPCandidates = result_type("top_p_candidates")
@@ -36,5 +37,5 @@ AdaptiveEstimates = result_type("adaptive_observe")
 
 __all__ = ["AdaptiveEstimates", "AdaptivePlan", "FastspecArgumentError", "FastspecBuildError", "FastspecTypeError",
            "ModelStatus", "NgramDrafts", "TopPCandidates", "VerifyResult", "VerifyStrategy", "adaptive_observe",
-           "adaptive_plan", "build_draft_tree", "ngram_append", "ngram_match", "sample_tokens", "top_k_top_p_probs", "top_p_candidates",
+           "adaptive_plan", "build_draft_tree", "ngram_append", "ngram_match", "process_logits", "sample_tokens", "top_k_top_p_probs", "top_p_candidates",
            "update_model_status", "verify_draft_tokens", "verify_draft_tree"]

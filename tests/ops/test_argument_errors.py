@@ -100,6 +100,18 @@ def valid_call(name: str) -> tuple[dict[str, np.ndarray], dict]:
             "end_tokens": np.array([2], i64),
             "target_probs": np.full((7, 10), 0.1, np.float32), "draft_probs": np.full((7, 10), 0.1, np.float32),
         }, {"strategy": "greedy"}
+    if name == "process_logits":
+        return {
+            "logits": np.zeros((3, 10), np.float32), "token_ids_all": np.tile(np.arange(6, dtype=i64), (2, 1)),
+            "prompt_lens": np.array([2, 3], i64), "step_idx": np.array([1, 0], i64),
+            "draft_tokens": np.array([[2, 5], [3, -1]], i64), "batch_id_per_token_output": np.array([0, 0, 1], i32),
+            "cu_seqlens_q_output": np.array([0, 2, 3], i32), "repetition_penalty": np.full(2, 1.2, np.float32),
+            "presence_penalty": np.full(2, 0.5, np.float32), "frequency_penalty": np.full(2, 0.1, np.float32),
+            "min_tokens": np.array([4, 0], i64), "end_tokens": np.array([9], i64),
+            "stop_token_ids": np.array([[8], [-1]], i64), "logit_bias_ids": np.array([[1, -1], [4, 4]], i64),
+            "logit_bias_values": np.ones((2, 2), np.float32), "bad_words": np.array([[2, 7], [6, -1]], i64),
+            "draft_parents": np.array([[-1, 0], [-1, 0]], i32),
+        }, {}
     assert name == "update_model_status"
     return {
         "seq_lens_encoder": np.zeros(2, i32), "seq_lens_decoder": np.array([3, 3], i32),
