@@ -33,7 +33,8 @@ def case(rng: np.random.Generator, b: int | None = None, k: int | None = None, v
     rows = rng.integers(0, cols + 1, b)
     cu = np.concatenate([[0], np.cumsum(rows)]).astype(np.int32)
     padding = int(rng.integers(0, 3))
-    batch_id = np.concatenate([np.repeat(np.arange(b), rows), rng.choice([-1, b, 2**31 - 1], padding)]).astype(np.int32)
+    padding_ids = rng.choice([-1, b, 2**31 - 1], padding)
+    batch_id = np.concatenate([np.repeat(np.arange(b), rows), padding_ids]).astype(np.int32)
     if wild and len(batch_id):
         batch_id[rng.random(len(batch_id)) < 0.1] = int(rng.integers(0, b))  # a row off its slot's range
     total = len(batch_id)

@@ -723,7 +723,6 @@ PROCESS_LOGITS = OpSchema(
     attrs=(),
     symbol_ranges={"K": (0, MAX_TREE_NODES - 1), "E": (1, None), "V": (1, INT32_MAX), "L": (0, INT32_MAX),
                    "S": (1, None), "NB": (1, None), "BW": (1, None)},
-    device_limits={"cuda": {"K": MAX_TREE_NODES - 1}, "xpu": {"K": MAX_TREE_NODES - 1}},
     example=(
         ">>> i64, f = 'int64', 'float32'\n"
         ">>> logits = fs.process_logits(  # prompt 3 1, output 2; one draft 2: row 1 sees 2 twice\n"

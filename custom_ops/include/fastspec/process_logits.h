@@ -103,12 +103,18 @@ FS_HD bool penalties_on(float repetition, float presence, float frequency) {
 
 // A token's logit after the penalties: `x` its logit, in the row's history, `count` its
 // occurrences in the output and the row's drafts.
+// penalized_logit with its count as float32 and whether it is positive. Written with selects,
+// not branches: the signs and counts of a history's logits are a coin toss for a branch
+// predictor, and the CPU's loop over them is vectorised.
+FS_HD float penalize_f32(float x, float count, bool in_output, float repetition, float presence, float frequency) {
+  const float divided = div_f32(x, repetition), multiplied = mul_f32(x, repetition);
+  const float repeated = repetition_on(repetition) ? (x > 0.0f ? divided : multiplied) : x;
+  const float counted = sub_f32(sub_f32(repeated, mul_f32(frequency, count)), presence);
+  return in_output && counts_on(presence, frequency) ? counted : repeated;
+}
+
 FS_HD float penalized_logit(float x, int64_t count, float repetition, float presence, float frequency) {
-  if (repetition_on(repetition)) x = x > 0.0f ? div_f32(x, repetition) : mul_f32(x, repetition);
-  if (count > 0 && counts_on(presence, frequency)) {
-    x = sub_f32(sub_f32(x, mul_f32(frequency, int_to_f32(count))), presence);
-  }
-  return x;
+  return penalize_f32(x, int_to_f32(count), count > 0, repetition, presence, frequency);
 }
 
 FS_HD bool in_vocab(int64_t token, int64_t vocab) { return token >= 0 && token < vocab; }
