@@ -125,7 +125,7 @@ def generate(
                 raise ValueError(f"generate: {type(proposer).__name__} needs the target's hidden states: "
                                  "the model must return (logits [T, V], hidden [T, H])")
         with clock("sample"):
-            step.finish(logits, hidden)  # sample / verify, update, observe_target, adaptive observe
+            status = step.finish(logits, hidden)  # sample / verify, update, observers; the step's one read
         if adaptive is not None:
             # the whole step (propose to update) by its tokens: the per-step overhead that drafts
             # amortise is in the fit's intercept, what each scored token adds in its slope
@@ -133,11 +133,11 @@ def generate(
         if on_step is not None:
             on_step(state)
         with clock("collect"):
-            count_step(stats, state, drafted, reject_all=sampler.reject_all, trace=trace)
+            count_step(stats, state, status, sampler.reject_all, tree_drafted=drafted, trace=trace)
             if adaptive is not None:
                 adaptive.refresh_costs()
-            for slot in state.finished_slots():
-                outputs[state.request_of_slot[slot]] = state.output(slot)
+            for slot in state.finished_slots(status):
+                outputs[state.request_of_slot[slot]] = state.host.output(slot)
                 state.free(slot)
                 if adaptive is not None:
                     adaptive.reset_slot(slot)
