@@ -215,7 +215,8 @@ def paddle_ops() -> str:
 
 # The params field that holds each size a shape names; sizes not listed are not stored.
 SIZE_FIELDS = {"B": "batch", "T": "rows", "V": "vocab", "L": "max_model_len", "K + 1": "draft_cols",
-               "Kc": "candidate_cols", "E": "num_end_tokens", "R": "cost_len", "N": "tree_cols", "C": "candidate_count"}
+               "Kc": "candidate_cols", "E": "num_end_tokens", "R": "cost_len", "N": "tree_cols", "C": "candidate_count",
+               "M": "mask_rows", "W": "mask_words"}
 # The header that declares an op's params struct and launchers, when it is not fastspec/<op>.h.
 OP_HEADERS = {"top_p_candidates": "sampling.h", "sample_tokens": "sampling.h", "top_k_top_p_probs": "sampling.h",
               "adaptive_plan": "adaptive.h", "adaptive_observe": "adaptive.h",

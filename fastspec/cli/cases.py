@@ -224,10 +224,22 @@ def _verify_draft_tree(rng: np.random.Generator) -> Case:
                 lambda a, at: ref.verify_draft_tree(**a, seed=None, **at))
 
 
+def _apply_token_bitmask(rng: np.random.Generator) -> Case:
+    rows, vocab, masks = 6, 100, 3
+    words = (vocab + 31) // 32
+    arrays = {
+        "logits": rng.normal(0.0, 2.0, (rows, vocab)).astype(np.float32),
+        "token_bitmask": rng.integers(-2**31, 2**31, (masks, words), dtype=np.int64).astype(np.int32),
+        "bitmask_index": np.array([0, -1, 2, 1, 7, 0], np.int32),  # row 1 free, row 4 outside the masks: untouched
+    }
+    return Case("apply_token_bitmask", "apply_token_bitmask", arrays, {},
+                lambda a, at: ref.apply_token_bitmask(**a))
+
+
 def cases(seed: int = 0) -> list[Case]:
     """Every op once (verify once per strategy), on inputs drawn from ``seed``."""
     rng = np.random.default_rng(seed)
     return [_ngram(rng, "ngram_match"), _ngram(rng, "ngram_append"), _top_p_candidates(rng), _sample_tokens(rng),
             _top_k_top_p_probs(rng), *(_verify(rng, s) for s in STRATEGIES),
             _update_model_status(rng), _adaptive(rng, "adaptive_plan"), _adaptive(rng, "adaptive_observe"),
-            _build_draft_tree(rng), _verify_draft_tree(rng)]
+            _build_draft_tree(rng), _verify_draft_tree(rng), _apply_token_bitmask(rng)]

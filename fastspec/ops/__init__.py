@@ -25,7 +25,8 @@ def _op(name: str):
 
 # one function per declared op, in SCHEMAS' order (tests/test_schema.py checks each name)
 (ngram_match, ngram_append, top_p_candidates, sample_tokens, top_k_top_p_probs, verify_draft_tokens,
- update_model_status, adaptive_plan, adaptive_observe, build_draft_tree, verify_draft_tree) = map(_op, SCHEMAS)
+ update_model_status, adaptive_plan, adaptive_observe, build_draft_tree, verify_draft_tree,
+ apply_token_bitmask) = map(_op, SCHEMAS)
 
 NgramDrafts = result_type("ngram_match")
 TopPCandidates = result_type("top_p_candidates")
@@ -37,4 +38,4 @@ AdaptiveEstimates = result_type("adaptive_observe")
 __all__ = ["AdaptiveEstimates", "AdaptivePlan", "FastspecArgumentError", "FastspecBuildError", "FastspecTypeError",
            "ModelStatus", "NgramDrafts", "TopPCandidates", "VerifyResult", "VerifyStrategy", "adaptive_observe",
            "adaptive_plan", "build_draft_tree", "ngram_append", "ngram_match", "sample_tokens", "top_k_top_p_probs", "top_p_candidates",
-           "update_model_status", "verify_draft_tokens", "verify_draft_tree"]
+           "update_model_status", "verify_draft_tokens", "verify_draft_tree", "apply_token_bitmask"]

@@ -6,6 +6,7 @@ numpy only, so they run where Paddle is absent (the GPU test host).
 """
 
 from fastspec.reference.adaptive import adaptive_observe, adaptive_plan
+from fastspec.reference.bitmask import apply_token_bitmask
 from fastspec.reference.ngram import ngram_append, ngram_match
 from fastspec.reference.model_status import update_model_status
 from fastspec.reference.sampling import (
@@ -33,6 +34,7 @@ __all__ = [
     "STREAM_ACCEPT",
     "adaptive_observe",
     "adaptive_plan",
+    "apply_token_bitmask",
     "STREAM_DRAFT",
     "STREAM_RESAMPLE",
     "STREAM_TARGET",

@@ -52,6 +52,7 @@
 #define adaptive_observe_cuda adaptive_observe_cuda_emulated
 #define build_draft_tree_cuda build_draft_tree_cuda_emulated
 #define verify_draft_tree_cuda verify_draft_tree_cuda_emulated
+#define apply_token_bitmask_cuda apply_token_bitmask_cuda_emulated
 #define rand64_cuda rand64_cuda_emulated
 
 using cudaError_t = cuda_emu::Error;

@@ -8,6 +8,7 @@
 
 #include "cuda_emu_types.h"
 #include "fastspec/adaptive.h"
+#include "fastspec/apply_token_bitmask.h"
 #include "fastspec/draft_tree.h"
 #include "fastspec/ngram_append.h"
 #include "fastspec/ngram_match.h"
@@ -30,6 +31,7 @@ cuda_emu::Error adaptive_plan_cuda_emulated(const AdaptivePlanParams& params, cu
 cuda_emu::Error adaptive_observe_cuda_emulated(const AdaptiveObserveParams& params, cuda_emu::Stream stream);
 cuda_emu::Error build_draft_tree_cuda_emulated(const BuildDraftTreeParams& params, cuda_emu::Stream stream);
 cuda_emu::Error verify_draft_tree_cuda_emulated(const VerifyDraftTreeParams& params, cuda_emu::Stream stream);
+cuda_emu::Error apply_token_bitmask_cuda_emulated(const ApplyTokenBitmaskParams& params, cuda_emu::Stream stream);
 cuda_emu::Error rand64_cuda_emulated(const int64_t* seeds, const int64_t* positions, uint32_t stream_id, uint64_t* out,
                                      int64_t n, cuda_emu::Stream stream);
 // The emulation's probe kernels (emulation/probes.cu): kernel `which` on 2 x 64 threads at most.
