@@ -238,3 +238,44 @@ def test_a_run_without_constraints_never_masks(monkeypatch):
     monkeypatch.setattr(ops, "apply_token_bitmask", refuse)
     prompts, refs, params = sc.workload(3, (None,))
     run(cfg(method="ngram", num_speculative_tokens=2, verify_strategy="greedy"), prompts, refs, params, tokenizer=None)
+
+
+@pytest.mark.parametrize("strategy", ["rejection", "block"])
+def test_probability_strategies_keep_the_distribution_under_a_grammar(strategy):
+    """REJECTION and BLOCK under a grammar: the same distribution of outputs as speculation off (a two-sample
+    chi-square test over 900 requests), every output in the grammar. The draft head proposes tokens the
+    grammar forbids as well as allowed ones: the first forbidden draft stays (the residual needs it)."""
+    rng = np.random.default_rng(9)
+    v, n = sc.vocab_size(), 900
+    letters = "abcde"
+    word = lambda: "".join(rng.choice(list(letters), 2))  # noqa: E731
+    target_refs = {i: sc.encode(word()) for i in range(n)}
+    draft_refs = {i: sc.encode(word() if i % 3 else "Record") for i in range(n)}  # a third start forbidden
+    prompts = [sc.encode("Pick two letters: ") for _ in range(n)]
+    params = [RequestParams(100 + i, 8, 1.0, structured_output={"regex": f"[{letters}]{{2}}"}) for i in range(n)]
+    target = ReplayHiddenStates(ReplayModel(target_refs, v, end_token=sc.END, peak=0.5))
+    kw = dict(max_num_seqs=300)
+    off = generate(target, prompts, cfg(method="none"), params=params, end_tokens=[sc.END], tokenizer=sc.tokenizer(), **kw)
+    on = generate(target, prompts, cfg(method="mtp", num_speculative_tokens=2, verify_strategy=strategy), params=params,
+                  end_tokens=[sc.END], tokenizer=sc.tokenizer(), draft_model=ReplayDraftHead(draft_refs, v, sc.END, 0.7),
+                  **kw)
+    words = [f"{a}{b}" for a in letters for b in letters]
+    counts = np.zeros((2, len(words)), np.int64)
+    for row, res in enumerate((off, on)):
+        for out in res.outputs:
+            counts[row, words.index(sc.decode(out))] += 1  # every output is a word of the grammar
+    assert on.stats.accepted_tokens > 0
+    assert homogeneity_p_value(counts) > 1e-3, counts
+
+
+def homogeneity_p_value(counts: np.ndarray) -> float:
+    """The p-value of Pearson's chi-square test that the rows of ``counts`` come from one distribution
+    (Wilson and Hilferty's normal approximation of the chi-square tail)."""
+    import math
+
+    counts = counts[:, counts.sum(axis=0) > 0].astype(np.float64)
+    expected = counts.sum(axis=1, keepdims=True) * counts.sum(axis=0, keepdims=True) / counts.sum()
+    statistic = float(((counts - expected) ** 2 / expected).sum())
+    df = (counts.shape[0] - 1) * (counts.shape[1] - 1)
+    z = ((statistic / df) ** (1 / 3) - (1 - 2 / (9 * df))) / math.sqrt(2 / (9 * df))
+    return 0.5 * math.erfc(z / math.sqrt(2))
