@@ -38,16 +38,9 @@ DOCUMENTS = [
 @functools.cache
 def tokenizer():
     """A byte-level BPE tokenizer (600 ids, "<end>" = 0) trained on the builtin corpus: any text encodes."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from fastspec.demo.structured import train_tokenizer
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=["<end>"], show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    texts = [p.read_text() for p in sorted(DATA.glob("*.txt"))] + DOCUMENTS * 3
-    tok.train_from_iterator(texts, trainer)
-    return tok
+    return train_tokenizer([p.read_text() for p in sorted(DATA.glob("*.txt"))] + DOCUMENTS * 3, vocab_size=600)
 
 
 def encode(text: str) -> list[int]:
