@@ -1,6 +1,6 @@
 // apply_token_bitmask on the CPU: a row by one thread, a word of the mask at a
-// time (a word with every bit set, the common case, costs one compare); rows
-// spread over the pool from 2^20 entries.
+// time: a word with every bit set costs one compare, one with none a fill, a
+// mixed one a branch-free select; rows spread over the pool from 2^20 entries.
 #include "fastspec/apply_token_bitmask.h"
 
 #include "fastspec/parallel.h"
@@ -13,10 +13,17 @@ void mask_row(Elem* row, const int32_t* words, int64_t vocab, int64_t mask_words
   const int64_t covered = min64(vocab, mask_words * 32);
   for (int64_t base = 0; base < covered; base += 32) {
     const uint32_t word = static_cast<uint32_t>(words[base >> 5]);
-    if (word == 0xffffffffu) continue;
     const int64_t n = min64(32, covered - base);
+    Elem* at = row + base;
+    if (word == 0xffffffffu) continue;  // every token kept: nothing to write
+    if (word == 0) {  // every token forbidden (most words of a grammar's mask): a plain fill
+      for (int64_t i = 0; i < n; ++i) at[i] = neg_inf;
+      continue;
+    }
+    // a select without a branch, which the compiler vectorises; a kept entry is written back unchanged
     for (int64_t i = 0; i < n; ++i) {
-      if (((word >> i) & 1u) == 0) row[base + i] = neg_inf;
+      const Elem keep = static_cast<Elem>(0u - ((word >> i) & 1u));
+      at[i] = static_cast<Elem>((at[i] & keep) | (neg_inf & static_cast<Elem>(~keep)));
     }
   }
   for (int64_t v = covered; v < vocab; ++v) row[v] = neg_inf;  // past the mask: forbidden
