@@ -391,7 +391,7 @@ APPLY_TOKEN_BITMASK = OpSchema(
         "Row ``t`` with ``m = bitmask_index[t]`` in ``[0, M)`` keeps token ``v`` iff ``v < 32 W`` and bit\n"
         "``v % 32`` of ``token_bitmask[m, v // 32]`` is set (the int32 layout of llguidance, xgrammar and vLLM);\n"
         "every other token of the row becomes -inf. A row whose index lies outside ``[0, M)`` (-1: an\n"
-        "unconstrained request, a padding row) is untouched, and kept entries are never rewritten.\n"
+        "unconstrained request, a padding row) is untouched, and kept entries keep their bits.\n"
         "See docs/ops/apply_token_bitmask.md and docs/structured_output.md."
     ),
     tensors=(

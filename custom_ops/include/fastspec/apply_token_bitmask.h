@@ -1,7 +1,7 @@
 // apply_token_bitmask: parameters, the per-entry rule every backend shares, and
 // the launcher declarations. Semantics: docs/ops/apply_token_bitmask.md.
 //
-// The rule is a pure function of (index, word): a kept entry is never written, a
+// The rule is a pure function of (index, word): a kept entry keeps its bits, a
 // forbidden one gets the -inf bit pattern of its dtype, so every backend writes
 // the same bits whatever its schedule.
 #pragma once
