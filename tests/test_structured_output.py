@@ -1,6 +1,7 @@
 """Structured output end to end: constrained requests give the same tokens with speculation on as off (GREEDY,
-TARGET_MATCH; n-gram and draft-model drafts), every JSON-schema output parses and validates, free requests in
-the same batch are untouched, drafts the grammar forbids never reach the target (their rows are not spent),
+TARGET_MATCH; n-gram and draft-model drafts, chains and trees), every JSON-schema output parses and validates, free requests in
+the same batch are untouched, drafts and tree nodes the grammar forbids never reach the target (their rows are
+not spent), REJECTION and BLOCK keep the output distribution,
 the grammar's forced tokens raise the accepted length, a finished grammar ends its request, and bad
 constraints are refused before anything runs."""
 
@@ -279,3 +280,61 @@ def homogeneity_p_value(counts: np.ndarray) -> float:
     df = (counts.shape[0] - 1) * (counts.shape[1] - 1)
     z = ((statistic / df) ** (1 / 3) - (1 - 2 / (9 * df))) / math.sqrt(2 / (9 * df))
     return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+TREE = {"enabled": True, "top_k": 2, "max_nodes": 8}
+
+
+@pytest.mark.parametrize("strategy, temperature", [("greedy", 0.0), ("target_match", 1.0)])
+def test_draft_trees_are_lossless_under_grammars(strategy, temperature):
+    prompts, refs, params = sc.workload(8, ("schema", "regex", None))
+    params = with_temperature(params, temperature)
+    v = sc.vocab_size()
+    target = ReplayHiddenStates(ReplayModel(refs, v, end_token=sc.END, peak=0.9))
+    off = run(cfg(method="none"), prompts, refs, params, model=target)
+    on = run(cfg(method="mtp", num_speculative_tokens=3, verify_strategy=strategy, tree=TREE), prompts, refs, params,
+             model=target, draft_model=ReplayDraftHead(refs, v, end_token=sc.END, peak=0.8))
+    for i, (a, b) in enumerate(zip(on.outputs, off.outputs)):
+        np.testing.assert_array_equal(a, b, err_msg=f"request {i}")
+    check_outputs(on.outputs, params)
+    assert on.stats.accepted_tokens > 0
+
+
+def test_forbidden_tree_nodes_never_reach_the_target(monkeypatch):
+    """After the grammar's pass every node of a constrained tree continues a path its grammar allows (checked
+    with matchers of the test's own, fed the committed output); forbidden nodes were there before it."""
+    prompts, refs, params = sc.workload(8, ("schema", "schema", None))
+    params = with_temperature(params, 0.0)
+    v = sc.vocab_size()
+    target = ReplayHiddenStates(ReplayModel(refs, v, end_token=sc.END, peak=0.9))
+    grammars = {i: StructuredOutput.compile(p.structured_output, GrammarTokenizer(sc.tokenizer(), sc.END), i)
+                for i, p in enumerate(params) if p.structured_output is not None}
+    llg = GrammarTokenizer(sc.tokenizer(), sc.END).llg
+    cut, checked = [], []
+    constrain = GrammarBatch.constrain
+
+    def checked_constrain(self, state):
+        step = constrain(self, state)
+        cut.append(step.cut_drafts)
+        tokens, parents = state.draft_tree_tokens.numpy(), state.draft_tree_parents.numpy()
+        rows = np.diff(state.cu_seqlens_q_output.numpy())
+        history, prompt, generated = state.token_ids_all.numpy(), state.prompt_lens.numpy(), state.step_idx.numpy()
+        for slot, request in enumerate(state.request_of_slot):
+            if request not in grammars or rows[slot] <= 1 or state.seq_lens_encoder.numpy()[slot] > 0:
+                continue
+            matcher = llguidance.LLMatcher(llg, grammars[request].grammar, log_level=0)
+            assert matcher.consume_tokens(history[slot, prompt[slot] : prompt[slot] + generated[slot]].tolist())
+            for node in range(1, rows[slot]):
+                path = []
+                at = node
+                while at > 0:
+                    path.append(int(tokens[slot, at]))
+                    at = int(parents[slot, at])
+                assert matcher.validate_tokens(path[::-1]) == len(path), f"request {request}: node {node} forbidden"
+                checked.append(node)
+        return step
+
+    monkeypatch.setattr(GrammarBatch, "constrain", checked_constrain)
+    run(cfg(method="mtp", num_speculative_tokens=3, verify_strategy="greedy", tree=TREE), prompts, refs, params,
+        model=target, draft_model=ReplayDraftHead(refs, v, end_token=sc.END, peak=0.6))
+    assert sum(cut) > 0 and len(checked) > 0

@@ -24,6 +24,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import paddle
 
+from fastspec.runtime.grammar_trees import compact_tree, prune_tree, tree_masks
+
 KINDS = ("json_schema", "json_object", "regex", "lark")
 # JSON as json.dumps writes it (", " and ": ", no other whitespace): a model cannot wander off into
 # whitespace, and a schema's "x-guidance" options still override it
@@ -183,11 +185,12 @@ class GrammarBatch:
         """After the proposer ran and the rows were packed, before the target: one host read of the state.
 
         1. each constrained matcher consumes the tokens the previous step emitted (``accept_tokens``);
-        2. a decoding slot's drafts are cut at the first one its grammar forbids; with ``grammar_drafts`` the
-           tokens the grammar forces next become the drafts when the proposer's do not already extend them;
+        2. a decoding slot's drafts are cut at the first one its grammar forbids (a tree: each forbidden node
+           with its subtree); with ``grammar_drafts`` the tokens the grammar forces next become a chain's
+           drafts when the proposer's do not already extend them;
         3. the rows are packed again where drafts changed (device ops, no read) and ``state.num_rows`` set;
-        4. every constrained row's bitmask is computed (llguidance's parallel batch call over the slots'
-           drafts) and uploaded with the row index (-1 for every other row).
+        4. every constrained row's bitmask is computed (llguidance's parallel batch calls over the slots'
+           drafts; a tree's node by node) and uploaded with the row index (-1 for every other row).
         """
         step = StepGrammar()
         self._host_index[:] = -1
@@ -196,60 +199,87 @@ class GrammarBatch:
             self.last = step
             return step
         k = state.num_speculative_tokens
+        width = state.num_tree_nodes if state.trees else k + 1
         host = self._read(state)
-        drafts = host[:, : k + 1]
-        accept_tokens = host[:, k + 1 : 2 * k + 2]
-        accept_num, cu_lo, cu_hi, enc, step_idx, max_dec = (host[:, 2 * k + 2 + i] for i in range(6))
+        drafts = host[:, : 3 * width] if state.trees else host[:, :width]
+        at = drafts.shape[1]
+        accept_tokens = host[:, at : at + k + 1]
+        accept_num, cu_lo, cu_hi, enc, step_idx, max_dec = (host[:, at + k + 1 + i] for i in range(6))
         rows = cu_hi - cu_lo
         new_rows = rows.copy()
-        changed = False
         work = []
         for slot, matcher in self.matchers.items():
             self._advance(slot, matcher, accept_tokens[slot, : max(0, int(accept_num[slot]))])
             if rows[slot] == 0:
                 continue
-            kept: list[int] = []
-            if enc[slot] == 0 and k > 0:  # a decoding slot: its drafts are columns 1 .. rows - 1
+            step.constrained_slots += 1
+            if enc[slot] != 0 or rows[slot] == 1 and not self.grammar_drafts or k == 0:
+                work.append((slot, matcher, []))  # a prefill, or nothing to judge: the committed state's mask
+            elif state.trees:
+                new_rows[slot] = self._prune(matcher, drafts[slot], int(rows[slot]), width, step)
+                work.append((slot, matcher, None))
+            else:
                 proposed = [int(t) for t in drafts[slot, 1 : rows[slot]]]
                 kept, cut, forced = self._drafts(matcher, proposed, k, int(max_dec[slot] - step_idx[slot] - 1))
                 step.cut_drafts += cut
                 step.grammar_drafts += forced
-                if len(kept) != len(proposed) or kept != proposed:
+                if kept != proposed:
                     drafts[slot, 1:] = -1
                     drafts[slot, 1 : 1 + len(kept)] = kept
                     new_rows[slot] = 1 + len(kept)
-                    changed = True
-            valid = kept[: matcher.validate_tokens(kept)] if kept else kept
-            work.append((slot, matcher, valid))
-            step.constrained_slots += 1
-        if changed:
+                work.append((slot, matcher, kept[: matcher.validate_tokens(kept)] if kept else kept))
+        if (new_rows != rows).any():
             self._write_drafts(state, drafts, rows, new_rows)
-        cu = np.concatenate([[0], np.cumsum(new_rows)])
-        base = 0
-        with_drafts, without = [], []  # llguidance's two parallel batch calls (the first takes no empty list)
-        for slot, matcher, valid in work:
-            count = 1 + len(valid)
-            self._host_index[cu[slot] : cu[slot] + count] = np.arange(base, base + count, dtype=np.int32)
-            (with_drafts.append((matcher, base, valid)) if valid else without.append((matcher, base)))
-            base += count
-        if base:
-            masks = _llguidance().numpy
-            if with_drafts:
-                masks.fill_next_token_bitmask_par_with_draft_tokens(self._executor, with_drafts, self._host_mask[:base])
-            if without:
-                masks.fill_next_token_bitmask_par(self._executor, without, self._host_mask[:base])
-            self.token_bitmask[:base] = paddle.to_tensor(self._host_mask[:base], place=state.place)
+        step.mask_rows = self._masks(state, work, drafts, new_rows, width)
         paddle.assign(self._host_index, output=self.bitmask_index)
-        step.mask_rows = base
         self.last = step
         return step
 
+    def _prune(self, matcher, tree: np.ndarray, count: int, width: int, step: StepGrammar) -> int:
+        """Cuts a tree's forbidden nodes in ``tree`` (its tokens, parents and depths rows, in place); returns its
+        node count."""
+        tokens, parents, depths = tree[:width], tree[width : 2 * width], tree[2 * width :]
+        keep = prune_tree(matcher, tokens, parents, count)
+        step.cut_drafts += count - len(keep)
+        if len(keep) < count:
+            tokens[:], parents[:], depths[:] = compact_tree(tokens, parents, depths, keep, width)
+        return len(keep)
+
+    def _masks(self, state, work, drafts: np.ndarray, rows: np.ndarray, width: int) -> int:
+        """Every constrained row's mask into the host buffer, its index into ``_host_index``, then the upload."""
+        cu = np.concatenate([[0], np.cumsum(rows)])
+        base = 0
+        masks = _llguidance().numpy
+        with_drafts, without = [], []  # llguidance's two parallel batch calls (the first takes no empty list)
+        for slot, matcher, valid in work:
+            count = int(rows[slot]) if valid is None else 1 + len(valid)
+            self._host_index[cu[slot] : cu[slot] + count] = np.arange(base, base + count, dtype=np.int32)
+            if valid is None:  # a tree: node by node
+                tree = drafts[slot]
+                tree_masks(matcher, tree[:width], tree[width : 2 * width], count,
+                           lambda m, node, at=base: masks.fill_next_token_bitmask(m, self._host_mask, at + node))
+            elif valid:
+                with_drafts.append((matcher, base, valid))
+            else:
+                without.append((matcher, base))
+            base += count
+        if with_drafts:
+            masks.fill_next_token_bitmask_par_with_draft_tokens(self._executor, with_drafts, self._host_mask[:base])
+        if without:
+            masks.fill_next_token_bitmask_par(self._executor, without, self._host_mask[:base])
+        if base:
+            self.token_bitmask[:base] = paddle.to_tensor(self._host_mask[:base], place=state.place)
+        return base
+
     def _read(self, state) -> np.ndarray:
-        """The step's one host read: drafts, last step's emitted tokens and the slots' counters, int64 [B, 2K + 8]."""
+        """The step's one host read, int64: the drafts (a chain's ``[B, K + 1]``; a tree's tokens, parents and
+        depths, ``[B, 3 N]``), last step's emitted tokens ``[B, K + 1]`` and six counters per slot."""
         cu = state.cu_seqlens_q_output.astype("int64")
         columns = [state.accept_num, cu[:-1], cu[1:], state.seq_lens_encoder, state.step_idx, state.max_dec_len]
         columns = [c.reshape([-1, 1]).astype("int64") for c in columns]
-        return paddle.concat([state.draft_tokens, state.accept_tokens, *columns], axis=1).numpy()
+        drafts = ([state.draft_tree_tokens, state.draft_tree_parents.astype("int64"),
+                   state.draft_tree_depths.astype("int64")] if state.trees else [state.draft_tokens])
+        return paddle.concat([*drafts, state.accept_tokens, *columns], axis=1).numpy()
 
     def _advance(self, slot: int, matcher, tokens: np.ndarray) -> None:
         if len(tokens) and not matcher.consume_tokens([int(t) for t in tokens]):
@@ -272,7 +302,13 @@ class GrammarBatch:
 
     def _write_drafts(self, state, drafts: np.ndarray, rows: np.ndarray, new_rows: np.ndarray) -> None:
         """The changed drafts and draft counts back to the device, then the rows packed again."""
-        paddle.assign(drafts.astype(np.int64), output=state.draft_tokens)
+        if state.trees:
+            n = state.num_tree_nodes
+            paddle.assign(drafts[:, :n].astype(np.int64), output=state.draft_tree_tokens)
+            paddle.assign(drafts[:, n : 2 * n].astype(np.int32), output=state.draft_tree_parents)
+            paddle.assign(drafts[:, 2 * n :].astype(np.int32), output=state.draft_tree_depths)
+        else:
+            paddle.assign(drafts.astype(np.int64), output=state.draft_tokens)
         decode = new_rows != rows
         lengths = np.where(decode, new_rows, 0).astype(np.int32)
         current = paddle.to_tensor(lengths, place=state.place)
@@ -295,9 +331,10 @@ def make_grammar_batch(params: Sequence[Any], tokenizer: Any, state, config) -> 
     end_token = int(state.end_tokens.numpy()[0])
     grammar_tokenizer = GrammarTokenizer(tokenizer, end_token) if tokenizer is not None else None
     compiled = [None if s is None else StructuredOutput.compile(s, grammar_tokenizer, i) for i, s in enumerate(specs)]
-    if state.trees:
-        raise StructuredOutputError("structured output with draft trees is not supported yet: use chains")
-    probability = config.speculative and config.verify_strategy in ("rejection", "block")
+    # a chain's REJECTION / BLOCK: the first forbidden draft stays (its rejection draws from the residual);
+    # a tree's REJECTION judges one-hot drafts, whose residual a forbidden child leaves unchanged: cut it
+    probability = config.speculative and config.verify_strategy in ("rejection", "block") and not state.trees
     batch = GrammarBatch(grammar_tokenizer, state.max_num_seqs, state.rows_per_slot, state.place,
-                         grammar_drafts=config.grammar_drafts and not probability, keep_first_forbidden=probability)
+                         grammar_drafts=config.grammar_drafts and not probability and not state.trees,
+                         keep_first_forbidden=probability)
     return batch, compiled
