@@ -1,9 +1,9 @@
-"""Structured output end to end: constrained requests give the same tokens with speculation on as off (GREEDY,
-TARGET_MATCH; n-gram and draft-model drafts, chains and trees), every JSON-schema output parses and validates, free requests in
-the same batch are untouched, drafts and tree nodes the grammar forbids never reach the target (their rows are
-not spent), REJECTION and BLOCK keep the output distribution,
-the grammar's forced tokens raise the accepted length, a finished grammar ends its request, and bad
-constraints are refused before anything runs."""
+"""Structured output end to end: constrained requests give the same tokens with speculation on as off
+(GREEDY, TARGET_MATCH; n-gram and draft-model drafts, chains and trees) and the same distribution (REJECTION,
+BLOCK); every JSON-schema output parses and validates; free requests in the same batch are untouched;
+drafts and tree nodes the grammar forbids never reach the target (their rows are not spent); the grammar's
+forced tokens raise the accepted length; a finished grammar ends its request; bad constraints are refused
+before anything runs."""
 
 from __future__ import annotations
 
