@@ -220,14 +220,14 @@ class GrammarBatch:
                 work.append((slot, matcher, None))
             else:
                 proposed = [int(t) for t in drafts[slot, 1 : rows[slot]]]
-                kept, cut, forced = self._drafts(matcher, proposed, k, int(max_dec[slot] - step_idx[slot] - 1))
+                kept, allowed, cut, forced = self._drafts(matcher, proposed, k, int(max_dec[slot] - step_idx[slot] - 1))
                 step.cut_drafts += cut
                 step.grammar_drafts += forced
                 if kept != proposed:
                     drafts[slot, 1:] = -1
                     drafts[slot, 1 : 1 + len(kept)] = kept
                     new_rows[slot] = 1 + len(kept)
-                work.append((slot, matcher, kept[: matcher.validate_tokens(kept)] if kept else kept))
+                work.append((slot, matcher, kept[:allowed]))
         if (new_rows != rows).any():
             self._write_drafts(state, drafts, rows, new_rows)
         step.mask_rows = self._masks(state, work, drafts, new_rows, width)
@@ -286,19 +286,19 @@ class GrammarBatch:
             raise RuntimeError(f"request {self.requests[slot]}: the grammar refused an emitted token "
                                f"({matcher.get_error()}); the mask should have forbidden it")
 
-    def _drafts(self, matcher, proposed: list[int], k: int, room: int) -> tuple[list[int], int, int]:
-        """(drafts kept, proposer drafts cut, forced tokens added) for one decoding slot."""
+    def _drafts(self, matcher, proposed: list[int], k: int, room: int) -> tuple[list[int], int, int, int]:
+        """(drafts kept, how many of them the grammar allows, proposer drafts cut, forced tokens added) for one
+        decoding slot."""
         allowed = matcher.validate_tokens(proposed) if proposed else 0
         keep = allowed + 1 if self.keep_first_forbidden and allowed < len(proposed) else allowed
         kept = proposed[:keep]
-        cut = len(proposed) - keep
-        forced = 0
-        if self.grammar_drafts and not self.keep_first_forbidden:
-            ff = [int(t) for t in matcher.compute_ff_tokens()][: max(0, min(k, room))]
+        cut, forced, cap = len(proposed) - keep, 0, max(0, min(k, room))
+        if self.grammar_drafts and not self.keep_first_forbidden and len(kept) < cap:
+            ff = [int(t) for t in matcher.compute_ff_tokens()][:cap]
             if len(ff) > len(kept) and ff[: len(kept)] == kept:  # the grammar knows more than the proposer
-                forced = len(ff) - len(kept)
-                kept = ff
-        return kept, cut, forced
+                forced, kept = len(ff) - len(kept), ff
+                allowed = matcher.validate_tokens(kept)
+        return kept, allowed, cut, forced
 
     def _write_drafts(self, state, drafts: np.ndarray, rows: np.ndarray, new_rows: np.ndarray) -> None:
         """The changed drafts and draft counts back to the device, then the rows packed again."""
