@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Every CUDA target in one process: fastspec's ops against their floor and their peers.
 
-    python bench/bench_gpu.py              # on a CUDA host (PyTorch, the bindings built with CUDA)
-    python bench/bench_gpu.py --emulate    # dry run on the CPU: the CUDA emulator, small sizes
+    python -m bench.bench_gpu              # on a CUDA host (PyTorch, the bindings built with CUDA)
+    python -m bench.bench_gpu --emulate    # dry run on the CPU: the CUDA emulator, small sizes
 
 What it times (CUDA-event medians after warm-up; "graph" = the same call captured once in a CUDA
 Graph and replayed):
@@ -31,15 +31,12 @@ import re
 import sys
 import time
 from argparse import RawDescriptionHelpFormatter
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import RESULTS, cuda_read_bandwidth, cuda_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, UserError, int_list, user_errors  # noqa: E402
+from bench.common import RESULTS, cuda_read_bandwidth, cuda_seconds, fmt_time, machine, median_seconds, write_json
+from fastspec.cli.errors import ArgumentParser, UserError, int_list, user_errors
 
 K, VOCAB, TOP_P, TOP_K = 5, 151936, 0.9, 50
 KINDS = ("peaked", "flat")

@@ -1,5 +1,5 @@
 """bench/bench_call_overhead.py times every op of the schema, each strategy of an op that has
-them, on calls the checks accept (issue 21: every op must have rows). The timing runs in the
+them, on calls the checks accept (every op must have rows). The timing runs in the
 benchmark, not here (docs/performance.md)."""
 
 from __future__ import annotations

@@ -115,15 +115,18 @@ class RowCounter:
         self.draft_rows = 0
 
     def __call__(self, inputs):
-        self.rows += len(inputs.row_slot)
+        row_slot = np.asarray(inputs.row_slot.numpy())
+        row_slot = row_slot[row_slot >= 0]  # the packed rows (a chain step pads to max_rows with -1)
+        self.rows += len(row_slot)
         tokens = inputs.tokens.numpy()
-        slots, counts = np.unique(inputs.row_slot, return_counts=True)
+        prompt_lens, lengths = np.asarray(inputs.prompt_lens.numpy()), np.asarray(inputs.lengths.numpy())
+        slots, counts = np.unique(row_slot, return_counts=True)
         for slot, count in zip(slots.tolist(), counts.tolist()):
             request = inputs.request_ids[slot]
             if request not in self.grammars or count == 1:
                 continue
-            p = int(inputs.prompt_lens[slot])
-            end = int(inputs.lengths[slot])
+            p = int(prompt_lens[slot])
+            end = int(lengths[slot])
             committed, drafts = tokens[slot, p : end - (count - 1)], tokens[slot, end - (count - 1) : end]
             matcher = llguidance.LLMatcher(self.llg, self.grammars[request].grammar, log_level=0)
             assert matcher.consume_tokens(committed.tolist())

@@ -103,7 +103,7 @@ def generate(
     grammar, constraints = make_grammar_batch(params, tokenizer, state, config)
     sampler.grammar = grammar
     adaptive = _draft_length_controller(config, state, cost_model)
-    step = SpecStep(state, sampler, proposer, mode=step_mode or "eager", controller=adaptive)
+    step = SpecStep(state, sampler, proposer, mode=step_mode or "eager", controller=adaptive, grammar=grammar)
     stats = GenerationStats(
         proposed_per_position=[0] * config.num_speculative_tokens,
         accepted_per_position=[0] * config.num_speculative_tokens,
@@ -125,9 +125,7 @@ def generate(
                     adaptive.reset_slot(slot)
         step_start = time.perf_counter()
         with clock("propose"):
-            step.prepare()  # plans the draft lengths, proposes and packs the rows
-            if grammar is not None:  # drafts cut / extended by each grammar, the rows' masks
-                grammar.constrain(state)
+            step.prepare()  # plans the draft lengths, proposes and packs the rows (the grammars' drafts and masks)
         with clock("pack"):
             inputs, drafted = build_model_inputs(state)
         with clock("model"):
@@ -139,7 +137,7 @@ def generate(
                 raise ValueError(f"generate: {type(proposer).__name__} needs the target's hidden states: "
                                  "the model must return (logits [T, V], hidden [T, H])")
         with clock("sample"):
-            step.finish(logits, hidden)  # sample / verify, update, observe_target, adaptive observe
+            status = step.finish(logits, hidden)  # sample / verify, update, observers; the step's one read
         if adaptive is not None:
             # the whole step (propose to update) by its tokens: the per-step overhead that drafts
             # amortise is in the fit's intercept, what each scored token adds in its slope
@@ -147,11 +145,11 @@ def generate(
         if on_step is not None:
             on_step(state)
         with clock("collect"):
-            count_step(stats, state, drafted, reject_all=sampler.reject_all, trace=trace)
+            count_step(stats, state, status, sampler.reject_all, tree_drafted=drafted, trace=trace)
             if adaptive is not None:
                 adaptive.refresh_costs()
-            for slot in state.finished_slots():
-                outputs[state.request_of_slot[slot]] = state.output(slot)
+            for slot in state.finished_slots(status):
+                outputs[state.request_of_slot[slot]] = state.host.output(slot)
                 state.free(slot)
                 if grammar is not None:
                     grammar.free(slot)

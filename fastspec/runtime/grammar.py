@@ -126,6 +126,7 @@ class StepGrammar:
     cut_drafts: int = 0  # proposer drafts the grammar forbade (never reached the target)
     grammar_drafts: int = 0  # forced tokens that became drafts
     mask_rows: int = 0  # bitmask rows written
+    changed: bool = False  # drafts changed: the rows must be packed again
 
 
 class GrammarBatch:
@@ -188,7 +189,7 @@ class GrammarBatch:
         2. a decoding slot's drafts are cut at the first one its grammar forbids (a tree: each forbidden node
            with its subtree); with ``grammar_drafts`` the tokens the grammar forces next become a chain's
            drafts when the proposer's do not already extend them;
-        3. the rows are packed again where drafts changed (device ops, no read) and ``state.num_rows`` set;
+        3. changed drafts and their counts are written back (``changed``: the caller packs the rows again);
         4. every constrained row's bitmask is computed (llguidance's parallel batch calls over the slots'
            drafts; a tree's node by node) and uploaded with the row index (-1 for every other row).
         """
@@ -228,7 +229,8 @@ class GrammarBatch:
                     drafts[slot, 1 : 1 + len(kept)] = kept
                     new_rows[slot] = 1 + len(kept)
                 work.append((slot, matcher, kept[:allowed]))
-        if (new_rows != rows).any():
+        step.changed = bool((new_rows != rows).any())
+        if step.changed:
             self._write_drafts(state, drafts, rows, new_rows)
         step.mask_rows = self._masks(state, work, drafts, new_rows, width)
         paddle.assign(self._host_index, output=self.bitmask_index)
@@ -301,7 +303,7 @@ class GrammarBatch:
         return kept, allowed, cut, forced
 
     def _write_drafts(self, state, drafts: np.ndarray, rows: np.ndarray, new_rows: np.ndarray) -> None:
-        """The changed drafts and draft counts back to the device, then the rows packed again."""
+        """The changed drafts and draft counts back to the device (the caller packs the rows again)."""
         if state.trees:
             n = state.num_tree_nodes
             paddle.assign(drafts[:, :n].astype(np.int64), output=state.draft_tree_tokens)
@@ -315,8 +317,6 @@ class GrammarBatch:
         mask = paddle.to_tensor(decode, place=state.place)
         paddle.assign(paddle.where(mask, current, state.seq_lens_this_time.reshape([-1])).reshape(
             state.seq_lens_this_time.shape), output=state.seq_lens_this_time)
-        state.pack_rows_on_device()
-        state.num_rows = int(new_rows.sum())
 
 
 def make_grammar_batch(params: Sequence[Any], tokenizer: Any, state, config) -> tuple[GrammarBatch | None, list]:

@@ -65,18 +65,15 @@ class Sampler:
 
     @staticmethod
     def _probs(logits: paddle.Tensor, state: SpecState, rows: paddle.Tensor) -> paddle.Tensor:
-        """float32 softmax of logits / temperature of each row's request (0 reads as 1: greedy)."""
-        slot = paddle.clip(rows, 0, state.max_num_seqs - 1)  # padding rows: any valid slot
-        temp = paddle.gather(state.temperature, slot)
-        temp = paddle.where(temp > 0, temp, paddle.ones_like(temp))
-        return paddle.nn.functional.softmax(logits.astype("float32") / temp.unsqueeze(-1), axis=-1)
+        """float32 softmax of logits / temperature of each row's request (a greedy request's reads 1)."""
+        temp = paddle.gather(state.sample_temperature, paddle.clip(rows, min=0))  # padding rows: slot 0's
+        logits = logits if logits.dtype == paddle.float32 else logits.astype("float32")
+        return paddle.nn.functional.softmax(logits / temp.unsqueeze(-1), axis=-1)
 
     @staticmethod
     def _greedy_aware_params(state: SpecState) -> tuple[paddle.Tensor, paddle.Tensor]:
-        greedy = state.temperature <= 0
-        top_p = paddle.where(greedy, paddle.zeros_like(state.top_p), state.top_p)
-        top_k = paddle.where(greedy, paddle.ones_like(state.top_k), state.top_k)
-        return top_p, top_k
+        """(top_p, top_k) per slot as ``insert`` wrote them: a greedy request's are 0 and 1."""
+        return state.sample_top_p, state.sample_top_k
 
     def _normal_sample(self, probs, state: SpecState, rows, top_p, top_k) -> None:
         """One seeded draw per request from its single output row into accept_tokens[:, 0]."""

@@ -8,8 +8,9 @@ steps, on the host side of the loop.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import paddle
@@ -29,6 +30,45 @@ class RequestParams:
     structured_output: dict | None = None
 
 
+class HostSlots:
+    """The host's view of each slot, kept without reading the device: written by ``insert`` / ``free``
+    and by each step's ``StepStatus`` (``SpecState.apply_status``).
+
+    prompts: each slot's prompt (None when free); stopped, blocked: bool [B]; encoder, decoder: int [B]
+    (``seq_lens_encoder`` / ``seq_lens_decoder`` after the last update or insert).
+    """
+
+    def __init__(self, max_num_seqs: int) -> None:
+        b = max_num_seqs
+        self.prompts: list[np.ndarray | None] = [None] * b
+        self.stopped = np.ones(b, bool)
+        self.blocked = np.zeros(b, bool)
+        self.encoder = np.zeros(b, np.int64)
+        self.decoder = np.zeros(b, np.int64)
+        self._kept: list[list[np.ndarray]] = [[] for _ in range(b)]
+
+    def insert(self, slot: int, prompt: np.ndarray) -> None:
+        self.prompts[slot], self._kept[slot] = prompt.copy(), []
+        self.stopped[slot], self.blocked[slot] = False, False
+        self.encoder[slot], self.decoder[slot] = len(prompt), 0
+
+    def free(self, slot: int) -> None:
+        self.prompts[slot], self._kept[slot] = None, []
+        self.stopped[slot], self.blocked[slot] = True, False
+        self.encoder[slot] = self.decoder[slot] = 0
+
+    def apply(self, status) -> None:
+        for slot in np.flatnonzero(status.accept_num > 0).tolist():
+            self._kept[slot].append(status.accept_tokens[slot, : status.accept_num[slot]])
+        self.stopped[:], self.blocked[:] = status.stopped, status.blocked
+        self.encoder[:], self.decoder[:] = status.encoder, status.decoder
+
+    def output(self, slot: int) -> np.ndarray:
+        """The tokens the slot's request kept so far, as the statuses reported them."""
+        kept = self._kept[slot]
+        return np.concatenate(kept) if kept else np.zeros(0, np.int64)
+
+
 class SpecState:
     """The batch of request slots: the ops' per-request tensors (docs/ops/conventions.md) plus the sampling parameters.
 
@@ -36,7 +76,8 @@ class SpecState:
         token_ids_all int64 [B, L]; prompt_lens, step_idx, max_dec_len, seed int64 [B];
         seq_lens_encoder, seq_lens_decoder, seq_lens_this_time, accept_num, draft_token_num,
         top_k, reasoning_status int32 [B]; stop_flags, is_block_step bool [B];
-        temperature, top_p float32 [B]; draft_tokens, accept_tokens int64 [B, K + 1];
+        temperature, top_p float32 [B]; sample_temperature, sample_top_p float32, sample_top_k int32 [B] (what
+        the sampler uses, written by ``insert``: a greedy request's are 1, 0 and 1); draft_tokens, accept_tokens int64 [B, K + 1];
         end_tokens int64 [E]; cu_seqlens_q_output int32 [B + 1]; ngram_anchor int64 [B] (anchored n-gram
         drafting: where each slot's drafts were copied from, -1 for none; reset for a new request);
         batch_id_per_token_output int32 [B * R] (rows past the packed ones are -1; ``R = rows_per_slot``).
@@ -89,12 +130,21 @@ class SpecState:
         self.is_block_step = full([b], False, "bool")
         self.temperature = full([b], 1.0, "float32")
         self.top_p = full([b], 1.0, "float32")
+        self.sample_temperature = full([b], 1.0, "float32")
+        self.sample_top_p = full([b], 1.0, "float32")
+        self.sample_top_k = full([b], 0, "int32")
         self.draft_tokens = full([b, k + 1], -1, "int64")
         self.accept_tokens = full([b, k + 1], -1, "int64")
         self.ngram_anchor = full([b], -1, "int64")
         self.end_tokens = paddle.to_tensor(np.asarray(end_tokens, dtype=np.int64), place=self.place)
         self.cu_seqlens_q_output = full([b + 1], 0, "int32")
         self.batch_id_per_token_output = full([b * self.rows_per_slot], -1, "int32")
+        self._zero = full([1], 0, "int32")
+        self._row_index = paddle.to_tensor(np.arange(b * self.rows_per_slot, dtype=np.int32), place=self.place)
+        self.draft_columns = paddle.to_tensor(np.arange(k, dtype=np.int32)[None, :], place=self.place)
+        self.no_draft = full([1, 1], -1, "int64")
+        self._column_index = paddle.to_tensor(np.arange(length, dtype=np.int64)[None, :], place=self.place)
+        self._slot_or_none = paddle.to_tensor(np.append(np.arange(b), -1).astype(np.int32), place=self.place)
         self.draft_tree_tokens = full([b, n], -1, "int64") if n else None
         self.draft_tree_parents = full([b, n], -1, "int32") if n else None
         self.draft_tree_depths = full([b, n], -1, "int32") if n else None
@@ -102,6 +152,8 @@ class SpecState:
         self.num_rows = 0  # packed output rows of the current step (host int)
         self._free = list(range(b))
         self.request_of_slot: list[int | None] = [None] * b
+        self.host = HostSlots(b)  # what the host knows of each slot without reading the device
+        self._phases: tuple | None = None  # slot_phases within phases_fixed
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -138,6 +190,10 @@ class SpecState:
         self.temperature[slot] = params.temperature
         self.top_p[slot] = params.top_p
         self.top_k[slot] = params.top_k
+        greedy = params.temperature <= 0  # the sampler's parameters: a greedy request keeps only the argmax
+        self.sample_temperature[slot] = 1.0 if greedy else params.temperature
+        self.sample_top_p[slot] = 0.0 if greedy else params.top_p
+        self.sample_top_k[slot] = 1 if greedy else params.top_k
         self.seq_lens_encoder[slot] = p
         self.seq_lens_decoder[slot] = 0
         self.seq_lens_this_time[slot] = p
@@ -148,12 +204,19 @@ class SpecState:
         self.accept_tokens[slot] = -1
         self.ngram_anchor[slot] = -1  # a new request copies from nowhere yet
         self.request_of_slot[slot] = request_id
+        self.host.insert(slot, prompt)
         return slot
 
-    def finished_slots(self) -> list[int]:
-        """Occupied slots whose request has stopped."""
-        stopped = self.stop_flags.numpy()
+    def finished_slots(self, status=None) -> list[int]:
+        """Occupied slots whose request has stopped: as ``status`` (a ``StepStatus``) says, else read
+        from the device."""
+        stopped = status.stopped if status is not None else self.stop_flags.numpy()
         return [s for s in range(self.max_num_seqs) if s not in self._free and stopped[s]]
+
+    def apply_status(self, status) -> None:
+        """Takes a step's ``StepStatus`` into the host view: kept tokens, slot kinds, stop flags."""
+        self.num_rows = status.num_rows
+        self.host.apply(status)
 
     def output(self, slot: int) -> np.ndarray:
         """The tokens slot ``slot`` generated so far (int64; the end token included if emitted)."""
@@ -173,6 +236,7 @@ class SpecState:
         self.draft_tokens[slot] = -1
         self.ngram_anchor[slot] = -1
         self.request_of_slot[slot] = None
+        self.host.free(slot)
         self._free.append(slot)
         self._free.sort()
 
@@ -187,9 +251,22 @@ class SpecState:
         self.num_rows = int(self.pack_rows_on_device().numpy().reshape(-1)[0])
         return self.num_rows
 
+    @contextlib.contextmanager
+    def phases_fixed(self) -> Iterator[None]:
+        """Within: ``slot_phases`` computed once and shared (a step's proposing and packing change no
+        slot's kind, only its rows)."""
+        self._phases = None
+        self._phases = self.slot_phases()
+        try:
+            yield
+        finally:
+            self._phases = None
+
     def slot_phases(self) -> tuple[paddle.Tensor, paddle.Tensor]:
         """``(prefill, decode)`` bool [B] tensors: running (not stopped, not blocked) slots that
         prefill (``seq_lens_encoder > 0``) or decode (no encoder tokens, decoder tokens > 0)."""
+        if self._phases is not None:
+            return self._phases
         running = paddle.logical_not(paddle.logical_or(self.stop_flags, self.is_block_step))
         prefill = paddle.logical_and(running, self.seq_lens_encoder > 0)
         decode = paddle.logical_and(running, paddle.logical_and(self.seq_lens_encoder == 0, self.seq_lens_decoder > 0))
@@ -201,17 +278,20 @@ class SpecState:
         for a decode, none otherwise; ``cu_seqlens_q_output`` their prefix sums and
         ``batch_id_per_token_output`` each row's slot (-1 past them). Returns the row count as an
         int32 [1] tensor; ``num_rows`` is left to the caller (``pack_rows`` sets it)."""
+        return self.pack_slot_rows()[0][-1:]
+
+    def pack_slot_rows(self) -> tuple[paddle.Tensor, paddle.Tensor]:
+        """``pack_rows_on_device``'s packing; returns ``(cu_seqlens_q_output, decode)``: the prefix sums
+        (int32 [B + 1]) and the decoding slots (bool [B])."""
         prefill, decode = self.slot_phases()
-        zero = paddle.zeros_like(self.seq_lens_this_time)
-        rows = paddle.where(prefill, paddle.ones_like(zero), paddle.where(decode, paddle.maximum(self.seq_lens_this_time, zero), zero))
-        cu = paddle.concat([paddle.zeros([1], dtype="int32"), paddle.cumsum(rows, axis=0).astype("int32")])
-        row = paddle.arange(self.batch_id_per_token_output.shape[0], dtype="int32")
-        # row r belongs to the slot b with cu[b] <= r < cu[b + 1]: the count of cu[1:] entries <= r
-        slot = paddle.searchsorted(cu[1:], row, out_int32=True, right=True)
-        ids = paddle.where(row < cu[-1:], slot, paddle.full_like(slot, -1))
+        rows = paddle.where(decode, paddle.clip(self.seq_lens_this_time, min=0), prefill.astype("int32"))
+        cu = paddle.cumsum(paddle.concat([self._zero, rows]), axis=0).astype("int32")
+        # row r belongs to the slot b with cu[b] <= r < cu[b + 1]: the count of cu[1:] entries <= r,
+        # B for a row past them, which the slot table maps to -1
+        slot = paddle.searchsorted(cu[1:], self._row_index, out_int32=True, right=True)
         paddle.assign(cu, output=self.cu_seqlens_q_output)
-        paddle.assign(ids, output=self.batch_id_per_token_output)
-        return cu[-1:]
+        paddle.assign(paddle.gather(self._slot_or_none, slot), output=self.batch_id_per_token_output)
+        return cu, decode
 
     @property
     def trees(self) -> bool:

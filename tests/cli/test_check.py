@@ -1,4 +1,4 @@
-"""`python -m fastspec check` / `fastspec.run_check()`: passes on this build, fails on a planted
+"""`python -m fastspec check` / `fastspec.cli.check.run_check()`: passes on this build, fails on a planted
 wrong result (and on a kernel that raises), naming the op and the backend."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import fastspec
 from fastspec import arrays
 from fastspec.cli import check, main
 from fastspec.cli.cases import cases
@@ -70,7 +69,7 @@ def test_a_planted_wrong_result_fails_on_that_backend_only(monkeypatch, capsys):
     assert main(["check", "--only", "xpu"]) == 1
     out = capsys.readouterr().out
     assert "1 failed" in out and "FAILED" in out
-    assert fastspec.run_check(verbose=False) is False
+    assert check.run_check(verbose=False) is False
 
 
 def test_every_op_passes_on_the_cuda_emulator_and_a_wrong_result_fails_there(monkeypatch):
@@ -123,7 +122,7 @@ def test_mismatch_finds_a_flipped_bit():
 
 
 def test_run_check_passes_here():
-    assert fastspec.run_check(verbose=False) is True
+    assert check.run_check(verbose=False) is True
 
 
 @pytest.mark.parametrize("argv", [["check", "--only", "gpu"], ["check", "--seed", "-1"], ["nothing"]])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec import arrays as kernels
+from fastspec import arrays
 from fastspec import reference as ref
 from fastspec.reference.mass import prob_mass
 from tests.helpers.sampling_cases import (
@@ -31,14 +31,14 @@ def run_candidates(probs, top_p, batch_id, k, num_threads=0):
     ids = np.full((rows, k), 12345, np.int64)  # garbage: every element must be written
     scores = np.full((rows, k), 7.0, np.float32)
     lens = np.full(rows, 999, np.int32)
-    kernels.top_p_candidates(np.ascontiguousarray(probs), top_p, batch_id, ids, scores, lens,
+    arrays.top_p_candidates(np.ascontiguousarray(probs), top_p, batch_id, ids, scores, lens,
                              max_candidate_len=k, num_threads=num_threads)
     return ids, scores, lens
 
 
 def run_sample(probs, top_p, top_k, seed, step_idx, batch_id, cu, num_threads=0):
     tokens = np.full(probs.shape[0], 12345, np.int64)
-    kernels.sample_tokens(np.ascontiguousarray(probs), top_p, top_k, seed, step_idx, batch_id, cu, tokens,
+    arrays.sample_tokens(np.ascontiguousarray(probs), top_p, top_k, seed, step_idx, batch_id, cu, tokens,
                           num_threads=num_threads)
     return tokens
 
@@ -55,7 +55,7 @@ def assert_candidates_equal(got, expected):
 
 
 def test_f16_converter_is_exact_for_every_pattern():
-    m = kernels.module()
+    m = arrays.module()
     bits = np.arange(1 << 16, dtype=np.uint32)
     expected = bits.astype(np.uint16).view(np.float16).astype(np.float32).view(np.uint32)
     got = np.array([m.f16_to_f32_bits(int(b)) for b in bits], dtype=np.uint32)
@@ -65,7 +65,7 @@ def test_f16_converter_is_exact_for_every_pattern():
 
 
 def test_mass_of_bits_matches_reference_mass():
-    m = kernels.module()
+    m = arrays.module()
     rng = np.random.default_rng(1)
     bits = np.concatenate([
         rng.integers(1, 0x7F7FFFFF, 20000, dtype=np.uint32),
@@ -403,7 +403,7 @@ def near_uniform_case(rng, vocab: int, shape: str) -> tuple:
 
 def run_sample_stream(probs, top_p, top_k, seed, step_idx, batch_id, cu, rand_stream, num_threads=0):
     tokens = np.full(probs.shape[0], 12345, np.int64)
-    kernels.sample_tokens(np.ascontiguousarray(probs), top_p, top_k, seed, step_idx, batch_id, cu, tokens,
+    arrays.sample_tokens(np.ascontiguousarray(probs), top_p, top_k, seed, step_idx, batch_id, cu, tokens,
                           num_threads=num_threads, rand_stream=rand_stream)
     return tokens
 
@@ -466,3 +466,27 @@ def test_bad_stream_raises_value_error(bad):
         run_sample_stream(*case, bad)
     with pytest.raises(ValueError, match="stream"):
         ref.sample_tokens(*case, stream=bad)
+
+
+# ---- the whole row (top_p 1, top_k not limiting) and decode batch sizes ------------------------
+
+
+@pytest.mark.parametrize("vocab", [1598, 32000])
+@pytest.mark.parametrize("rows", [1, 4, 24])
+def test_whole_row_sets_and_small_batches_equal_the_reference(vocab, rows):
+    """S is every entry with mass when top_p is 1 and top_k does not limit: the kernels skip the select
+    there; draws and kept probabilities stay the reference's bits, for every kind of row and thread count."""
+    rng = np.random.default_rng(vocab + rows)
+    probs = make_probs(rng, vocab, rows)
+    cu, batch_id = make_batch(rng, [1] * rows, padding_rows=0)
+    top_p = np.where(rng.random(rows) < 0.7, 1.0, 0.9).astype(np.float32)
+    top_k = rng.choice(np.array([0, vocab, vocab + 5, 3], np.int32), rows)
+    seed = rng.integers(1, 1 << 40, rows).astype(np.int64)
+    step_idx = rng.integers(0, 100, rows).astype(np.int64)
+    want = ref.sample_tokens(probs, top_p, top_k, seed, step_idx, batch_id, cu)
+    want_probs = ref.top_k_top_p_probs(probs, top_p, top_k, batch_id)
+    for threads in (1, 2, 0):
+        np.testing.assert_array_equal(run_sample(probs, top_p, top_k, seed, step_idx, batch_id, cu, threads), want)
+        out = np.full(probs.shape, 7.0, np.float32)
+        arrays.top_k_top_p_probs(np.ascontiguousarray(probs), top_p, top_k, batch_id, out, num_threads=threads)
+        assert np.array_equal(out.view(np.uint32), want_probs.view(np.uint32))

@@ -2,7 +2,8 @@
 
 The cache lives on the host, so the work is split around the step's programs:
 
-- ``draft_on_host(state)`` (before the step; the runner and ``SpecStep.prepare`` call it):
+- ``draft_on_host(state)`` (before the step; the runner and ``SpecStep.prepare`` call it), from
+  ``state.host`` (the slots as the last status left them) without reading the device:
   starts every newly inserted request in the cache with its prompt, stops requests whose
   slot stopped, and drafts up to K tokens for every decode slot in one native call, into the
   proposer's fixed buffers ``draft_buffer`` / ``draft_lens``;
@@ -14,8 +15,8 @@ The cache lives on the host, so the work is split around the step's programs:
   tree instead (``speculate_tree_batch``: ``tree_top_k`` continuations per node, at most ``N - 1`` nodes,
   depth at most K) into ``tree_buffers``, and ``propose_tree(state)`` hands them to ``build_draft_tree``
   as candidates, each node's probability its score, which keeps them in the order drafted;
-- ``observe_accepted(state)`` (after the step): folds every slot's kept tokens
-  (``accept_tokens[:accept_num]``) into the cache in one native call, scores both drafters'
+- ``observe_accepted(state, status)`` (after the step): folds every slot's kept tokens
+  (``accept_tokens[:accept_num]`` of the step's status, the step's one read) into the cache in one native call, scores both drafters'
   drafts against them (with n-gram), and stops finished requests, whose outputs stay in the
   global tree for later requests.
 """
@@ -30,6 +31,7 @@ from fastspec.runtime.proposers.draft_choice import DraftChoice
 from fastspec.runtime.proposers.ngram import NgramProposer
 from fastspec.runtime.proposers.tree import TreeProposal
 from fastspec.runtime.state import SpecState
+from fastspec.runtime.step_status import StepStatus
 from fastspec.runtime.suffix import SuffixCache
 
 
@@ -78,17 +80,15 @@ class SuffixProposer(Proposer):
     def draft_on_host(self, state: SpecState) -> None:
         self._check_state(state)
         self._buffers(state)
-        enc = state.seq_lens_encoder.numpy()
-        dec = state.seq_lens_decoder.numpy()
-        stopped = state.stop_flags.numpy() | state.is_block_step.numpy()
-        self._stop_slots(np.flatnonzero((self._keys >= 0) & state.stop_flags.numpy()))
+        host = state.host  # the slots as the last status and the inserts left them: no device read
+        enc, dec = host.encoder, host.decoder
+        stopped = host.stopped | host.blocked
+        self._stop_slots(np.flatnonzero((self._keys >= 0) & host.stopped))
         new = np.flatnonzero((enc > 0) & ~stopped)
         if new.size:
             self._stop_slots(new[self._keys[new] >= 0])  # a slot reused without a stop seen
-            prompt_lens = state.prompt_lens.numpy()
             for slot in new.tolist():  # once per request
-                prompt = state.token_ids_all[slot, : int(prompt_lens[slot])].numpy()
-                self.cache.start_request(self._serial, prompt)
+                self.cache.start_request(self._serial, host.prompts[slot])
                 self._keys[slot], self._requests[slot] = self.cache.key(self._serial), self._serial
                 self._serial += 1
             if self._choice is not None:
@@ -115,16 +115,21 @@ class SuffixProposer(Proposer):
                                                            self.tree_buffers.scores)):
             paddle.assign(paddle.to_tensor(host, place=state.place), output=buffer)
 
-    def observe_accepted(self, state: SpecState) -> None:
+    def observe_accepted(self, state: SpecState, status: StepStatus) -> None:
         if self._keys.size == 0:
             return
-        kept, kept_num = state.accept_tokens.numpy(), state.accept_num.numpy()
+        kept, kept_num = status.accept_tokens, status.accept_num
         self.cache.add_batch(self._keys, kept, kept_num)
         if self._choice is not None:
             tokens, lens, decode = self._offered
-            self._choice.observe(decode, (tokens, lens), (self.ngram_buffer.numpy(), self.ngram_lens.numpy()), kept,
+            ngram_tokens, ngram_lens = status.extras
+            self._choice.observe(decode, (tokens, lens), (ngram_tokens, ngram_lens[:, 0].astype(np.int32)), kept,
                                  kept_num)
-        self._stop_slots(np.flatnonzero((self._keys >= 0) & state.stop_flags.numpy()))
+        self._stop_slots(np.flatnonzero((self._keys >= 0) & status.stopped))
+
+    def status_fields(self, state: SpecState) -> list[paddle.Tensor]:
+        """The step's anchored n-gram drafts, scored against the kept tokens in ``observe_accepted``."""
+        return [self.ngram_buffer, self.ngram_lens] if self.ngram is not None else []
 
     def _stop_slots(self, slots: np.ndarray) -> None:
         for slot in slots.tolist():
