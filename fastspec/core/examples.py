@@ -144,6 +144,12 @@ def _verify_draft_tree() -> tuple[Arrays, dict[str, Any]]:
     }, {"strategy": "greedy"}
 
 
+@_example("apply_token_bitmask")
+def _apply_token_bitmask() -> tuple[Arrays, dict[str, Any]]:
+    return {"logits": np.array([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]], _F32),
+            "token_bitmask": np.array([[5]], _I32), "bitmask_index": np.array([0, -1], _I32)}, {}
+
+
 def ops_with_examples() -> tuple[str, ...]:
     return tuple(_CALLS)
 
@@ -171,6 +177,8 @@ def _rows_of_slots(arrays: Arrays) -> list[np.ndarray] | None:
 def _slots(op: OpSchema, arrays: Arrays, picks: np.ndarray) -> Arrays:
     """The written call's slots ``picks`` (and their rows) as a new call."""
     rows_of = _rows_of_slots(arrays)
+    if rows_of is None and any(op.tensor(n).shapes[0][:1] == (Dim("T", 0),) for n in arrays):
+        rows_of = [np.array([0]), np.array([1])]  # an op over rows alone (apply_token_bitmask): a row is a slot
     rows = np.concatenate([rows_of[p] for p in picks]) if rows_of is not None else None
     counts = [len(rows_of[p]) for p in picks] if rows_of is not None else None
     made = {}

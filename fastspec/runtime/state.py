@@ -25,6 +25,9 @@ class RequestParams:
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
+    # a grammar the output must follow: exactly one of json_schema (a dict or JSON string), json_object (True),
+    # regex, lark (docs/structured_output.md); needs generate(..., tokenizer=...)
+    structured_output: dict | None = None
 
 
 class HostSlots:
