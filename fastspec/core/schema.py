@@ -43,7 +43,7 @@ MAX_CANDIDATE_LEN = 1024  # custom_ops/include/fastspec/sampling.h kMaxCandidate
 # it gives, K + 1.
 SIZES = {"B": "batch", "T": "rows", "V": "vocab", "L": "max_model_len", "K + 1": "draft_cols",
          "Kc": "candidate_cols", "E": "num_end_tokens", "R": "cost_len", "N": "tree_cols", "C": "candidate_count",
-         "M": "mask_rows", "W": "mask_words"}
+         "S": "stop_cols", "NB": "bias_cols", "BW": "bad_words_cols", "M": "mask_rows", "W": "mask_words"}
 
 _DIM = re.compile(r"^([A-Za-z_]\w*)(?:\s*\+\s*(\d+))?$")
 
