@@ -41,7 +41,8 @@ MAX_CANDIDATE_LEN = 1024  # custom_ops/include/fastspec/sampling.h kMaxCandidate
 # fills it from the first tensor every call passes that has the symbol). K is stored as the columns
 # it gives, K + 1.
 SIZES = {"B": "batch", "T": "rows", "V": "vocab", "L": "max_model_len", "K + 1": "draft_cols",
-         "Kc": "candidate_cols", "E": "num_end_tokens", "R": "cost_len", "N": "tree_cols", "C": "candidate_count"}
+         "Kc": "candidate_cols", "E": "num_end_tokens", "R": "cost_len", "N": "tree_cols", "C": "candidate_count",
+         "S": "stop_cols", "NB": "bias_cols", "BW": "bad_words_cols"}
 
 _DIM = re.compile(r"^([A-Za-z_]\w*)(?:\s*\+\s*(\d+))?$")
 
