@@ -48,7 +48,8 @@ def workload(names: tuple[str, ...], temperature: float, seed: int = 3):
     return prompts, refs, params
 
 
-def run(method: str, strategy: str, names: tuple[str, ...], temperature: float, tree: bool = False):
+def run(method: str, strategy: str, names: tuple[str, ...], temperature: float, tree: bool = False,
+        step_mode: str = "eager"):
     prompts, refs, params = workload(names, temperature)
     model = ReplayModel(refs, V, end_token=END, peak=0.7)
     config = {"method": method, "num_speculative_tokens": K, "verify_strategy": strategy}
@@ -58,7 +59,7 @@ def run(method: str, strategy: str, names: tuple[str, ...], temperature: float, 
     if method == "mtp":
         model, head = ReplayHiddenStates(model), ReplayDraftHead(refs, V, END, peak=0.6)
     return generate(model, prompts, SpeculativeConfig.from_dict(config if method != "none" else {}),
-                    max_num_seqs=3, end_tokens=[END], params=params, draft_model=head)
+                    max_num_seqs=3, end_tokens=[END], params=params, draft_model=head, step_mode=step_mode)
 
 
 CASES = [(names, strategy, temperature) for names in [(n,) for n in PARAMETERS] + [PARAMETERS]
@@ -77,6 +78,15 @@ def test_speculation_on_emits_what_speculation_off_emits(names, strategy, temper
     for a, b in zip(off.outputs, on.outputs):
         np.testing.assert_array_equal(b, a)
     assert on.stats.accepted_tokens > 0
+
+
+@pytest.mark.parametrize("method", ["ngram", "mtp"])
+def test_a_static_step_applies_them_too(method):
+    """The processing sits in the step's static program: fixed shapes, no host read."""
+    off = run("none", "greedy", PARAMETERS, 0.0)
+    on = run(method, "greedy", PARAMETERS, 0.0, step_mode="static")
+    for a, b in zip(off.outputs, on.outputs):
+        np.testing.assert_array_equal(b, a)
 
 
 def test_rows_judged_without_their_drafts_would_differ(monkeypatch):
