@@ -99,6 +99,10 @@ FS_XPU_KERNEL_DECL void process_logits_kernel(
     xpu_int64 draft_cols, xpu_int64 num_end_tokens, xpu_int64 stop_cols, xpu_int64 bias_cols,
     xpu_int64 bad_words_cols);
 
+FS_XPU_KERNEL_DECL void apply_token_bitmask_kernel(unsigned char* logits, int logits_dtype, const int* token_bitmask,
+                                                   const int* bitmask_index, xpu_int64 rows, xpu_int64 vocab,
+                                                   xpu_int64 mask_rows, xpu_int64 mask_words);
+
 // emulation/probes.xpu: kernels that break one rule each (emulation tests only).
 FS_XPU_KERNEL_DECL void probe_kernel(int which, const int* in, int* out, int n);
 

@@ -13,8 +13,10 @@ and its documentation. Everything else is derived from it:
 
 Shapes are written with symbols: ``B`` batch slots, ``K + 1`` draft columns,
 ``L`` max model length, ``T`` output rows, ``V`` vocabulary, ``E`` end tokens,
-``Kc`` candidate columns (:data:`SIZES` lists them all). ``"[B] | [B, 1]"`` accepts either
-shape. A symbol is bound by the first tensor that has it and checked against every later one.
+``Kc`` candidate columns, ``M`` bitmask rows, ``W`` bitmask words, ``S``, ``NB``, ``BW`` the widths of
+process_logits' tables (:data:`SIZES` lists them all).
+``"[B] | [B, 1]"`` accepts either shape. A symbol is bound by the first tensor that has it and
+checked against every later one.
 This module imports nothing outside the standard library.
 """
 
@@ -42,7 +44,7 @@ MAX_CANDIDATE_LEN = 1024  # custom_ops/include/fastspec/sampling.h kMaxCandidate
 # it gives, K + 1.
 SIZES = {"B": "batch", "T": "rows", "V": "vocab", "L": "max_model_len", "K + 1": "draft_cols",
          "Kc": "candidate_cols", "E": "num_end_tokens", "R": "cost_len", "N": "tree_cols", "C": "candidate_count",
-         "S": "stop_cols", "NB": "bias_cols", "BW": "bad_words_cols"}
+         "S": "stop_cols", "NB": "bias_cols", "BW": "bad_words_cols", "M": "mask_rows", "W": "mask_words"}
 
 _DIM = re.compile(r"^([A-Za-z_]\w*)(?:\s*\+\s*(\d+))?$")
 
@@ -380,6 +382,36 @@ TOP_K_TOP_P_PROBS = OpSchema(
         "...     batch_id_per_token_output=T([0, 1], dtype='int32'))\n"
         ">>> target.tolist()  # row 0: the top 2 (ties by id), row 1: the top-p prefix of one token\n"
         "[[0.25, 0.75, 0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]]"
+    ),
+)
+
+APPLY_TOKEN_BITMASK = OpSchema(
+    name="apply_token_bitmask",
+    summary="Sets the logits of the tokens a row's grammar forbids to -inf, in place (structured output).",
+    details=(
+        "Row ``t`` with ``m = bitmask_index[t]`` in ``[0, M)`` keeps token ``v`` iff ``v < 32 W`` and bit\n"
+        "``v % 32`` of ``token_bitmask[m, v // 32]`` is set (the int32 layout of llguidance, xgrammar and vLLM);\n"
+        "every other token of the row becomes -inf. A row whose index lies outside ``[0, M)`` (-1: an\n"
+        "unconstrained request, a padding row) is untouched, and kept entries keep their bits.\n"
+        "See docs/ops/apply_token_bitmask.md and docs/structured_output.md."
+    ),
+    tensors=(
+        Tensor("logits", PROBS, "[T, V]", "each output row's logits; forbidden tokens become -inf", inplace=True),
+        Tensor("token_bitmask", ("int32",), "[M, W]",
+               "allowed-token bits: bit ``i`` of word ``w`` allows token ``32 w + i``; tokens past ``32 W`` are "
+               "forbidden"),
+        Tensor("bitmask_index", ("int32",), _ROWS,
+               "the bitmask row of each logits row; a value outside ``[0, M)`` leaves the row untouched"),
+    ),
+    attrs=(),
+    symbol_ranges={"V": (1, INT32_MAX), "M": (1, INT32_MAX), "W": (1, INT32_MAX)},
+    device_limits={},
+    example=(
+        ">>> logits = T([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]], dtype='float32')\n"
+        ">>> masked = fs.apply_token_bitmask(  # row 0 may take tokens 0 and 2; row 1 is free\n"
+        "...     logits, T([[0b101]], dtype='int32'), T([0, -1], dtype='int32'))\n"
+        ">>> masked.tolist()\n"
+        "[[1.0, -inf, 3.0], [1.0, 2.0, 3.0]]"
     ),
 )
 
@@ -760,7 +792,7 @@ SCHEMAS: dict[str, OpSchema] = {
     op.name: op
     for op in (NGRAM_MATCH, NGRAM_APPEND, TOP_P_CANDIDATES, SAMPLE_TOKENS, TOP_K_TOP_P_PROBS, VERIFY_DRAFT_TOKENS,
                UPDATE_MODEL_STATUS, ADAPTIVE_PLAN, ADAPTIVE_OBSERVE, BUILD_DRAFT_TREE, VERIFY_DRAFT_TREE,
-               PROCESS_LOGITS)
+               PROCESS_LOGITS, APPLY_TOKEN_BITMASK)
 }
 
 

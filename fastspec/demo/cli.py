@@ -7,6 +7,7 @@
     python -m fastspec.demo --method eagle3   # an EAGLE3 head over the target's aux hidden states
     python -m fastspec.demo --tree     # draft trees (top-k per depth) against the chain, method mtp by default
     python -m fastspec.demo --tree --method suffix   # the suffix cache's trees against its chains
+    python -m fastspec.demo --structured-output json   # JSON-schema requests, spec off vs on, grammar drafts
 
 Runs the same requests with speculation off and on, prints a summary table (mean accepted
 length, per-position acceptance, steps saved, wall time per token, lossless check), sweeps the
@@ -82,6 +83,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="--tree: candidates per depth (method suffix: continuations per node; default 2)")
     p.add_argument("--tree-nodes", type=int_range(2, MAX_TREE_NODES), default=8,
                    help="--tree: nodes per tree, the last committed token included (default 8)")
+    p.add_argument("--structured-output", choices=["json"], default=None,
+                   help="json: requests constrained by configs/release_note.schema.json (docs/structured_output.md): "
+                        "every output validated, spec off against on, accepted length with and without grammar drafts")
     return p.parse_args(argv)
 
 
@@ -279,6 +283,10 @@ def main(argv=None) -> int:
     from fastspec.demo.models import ReplayModel, TinyTransformer
 
     config = make_config(args)
+    if args.structured_output:
+        from fastspec.demo.structured import run as run_structured
+
+        return run_structured(args, config)
     requests = args.requests or (2 if args.short else 16)
     chunk = args.chunk_tokens or (60 if args.short else 320)
     sizes = args.ngram_sizes or ([1, 3] if args.short else [1, 2, 3, 4])

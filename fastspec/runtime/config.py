@@ -166,6 +166,7 @@ class SpeculativeConfig:
     accept_policy: str = "normal"  # normal | accept_all | reject_all (debugging / benchmarks)
     num_model_steps: int = 0  # mtp: draft-model steps (0 = K); the other K - steps drafts come from ngram_append
     chain_hidden_states: bool = True  # mtp: each draft step's output hidden state feeds the next step
+    grammar_drafts: bool = True  # structured output: tokens a request's grammar forces become drafts
     aux_layer_ids: list | None = None  # eagle3: the target layers whose states the head reads (None: (2, L // 2, L - 3))
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     adaptive: AdaptiveConfig = field(default_factory=AdaptiveConfig)
@@ -202,6 +203,8 @@ class SpeculativeConfig:
         self._check_aux_layer_ids()
         if not isinstance(self.anchored, bool):
             raise ConfigError(f"anchored must be a boolean, got {type(self.anchored).__name__} {self.anchored!r}")
+        if not isinstance(self.grammar_drafts, bool):
+            raise ConfigError(f"grammar_drafts must be a boolean, got {type(self.grammar_drafts).__name__} {self.grammar_drafts!r}")
         if not isinstance(self.chain_hidden_states, bool):
             raise ConfigError(f"chain_hidden_states must be a boolean, got {type(self.chain_hidden_states).__name__} {self.chain_hidden_states!r}")
         suffix_tree = self.method == "suffix" and getattr(self.tree, "enabled", False) is True  # one-hot q per node

@@ -38,6 +38,9 @@ class RequestParams:
     stop_token_ids: list[int] = field(default_factory=list)  # end the request like an end token
     stop: list[list[int]] = field(default_factory=list)  # token sequences that end the request after them
     logprobs: int | None = None  # n >= 0: each token's log-probability and the n most likely
+    # a grammar the output must follow: exactly one of json_schema (a dict or JSON string), json_object (True),
+    # regex, lark (docs/structured_output.md); needs generate(..., tokenizer=...)
+    structured_output: dict | None = None
 
 
 class HostSlots:

@@ -18,12 +18,14 @@ from fastspec.core.schema import STRATEGIES, TREE_STRATEGIES
 from tests.adaptive_cases import OBSERVE_NAMES, PLAN_NAMES
 from tests.adaptive_cases import outputs as adaptive_outputs
 from tests.logits_cases import NAMES as LOGITS_NAMES
+from tests.bitmask_cases import NAMES as BITMASK_NAMES
 from tests.ngram_cases import ARRAY_NAMES as NGRAM_NAMES
 from tests.tree_cases import BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS
 from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
 
 from .gen_adaptive import observe_call, plan_call
 from .gen_logits import logits_call
+from .gen_bitmask import bitmask_call
 from .gen_ngram import ngram_call
 from .gen_sampling import candidates_call, probs_call, sample_call
 from .gen_trees import build_call, verify_tree_call
@@ -127,6 +129,10 @@ def _verify_tree(strategy: str) -> Target:
                   _verify_tree_reference, refuses_values=_bad_trees)
 
 
+def _bitmask_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    return {"logits": ref.apply_token_bitmask(*(a[name] for name in BITMASK_NAMES))}
+
+
 def _verify(strategy: str) -> Target:
     return Target(f"verify_draft_tokens[{strategy}]", "verify_draft_tokens",
                   lambda rng: verify_call(rng, strategy), _verify_reference)
@@ -146,4 +152,5 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("adaptive_plan", "adaptive_plan", plan_call, _plan_reference, any_nan=True),
     Target("adaptive_observe", "adaptive_observe", observe_call, _observe_reference, any_nan=True),
     Target("process_logits", "process_logits", logits_call, _logits_reference, any_nan=True),
+    Target("apply_token_bitmask", "apply_token_bitmask", bitmask_call, _bitmask_reference),
 )}
