@@ -13,7 +13,8 @@ and its documentation. Everything else is derived from it:
 
 Shapes are written with symbols: ``B`` batch slots, ``K + 1`` draft columns,
 ``L`` max model length, ``T`` output rows, ``V`` vocabulary, ``E`` end tokens,
-``Kc`` candidate columns, ``M`` bitmask rows, ``W`` bitmask words (:data:`SIZES` lists them all).
+``Kc`` candidate columns, ``M`` bitmask rows, ``W`` bitmask words, ``S``, ``NB``, ``BW`` the widths of
+process_logits' tables (:data:`SIZES` lists them all).
 ``"[B] | [B, 1]"`` accepts either shape. A symbol is bound by the first tensor that has it and
 checked against every later one.
 This module imports nothing outside the standard library.
@@ -43,7 +44,7 @@ MAX_CANDIDATE_LEN = 1024  # custom_ops/include/fastspec/sampling.h kMaxCandidate
 # it gives, K + 1.
 SIZES = {"B": "batch", "T": "rows", "V": "vocab", "L": "max_model_len", "K + 1": "draft_cols",
          "Kc": "candidate_cols", "E": "num_end_tokens", "R": "cost_len", "N": "tree_cols", "C": "candidate_count",
-         "M": "mask_rows", "W": "mask_words"}
+         "S": "stop_cols", "NB": "bias_cols", "BW": "bad_words_cols", "M": "mask_rows", "W": "mask_words"}
 
 _DIM = re.compile(r"^([A-Za-z_]\w*)(?:\s*\+\s*(\d+))?$")
 
