@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark process_logits: time per call against its floor, reading the logits once.
 
-    python bench/bench_process_logits.py                        # CPU, B = 256, K = 5, V = 151936, 8k histories
-    python bench/bench_process_logits.py --batches 64,256 --history 2048
+    python -m bench.bench_process_logits                        # CPU, B = 256, K = 5, V = 151936, 8k histories
+    python -m bench.bench_process_logits --batches 64,256 --history 2048
 
 Workload: every slot decoding with K = 5 drafts (K + 1 rows a slot), a history of `--history` tokens
 (three quarters prompt, a quarter output) drawn from the 32k most common ids, so most of them are
@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import sys
 from argparse import RawDescriptionHelpFormatter
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors  # noqa: E402
-from fastspec.core.schema import SCHEMAS  # noqa: E402
+from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json
+from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
+from fastspec.core.schema import SCHEMAS
 
 NAMES = SCHEMAS["process_logits"].input_names
 K = 5

@@ -13,7 +13,8 @@ and its documentation. Everything else is derived from it:
 
 Shapes are written with symbols: ``B`` batch slots, ``K + 1`` draft columns,
 ``L`` max model length, ``T`` output rows, ``V`` vocabulary, ``E`` end tokens,
-``Kc`` candidate columns, ``M`` bitmask rows, ``W`` bitmask words (:data:`SIZES` lists them all).
+``Kc`` candidate columns, ``M`` bitmask rows, ``W`` bitmask words, ``S``, ``NB``, ``BW`` the widths of
+process_logits' tables (:data:`SIZES` lists them all).
 ``"[B] | [B, 1]"`` accepts either shape. A symbol is bound by the first tensor that has it and
 checked against every later one.
 This module imports nothing outside the standard library.

@@ -10,7 +10,6 @@ import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import reference as ref
 from tests import logits_cases as cases
 
 
