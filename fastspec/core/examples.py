@@ -168,25 +168,6 @@ def _apply_token_bitmask() -> tuple[Arrays, dict[str, Any]]:
             "token_bitmask": np.array([[5]], _I32), "bitmask_index": np.array([0, -1], _I32)}, {}
 
 
-@_example("process_logits")
-def _process_logits() -> tuple[Arrays, dict[str, Any]]:
-    return {
-        "logits": np.tile(np.array([1.0, -0.5, 2.0, 0.25, 1.5, -1.0], _F32), (5, 1)),
-        "token_ids_all": np.array([[3, 1, 2, 0, 0, 0], [4, 4, 5, 1, 0, 0]], _I64),
-        "prompt_lens": np.array([2, 3], _I64), "step_idx": np.array([1, 1], _I64),
-        "draft_tokens": np.array([[2, 5, 1], [1, 3, -1]], _I64),
-        "batch_id_per_token_output": np.array([0, 0, 0, 1, 1], _I32),
-        "cu_seqlens_q_output": np.array([0, 3, 5], _I32),
-        "repetition_penalty": np.array([2.0, 1.0], _F32), "presence_penalty": np.array([0.0, 0.5], _F32),
-        "frequency_penalty": np.array([0.25, 0.0], _F32), "min_tokens": np.array([0, 4], _I64),
-        "end_tokens": np.array([0], _I64), "stop_token_ids": np.array([[-1], [5]], _I64),
-        "logit_bias_ids": np.array([[1, -1], [2, 3]], _I64),
-        "logit_bias_values": np.array([[0.5, 0.0], [-1.0, 2.0]], _F32),
-        "bad_words": np.array([[2, 5, -1], [-1, -1, -1]], _I64),
-        "draft_parents": np.array([[-1, 0, 1], [-1, 0, 0]], _I32),
-    }, {}
-
-
 def ops_with_examples() -> tuple[str, ...]:
     return tuple(_CALLS)
 
