@@ -9,8 +9,8 @@ the model). Its floor is the sum of the raw calls (``paddle._C_ops._run_custom_o
 ops the step runs (propose, targets, verify, update), each on a copy of the very arguments the step
 gave it. Rounds alternate ``--steps`` steps with as many raw-call sums, so both see the same machine;
 the figures are medians. The breakdown: each op's raw call, the softmax beside them (the glue that
-is not an op yet), and the Paddle ops one step dispatches (``paddle._C_ops`` calls plus fastspec's
-own). Target: host time <= 1.5x the raw sum. Writes bench/results/step<tag>.json.
+is not an op yet), and the Paddle ops one step dispatches (``paddle._C_ops`` calls and Tensor operators,
+plus fastspec's own). Target: host time <= 1.5x the raw sum. Writes bench/results/step<tag>.json.
 
 The fixed logits put nearly all the probability on one token and the prompts repeat it, so the drafts are found and
 mostly accepted: the batch's rows stay near ``B * (K + 1)``.
@@ -26,12 +26,14 @@ import time
 
 import numpy as np
 
-
 from bench.common import machine, write_json
 from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
 
 TARGET = 1.5
 TOKEN, PROMPT, MAX_DEC = 7, 32, 4000
+OPERATORS = ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__floordiv__",
+             "__mod__", "__neg__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__and__", "__or__",
+             "__invert__", "__getitem__", "__setitem__")
 
 
 def fixed_logits(rows: int, vocab: int):
@@ -88,6 +90,11 @@ def recorded_ops(calls: list, counts: dict):
 
     for name, fn in saved_ops.items():
         setattr(ops, name, record(name, fn))
+    saved_methods = {}
+    for name in OPERATORS:  # Tensor operators dispatch without paddle._C_ops
+        if name in paddle.Tensor.__dict__:
+            saved_methods[name] = paddle.Tensor.__dict__[name]
+            setattr(paddle.Tensor, name, count(name, saved_methods[name]))
     for name in dir(_C_ops):
         fn = getattr(_C_ops, name)
         if callable(fn) and not name.startswith("_"):
@@ -101,11 +108,12 @@ def recorded_ops(calls: list, counts: dict):
             setattr(ops, name, fn)
         for name, fn in saved_c.items():
             setattr(_C_ops, name, fn)
+        for name, fn in saved_methods.items():
+            setattr(paddle.Tensor, name, fn)
 
 
 def raw_calls(calls: list):
     """One raw custom-op call per recorded op, each on copies of the arguments it was given."""
-
     from fastspec.core.schema import SCHEMAS
 
     runs = []
@@ -142,8 +150,8 @@ def measure(batch: int, k: int, vocab: int, rounds: int, steps: int) -> dict:
     with recorded_ops(calls, counts):
         step.prepare()
         build_model_inputs(state)
-        status = step.finish(logits)
-    rows = status.num_rows
+        step.finish(logits)
+    rows = state.num_rows
     runs = raw_calls(calls)
     from paddle import _C_ops
 

@@ -29,11 +29,12 @@ class SpecStep:
     model sits between the two, so a step is two programs:
 
     - ``prepare()``: no inputs; reads and writes the state's tensors (and the proposer's buffers)
-      in place;
-    - ``finish(logits, hidden=None)``: the step's record from ``prepare``, ``logits [max_rows, V]`` and ``hidden [max_rows, H]`` in
-      fixed shapes, ``max_rows = max_num_seqs * state.rows_per_slot`` (``K + 1``, or N for a tree step); rows past the packed ones are padding
-      (``batch_id_per_token_output`` is -1 there) and are ignored. ``pad_rows`` pads a
-      ``[T, ...]`` model output.
+      in place; returns the step's record (rows, slot kinds, drafts: ``step_status.step_record``);
+    - ``finish(logits, hidden=None)``: that record, ``logits [max_rows, V]`` and ``hidden [max_rows, H]``
+      in fixed shapes, ``max_rows = max_num_seqs * state.rows_per_slot`` (``K + 1``, or N for a tree
+      step); rows past the packed ones are padding (``batch_id_per_token_output`` is -1 there) and are
+      ignored. ``pad_rows`` pads a ``[T, ...]`` model output. It returns the status tensor the host
+      reads once (``StepStatus``): the step's only wait for the device.
 
     A tree step (``state.num_tree_nodes > 0``, docs/trees.md): ``prepare`` asks the proposer for
     ``config.tree.top_k`` candidates per depth and builds each slot's tree (``build_draft_tree``; a slot's
@@ -56,6 +57,9 @@ class SpecStep:
             ``"static"`` or ``"cuda_graph"``.
         controller: an adaptive draft-length controller: ``plan`` opens ``prepare``, ``observe``
             closes ``finish`` (its host-side ``reset_slot`` / ``refresh_costs`` stay between steps).
+        grammar: the run's ``GrammarBatch`` when a request has structured output: after the prepare program
+            it cuts and extends the constrained slots' drafts and writes their masks (``constrain``);
+            where drafts changed the rows are packed and recorded again.
 
     Raises:
         ValueError: an unknown mode, a proposer that cannot sit in a static step, or a draft
@@ -64,7 +68,7 @@ class SpecStep:
     """
 
     def __init__(self, state: SpecState, sampler: Sampler, proposer: Proposer | None = None, mode: str = "static",
-                 controller: DraftLengthController | None = None) -> None:
+                 controller: DraftLengthController | None = None, grammar=None) -> None:
         if mode not in MODES:
             raise ValueError(f"SpecStep: mode must be one of {list(MODES)}, got {mode!r}")
         fixed = mode != "eager"  # a program built once: fixed shapes, buffers allocated before the build
@@ -83,6 +87,7 @@ class SpecStep:
         if mode == "cuda_graph":
             _check_cuda_graphs(state)
         self.state, self.sampler, self.proposer, self.mode = state, sampler, proposer, mode
+        self.grammar = grammar
         self.max_rows = state.max_num_seqs * state.rows_per_slot
         self.observes = proposer is not None and proposer.needs_target_hidden
         if proposer is not None:
@@ -138,6 +143,8 @@ class SpecStep:
             self.proposer.draft_on_host(self.state)  # host-side drafters fill their buffers first
         with paddle.no_grad():
             self._record = self._run("prepare", self._prepare, (self._no_input,))
+            if self.grammar is not None and self.grammar.constrain(self.state).changed:
+                self._record = step_record(self.state, *self.state.pack_slot_rows())  # the grammar's drafts
 
     def finish(self, logits: paddle.Tensor, hidden: paddle.Tensor | None = None) -> StepStatus:
         """Samples / verifies and updates the state from the model's outputs at the packed rows
