@@ -41,7 +41,7 @@ def run(config, prompts, refs, params, model=None, **kw):
 
 
 def with_temperature(params, temperature):
-    return [RequestParams(p.seed, p.max_dec_len, temperature, p.top_p, p.top_k, p.structured_output) for p in params]
+    return [RequestParams(p.seed, p.max_dec_len, temperature, p.top_p, p.top_k, structured_output=p.structured_output) for p in params]
 
 
 def check_outputs(outputs, params):
