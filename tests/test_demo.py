@@ -14,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 def test_demo_short_mode(tmp_path):
     out = tmp_path / "demo"
     proc = subprocess.run(

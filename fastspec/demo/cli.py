@@ -188,7 +188,6 @@ def run_one(label, model, workload, config, args, max_model_len, warmup=False, d
             cost_model=None):
     from fastspec.runtime.generation import default_params, generate
 
-    s = config.sampling
     count = 1 if warmup else len(workload.prompts)
     params = [dataclasses.replace(p, max_dec_len=4 if warmup else len(workload.references[i]) + 8)
               for i, p in enumerate(default_params(config, count))]
