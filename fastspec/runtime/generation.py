@@ -7,6 +7,8 @@ finished requests. Returns the outputs and ``GenerationStats``.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -17,6 +19,7 @@ from fastspec.runtime.adaptive.controller import DraftLengthController
 from fastspec.runtime.adaptive.cost_model import StepCostModel, make_cost_model
 from fastspec.runtime.adaptive.trace import AcceptanceTrace
 from fastspec.runtime.config import SpeculativeConfig
+from fastspec.runtime.grammar import make_grammar_batch
 from fastspec.runtime.model_inputs import Model, ModelInputs, build_model_inputs
 from fastspec.runtime.proposers import Proposer, make_proposer
 from fastspec.runtime.sampler import Sampler
@@ -36,7 +39,9 @@ class GenerationResult:
 def default_params(config: SpeculativeConfig, count: int) -> list[RequestParams]:
     """Request i gets the config's sampling defaults with seed ``sampling.seed + i``."""
     s = config.sampling
-    return [RequestParams(s.seed + i, s.max_dec_len, s.temperature, s.top_p, s.top_k) for i in range(count)]
+    names = [f.name for f in dataclasses.fields(RequestParams) if f.name not in ("seed", "max_dec_len")]
+    return [RequestParams(s.seed + i, s.max_dec_len, **{n: copy.deepcopy(getattr(s, n)) for n in names})
+            for i in range(count)]
 
 
 def generate(
@@ -56,6 +61,7 @@ def generate(
     on_step: Callable[[SpecState], None] | None = None,
     trace: AcceptanceTrace | None = None,
     cost_model: StepCostModel | None = None,
+    tokenizer=None,
 ) -> GenerationResult:
     """Generates a continuation of every prompt with ``model``, speculating as ``config`` says.
 
@@ -79,6 +85,12 @@ def generate(
         trace: records every request's offered and accepted drafts at every step (fastspec.runtime.adaptive.trace).
         cost_model: with ``adaptive.enabled``: the step cost the draft-length controller weighs
             drafts against (default: what ``config.adaptive`` names; fastspec.runtime.adaptive.cost_model).
+        tokenizer: the runner's tokenizer (a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``), which
+            requests with ``structured_output`` need (docs/structured_output.md).
+
+    Raises:
+        StructuredOutputError: a request's ``structured_output`` is malformed or does not compile, or there is
+            no tokenizer for it (raised before the first step, naming the request).
     """
     config.validate()
     params = list(params) if params is not None else default_params(config, len(prompts))
@@ -92,8 +104,10 @@ def generate(
     nodes = config.tree.max_nodes if config.tree.enabled else 0
     state = SpecState(batch, length, config.num_speculative_tokens, end_tokens, place, num_tree_nodes=nodes)
     sampler = Sampler(config)
+    grammar, constraints = make_grammar_batch(params, tokenizer, state, config)
+    sampler.grammar = grammar
     adaptive = _draft_length_controller(config, state, cost_model)
-    step = SpecStep(state, sampler, proposer, mode=step_mode or "eager", controller=adaptive)
+    step = SpecStep(state, sampler, proposer, mode=step_mode or "eager", controller=adaptive, grammar=grammar)
     stats = GenerationStats(
         proposed_per_position=[0] * config.num_speculative_tokens,
         accepted_per_position=[0] * config.num_speculative_tokens,
@@ -109,11 +123,13 @@ def generate(
             while waiting and state.free_slots:
                 i = waiting.popleft()
                 slot = state.insert(prompts[i], params[i], request_id=i)
+                if constraints[i] is not None:
+                    grammar.insert(slot, constraints[i], request=i)
                 if adaptive is not None:
                     adaptive.reset_slot(slot)
         step_start = time.perf_counter()
         with clock("propose"):
-            step.prepare()  # plans the draft lengths, proposes and packs the rows
+            step.prepare()  # plans the draft lengths, proposes and packs the rows (the grammars' drafts and masks)
         with clock("pack"):
             inputs, drafted = build_model_inputs(state)
         with clock("model"):
@@ -139,6 +155,8 @@ def generate(
             for slot in state.finished_slots(status):
                 outputs[state.request_of_slot[slot]] = state.host.output(slot)
                 state.free(slot)
+                if grammar is not None:
+                    grammar.free(slot)
                 if adaptive is not None:
                     adaptive.reset_slot(slot)
                 finished += 1

@@ -57,6 +57,9 @@ class SpecStep:
             ``"static"`` or ``"cuda_graph"``.
         controller: an adaptive draft-length controller: ``plan`` opens ``prepare``, ``observe``
             closes ``finish`` (its host-side ``reset_slot`` / ``refresh_costs`` stay between steps).
+        grammar: the run's ``GrammarBatch`` when a request has structured output: after the prepare program
+            it cuts and extends the constrained slots' drafts and writes their masks (``constrain``);
+            where drafts changed the rows are packed and recorded again.
 
     Raises:
         ValueError: an unknown mode, a proposer that cannot sit in a static step, or a draft
@@ -65,7 +68,7 @@ class SpecStep:
     """
 
     def __init__(self, state: SpecState, sampler: Sampler, proposer: Proposer | None = None, mode: str = "static",
-                 controller: DraftLengthController | None = None) -> None:
+                 controller: DraftLengthController | None = None, grammar=None) -> None:
         if mode not in MODES:
             raise ValueError(f"SpecStep: mode must be one of {list(MODES)}, got {mode!r}")
         fixed = mode != "eager"  # a program built once: fixed shapes, buffers allocated before the build
@@ -84,6 +87,7 @@ class SpecStep:
         if mode == "cuda_graph":
             _check_cuda_graphs(state)
         self.state, self.sampler, self.proposer, self.mode = state, sampler, proposer, mode
+        self.grammar = grammar
         self.max_rows = state.max_num_seqs * state.rows_per_slot
         self.observes = proposer is not None and proposer.needs_target_hidden
         if proposer is not None:
@@ -139,6 +143,8 @@ class SpecStep:
             self.proposer.draft_on_host(self.state)  # host-side drafters fill their buffers first
         with paddle.no_grad():
             self._record = self._run("prepare", self._prepare, (self._no_input,))
+            if self.grammar is not None and self.grammar.constrain(self.state).changed:
+                self._record = step_record(self.state, *self.state.pack_slot_rows())  # the grammar's drafts
 
     def finish(self, logits: paddle.Tensor, hidden: paddle.Tensor | None = None) -> StepStatus:
         """Samples / verifies and updates the state from the model's outputs at the packed rows
