@@ -66,11 +66,11 @@ def build_model_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple]]
     row_slot, row_pos, row_col, drafted = [], [], [], {}
     for b in np.flatnonzero(rows > 0):
         p, s, n = int(prompt_lens[b]), int(step_idx[b]), int(rows[b])
-        if enc[b] > 0:  # prefill: one row, after the whole prompt
-            lengths[b] = p
+        if enc[b] > 0:  # prefill: one row, after the prompt (and the output a resumed request already has)
+            lengths[b] = p + s
             row_slot.append(b)
-            row_pos.append(p - 1)
-            row_col.append(p - 1)
+            row_pos.append(p + s - 1)
+            row_col.append(p + s - 1)
             drafted[b] = (False, nodes[b, 1:1]) if tree is None else (False, nodes[b, :1], parents[b, :1], depths[b, :1])
             continue
         drafts = nodes[b, 1:n]

@@ -9,7 +9,7 @@ steps, on the host side of the loop.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Hashable, Sequence
 
 import numpy as np
 import paddle
@@ -98,7 +98,7 @@ class SpecState:
         self.accept_nodes = full([b, k + 1], -1, "int32") if n else None
         self.num_rows = 0  # packed output rows of the current step (host int)
         self._free = list(range(b))
-        self.request_of_slot: list[int | None] = [None] * b
+        self.request_of_slot: list = [None] * b  # the caller's request id, None when free
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -106,17 +106,25 @@ class SpecState:
     def free_slots(self) -> list[int]:
         return list(self._free)
 
-    def insert(self, prompt: Sequence[int], params: RequestParams, request_id: int | None = None) -> int:
+    def insert(self, prompt: Sequence[int], params: RequestParams, request_id: Hashable = None,
+               output: Sequence[int] | None = None) -> int:
         """Puts a request into a free slot as a prefill; returns the slot.
+
+        ``output``: the tokens the request already generated (a preempted request resuming). They
+        go in after the prompt and ``step_idx`` starts at their count, so the prefill recomputes
+        prompt + output and the request goes on at the positions (and so the random draws) where
+        it stopped; ``prompt_lens`` stays the prompt's.
 
         Raises:
             RuntimeError: no free slot.
-            ValueError: empty prompt, or prompt + max_dec_len longer than max_model_len.
+            ValueError: empty prompt, prompt + max_dec_len longer than max_model_len, or an output
+                that already reached max_dec_len.
         """
         if not self._free:
             raise RuntimeError("SpecState.insert: no free slot (max_num_seqs reached)")
         prompt = np.asarray(prompt, dtype=np.int64).reshape(-1)
-        p = len(prompt)
+        done = np.zeros(0, np.int64) if output is None else np.asarray(output, dtype=np.int64).reshape(-1)
+        p, s = len(prompt), len(done)
         if p == 0:
             raise ValueError("SpecState.insert: the prompt is empty")
         if p + params.max_dec_len > self.max_model_len:
@@ -124,20 +132,24 @@ class SpecState:
                 f"SpecState.insert: prompt length {p} + max_dec_len {params.max_dec_len} exceeds "
                 f"max_model_len {self.max_model_len}"
             )
+        if s >= params.max_dec_len:
+            raise ValueError(f"SpecState.insert: an output of {s} tokens leaves nothing to generate "
+                             f"(max_dec_len {params.max_dec_len})")
         slot = self._free.pop(0)
         row = np.full(self.max_model_len, -1, dtype=np.int64)
         row[:p] = prompt
+        row[p : p + s] = done
         self.token_ids_all[slot] = self._tensor(row)
         self.prompt_lens[slot] = p
-        self.step_idx[slot] = 0
+        self.step_idx[slot] = s
         self.max_dec_len[slot] = params.max_dec_len
         self.seed[slot] = params.seed
         self.temperature[slot] = params.temperature
         self.top_p[slot] = params.top_p
         self.top_k[slot] = params.top_k
-        self.seq_lens_encoder[slot] = p
+        self.seq_lens_encoder[slot] = p + s
         self.seq_lens_decoder[slot] = 0
-        self.seq_lens_this_time[slot] = p
+        self.seq_lens_this_time[slot] = p + s
         self.accept_num[slot] = 0
         self.stop_flags[slot] = False
         self.is_block_step[slot] = False

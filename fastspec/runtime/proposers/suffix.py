@@ -17,7 +17,8 @@ The cache lives on the host, so the work is split around the step's programs:
 - ``observe_accepted(state)`` (after the step): folds every slot's kept tokens
   (``accept_tokens[:accept_num]``) into the cache in one native call, scores both drafters'
   drafts against them (with n-gram), and stops finished requests, whose outputs stay in the
-  global tree for later requests.
+  global tree for later requests; ``release_slot`` (an aborted or preempted request) drops the
+  request's tree and keeps nothing of it. A resumed request starts over with its prompt and output.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from fastspec.runtime.proposers.draft_choice import DraftChoice
 from fastspec.runtime.proposers.ngram import NgramProposer
 from fastspec.runtime.proposers.tree import TreeProposal
 from fastspec.runtime.state import SpecState
-from fastspec.runtime.suffix import SuffixCache
+from fastspec.runtime.suffix import SuffixCache, SuffixRequestError
 
 
 class SuffixProposer(Proposer):
@@ -85,9 +86,9 @@ class SuffixProposer(Proposer):
         new = np.flatnonzero((enc > 0) & ~stopped)
         if new.size:
             self._stop_slots(new[self._keys[new] >= 0])  # a slot reused without a stop seen
-            prompt_lens = state.prompt_lens.numpy()
+            context = state.prompt_lens.numpy() + state.step_idx.numpy()  # a resumed request: its output too
             for slot in new.tolist():  # once per request
-                prompt = state.token_ids_all[slot, : int(prompt_lens[slot])].numpy()
+                prompt = state.token_ids_all[slot, : int(context[slot])].numpy()
                 self.cache.start_request(self._serial, prompt)
                 self._keys[slot], self._requests[slot] = self.cache.key(self._serial), self._serial
                 self._serial += 1
@@ -125,6 +126,18 @@ class SuffixProposer(Proposer):
             self._choice.observe(decode, (tokens, lens), (self.ngram_buffer.numpy(), self.ngram_lens.numpy()), kept,
                                  kept_num)
         self._stop_slots(np.flatnonzero((self._keys >= 0) & state.stop_flags.numpy()))
+
+    def release_slot(self, slot: int) -> None:
+        """An aborted or preempted request: its own tree goes, and its unfinished output is not cached."""
+        if self._keys.size == 0 or self._keys[slot] < 0:
+            return
+        request = self._requests[slot]
+        self._stop_slots(np.array([slot]))
+        if self.cache.max_cached_requests != 0:
+            try:
+                self.cache.evict_cached_response(request)
+            except SuffixRequestError:
+                pass  # already evicted (the cache's bound)
 
     def _stop_slots(self, slots: np.ndarray) -> None:
         for slot in slots.tolist():
