@@ -349,9 +349,10 @@ class SpecEngine:
             inputs, drafted = build_model_inputs(state)
         with clock("model"):
             try:
-                logits, hidden = self._call_model(inputs)
+                logits = self.model(inputs)
             except Exception as error:
                 raise ModelCallError([state.request_of_slot[b] for b in sorted(drafted)], error) from error
+            logits, hidden = self._split(logits)
         with clock("sample"):
             step.finish(logits, hidden)  # sample / verify, update, observe_target, adaptive observe
         if self.controller is not None:
@@ -368,8 +369,7 @@ class SpecEngine:
         stats.steps += 1
         return outputs
 
-    def _call_model(self, inputs):
-        logits = self.model(inputs)
+    def _split(self, logits):
         hidden = None
         if isinstance(logits, tuple):  # (logits, hidden states of the rows)
             logits, hidden = logits

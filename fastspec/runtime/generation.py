@@ -16,7 +16,7 @@ import numpy as np
 from fastspec.runtime.adaptive.cost_model import StepCostModel
 from fastspec.runtime.adaptive.trace import AcceptanceTrace
 from fastspec.runtime.config import SpeculativeConfig
-from fastspec.runtime.engine import SpecEngine
+from fastspec.runtime.engine import ModelCallError, SpecEngine
 from fastspec.runtime.model_inputs import Model, ModelInputs
 from fastspec.runtime.proposers import Proposer
 from fastspec.runtime.state import RequestParams, SpecState
@@ -94,7 +94,11 @@ def generate(
     stats = engine.stats
     start = time.perf_counter()
     while engine.has_unfinished():
-        for out in engine.step():
+        try:
+            outputs = engine.step()
+        except ModelCallError as error:  # generate hands the model's own exception on
+            raise error.__cause__
+        for out in outputs:
             tokens[out.request_id].extend(out.new_tokens)
             finished += out.finished
         if progress is not None:
