@@ -143,7 +143,8 @@ class SpecState:
         self.prompt_lens[slot] = p
         self.step_idx[slot] = s
         self.max_dec_len[slot] = params.max_dec_len
-        self.seed[slot] = params.seed
+        # through an int64 tensor: a Python int assigned to an element goes through float64 (53 bits)
+        self.seed[slot] = self._tensor(np.array(params.seed, dtype=np.int64))
         self.temperature[slot] = params.temperature
         self.top_p[slot] = params.top_p
         self.top_k[slot] = params.top_k
