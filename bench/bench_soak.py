@@ -48,7 +48,7 @@ def parse_args(argv=None):
     p.add_argument("--slots", type=int_range(1, 1024), default=64, help="max_num_seqs (default 64)")
     p.add_argument("--k", type=int_range(1, 8), default=3, help="num_speculative_tokens (default 3)")
     p.add_argument("--max-cached", type=int_range(0), default=500, help="suffix.max_cached_requests (default 500)")
-    p.add_argument("--abort-rate", type=float_range(0.0, 1.0), default=0.05, help="chance a step aborts a live request")
+    p.add_argument("--abort-rate", type=float_range(0.0, 1.0), default=0.1, help="chance a step aborts a live request")
     p.add_argument("--preempt-rate", type=float_range(0.0, 1.0), default=0.05, help="chance a step preempts one by hand")
     p.add_argument("--fail-rate", type=float_range(0.0, 1.0), default=0.002, help="chance a model call raises")
     p.add_argument("--verify-every", type=int_range(0), default=500,
@@ -70,6 +70,7 @@ class Requests:
         prompt = rng.integers(3, VOCAB, size=int(rng.integers(2, MAX_PROMPT))).tolist() + [SEP]
         ref = np.resize(prompt[:-1], MAX_OUTPUT)
         ref[rng.random(MAX_OUTPUT) < 0.1] = rng.integers(3, VOCAB)
+        ref[int(rng.integers(1, 2 * MAX_OUTPUT)):] = END  # about half end before their max_dec_len
         self.refs[i] = ref.tolist()
         params = RequestParams(seed=int(rng.integers(0, 2**62)), max_dec_len=int(rng.integers(1, MAX_OUTPUT)),
                                temperature=float(rng.choice([0.0, 1.0])), top_p=float(rng.choice([1.0, 0.9])))
@@ -183,7 +184,7 @@ def soak(args) -> dict:
             requests.refs.pop(out.request_id, None)
         if steps % 200 == 0:
             engine.check_invariants()
-        if steps % 50 == 0:
+        if steps % 20 == 0:
             samples.append({"seconds": time.perf_counter() - start, "added": added, "finished": finished + aborted,
                             "rss_mb": rss_mb(), "cache_bytes": cache.memory_bytes(),
                             "cached_requests": len(cache.cached_requests), "running": engine.num_running,
@@ -197,7 +198,7 @@ def soak(args) -> dict:
     step_time = wall / max(steps, 1)
     return {
         "requests": added, "finished": finished, "aborted": aborted, "preempted_by_hand": preempted,
-        "reasons": reasons, "model_failures_retried": retried, "verified_alone": verified, "steps": steps,
+        "reasons": reasons, "preemptions": engine.num_preemptions, "model_failures_retried": retried, "verified_alone": verified, "steps": steps,
         "wall_s": wall, "requests_per_s": (finished + aborted) / wall, "tokens_per_s": engine.stats.generated_tokens / wall,
         "mean_accepted_length": engine.stats.mean_accepted_length, "kv_budget_tokens": budget,
         "step_ms": 1e3 * step_time, "model_ms_per_step": 1e3 * model_time / max(steps, 1),
@@ -248,7 +249,8 @@ def main(argv=None) -> int:
           f"{result['tokens_per_s']:.0f} tokens/s, mean accepted length {result['mean_accepted_length']:.2f}")
     print(f"  step {result['step_ms']:.2f} ms, floor (the model's own time) {result['model_ms_per_step']:.2f} ms, "
           f"ratio {result['step_ms'] / max(result['model_ms_per_step'], 1e-9):.1f}x")
-    print(f"  reasons {result['reasons']}, preempted by hand {result['preempted_by_hand']}, model failures retried "
+    print(f"  reasons {result['reasons']}, preemptions {result['preemptions']} ({result['preempted_by_hand']} by hand, "
+          f"the rest by the KV budget {result['kv_budget_tokens']}), model failures retried "
           f"{result['model_failures_retried']}, verified against running alone {result['verified_alone']}")
     print(f"  leaks {result['leaks']} ({'none' if ok else 'LEAK'}); resident memory after warm-up "
           + (f"{result['rss']['first_quarter_mb']:.0f} -> {result['rss']['last_quarter_mb']:.0f} MB "

@@ -140,6 +140,7 @@ class SpecEngine:
         self._running: dict = {}  # slot -> _Request
         self._pending: list = []  # outputs decided between steps (aborts), handed out by the next step()
         self._arrivals = 0
+        self.num_preemptions = 0  # by hand and by the budget, since the engine was built
 
     # -- the server's calls -----------------------------------------------------------------
 
@@ -214,6 +215,7 @@ class SpecEngine:
             raise RequestError(f"SpecEngine.preempt: request {request_id!r} is not running")
         self._release(request)
         request.preemptions += 1
+        self.num_preemptions += 1
         self._preempted.append(request)
         self._preempted.sort(key=lambda r: r.arrival)
 
