@@ -26,6 +26,30 @@ class RequestParams:
     top_k: int = 0
 
 
+class HostCopies:
+    """Host arrays as device tensors, for a write into a buffer that follows at once.
+
+    Paddle 3.3's ``paddle.to_tensor`` keeps about 112 bytes per call for the life of the process,
+    which a server inserting requests for days cannot afford; refilling one staging tensor per shape
+    and dtype with ``set_value`` keeps nothing (and every bit of an int64). The tensor returned is
+    the staging tensor itself: the next call of the same shape overwrites it.
+    """
+
+    def __init__(self, place) -> None:
+        self.place = place
+        self._staging: dict = {}
+
+    def __call__(self, array) -> paddle.Tensor:
+        array = np.ascontiguousarray(array)
+        key = (array.shape, array.dtype.str)
+        staging = self._staging.get(key)
+        if staging is None:
+            staging = self._staging[key] = paddle.to_tensor(array, place=self.place)
+        else:
+            staging.set_value(array)
+        return staging
+
+
 class SpecState:
     """The batch of request slots: the ops' per-request tensors (docs/ops/conventions.md) plus the sampling parameters.
 
@@ -98,6 +122,7 @@ class SpecState:
         self.accept_nodes = full([b, k + 1], -1, "int32") if n else None
         self.num_rows = 0  # packed output rows of the current step (host int)
         self._free = list(range(b))
+        self.host = HostCopies(self.place)  # insert's host-to-device writes
         self.request_of_slot: list = [None] * b  # the caller's request id, None when free
 
     # -- requests ---------------------------------------------------------------------------
@@ -139,12 +164,12 @@ class SpecState:
         row = np.full(self.max_model_len, -1, dtype=np.int64)
         row[:p] = prompt
         row[p : p + s] = done
-        self.token_ids_all[slot] = self._tensor(row)
+        self.token_ids_all[slot] = self.host(row)
         self.prompt_lens[slot] = p
         self.step_idx[slot] = s
         self.max_dec_len[slot] = params.max_dec_len
         # through an int64 tensor: a Python int assigned to an element goes through float64 (53 bits)
-        self.seed[slot] = self._tensor(np.array(params.seed, dtype=np.int64))
+        self.seed[slot] = self.host(np.array(params.seed, dtype=np.int64))
         self.temperature[slot] = params.temperature
         self.top_p[slot] = params.top_p
         self.top_k[slot] = params.top_k
@@ -185,9 +210,6 @@ class SpecState:
         self.request_of_slot[slot] = None
         self._free.append(slot)
         self._free.sort()
-
-    def _tensor(self, array: np.ndarray) -> paddle.Tensor:
-        return paddle.to_tensor(array, place=self.place)
 
     # -- output rows ----------------------------------------------------------------------
 

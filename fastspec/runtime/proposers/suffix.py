@@ -101,11 +101,11 @@ class SuffixProposer(Proposer):
             self._draft_trees(keys, state)
             return
         tokens, lens, _ = self.cache.speculate_batch(keys, np.full(keys.shape, k, np.int32), k, **self.rule)
-        paddle.assign(paddle.to_tensor(tokens, place=state.place), output=self.draft_buffer)
-        paddle.assign(paddle.to_tensor(lens, place=state.place), output=self.draft_lens)
+        paddle.assign(state.host(tokens), output=self.draft_buffer)
+        paddle.assign(state.host(lens), output=self.draft_lens)
         if self._choice is not None:
             self._offered = (tokens, lens, decode)
-            paddle.assign(paddle.to_tensor(self._choice.preference(), place=state.place), output=self.preference)
+            paddle.assign(state.host(self._choice.preference()), output=self.preference)
 
     def _draft_trees(self, keys: np.ndarray, state: SpecState) -> None:
         count = self.tree_buffers.tokens.shape[1]
@@ -114,7 +114,7 @@ class SuffixProposer(Proposer):
             max_spec_depth=self.num_speculative_tokens, **self.rule)
         for host, buffer in zip((tokens, parents, probs), (self.tree_buffers.tokens, self.tree_buffers.parents,
                                                            self.tree_buffers.scores)):
-            paddle.assign(paddle.to_tensor(host, place=state.place), output=buffer)
+            paddle.assign(state.host(host), output=buffer)
 
     def observe_accepted(self, state: SpecState) -> None:
         if self._keys.size == 0:
