@@ -2,10 +2,10 @@
 """Adaptive draft length against speculation off, fixed K and a per-batch-size K, over a grid of
 cost regimes: measured acceptance, simulated time.
 
-    python bench/bench_adaptive.py --grid smoke     # 2 regimes, B 8 and 256 (what `make bench` runs)
-    python bench/bench_adaptive.py --grid train     # the half the controller's constants were chosen on
-    python bench/bench_adaptive.py --grid heldout   # the other half
-    python bench/bench_adaptive.py --grid full      # both (about half an hour on this 2-core machine)
+    python -m bench.bench_adaptive --grid smoke     # 2 regimes, B 8 and 256 (what `make bench` runs)
+    python -m bench.bench_adaptive --grid train     # the half the controller's constants were chosen on
+    python -m bench.bench_adaptive --grid heldout   # the other half
+    python -m bench.bench_adaptive --grid full      # both (about half an hour on this 2-core machine)
 
 The grid: GPUs {a100-sxm, h100-sxm, h200} x step launch {20, 100, 400} us x targets
 {llama-3.1-8b, qwen2.5-7b} (18 cost regimes) x workloads {copy, open, mixed} x B {1, 8, 32, 128,
@@ -52,18 +52,17 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import RESULTS  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, int_list, int_range, load_config, readable_file, user_errors  # noqa: E402
-from fastspec.demo.models import ReplayModel  # noqa: E402
-from fastspec.demo.workload import continuation_workload, copy_edit_workload, mixed_workload  # noqa: E402
-from fastspec.runtime.adaptive.cost_model import RooflineCost  # noqa: E402
-from fastspec.runtime.adaptive.trace import AcceptanceTrace  # noqa: E402
-from fastspec.runtime.config import SpeculativeConfig  # noqa: E402
-from fastspec.runtime.generation import generate  # noqa: E402
-from fastspec.runtime.proposers.ngram import NgramProposer  # noqa: E402
-from fastspec.runtime.state import RequestParams, SpecState  # noqa: E402
+from bench.common import RESULTS
+from fastspec.cli.errors import ArgumentParser, int_list, int_range, load_config, readable_file, user_errors
+from fastspec.demo.models import ReplayModel
+from fastspec.demo.workload import continuation_workload, copy_edit_workload, mixed_workload
+from fastspec.runtime.adaptive.cost_model import RooflineCost
+from fastspec.runtime.adaptive.trace import AcceptanceTrace
+from fastspec.runtime.config import SpeculativeConfig
+from fastspec.runtime.generation import generate
+from fastspec.runtime.proposers.ngram import NgramProposer
+from fastspec.runtime.state import RequestParams, SpecState
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE_CONFIG = ROOT / "configs" / "ngram_adaptive.yaml"
@@ -95,7 +94,7 @@ class Regime:
         return {"gpu": self.gpu, "launch_us": self.launch_us, "target_model": self.target_model, "split": self.split}
 
 
-ALL_REGIMES = [Regime(g, l, t) for g in GPU_ORDER for l in LAUNCHES_US for t in TARGETS]
+ALL_REGIMES = [Regime(g, launch, t) for g in GPU_ORDER for launch in LAUNCHES_US for t in TARGETS]
 GRIDS = {
     "full": (ALL_REGIMES, BATCHES),
     "train": ([r for r in ALL_REGIMES if r.split == "train"], BATCHES),

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """What the adaptive draft-length controller adds to a step, on CPU.
 
-    python bench/bench_adaptive_controller.py
+    python -m bench.bench_adaptive_controller
 
 Times ``plan`` (before the proposer) and ``observe`` (after the state update) of
 ``fastspec.runtime.adaptive.controller.DraftLengthController`` on a state of B decoding slots, K = 5, with random
 rows and accept counts: one fastspec op call each (``adaptive_plan``, ``adaptive_observe``) on this
 machine's CPU, median of single calls after warm-up, at B = 1, 64 and 256. Writes
-bench/results/adaptive_controller.json. The step's target (issue 21: within two raw custom-op calls)
+bench/results/adaptive_controller.json. The step's target (within two raw custom-op calls)
 is judged by ``bench/bench_call_overhead.py``, which times the step interleaved with raw calls, so
 that the machine's load falls on both alike; single calls here move with that load.
 """
@@ -15,14 +15,12 @@ that the machine's load falls on both alike; single calls here move with that lo
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, user_errors  # noqa: E402
+from bench.common import fmt_time, machine, median_seconds, write_json
+from fastspec.cli.errors import ArgumentParser, user_errors
 
 K = 5
 BATCHES = (1, 64, 256)

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Acceptance of n-gram drafting, plain and anchored, on real code edits with an oracle target.
 
-    python bench/bench_anchored_ngram.py                   # defaults below
-    python bench/bench_anchored_ngram.py --quick           # 40 pairs, 1500 tokens each: a smoke run
-    python bench/bench_anchored_ngram.py --repo /path/to/repo --pairs 100 --max-tokens 0
+    python -m bench.bench_anchored_ngram                   # defaults below
+    python -m bench.bench_anchored_ngram --quick           # 40 pairs, 1500 tokens each: a smoke run
+    python -m bench.bench_anchored_ngram --repo /path/to/repo --pairs 100 --max-tokens 0
 
 Data: every non-merge commit of a git repository (default: this one) that modifies an existing
 text source file (.py .cc .h .cu .md .xpu .yaml) gives a pair: the parent's version is the
@@ -37,11 +37,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import machine, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, UserError, int_range, user_errors  # noqa: E402
-from fastspec.reference import ngram_match  # noqa: E402
+from bench.common import machine, write_json
+from fastspec.cli.errors import ArgumentParser, UserError, int_range, user_errors
+from fastspec.reference import ngram_match
 
 K = 5
 EXTENSIONS = (".py", ".cc", ".h", ".cu", ".md", ".xpu", ".yaml")

@@ -2,9 +2,9 @@
 """REJECTION against BLOCK verification: mean accepted length on the demo's workloads, and the cost
 of the verify op itself.
 
-    python bench/bench_block_verify.py                      # the replay workloads, 3 seeds, CPU
-    python bench/bench_block_verify.py --workloads mtp-transformer --requests 4 --chunk-tokens 80   # slow on CPU
-    python bench/bench_block_verify.py --workloads mtp-replay --seeds 1 --requests 4   # a quick look
+    python -m bench.bench_block_verify                      # the replay workloads, 3 seeds, CPU
+    python -m bench.bench_block_verify --workloads mtp-transformer --requests 4 --chunk-tokens 80   # slow on CPU
+    python -m bench.bench_block_verify --workloads mtp-replay --seeds 1 --requests 4   # a quick look
 
 Acceptance: each workload is a run of the demo (``python -m fastspec.demo``: its builtin corpus,
 its target and draft models, its config for the method, sampled drafts) with ``--strategy
@@ -29,14 +29,12 @@ import statistics
 import sys
 import warnings
 from argparse import RawDescriptionHelpFormatter
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, choice_list, int_range, user_errors  # noqa: E402
+from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json
+from fastspec.cli.errors import ArgumentParser, choice_list, int_range, user_errors
 
 warnings.filterwarnings("ignore", message="No ccache found")
 
@@ -113,7 +111,7 @@ def acceptance_rows(names: list[str], seeds: int, requests: int, chunk: int) -> 
 
 
 def op_rows(batch: int = 64, k: int = 5, vocab: int = 32000) -> list[dict]:
-    from fastspec import arrays as kernels
+    import fastspec.arrays
     from tests.block_cases import likely_case
     from tests.rejection_cases import ARRAY_NAMES
 
@@ -124,7 +122,7 @@ def op_rows(batch: int = 64, k: int = 5, vocab: int = 32000) -> list[dict]:
     print(f"\nverify_draft_tokens on the CPU, B = {batch}, K = {k}, V = {vocab}: floor {fmt_time(floor)}")
     for strategy in STRATEGIES:
         def call():
-            kernels.verify_draft_tokens(*(None if n is None else arrays[n] for n in positional), strategy=strategy,
+            fastspec.arrays.verify_draft_tokens(*(None if n is None else arrays[n] for n in positional), strategy=strategy,
                                         target_probs=arrays["target_probs"], draft_probs=arrays["draft_probs"])
 
         seconds = median_seconds(call)

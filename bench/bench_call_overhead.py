@@ -12,8 +12,8 @@ Two front ends, each against its own floor on the very same arrays:
   (``fastspec.arrays.prepare``: checked once, then only the C++ call); target <= 3.
 
 Every op of the schema has rows, each strategy of an op that has them its own (their tensors
-differ). Small workloads (K = 5 drafts, 64-token histories, V = 64, trees of 8 nodes) so the
-call, not the kernel, is what is timed. Each round builds fresh arrays (an in-place op changes
+differ). Each op's example call (``fastspec.core.examples``, its slots repeated to the batch) is
+the workload: small, so the call, not the kernel, is what is timed. Each round builds fresh arrays (an in-place op changes
 its inputs), then alternates ``--repeats`` runs of ``--calls`` public calls with as many runs of
 raw calls on those arrays (ABBA order); the figures are the medians over every run, so public
 and raw calls see the machine within milliseconds of each other. The controller's step
@@ -36,20 +36,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import machine, write_json  # noqa: E402
 from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors  # noqa: E402
+from fastspec.core.examples import example_call  # noqa: E402
 from fastspec.core.schema import SCHEMAS  # noqa: E402
 
-K, L, V, K_CAND, NODES = 5, 64, 64, 8, 8
 PADDLE_TARGET, ARRAYS_TARGET = 1.3, 3.0
-REQUIRED_ATTRS = {"ngram_match": {"max_ngram_size": 3}, "ngram_append": {"max_ngram_size": 3},
-                  "top_p_candidates": {"max_candidate_len": K_CAND}, "adaptive_plan": {"probe_interval": 16},
-                  "build_draft_tree": {"max_depth": K}}
 
 
 def cases() -> list[tuple[str, str, dict]]:
-    """(label, op, attributes) for every op of the schema; an op with strategies once per strategy."""
+    """(label, op, attributes) for every op of the schema, with its example call's attributes; an op
+    with strategies once per strategy."""
     found = []
     for name, op in SCHEMAS.items():
-        attrs = REQUIRED_ATTRS.get(name, {})
+        _, attrs = example_call(name)
         if op.strategy_attr is None:
             found.append((name, name, attrs))
             continue
@@ -60,100 +58,13 @@ def cases() -> list[tuple[str, str, dict]]:
 
 CASES = cases()
 CONTROLLER_BATCH, CONTROLLER_TARGET = 256, 2.0  # one controller step within 2 raw custom-op calls (issue 21)
+CONTROLLER_K, CONTROLLER_L = 5, 64  # the controller's drafts and the state's history length
 
 
-def _probs(rng: np.random.Generator, rows: int) -> np.ndarray:
-    logits = rng.normal(0, 3, (rows, V))
-    p = np.exp(logits - logits.max(axis=1, keepdims=True))
-    return (p / p.sum(axis=1, keepdims=True)).astype(np.float32)
-
-
-def inputs(op_name: str, batch: int, attrs: dict, calls: int = 1000) -> dict[str, np.ndarray | None]:
-    """Arrays of one call of ``op_name`` with ``batch`` slots, every slot decoding, that stay so for
-    ``calls`` calls in a row; every input of the schema is a key (None: left out)."""
-    rng = np.random.default_rng(batch)
-    i32, i64 = np.int32, np.int64
-    rows = batch * (K + 1)
-    if op_name in ("ngram_match", "ngram_append"):
-        values = {
-            "token_ids_all": rng.integers(0, 8, (batch, L)).astype(i64),  # a small vocabulary: matches happen
-            "prompt_lens": np.full(batch, 32, i64), "step_idx": np.full(batch, 16, i64),
-            "draft_token_num": np.full(batch, K, i32), "draft_tokens": np.zeros((batch, K + 1), i64),
-            "seq_lens_this_time": np.ones(batch, i32), "seq_lens_encoder": np.zeros(batch, i32),
-            "seq_lens_decoder": np.full(batch, 48, i32), "max_dec_len": np.full(batch, 1 << 30, i64),
-        }
-    elif op_name in ("top_p_candidates", "sample_tokens", "top_k_top_p_probs"):
-        values = {"probs": _probs(rng, batch), "top_p": np.full(batch, 0.9, np.float32),
-                  "top_k": np.zeros(batch, i32), "seed": rng.integers(0, 1 << 62, batch).astype(i64),
-                  "step_idx": np.full(batch, 10, i64), "batch_id_per_token_output": np.arange(batch, dtype=i32),
-                  "cu_seqlens_q_output": np.arange(batch + 1, dtype=i32)}
-    elif op_name == "verify_draft_tokens":
-        targets = rng.integers(1, 100, rows).astype(i64)
-        drafts = rng.integers(1, 100, (batch, K + 1)).astype(i64)
-        drafts[:, 1:3] = targets.reshape(batch, K + 1)[:, :2]  # two drafts accepted, then most likely a rejection
-        cand = np.concatenate([targets[:, None], rng.integers(1, 100, (rows, K_CAND - 1))], axis=1).astype(i64)
-        values = {
-            "accept_tokens": np.full((batch, K + 1), -1, i64), "accept_num": np.zeros(batch, i32),
-            "draft_tokens": drafts, "target_tokens": targets, "candidate_ids": cand,
-            "candidate_scores": np.sort(rng.random((rows, K_CAND)).astype(np.float32), axis=1)[:, ::-1].copy(),
-            "candidate_lens": np.full(rows, K_CAND, i32),
-            "seed": rng.integers(0, 1 << 62, batch).astype(i64), "step_idx": np.full(batch, 10, i64),
-            "stop_flags": np.zeros(batch, bool), "is_block_step": np.zeros(batch, bool),
-            "seq_lens_encoder": np.zeros(batch, i32), "seq_lens_this_time": np.full(batch, K + 1, i32),
-            "cu_seqlens_q_output": (np.arange(batch + 1) * (K + 1)).astype(i32),
-            "max_dec_len": np.full(batch, 1 << 30, i64), "end_tokens": np.array([0], i64),
-            "target_probs": _probs(rng, rows), "draft_probs": _probs(rng, rows),
-        }
-    elif op_name in ("adaptive_plan", "adaptive_observe"):
-        acceptance = rng.random((batch, K + 1)).astype(np.float32)
-        acceptance[:, 0] = 1.0  # every slot decodes
-        rates = np.array([0.3, 0.7, 0.8, 0.12, 0.6], np.float32)
-        tokens = np.arange(1, batch * (K + 2) + 1)
-        values = {
-            "acceptance": acceptance, "found": np.ones(batch, np.float32),
-            "step_cost": (0.01 + 1e-5 * tokens).astype(np.float32), "rates": rates,
-            "seq_lens_encoder": np.zeros(batch, i32), "stop_flags": np.zeros(batch, bool),
-            "is_block_step": np.zeros(batch, bool), "probe_step": np.zeros(1, i64),
-            "draft_token_num": np.full(batch, K, i32), "worth": np.zeros((batch, K + 1), np.float32),
-            "ranking": np.zeros((batch, K + 1), i32), "cu_seqlens_q_output": (np.arange(batch + 1) * 4).astype(i32),
-            "accept_num": np.full(batch, 2, i32),
-        }
-    elif op_name == "build_draft_tree":
-        count = 2 * NODES  # two candidates per node kept: a chain of the best and its siblings
-        values = {
-            "candidate_tokens": rng.integers(0, 100, (batch, count)).astype(i64),
-            "candidate_parents": np.tile(np.arange(count, dtype=i32) // 2 - 1, (batch, 1)),
-            "candidate_scores": -np.sort(rng.random((batch, count)), axis=1).astype(np.float32),
-            "draft_tree_tokens": np.full((batch, NODES), 7, i64), "seq_lens_this_time": np.ones(batch, i32),
-            "seq_lens_encoder": np.zeros(batch, i32), "seq_lens_decoder": np.full(batch, 48, i32),
-        }
-    elif op_name == "verify_draft_tree":
-        rows = batch * NODES
-        parents = np.array([-1, 0, 0, 1, 1, 3, 3, 5], i32)  # depth 4 at most: within K
-        values = {
-            "accept_tokens": np.full((batch, K + 1), -1, i64), "accept_num": np.zeros(batch, i32),
-            "draft_tree_tokens": rng.integers(1, 100, (batch, NODES)).astype(i64),
-            "draft_tree_parents": np.tile(parents, (batch, 1)),
-            "target_tokens": rng.integers(1, 100, rows).astype(i64),
-            "seed": rng.integers(0, 1 << 62, batch).astype(i64), "step_idx": np.full(batch, 10, i64),
-            "stop_flags": np.zeros(batch, bool), "is_block_step": np.zeros(batch, bool),
-            "seq_lens_encoder": np.zeros(batch, i32), "seq_lens_this_time": np.full(batch, NODES, i32),
-            "cu_seqlens_q_output": (np.arange(batch + 1) * NODES).astype(i32),
-            "max_dec_len": np.full(batch, 1 << 30, i64), "end_tokens": np.array([0], i64),
-            "target_probs": _probs(rng, rows), "draft_probs": _probs(rng, rows),
-        }
-    else:
-        assert op_name == "update_model_status", op_name
-        values = {
-            "seq_lens_encoder": np.zeros(batch, i32), "seq_lens_decoder": np.full(batch, 100, i32),
-            "seq_lens_this_time": np.full(batch, K + 1, i32), "step_idx": np.full(batch, 10, i64),
-            "stop_flags": np.zeros(batch, bool), "accept_tokens": rng.integers(1, 1000, (batch, K + 1)).astype(i64),
-            "accept_num": np.full(batch, 2, i32), "draft_tokens": np.full((batch, K + 1), -1, i64),
-            # room for every call of a round: no request ends while it is timed
-            "token_ids_all": np.zeros((batch, 16 + 2 * calls + 16), i64), "prompt_lens": np.full(batch, 16, i64),
-            "is_block_step": np.zeros(batch, bool), "max_dec_len": np.full(batch, 1 << 30, i64),
-            "end_tokens": np.array([0], i64),
-        }
+def inputs(op_name: str, batch: int, attrs: dict) -> dict[str, np.ndarray | None]:
+    """The op's example call (``fastspec.core.examples``) with ``batch`` slots; every input of the
+    schema is a key (None: left out, or not read by the strategy of ``attrs``)."""
+    values, _ = example_call(op_name, batch)
     op = SCHEMAS[op_name]
     strategy = attrs.get(op.strategy_attr) if op.strategy_attr else None
     return {t.name: values.get(t.name) if t.used_by(strategy) else None for t in op.inputs}
@@ -210,7 +121,7 @@ def interleaved(make: Callable[[], dict[str, Callable[[], Any]]], rounds: int, r
 def measure(pair: Callable[..., tuple], op_name: str, batch: int, attrs: dict, rounds: int, repeats: int,
             calls: int) -> tuple[float, float]:
     """Medians of (public, raw) seconds per call, interleaved on the same fresh arrays each round."""
-    base = inputs(op_name, batch, attrs, calls=2 * repeats * calls)
+    base = inputs(op_name, batch, attrs)
 
     def make() -> dict[str, Callable[[], Any]]:
         public, raw = pair(op_name, {k: None if v is None else v.copy() for k, v in base.items()}, attrs)
@@ -231,8 +142,8 @@ def controller_step(batch: int, rounds: int, repeats: int, calls: int) -> dict:
     from fastspec.runtime.adaptive.cost_model import RooflineCost
     from fastspec.runtime.state import SpecState
 
-    ctl = DraftLengthController(batch, K, RooflineCost.named("llama-3.1-8b", "h100-sxm"), place="cpu")
-    state = SpecState(batch, L, K, [0], "cpu")
+    ctl = DraftLengthController(batch, CONTROLLER_K, RooflineCost.named("llama-3.1-8b", "h100-sxm"), place="cpu")
+    state = SpecState(batch, CONTROLLER_L, CONTROLLER_K, [0], "cpu")
     state.stop_flags[:] = False  # every slot decodes: 3 rows (2 drafts), 2 tokens kept
     state.cu_seqlens_q_output[:] = paddle.to_tensor((np.arange(batch + 1) * 3).astype(np.int32))
     state.accept_num[:] = paddle.full([batch], 2, "int32")
@@ -240,7 +151,7 @@ def controller_step(batch: int, rounds: int, repeats: int, calls: int) -> dict:
                  state.is_block_step, ctl._probe, state.draft_token_num, ctl._worth, ctl._ranking]
     observe_args = [ctl.acceptance, ctl.found, state.draft_token_num, state.cu_seqlens_q_output, state.accept_num,
                     ctl.rates]
-    ngram_attrs = REQUIRED_ATTRS["ngram_match"]
+    _, ngram_attrs = example_call("ngram_match")
     ngram = inputs("ngram_match", batch, ngram_attrs)
 
     def step() -> None:
@@ -258,7 +169,7 @@ def controller_step(batch: int, rounds: int, repeats: int, calls: int) -> dict:
 
     times = interleaved(make, rounds, repeats, calls)
     step_s, own_s, ngram_s = times["step"], times["raw_plan_observe"], times["raw_ngram_match"]
-    return {"batch": batch, "K": K, "step_us": step_s * 1e6, "raw_plan_observe_us": own_s * 1e6,
+    return {"batch": batch, "K": CONTROLLER_K, "step_us": step_s * 1e6, "raw_plan_observe_us": own_s * 1e6,
             "raw_ngram_match_us": ngram_s * 1e6, "step_over_raw_plan_observe": step_s / own_s,
             "step_in_raw_ngram_match_calls": step_s / ngram_s, "target_raw_calls": CONTROLLER_TARGET}
 
@@ -301,7 +212,7 @@ def main(argv=None) -> int:
     if not args.no_controller:
         controller = controller_step(CONTROLLER_BATCH, args.rounds, args.repeats, args.calls)
         own, ngram = controller["step_over_raw_plan_observe"], controller["step_in_raw_ngram_match_calls"]
-        print(f"controller step (plan + observe), B = {CONTROLLER_BATCH}, K = {K}: {controller['step_us']:.1f}us; "
+        print(f"controller step (plan + observe), B = {CONTROLLER_BATCH}, K = {CONTROLLER_K}: {controller['step_us']:.1f}us; "
               f"raw adaptive_plan + adaptive_observe {controller['raw_plan_observe_us']:.1f}us "
               f"(step {own:.2f}x{_flag(own, PADDLE_TARGET)}); "
               f"one raw ngram_match {controller['raw_ngram_match_us']:.1f}us "
@@ -311,7 +222,7 @@ def main(argv=None) -> int:
                 "arrays": "fastspec.arrays.prepare(<op>, ...)()"},
         "method": {"rounds": args.rounds, "repeats": args.repeats, "calls": args.calls,
                    "order": "public and raw runs alternate (ABBA) on the same fresh arrays; medians over runs"},
-        "targets": targets, "K": K, "L": L, "V": V, "nodes": NODES, "machine": machine(), "rows": rows,
+        "targets": targets, "inputs": "fastspec.core.examples.example_call(op, B)", "machine": machine(), "rows": rows,
         "controller": controller})
     print(f"wrote {path}")
     return 0

@@ -2,8 +2,8 @@
 """Benchmark build_draft_tree and verify_draft_tree (CPU): time per call, floor and their ratio; and the
 tokens a step accepts from sampled trees against the chain of their first children (REJECTION).
 
-    python bench/bench_draft_tree.py                       # batches 1, 64, 256
-    python bench/bench_draft_tree.py --widths 1,2,3 --depth 4
+    python -m bench.bench_draft_tree                       # batches 1, 64, 256
+    python -m bench.bench_draft_tree --widths 1,2,3 --depth 4
 
 Timing workload: EAGLE-2's layout of candidates (depth 5, 4 per depth: C = 20) into N = 16 nodes; verify of
 full trees of 16 nodes (GREEDY: targets, REJECTION: V = 1000 probability rows). Both ops move a few KB per
@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import sys
 from argparse import RawDescriptionHelpFormatter
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors  # noqa: E402
-from fastspec.core.schema import MAX_TREE_NODES, SCHEMAS  # noqa: E402
+from bench.common import fmt_time, machine, median_seconds, write_json
+from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
+from fastspec.core.schema import MAX_TREE_NODES, SCHEMAS
 
 BUILD_NAMES = SCHEMAS["build_draft_tree"].input_names
 VERIFY_NAMES = SCHEMAS["verify_draft_tree"].input_names
@@ -109,10 +107,10 @@ def first_child_chain(arrays: dict, parents: np.ndarray) -> dict:
 
 
 def timing_rows(batches: list[int]) -> list[dict]:
-    from fastspec import arrays as kernels
+    import fastspec.arrays
 
     rng = np.random.default_rng(0)
-    floor = median_seconds(lambda: kernels.module().rand64(0, 0, 1), repeat=5000, budget_s=0.5)
+    floor = median_seconds(lambda: fastspec.arrays.module().rand64(0, 0, 1), repeat=5000, budget_s=0.5)
     print(f"CPU; floor = one no-op call into C++ through the bindings: {fmt_time(floor)}")
     print("bindings: fastspec.arrays from Python; kernel: the C++ call with prebuilt arguments "
           "(fastspec.arrays.prepare); ratio = kernel / floor")
@@ -127,9 +125,9 @@ def timing_rows(batches: list[int]) -> list[dict]:
         for name, arrays, attrs in cases:
             op = name.split(" ")[0]
             names = BUILD_NAMES if op == "build_draft_tree" else VERIFY_NAMES
-            call = getattr(kernels, op)
+            call = getattr(fastspec.arrays, op)
             bind = median_seconds(lambda: call(*(arrays[n] for n in names), **attrs), repeat=1000, budget_s=1.0)
-            launch = kernels.prepare(op, *(arrays[n] for n in names), **attrs)
+            launch = fastspec.arrays.prepare(op, *(arrays[n] for n in names), **attrs)
             kernel = median_seconds(launch, repeat=2000, budget_s=1.0)
             print(f"{name:28} {batch:4d} {fmt_time(bind)} {fmt_time(kernel)} {fmt_time(floor)} "
                   f"{kernel / floor:6.2f}", flush=True)
@@ -138,7 +136,7 @@ def timing_rows(batches: list[int]) -> list[dict]:
 
 
 def acceptance_rows(widths: list[int], depth: int, slots: int) -> list[dict]:
-    from fastspec import arrays as kernels
+    import fastspec.arrays
 
     print(f"\nREJECTION on sampled trees, V = 32, depth {depth}, {slots} slots: tokens per step (accepted + bonus)")
     print(f"{'width':>5} {'nodes':>6} {'chain':>8} {'tree':>8} {'gain':>7}")
@@ -149,9 +147,9 @@ def acceptance_rows(widths: list[int], depth: int, slots: int) -> list[dict]:
             print(f"{width:5d} {len(parents):6d}  over the layout's {MAX_TREE_NODES} nodes: skipped")
             continue
         arrays = verify_inputs(slots, parents, "rejection", np.random.default_rng(width), vocab=32)
-        tree = kernels.verify_draft_tree(*(arrays[n] for n in VERIFY_NAMES), strategy="rejection")
+        tree = fastspec.arrays.verify_draft_tree(*(arrays[n] for n in VERIFY_NAMES), strategy="rejection")
         chain_arrays = first_child_chain(arrays, parents)
-        chain = kernels.verify_draft_tree(*(chain_arrays[n] for n in VERIFY_NAMES), strategy="rejection")
+        chain = fastspec.arrays.verify_draft_tree(*(chain_arrays[n] for n in VERIFY_NAMES), strategy="rejection")
         t, c = float(tree.accept_num.mean()), float(chain.accept_num.mean())
         print(f"{width:5d} {len(parents):6d} {c:8.3f} {t:8.3f} {t / c - 1:+7.1%}", flush=True)
         rows.append({"width": width, "depth": depth, "nodes": len(parents), "chain_tokens_per_step": c,

@@ -2,8 +2,8 @@
 """Benchmark ngram_append (hybrid drafting): time, floor (reading every slot's tokens once), ratio,
 and ngram_match on the same inputs as the peer.
 
-    python bench/bench_ngram_append.py                 # CPU, through the Paddle op
-    python bench/bench_ngram_append.py --device cuda   # CUDA through the bindings (PyTorch), eager and graph replay
+    python -m bench.bench_ngram_append                 # CPU, through the Paddle op
+    python -m bench.bench_ngram_append --device cuda   # CUDA through the bindings (PyTorch), eager and graph replay
 
 Each decode slot carries 2 model drafts (seq_lens_this_time = 3) and K = 5. Writes
 bench/results/ngram_append_<device>.json.
@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import sys
 from argparse import RawDescriptionHelpFormatter
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import NGRAM_WORKLOADS, cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, device, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from bench.workloads import ngram_inputs  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, choice_list, int_list, user_errors  # noqa: E402
-from fastspec.core.schema import SCHEMAS  # noqa: E402
+from bench.common import NGRAM_WORKLOADS, cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, device, fmt_time, machine, median_seconds, write_json
+from bench.workloads import ngram_inputs
+from fastspec.cli.errors import ArgumentParser, choice_list, int_list, user_errors
+from fastspec.core.schema import SCHEMAS
 
 ARRAY_NAMES = tuple(t.name for t in SCHEMAS["ngram_append"].inputs if not t.optional)  # the anchor stays off
 
@@ -52,12 +50,12 @@ def cpu_runner(arrays, name: str):
 
 
 def cuda_runners(arrays, name: str):
-    from fastspec import arrays as kernels
+    import fastspec.arrays
     from tests.helpers.cuda import capture, to_device
 
     tensors = to_device(arrays)
     lens0 = tensors["seq_lens_this_time"].clone()
-    fn = getattr(kernels, name)
+    fn = getattr(fastspec.arrays, name)
 
     def step():
         tensors["seq_lens_this_time"].copy_(lens0)

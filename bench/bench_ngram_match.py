@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark ngram_match: time, floor (reading every slot's tokens once) and their ratio.
 
-    python bench/bench_ngram_match.py                 # CPU, through the Paddle op
-    python bench/bench_ngram_match.py --device cuda   # CUDA through the bindings (PyTorch), eager and graph replay
+    python -m bench.bench_ngram_match                 # CPU, through the Paddle op
+    python -m bench.bench_ngram_match --device cuda   # CUDA through the bindings (PyTorch), eager and graph replay
 
 Grid: B in {1, 32, 256} x L in {4k, 32k, 128k} x {no-match worst case, real text};
 max_ngram_size 5, min 1, K 5. Writes bench/results/ngram_match_<device>.json.
@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import sys
 from argparse import RawDescriptionHelpFormatter
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import NGRAM_WORKLOADS, cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, device, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from bench.workloads import ngram_inputs  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, choice_list, int_list, user_errors  # noqa: E402
-from fastspec.core.schema import SCHEMAS  # noqa: E402
+from bench.common import NGRAM_WORKLOADS, cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, device, fmt_time, machine, median_seconds, write_json
+from bench.workloads import ngram_inputs
+from fastspec.cli.errors import ArgumentParser, choice_list, int_list, user_errors
+from fastspec.core.schema import SCHEMAS
 
 ARRAY_NAMES = tuple(t.name for t in SCHEMAS["ngram_match"].inputs if not t.optional)  # the anchor stays off
 
@@ -36,11 +34,11 @@ def cpu_runner(arrays):
 
 
 def cuda_runners(arrays):
-    from fastspec import arrays as kernels
+    import fastspec.arrays
     from tests.helpers.cuda import capture, to_device
 
     tensors = to_device(arrays)
-    step = lambda: kernels.ngram_match(*(tensors[name] for name in ARRAY_NAMES), **ATTRS)  # noqa: E731
+    step = lambda: fastspec.arrays.ngram_match(*(tensors[name] for name in ARRAY_NAMES), **ATTRS)  # noqa: E731
     graph = capture(step)
     return step, graph.replay
 
@@ -56,9 +54,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     if args.device == "cpu":
-        from fastspec import arrays as kernels
+        import fastspec.arrays
 
-        threads = kernels.module().num_threads()
+        threads = fastspec.arrays.module().num_threads()
         bandwidth = None
         print(f"CPU, {threads} thread(s) (set FASTSPEC_NUM_THREADS to change); "
               "floor = reading token_ids_all once with the same threads")

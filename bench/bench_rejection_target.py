@@ -2,8 +2,8 @@
 """Benchmark REJECTION's target distribution: the argsort path the Sampler used before the
 top_k_top_p_probs op (kept below as the baseline) against the op, in time and extra memory.
 
-    python bench/bench_rejection_target.py                 # CPU, Paddle: B = 256, K = 5, V = 151936
-    python bench/bench_rejection_target.py --device cuda   # CUDA through the bindings (PyTorch), eager
+    python -m bench.bench_rejection_target                 # CPU, Paddle: B = 256, K = 5, V = 151936
+    python -m bench.bench_rejection_target --device cuda   # CUDA through the bindings (PyTorch), eager
                                                            # and graph replay, vs the argsort path in PyTorch
 
 Rows: T = B * (K + 1) (every request verifies K drafts plus the bonus row), float32 softmax rows
@@ -41,11 +41,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import device, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors  # noqa: E402
-from tests.helpers.sampling_cases import softmax  # noqa: E402
+from bench.common import device, fmt_time, machine, median_seconds, write_json
+from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors
+from tests.helpers.sampling_cases import softmax
 
 VOCAB = 151936
 TOP_P = 0.9
@@ -111,10 +110,10 @@ def best_read_bandwidth(array: np.ndarray, repeat: int = 30) -> float:
     machine's best, so that a neighbour's load on this shared 2-core machine does not lower the floor."""
     import time
 
-    from fastspec import arrays as kernels
+    import fastspec.arrays
 
     words = np.ascontiguousarray(array).view(np.uint64).reshape(-1)
-    read = kernels.module().read_once_cpu
+    read = fastspec.arrays.module().read_once_cpu
     best = float("inf")
     for _ in range(repeat):
         start = time.perf_counter()
@@ -129,12 +128,12 @@ def cpu_step(variant: str, a: dict[str, np.ndarray]):
     import paddle
 
     import fastspec.ops as ops
-    from fastspec import arrays as kernels
+    import fastspec.arrays
 
     if variant == "kernel":
         out = np.zeros_like(a["probs"])
         out.fill(0.0)  # resident before the step, as a buffer reused across steps is
-        launch = kernels.prepare("top_k_top_p_probs", a["probs"], a["top_p"], a["top_k"], a["batch_id"], out)
+        launch = fastspec.arrays.prepare("top_k_top_p_probs", a["probs"], a["top_p"], a["top_k"], a["batch_id"], out)
 
         def run_kernel(arrays=a):  # the launch reads `arrays` by address: they live as long as it
             launch()
@@ -167,16 +166,17 @@ def measure_memory(variant: str, kind: str, batch: int, k: int, vocab: int) -> d
 
 
 def memory_in_subprocess(variant: str, kind: str, batch: int, k: int, vocab: int) -> dict:
-    cmd = [sys.executable, __file__, "--measure-memory", variant, "--kinds", kind, "--batch", str(batch), "--k", str(k),
-           "--vocab", str(vocab)]
-    result = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    cmd = [sys.executable, "-m", "bench.bench_rejection_target", "--measure-memory", variant, "--kinds", kind,
+           "--batch", str(batch), "--k", str(k), "--vocab", str(vocab)]
+    root = Path(__file__).resolve().parent.parent  # where `bench` is a package
+    result = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=root)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def run_cpu(args) -> dict:
-    from fastspec import arrays as kernels
+    import fastspec.arrays
 
-    threads = kernels.module().num_threads()
+    threads = fastspec.arrays.module().num_threads()
     rows = args.batch * (args.k + 1)
     print(f"CPU, {threads} thread(s); B = {args.batch}, K = {args.k}, T = {rows}, V = {args.vocab}, float32, "
           f"top_p {TOP_P}, top_k 0; old path measured at B = {args.old_batches} and extrapolated linearly in T")
@@ -256,7 +256,7 @@ def run_cuda(args) -> dict:
     import torch
 
     from bench.common import cuda_read_bandwidth, cuda_seconds
-    from fastspec import arrays as kernels
+    import fastspec.arrays
     from tests.helpers.cuda import capture
 
     bandwidth = cuda_read_bandwidth()
@@ -269,7 +269,7 @@ def run_cuda(args) -> dict:
         a = inputs(kind, args.batch, args.k, args.vocab)
         t = {name: torch.from_numpy(value).cuda() for name, value in a.items()}
         out = torch.empty((rows, args.vocab), dtype=torch.float32, device="cuda")
-        new = lambda: kernels.top_k_top_p_probs(t["probs"], t["top_p"], t["top_k"], t["batch_id"], out)  # noqa: E731
+        new = lambda: fastspec.arrays.top_k_top_p_probs(t["probs"], t["top_p"], t["top_k"], t["batch_id"], out)  # noqa: E731
         old = lambda: old_target_torch(t["probs"], t["batch_id"], t["top_p"], t["top_k"], args.batch)  # noqa: E731
         new()
         same = torch.equal(old().view(torch.int32), out.view(torch.int32))

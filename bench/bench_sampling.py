@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark top_p_candidates and sample_tokens: time, floor (reading probs once) and peers.
 
-    python bench/bench_sampling.py                  # CPU: the Paddle ops vs a numpy argpartition baseline
-    python bench/bench_sampling.py --device cuda    # CUDA through the bindings (PyTorch), eager and graph
+    python -m bench.bench_sampling                  # CPU: the Paddle ops vs a numpy argpartition baseline
+    python -m bench.bench_sampling --device cuda    # CUDA through the bindings (PyTorch), eager and graph
                                                     # replay, vs FlashInfer (if installed) and a sort-based
                                                     # PyTorch top-p
 
@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import sys
 from argparse import RawDescriptionHelpFormatter
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, device, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors  # noqa: E402
-from tests.helpers.sampling_cases import KINDS, make_probs  # noqa: E402
+from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, device, fmt_time, machine, median_seconds, write_json
+from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors
+from tests.helpers.sampling_cases import KINDS, make_probs
 
 VOCAB = 151936
 TOP_P = 0.9
@@ -52,9 +50,13 @@ def cpu_runners(a: dict, k: int):
     import fastspec.ops as ops
 
     t = {name: paddle.to_tensor(value) for name, value in a.items()}
-    cand = lambda: ops.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], max_candidate_len=k)  # noqa: E731
-    sample = lambda: ops.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"],  # noqa: E731
-                                       t["batch_id"], t["cu"])
+
+    def cand():
+        return ops.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], max_candidate_len=k)
+
+    def sample():
+        return ops.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"], t["batch_id"], t["cu"])
+
     probs = a["probs"]
 
     def baseline():  # numpy: top K' by argpartition, then order them
@@ -71,7 +73,7 @@ def cpu_runners(a: dict, k: int):
 def cuda_runners(a: dict, k: int):
     import torch
 
-    from fastspec import arrays as kernels
+    from fastspec import arrays
     from tests.helpers.cuda import capture
 
     t = {name: torch.from_numpy(np.ascontiguousarray(v)).cuda() for name, v in a.items()}
@@ -80,10 +82,13 @@ def cuda_runners(a: dict, k: int):
     scores = torch.empty((rows, k), dtype=torch.float32, device="cuda")
     lens = torch.empty(rows, dtype=torch.int32, device="cuda")
     tokens = torch.empty(rows, dtype=torch.int64, device="cuda")
-    cand = lambda: kernels.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], ids, scores, lens,  # noqa: E731
-                                            max_candidate_len=k)
-    sample = lambda: kernels.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"],  # noqa: E731
-                                           t["batch_id"], t["cu"], tokens)
+
+    def cand():
+        return arrays.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], ids, scores, lens, max_candidate_len=k)
+
+    def sample():
+        return arrays.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"], t["batch_id"],
+                                     t["cu"], tokens)
     peers = {}
 
     def torch_sort_top_p():  # the usual PyTorch top-p: sort, cumsum, mask, renormalise, multinomial
@@ -118,9 +123,9 @@ def main(argv=None) -> int:
 
     results = []
     if args.device == "cpu":
-        from fastspec import arrays as kernels
+        from fastspec import arrays
 
-        threads = kernels.module().num_threads()
+        threads = arrays.module().num_threads()
         bandwidth = None
         print(f"CPU, {threads} thread(s) (FASTSPEC_NUM_THREADS); floor = reading probs once with the same threads; "
               f"baseline = numpy argpartition top-{args.k} + argsort of those")

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Suffix decoding against anchored n-gram (and Arctic Inference's cache) on this repository's edits.
 
-    python bench/bench_suffix.py                 # 20 requests per workload, outputs cut to 1500 tokens
-    python bench/bench_suffix.py --quick         # 12 requests, outputs cut to 800 tokens
-    python bench/bench_suffix.py --arctic DIR    # also Arctic's SuffixDecodingCache (see --arctic)
+    python -m bench.bench_suffix                 # 20 requests per workload, outputs cut to 1500 tokens
+    python -m bench.bench_suffix --quick         # 12 requests, outputs cut to 800 tokens
+    python -m bench.bench_suffix --arctic DIR    # also Arctic's SuffixDecodingCache (see --arctic)
 
 Workloads, one request per modified source file of a non-merge commit (a seeded sample of
 ``bench_anchored_ngram``'s pairs, kept in history order, so later requests can draw on earlier
@@ -52,18 +52,16 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.bench_anchored_ngram import TOKEN, git, modified_files
+from bench.common import machine, write_json
+from fastspec import arrays
+from fastspec.cli.errors import ArgumentParser, int_range, user_errors
+from fastspec.runtime.config import SuffixConfig
+from fastspec.runtime.suffix import TREE_WIDTH_ALL
+from fastspec.suffix import SuffixCache
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.bench_anchored_ngram import TOKEN, git, modified_files  # noqa: E402
-
 HISTORY_REV = "72692b3"  # main when this benchmark was written: its edits are the requests
-from bench.common import machine, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, int_range, user_errors  # noqa: E402
-from fastspec import arrays as kernels  # noqa: E402
-from fastspec.runtime.config import SuffixConfig  # noqa: E402
-from fastspec.suffix import SuffixCache  # noqa: E402
-from fastspec.runtime.suffix import TREE_WIDTH_ALL  # noqa: E402
 
 KS = (5, 16)
 TREE_NODES = 16  # a tree step's N: the last committed token and 15 drafts
@@ -130,7 +128,7 @@ class Anchored:
     def draft(self) -> np.ndarray:
         drafts = np.zeros((1, self.k + 1), np.int64)
         now = np.ones(1, np.int32)
-        kernels.ngram_match(self.row, self.fixed["prompt_lens"], np.array([self.s], np.int64), self.fixed["draft_token_num"],
+        arrays.ngram_match(self.row, self.fixed["prompt_lens"], np.array([self.s], np.int64), self.fixed["draft_token_num"],
                             drafts, now, self.fixed["seq_lens_encoder"], np.array([self.p + self.s], np.int32),
                             self.fixed["max_dec_len"], self.anchor, max_ngram_size=self.n)
         return drafts[0, 1 : int(now[0])]

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark verify_draft_tokens and update_model_status: time per call, floor and their ratio.
 
-    python bench/bench_verify_update.py                 # CPU: the Paddle op and the bindings' CPU kernel
-    python bench/bench_verify_update.py --device cuda   # CUDA through the bindings (PyTorch): eager and graph replay
+    python -m bench.bench_verify_update                 # CPU: the Paddle op and the bindings' CPU kernel
+    python -m bench.bench_verify_update --device cuda   # CUDA through the bindings (PyTorch): eager and graph replay
 
 Workload: every slot decoding with K = 5 drafts, about half of them accepted, TOPP rows of
 K' = 8 candidates; update keeps every request running (huge max_dec_len, no end token drawn).
@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import sys
 from argparse import RawDescriptionHelpFormatter
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import cuda_seconds, device, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors  # noqa: E402
-from fastspec.core.schema import SCHEMAS  # noqa: E402
-from tests.helpers.slot_inputs import decode_slots  # noqa: E402
+from bench.common import cuda_seconds, device, fmt_time, machine, median_seconds, write_json
+from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
+from fastspec.core.schema import SCHEMAS
+from tests.helpers.slot_inputs import decode_slots
 
 VERIFY_NAMES = SCHEMAS["verify_draft_tokens"].input_names[:17]  # SPEC order; REJECTION's probability rows follow
 UPDATE_NAMES = SCHEMAS["update_model_status"].input_names
@@ -83,9 +81,9 @@ def cpu_rows(batches: list[int]) -> list[dict]:
     import paddle
 
     import fastspec.ops as ops
-    from fastspec import arrays as kernels
+    import fastspec.arrays
 
-    floor = median_seconds(lambda: kernels.module().rand64(0, 0, 1), repeat=5000, budget_s=0.5)
+    floor = median_seconds(lambda: fastspec.arrays.module().rand64(0, 0, 1), repeat=5000, budget_s=0.5)
     print(f"CPU; floor = one no-op call into C++ through the bindings: {fmt_time(floor)}")
     print("paddle op: fastspec.ops from Python; bindings: fastspec.arrays from Python (argument marshalling "
           "included); kernel: the C++ call with prebuilt arguments (fastspec.arrays.prepare); ratio = kernel / floor")
@@ -97,9 +95,9 @@ def cpu_rows(batches: list[int]) -> list[dict]:
             tensors = {n: None if v is None else paddle.to_tensor(v) for n, v in arrays.items()}
             op = median_seconds(lambda: ops.verify_draft_tokens(*(tensors[n] for n in VERIFY_NAMES), **attrs),
                                 repeat=2000, budget_s=1.0)
-            bind = median_seconds(lambda: kernels.verify_draft_tokens(*(arrays[n] for n in VERIFY_NAMES), **attrs),
+            bind = median_seconds(lambda: fastspec.arrays.verify_draft_tokens(*(arrays[n] for n in VERIFY_NAMES), **attrs),
                                   repeat=2000, budget_s=1.0)
-            launch = kernels.prepare("verify_draft_tokens", *(arrays[n] for n in VERIFY_NAMES), **attrs)
+            launch = fastspec.arrays.prepare("verify_draft_tokens", *(arrays[n] for n in VERIFY_NAMES), **attrs)
             kernel = median_seconds(launch, repeat=5000, budget_s=1.0)
             rows.append(_report(f"verify ({strategy})", batch, op, bind, kernel, floor))
         arrays = update_inputs(batch, 1 << 15)
@@ -107,11 +105,11 @@ def cpu_rows(batches: list[int]) -> list[dict]:
         op = median_seconds(lambda: ops.update_model_status(*(tensors[n] for n in UPDATE_NAMES)), repeat=1000, budget_s=1.0)
         arrays = update_inputs(batch, 1 << 15)
         has_running = np.zeros(1, np.bool_)
-        bind = median_seconds(lambda: kernels.update_model_status(*(arrays[n] for n in UPDATE_NAMES), has_running),
+        bind = median_seconds(lambda: fastspec.arrays.update_model_status(*(arrays[n] for n in UPDATE_NAMES), has_running),
                               repeat=1000, budget_s=1.0)
         assert has_running[0], "the benchmark's requests must keep running"
         arrays = update_inputs(batch, 1 << 15)
-        launch = kernels.prepare("update_model_status", *(arrays[n] for n in UPDATE_NAMES), has_running)
+        launch = fastspec.arrays.prepare("update_model_status", *(arrays[n] for n in UPDATE_NAMES), has_running)
         kernel = median_seconds(launch, repeat=5000, budget_s=1.0)
         rows.append(_report("update_model_status", batch, op, bind, kernel, floor))
     return rows
@@ -130,7 +128,7 @@ def _report(name: str, batch: int, op: float, bind: float, kernel: float, floor:
 def cuda_rows(batches: list[int], calls: int) -> list[dict]:
     import torch
 
-    from fastspec import arrays as kernels
+    import fastspec.arrays
     from tests.helpers.cuda import capture, to_device
 
     empty = torch.empty(1, device="cuda")
@@ -146,11 +144,11 @@ def cuda_rows(batches: list[int], calls: int) -> list[dict]:
             arrays, attrs = verify_inputs(batch, strategy)
             t = to_device({n: v for n, v in arrays.items() if v is not None})
             steps.append((f"verify ({strategy})",
-                          lambda t=t, attrs=attrs: kernels.verify_draft_tokens(*(t.get(n) for n in VERIFY_NAMES), **attrs)))
+                          lambda t=t, attrs=attrs: fastspec.arrays.verify_draft_tokens(*(t.get(n) for n in VERIFY_NAMES), **attrs)))
         t = to_device(update_inputs(batch, 1 << 16))  # room for every timed call (no request ends)
         has_running = torch.zeros(1, dtype=torch.bool, device="cuda")
         steps.append(("update_model_status",
-                      lambda t=t: kernels.update_model_status(*(t[n] for n in UPDATE_NAMES), has_running)))
+                      lambda t=t: fastspec.arrays.update_model_status(*(t[n] for n in UPDATE_NAMES), has_running)))
         for name, step in steps:
             one = cuda_seconds(step)
             eager = cuda_seconds(lambda: [step() for _ in range(calls)], repeat=20) / calls

@@ -59,10 +59,10 @@ def cpu_read_seconds(array: np.ndarray) -> float:
 
     Measured on the very buffer the kernel reads, so both see the same caches.
     """
-    from fastspec import arrays as kernels
+    import fastspec.arrays
 
     words = np.ascontiguousarray(array).view(np.uint64).reshape(-1)
-    read = kernels.module().read_once_cpu
+    read = fastspec.arrays.module().read_once_cpu
     return median_seconds(lambda: read(words.ctypes.data, words.size))
 
 

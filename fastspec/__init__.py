@@ -10,7 +10,7 @@ One package per layer, imports pointing one way (docs/DEVELOPING.md):
   adaptive draft length.
 
 ``python -m fastspec info`` says what this install holds and runs here; ``python -m fastspec check``
-(or :func:`run_check`) runs every op on every backend here against the reference (``fastspec.cli``).
+(or ``fastspec.cli.check.run_check()``) runs every op on every backend here against the reference.
 The demo (``python -m fastspec.demo``) runs from a source checkout and is not part of the wheel.
 """
 
@@ -22,15 +22,4 @@ from fastspec.core.errors import FastspecArgumentError, FastspecBuildError, Fast
 _moved.install()
 
 
-def __getattr__(name: str):
-    """``fastspec.run_check()``: the front door to ``fastspec.cli.check.run_check`` (every op on
-    every backend here against the reference; True when nothing failed). Looked up on first use
-    only, so importing fastspec loads nothing above core and no layer below depends on the CLI."""
-    if name == "run_check":
-        import importlib
-
-        return importlib.import_module("fastspec.cli.check").run_check
-    raise AttributeError(f"module 'fastspec' has no attribute {name!r}")
-
-
-__all__ = ["FastspecArgumentError", "FastspecBuildError", "FastspecTypeError", "__version__", "run_check"]
+__all__ = ["FastspecArgumentError", "FastspecBuildError", "FastspecTypeError", "__version__"]

@@ -105,10 +105,10 @@ def outputs(op: str) -> tuple[str, ...]:
 
 def run_arrays(op: str, arrays: dict[str, np.ndarray], attrs: dict, **options) -> list[np.ndarray]:
     """The op through fastspec.arrays on copies; the in-place arrays after the call."""
-    from fastspec import arrays as kernels
+    import fastspec.arrays
 
     c = {name: np.ascontiguousarray(value).copy() for name, value in arrays.items()}
-    getattr(kernels, op)(*(c[name] for name in names(op)), **attrs, **options)
+    getattr(fastspec.arrays, op)(*(c[name] for name in names(op)), **attrs, **options)
     return [c[name] for name in outputs(op)]
 
 

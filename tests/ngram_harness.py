@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastspec import arrays as kernels
+import fastspec.arrays
 from fastspec import reference as ref
 from tests.ngram_append_cases import random_append_case
 from tests.ngram_cases import ARRAY_NAMES, random_case
@@ -38,7 +38,7 @@ def run_with(op: str, arrays: dict, attrs: dict, options: dict) -> tuple[np.ndar
     """The array API's ``op`` on copies: the CPU kernels for ``options = {}``, else the backend (and
     its grid or block order) that ``options`` names."""
     copies = {name: np.ascontiguousarray(arrays[name]).copy() for name in ARRAY_NAMES}
-    getattr(kernels, op)(*(copies[name] for name in ARRAY_NAMES), **attrs, **options)
+    getattr(fastspec.arrays, op)(*(copies[name] for name in ARRAY_NAMES), **attrs, **options)
     return copies["draft_tokens"], copies["seq_lens_this_time"]
 
 

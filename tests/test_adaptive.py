@@ -1,7 +1,7 @@
 """DraftLengthController: its decisions on hand-made acceptance histories and cost curves.
 
 Expected draft counts are derived by hand (or by brute force over every choice of drafts), never
-read back from the controller.
+read back from the controller; step after step, its plan and observe are the numpy reference's.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import numpy as np
 import paddle
 import pytest
 
+from fastspec import reference as ref
 from fastspec.runtime.adaptive.controller import DraftLengthController
 from fastspec.runtime.adaptive.cost_model import RooflineCost
 from fastspec.runtime.state import SpecState
@@ -350,3 +351,47 @@ def test_the_step_methods_never_read_a_tensor_on_the_host(monkeypatch):
     for _ in range(3):
         ctl.plan(state)
         ctl.observe(state)
+
+
+# -- the controller against the reference, step after step ------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_every_step_is_the_references(seed):
+    """A controller run for 40 steps on random outcomes (prefills, stopped slots, drafts the proposer
+    does not find, any accepted count): each plan and each observe gives the bits of the numpy
+    reference on the controller's own state, so the controller passes its tensors to the ops as the
+    contract says and the states it reaches (flags 0 / 1, estimates and found in [0, 1]) are covered."""
+    rng = np.random.default_rng(seed)
+    b = 6
+    ctl = controller(b, ROOFLINE, probe_interval=3, relax_rate=0.2)
+    state = new_state(b)
+
+    def host(tensor):
+        return tensor.numpy().copy()
+
+    for step_index in range(40):
+        state.seq_lens_encoder[:] = paddle.to_tensor((rng.random(b) < 0.15).astype(np.int32) * 7)
+        state.stop_flags[:] = paddle.to_tensor(rng.random(b) < 0.1)
+        plan_inputs = [host(t) for t in (ctl.acceptance, ctl.found, ctl._cost, ctl.rates, state.seq_lens_encoder,
+                                         state.stop_flags, state.is_block_step, ctl._probe, state.draft_token_num,
+                                         ctl._worth, ctl._ranking)]
+        want = ref.adaptive_plan(*plan_inputs, probe_interval=ctl.probe_interval)
+        ctl.plan(state)
+        got = [host(t) for t in (ctl._probe, state.draft_token_num, ctl._worth, ctl._ranking)]
+        for name, g, w in zip(("probe_step", "draft_token_num", "worth", "ranking"), got, want):
+            np.testing.assert_array_equal(g, w, err_msg=f"plan, step {step_index}: {name}")
+
+        planned = got[1]
+        offered = np.where(rng.random(b) < 0.7, planned, 0)  # the proposer finds some of the planned drafts
+        running = ~host(state.stop_flags)
+        rows = np.where(running, 1 + offered, 0)
+        kept = np.where(running, 1 + rng.integers(0, offered + 1), 0)
+        state.cu_seqlens_q_output[:] = paddle.to_tensor(np.concatenate([[0], np.cumsum(rows)]).astype(np.int32))
+        state.accept_num[:] = paddle.to_tensor(kept.astype(np.int32))
+        observe_inputs = [host(t) for t in (ctl.acceptance, ctl.found, state.draft_token_num,
+                                            state.cu_seqlens_q_output, state.accept_num, ctl.rates)]
+        want = ref.adaptive_observe(*observe_inputs)
+        ctl.observe(state)
+        np.testing.assert_array_equal(host(ctl.acceptance), want[0], err_msg=f"observe, step {step_index}")
+        np.testing.assert_array_equal(host(ctl.found), want[1], err_msg=f"observe, step {step_index}")

@@ -81,8 +81,8 @@ def test_an_xtdk_compiles_the_kernels_for_the_device(setup_ops, monkeypatch, tmp
     monkeypatch.setenv("XRE_PATH", str(tmp_path / "xre"))
     commands = setup_ops.planned_commands(["--cuda", "off"])
     xtdk = xpu_kernel_compiles(commands)["clang++"]
-    kernels = {path.name for path in (ROOT / "custom_ops" / "xpu").glob("*.xpu")}
-    assert len(kernels) == 9 and {Path(cmd[cmd.index("-c") + 1]).name for cmd in xtdk} == kernels  # not the probes
+    arrays = {path.name for path in (ROOT / "custom_ops" / "xpu").glob("*.xpu")}
+    assert len(arrays) == 9 and {Path(cmd[cmd.index("-c") + 1]).name for cmd in xtdk} == arrays  # not the probes
     for cmd in xtdk:
         assert {"--xpu-arch=xpu3", "-std=c++11", "-DFASTSPEC_XTDK", "-D__XPU3__", "-fxpu-launch-return"} <= set(cmd)
     launchers = [cmd for cmd in commands if "--xpu-host-only" in cmd]
@@ -107,7 +107,7 @@ def test_the_sanitized_bindings_are_a_separate_build(setup_ops, monkeypatch):
     """--bindings-only --sanitize: every compile and the link carry ASan + UBSan (every report
     fatal), no CUDA, and the library goes to build/sanitize/ (where fastspec.arrays looks for it
     under FASTSPEC_KERNELS_LIB=sanitize), never over fastspec/_lib."""
-    from fastspec import arrays as kernels
+    from fastspec import arrays
 
     monkeypatch.delenv("FASTSPEC_MARCH", raising=False)
     commands = setup_ops.planned_commands(["--bindings-only", "--sanitize"])
@@ -121,7 +121,7 @@ def test_the_sanitized_bindings_are_a_separate_build(setup_ops, monkeypatch):
     [link] = [cmd for cmd in commands if cmd[:2] == ["g++", "-shared"]]
     assert "-fsanitize=address,undefined" in link
     output = Path(link[link.index("-o") + 1])
-    assert output.parent == setup_ops.SANITIZE_LIB_DIR == kernels.SANITIZE_LIB_DIR
+    assert output.parent == setup_ops.SANITIZE_LIB_DIR == arrays.SANITIZE_LIB_DIR
     assert output.name.startswith("fastspec_kernels")
     normal = setup_ops.planned_commands(["--bindings-only", "--cuda", "off"])
     objects = lambda cmds: {cmd[cmd.index("-o") + 1] for cmd in cmds}  # noqa: E731
@@ -136,7 +136,7 @@ def test_the_sanitized_bindings_are_a_separate_build(setup_ops, monkeypatch):
 KERNEL_CHECK = r"""
 import ctypes
 import numpy as np
-from fastspec import arrays as kernels
+from fastspec import arrays
 from fastspec import reference as ref
 from bench.workloads import ngram_inputs
 from tests.ngram_cases import ARRAY_NAMES

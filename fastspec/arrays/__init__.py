@@ -365,11 +365,9 @@ def _op(name: str) -> Any:
                    extra_doc=_EXTRA_DOC, fast_path=head)
 
 
-# one function per declared op, in SCHEMAS' order (tests/test_schema.py checks each name)
-(ngram_match, ngram_append, top_p_candidates, sample_tokens, top_k_top_p_probs, verify_draft_tokens,
- update_model_status, adaptive_plan, adaptive_observe, build_draft_tree, verify_draft_tree) = map(_op, SCHEMAS)
+# one function per declared op
+_OPS = {name: _op(name) for name in SCHEMAS}
+globals().update(_OPS)
 
-
-__all__ = ["FastspecArgumentError", "FastspecTypeError", "VerifyStrategy", "adaptive_observe", "adaptive_plan",
-           "build_draft_tree", "module", "ngram_append", "ngram_match", "prepare", "result_type", "sample_tokens", "top_k_top_p_probs",
-           "top_p_candidates", "update_model_status", "verify_draft_tokens", "verify_draft_tree"]
+__all__ = sorted(["FastspecArgumentError", "FastspecTypeError", "VerifyStrategy", "module", "prepare", "result_type",
+                  *_OPS])

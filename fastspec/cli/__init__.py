@@ -3,46 +3,10 @@
 ``info`` (:mod:`fastspec.cli.info`) says what this install is and what it runs here; ``check``
 (:mod:`fastspec.cli.check`) runs every op on every backend here against the numpy reference.
 :mod:`fastspec.cli.errors` turns a user's mistake on any fastspec command line (this one, the
-demo's, the benchmarks') into one line and exit status 2.
+demo's, the benchmarks') into one line and exit status 2; :mod:`fastspec.cli.command` parses the
+command line. From Python: ``fastspec.cli.check.run_check()``.
 """
 
-from __future__ import annotations
+from fastspec.cli.command import PROG, main, parser
 
-from collections.abc import Sequence
-
-from fastspec.cli.errors import ArgumentParser, choice_list, int_range, user_errors
-
-PROG = "fastspec"
-FAMILIES = ("cpu", "xpu", "cuda", "paddle")  # check's backend families (fastspec.cli.check.FAMILIES)
-
-
-def parser() -> ArgumentParser:
-    top = ArgumentParser(prog=PROG, description="fastspec: speculative-decoding ops for PaddlePaddle. "
-                                                "`fastspec COMMAND --help` for a command's options.")
-    commands = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    info = commands.add_parser("info", help="versions, libraries, backends and settings of this install",
-                               description="What this install of fastspec is and what it will run on this "
-                                           "machine: versions, where the libraries load from, what each backend "
-                                           "holds (SIMD levels, CUDA architectures, XPU), environment variables.")
-    info.add_argument("--json", action="store_true", help="print JSON instead of text")
-    check = commands.add_parser("check", help="run every op on every backend here against the numpy reference",
-                                description="Runs every op once on small random inputs on every backend this "
-                                            "install and machine have (each SIMD level, the emulated XPU, CUDA, "
-                                            "Paddle) and compares with the numpy reference. Exit status 1 on "
-                                            "any failure.")
-    check.add_argument("--only", type=choice_list(FAMILIES), default=",".join(FAMILIES),
-                       help=f"comma-separated backend families to run (default: all of {','.join(FAMILIES)})")
-    check.add_argument("--seed", type=int_range(0), default=0, help="seed of the random inputs")
-    return top
-
-
-@user_errors(PROG)
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    if args.command == "info":
-        from fastspec.cli import info
-
-        return info.main(args)
-    from fastspec.cli import check
-
-    return check.main(args)
+__all__ = ["PROG", "main", "parser"]

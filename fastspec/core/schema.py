@@ -13,8 +13,8 @@ and its documentation. Everything else is derived from it:
 
 Shapes are written with symbols: ``B`` batch slots, ``K + 1`` draft columns,
 ``L`` max model length, ``T`` output rows, ``V`` vocabulary, ``E`` end tokens,
-``Kc`` candidate columns. ``"[B] | [B, 1]"`` accepts either shape. A symbol is
-bound by the first tensor that has it and checked against every later one.
+``Kc`` candidate columns (:data:`SIZES` lists them all). ``"[B] | [B, 1]"`` accepts either
+shape. A symbol is bound by the first tensor that has it and checked against every later one.
 This module imports nothing outside the standard library.
 """
 
@@ -36,6 +36,12 @@ XPU_MAX_END_TOKENS = 64  # E
 _XPU_LIMITS = {"K": XPU_MAX_DRAFTS}
 _XPU_LIMITS_E = {"K": XPU_MAX_DRAFTS, "E": XPU_MAX_END_TOKENS}
 MAX_CANDIDATE_LEN = 1024  # custom_ops/include/fastspec/sampling.h kMaxCandidateLen (likewise)
+
+# Every shape symbol, and the field of an op's params struct that holds its size (tools/codegen.py
+# fills it from the first tensor every call passes that has the symbol). K is stored as the columns
+# it gives, K + 1.
+SIZES = {"B": "batch", "T": "rows", "V": "vocab", "L": "max_model_len", "K + 1": "draft_cols",
+         "Kc": "candidate_cols", "E": "num_end_tokens", "R": "cost_len", "N": "tree_cols", "C": "candidate_count"}
 
 _DIM = re.compile(r"^([A-Za-z_]\w*)(?:\s*\+\s*(\d+))?$")
 
@@ -137,6 +143,11 @@ class OpSchema:
     symbol_ranges: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
     device_limits: dict[str, dict[str, int]] = field(default_factory=dict)
     strategy_attr: str | None = None  # the attribute whose value picks the tensors (needed_by)
+    header: str = ""  # custom_ops/include/fastspec/<header>: its params struct and launchers (default <name>.h)
+
+    @property
+    def params_header(self) -> str:
+        return self.header or f"{self.name}.h"
 
     @property
     def inputs(self) -> tuple[Tensor, ...]:
@@ -267,6 +278,7 @@ _TOP_K = _per_request("top_k", "int32", "top-k of each request (``<= 0`` or ``>=
 
 TOP_P_CANDIDATES = OpSchema(
     name="top_p_candidates",
+    header="sampling.h",
     summary="The top-p candidates of every output row, in probability order.",
     details=(
         "The first ``max_candidate_len`` valid tokens (finite, > 0) by probability descending, then id\n"
@@ -302,6 +314,7 @@ STREAM_TARGET, STREAM_DRAFT = 1, 5  # fastspec.reference.rng (a test checks they
 
 SAMPLE_TOKENS = OpSchema(
     name="sample_tokens",
+    header="sampling.h",
     summary="One seeded token per output row from the top-k ∩ top-p renormalised distribution.",
     details=(
         "Row ``t`` of request ``b`` is drawn with ``rand64(seed[b], step_idx[b] + t - cu_seqlens_q_output[b],\n"
@@ -340,6 +353,7 @@ SAMPLE_TOKENS = OpSchema(
 
 TOP_K_TOP_P_PROBS = OpSchema(
     name="top_k_top_p_probs",
+    header="sampling.h",
     summary="Each row's distribution exactly as sample_tokens samples it: its top-k ∩ top-p set, renormalised.",
     details=(
         "Row ``t`` of request ``b`` keeps the set ``S`` sample_tokens draws from (the top-p prefix of the first\n"
@@ -495,6 +509,7 @@ _ADAPTIVE_RANGES = {"B": (1, None), "K": (1, 65535), "R": (1, None)}
 
 ADAPTIVE_PLAN = OpSchema(
     name="adaptive_plan",
+    header="adaptive.h",
     summary="The draft-length controller's plan: how many drafts each slot verifies this step.",
     details=(
         "Every slot's own token (worth 1 row, cumprod column 0) and its K drafts (``found`` rows each, worth the\n"
@@ -540,6 +555,7 @@ ADAPTIVE_PLAN = OpSchema(
 
 ADAPTIVE_OBSERVE = OpSchema(
     name="adaptive_observe",
+    header="adaptive.h",
     summary="The draft-length controller's update: folds a step's rows and accepted tokens into its estimates.",
     details=(
         "A slot offered ``rows - 1`` drafts (``cu_seqlens_q_output``) and kept ``accept_num``: a tried position\n"
@@ -578,6 +594,7 @@ _TREE_RANGES = {"N": (1, MAX_TREE_NODES)}
 
 BUILD_DRAFT_TREE = OpSchema(
     name="build_draft_tree",
+    header="draft_tree.h",
     summary="Keeps the N best of a drafter's candidates by cumulative score as a token tree (EAGLE-2's rule).",
     details=(
         "Per decode slot, nodes ``1..N-1`` are picked one at a time: the candidate with the highest score\n"
@@ -625,6 +642,7 @@ BUILD_DRAFT_TREE = OpSchema(
 
 VERIFY_DRAFT_TREE = OpSchema(
     name="verify_draft_tree",
+    header="draft_tree.h",
     summary="Walks each request's draft tree from the root along the target's tokens and writes what it emits.",
     details=(
         "Node ``i`` of a decode slot is scored by row ``cu_seqlens_q_output[b] + i``. From node 0, each node\n"

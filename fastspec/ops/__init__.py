@@ -23,18 +23,11 @@ def _op(name: str):
                    fast_path=fast_path(SCHEMAS[name]))
 
 
-# one function per declared op, in SCHEMAS' order (tests/test_schema.py checks each name)
-(ngram_match, ngram_append, top_p_candidates, sample_tokens, top_k_top_p_probs, verify_draft_tokens,
- update_model_status, adaptive_plan, adaptive_observe, build_draft_tree, verify_draft_tree) = map(_op, SCHEMAS)
+# one function per declared op and the named tuple each returns (the first op of a result name gives it)
+_OPS = {name: _op(name) for name in SCHEMAS}
+_RESULTS = {op.result: result_type(name) for name, op in reversed(SCHEMAS.items()) if op.result}
+globals().update(_OPS)
+globals().update(_RESULTS)
 
-NgramDrafts = result_type("ngram_match")
-TopPCandidates = result_type("top_p_candidates")
-VerifyResult = result_type("verify_draft_tokens")
-ModelStatus = result_type("update_model_status")
-AdaptivePlan = result_type("adaptive_plan")
-AdaptiveEstimates = result_type("adaptive_observe")
-
-__all__ = ["AdaptiveEstimates", "AdaptivePlan", "FastspecArgumentError", "FastspecBuildError", "FastspecTypeError",
-           "ModelStatus", "NgramDrafts", "TopPCandidates", "VerifyResult", "VerifyStrategy", "adaptive_observe",
-           "adaptive_plan", "build_draft_tree", "ngram_append", "ngram_match", "sample_tokens", "top_k_top_p_probs", "top_p_candidates",
-           "update_model_status", "verify_draft_tokens", "verify_draft_tree"]
+__all__ = sorted(["FastspecArgumentError", "FastspecBuildError", "FastspecTypeError", "VerifyStrategy",
+                  *_RESULTS, *_OPS])

@@ -2,7 +2,7 @@
 
 Plain, literal code that follows the op contracts (restated per op in
 ``docs/ops/*.md``) step by step. Every backend is tested against these functions. They import
-numpy only, so they run where Paddle is absent (the GPU test host).
+numpy and the pure-Python ``fastspec.core`` only, so they run where Paddle is absent (the GPU test host).
 """
 
 from fastspec.reference.adaptive import adaptive_observe, adaptive_plan

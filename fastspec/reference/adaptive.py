@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastspec.core import rates as core_rates
+from fastspec.core.rates import KEEP_TRIED, KEEP_UNTRIED, LEARNING_RATE, PRIOR, RELAX_SHIFT
+
 F32 = np.float32
 TIE_BREAK = F32(2.0**-22)  # per slot: above float32's step near 1, far below any difference that matters
-# rates[i]: the controller's settings as float32, rounded once from double (fastspec.runtime.adaptive)
-LEARNING_RATE, KEEP_TRIED, KEEP_UNTRIED, RELAX_SHIFT, PRIOR = range(5)
 
 
 def controller_rates(learning_rate: float, relax_rate: float, prior: float) -> np.ndarray:
     """``rates [5] float32``: learning_rate, 1 - learning_rate, 1 - relax_rate, relax_rate * prior, prior."""
-    return np.array([learning_rate, 1.0 - learning_rate, 1.0 - relax_rate, relax_rate * prior, prior], dtype=F32)
+    return np.array(core_rates.controller_rates(learning_rate, relax_rate, prior), dtype=F32)
 
 
 def _wrap_increment(value: int) -> int:

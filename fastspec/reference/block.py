@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastspec.core.streams import STREAM_BLOCK, STREAM_RESAMPLE
 from fastspec.reference.mass import MASS_SCALE, draw, prob_mass
 from fastspec.reference.rejection import rejection_bonus
-from fastspec.reference.rng import STREAM_BLOCK, STREAM_RESAMPLE, rand64
-from fastspec.reference.verify import SlotInputs, with_probabilities
+from fastspec.reference.rng import rand64
+from fastspec.reference.slots import SlotInputs, probability_strategy
 
 
 def mass_mul(weight: int, mass: np.ndarray | int) -> np.ndarray | int:
@@ -127,4 +128,4 @@ def block_rules(target: np.ndarray, draft: np.ndarray, draft_tokens: np.ndarray,
     return {"accepts": None, "decide": decide, "correction": correction}
 
 
-verify_block = with_probabilities("block")
+verify_block = probability_strategy("block", block_rules)

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastspec.core.streams import STREAM_ACCEPT, STREAM_RESAMPLE
 from fastspec.reference.block import mass_ratio
 from fastspec.reference.mass import draw, prob_mass
 from fastspec.reference.rejection import rejection_bonus
-from fastspec.reference.rng import STREAM_ACCEPT, STREAM_RESAMPLE, rand64
+from fastspec.reference.rng import rand64
 
 
 class NodeTries:

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastspec.core.streams import STREAM_ACCEPT, STREAM_RESAMPLE
 from fastspec.reference.mass import draw, prob_mass
-from fastspec.reference.rng import STREAM_ACCEPT, STREAM_RESAMPLE, rand64
-from fastspec.reference.verify import with_probabilities
+from fastspec.reference.rng import rand64
+from fastspec.reference.slots import SlotInputs, probability_strategy
 
 
 def _masses(row: np.ndarray) -> np.ndarray:
@@ -59,9 +60,11 @@ def rejection_residual(p_row: np.ndarray, q_row: np.ndarray, seed: int, position
     return draw(residual, rand64(seed, position, STREAM_RESAMPLE))
 
 
-def rejection_rules(target: np.ndarray, draft: np.ndarray, seeds: np.ndarray) -> dict:
-    """REJECTION's ``accepts`` and ``correction`` (``verify_slots``' hooks; the tree walk's too) over the widened
-    ``target`` and ``draft`` probabilities ``[T, V]`` and the slots' ``seeds`` ``[B]``."""
+def rejection_rules(target: np.ndarray, draft: np.ndarray, draft_tokens: np.ndarray, slots: SlotInputs,
+                    accept_all: bool) -> dict:
+    """REJECTION's ``accepts`` and ``correction`` (``verify_slots``' hooks) over the widened ``target`` and
+    ``draft`` probabilities ``[T, V]``; a draft is judged by its own row, whatever the others are."""
+    seeds = slots.seed
 
     def accepts(b: int, t: int, position: int, d: int) -> bool:
         return rejection_accepts(target[t], draft[t], d, int(seeds[b]), position)
@@ -74,4 +77,4 @@ def rejection_rules(target: np.ndarray, draft: np.ndarray, seeds: np.ndarray) ->
     return {"accepts": accepts, "correction": correction}
 
 
-verify_rejection = with_probabilities("rejection")
+verify_rejection = probability_strategy("rejection", rejection_rules)

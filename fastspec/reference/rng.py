@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-STREAM_TARGET = 1
-STREAM_TOPP = 2
-STREAM_ACCEPT = 3
-STREAM_RESAMPLE = 4
-STREAM_DRAFT = 5
-STREAM_BLOCK = 6  # BLOCK's coins: position = the step's step_idx, index = the prefix length
+from fastspec.core.streams import (  # noqa: F401  (the streams, re-exported beside rand64)
+    STREAM_ACCEPT,
+    STREAM_BLOCK,
+    STREAM_DRAFT,
+    STREAM_RESAMPLE,
+    STREAM_TARGET,
+    STREAM_TOPP,
+)
 
 _M0, _M1 = 0xD2511F53, 0xCD9E8D57
 _W0, _W1 = 0x9E3779B9, 0xBB67AE85

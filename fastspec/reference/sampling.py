@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastspec.core.streams import STREAM_DRAFT, STREAM_TARGET
 from fastspec.reference.mass import draw, prob_mass, prob_valid, topp_prefix_len, topp_threshold
-from fastspec.reference.rng import STREAM_DRAFT, STREAM_TARGET, rand64
+from fastspec.reference.rng import rand64
 
 MAX_CANDIDATE_LEN = 1024
 # The random streams sample_tokens may draw with: the target's samples, or a draft model's.

@@ -8,7 +8,7 @@ import numpy as np
 from fastspec.core.errors import FastspecArgumentError
 from fastspec.reference.multidraft import NodeTargets, NodeTries
 from fastspec.reference.sampling import as_f32_probs
-from fastspec.reference.verify import SlotInputs, _flat, _wrap64
+from fastspec.reference.slots import SlotInputs, flat, wrap64
 
 TREE_STRATEGIES = ("greedy", "target_match", "rejection")
 
@@ -33,7 +33,7 @@ def build_draft_tree(
     in-place ones as updated copies (inputs are not modified)."""
     tokens_out = np.array(draft_tree_tokens, dtype=np.int64, copy=True)
     lens_out = np.array(seq_lens_this_time, dtype=np.int32, copy=True)
-    lens, enc, dec = lens_out.reshape(-1), _flat(seq_lens_encoder), _flat(seq_lens_decoder)
+    lens, enc, dec = lens_out.reshape(-1), flat(seq_lens_encoder), flat(seq_lens_decoder)
     batch, cols = tokens_out.shape
     parents_out = np.full((batch, cols), -1, np.int32)
     depths_out = np.full((batch, cols), -1, np.int32)
@@ -96,7 +96,7 @@ def check_draft_trees(op: str, draft_tree_parents: np.ndarray, seq_lens_this_tim
     """Raises :class:`FastspecArgumentError` naming ``op``, the argument, the slot and the node for the first
     decode slot whose tree is malformed (the kernels judge no drafts of such a slot)."""
     parents = np.asarray(draft_tree_parents)
-    lens, enc = _flat(seq_lens_this_time), _flat(seq_lens_encoder)
+    lens, enc = flat(seq_lens_this_time), flat(seq_lens_encoder)
     for b in range(parents.shape[0]):
         if enc[b] != 0 or lens[b] < 1:
             continue
@@ -150,7 +150,7 @@ def verify_draft_tree(
         def judge(b: int, t: int, position: int) -> NodeTries | NodeTargets:
             return NodeTries(p_rows[t], q_rows[t], int(slots.seed[b]), position)
     else:
-        targets = _flat(target_tokens)
+        targets = flat(target_tokens)
         rows = len(targets)
 
         def judge(b: int, t: int, position: int) -> NodeTries | NodeTargets:
@@ -168,7 +168,7 @@ def verify_draft_tree(
         node, emitted, decided = 0, [], []
         while True:
             children = [c for c in range(node + 1, nodes) if int(parents[c]) == node]
-            position = _wrap64(int(slots.step_idx[b]) + len(emitted))
+            position = wrap64(int(slots.step_idx[b]) + len(emitted))
             node_judge = judge(b, first + node, position)
             child = next((c for c in children if node_judge.accepts(int(tokens[c]))), -1)
             if child >= 0:

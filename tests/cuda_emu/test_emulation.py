@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec import arrays as kernels
+import fastspec.arrays
 
 (CLEAN, DIVERGENT_BARRIER, UNINITIALISED_SHARED, READ_WRITE_RACE, WRITE_WRITE_RACE, OUT_OF_BOUNDS_WRITE,
  OUT_OF_BOUNDS_READ, TOO_MANY_THREADS, TOO_MUCH_DYNAMIC_SHARED, TOO_MUCH_STATIC_SHARED, WARP_DIVERGENCE, EARLY_EXIT,
@@ -20,7 +20,7 @@ ORDERS = {"forward": (0, 0), "reverse": (1, 0), "shuffle": (2, 7)}
 
 def probe(which: int, order: str = "forward", n_out: int = BLOCKS * THREADS * OUT_PER_THREAD):
     block_order, seed = ORDERS[order]
-    status, error, out = kernels.module().cuda_probe(which, VALUES, n_out, block_order, seed)
+    status, error, out = fastspec.arrays.module().cuda_probe(which, VALUES, n_out, block_order, seed)
     return status, error, np.array(out)
 
 
@@ -104,4 +104,4 @@ def test_an_op_breaking_a_rule_fails_with_a_runtime_error_naming_it():
     first_barrier = sites_in("ngram_match.cu")[0]
     with mutated(*first_barrier), pytest.raises(RuntimeError, match="ngram_match: the cuda_emulator kernel failed: "
                                                                      "CUDA emulation: shared-memory race: an atomic .* thread \\("):
-        kernels.ngram_match(*arrays.values(), max_ngram_size=3, backend="cuda_emulator")
+        fastspec.arrays.ngram_match(*arrays.values(), max_ngram_size=3, backend="cuda_emulator")

@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fastspec import arrays as kernels
+import fastspec.arrays
 from fastspec import reference as ref
 from tests.helpers.sampling_cases import make_batch, make_probs, probs_case, request_params
 from tests.ngram_append_cases import random_append_case
 from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case
-from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, random_update_case
+from tests.verify_update_cases import UPDATE_NAMES, random_update_case
 from tests.emulated.calls import candidates, renormalised, sample, update
 
 CUDA_SOURCES = Path(__file__).resolve().parents[2] / "custom_ops" / "cuda"
@@ -33,11 +33,11 @@ def sites_in(source: str) -> list[tuple[str, int]]:
 
 @contextlib.contextmanager
 def mutated(file: str = "", line: int = 0, skip_block: int = -1):
-    kernels.module().cuda_emulator_mutate(f"/{file}" if file else "", line, skip_block)
+    fastspec.arrays.module().cuda_emulator_mutate(f"/{file}" if file else "", line, skip_block)
     try:
         yield
     finally:
-        kernels.module().cuda_emulator_mutate()
+        fastspec.arrays.module().cuda_emulator_mutate()
 
 
 def ngram_workload(op: str) -> bool:
@@ -52,7 +52,7 @@ def ngram_workload(op: str) -> bool:
         want = getattr(ref, op)(*(arrays[n] for n in ARRAY_NAMES), **attrs, ngram_anchor=anchors)
         copies = {name: arrays[name].copy() for name in ARRAY_NAMES}
         anchor = None if anchors is None else anchors.copy()
-        got = getattr(kernels, op)(*(copies[n] for n in ARRAY_NAMES), **attrs, ngram_anchor=anchor, **OPTIONS)
+        got = getattr(fastspec.arrays, op)(*(copies[n] for n in ARRAY_NAMES), **attrs, ngram_anchor=anchor, **OPTIONS)
         got = (*got, anchor) if anchor is not None else got
         if not all(np.array_equal(g, w) for g, w in zip(got, want)):
             return False

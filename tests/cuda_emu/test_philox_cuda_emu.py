@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastspec import arrays as kernels
+from fastspec import arrays
 from fastspec.reference import rng as ref_rng
 
 
@@ -14,7 +14,7 @@ def test_rand64_kernel_equals_the_host_and_the_reference():
     n = 700  # three blocks of 256 threads, the last one partly idle
     seeds = [int(v) for v in rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)]
     positions = [int(v) for v in rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)]
-    module = kernels.module()
+    module = arrays.module()
     for stream in (0, 1, 2):
         got = module.rand64_cuda_emulator(seeds, positions, stream)
         assert got == [module.rand64(s, p, stream) for s, p in zip(seeds, positions)]

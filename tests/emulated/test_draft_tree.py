@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec import arrays as kernels
+import fastspec.arrays
 from fastspec import reference as ref
 from tests.emulated.devices import DEVICES
 from tests.tree_cases import (BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS, copies,
@@ -24,7 +24,7 @@ def test_build_random_batches_match_the_reference(device):
         arrays, attrs = random_build_case(rng)
         expected = ref.build_draft_tree(*(arrays[name] for name in BUILD_NAMES), **attrs)
         c = copies(arrays)
-        got = kernels.build_draft_tree(*(c[name] for name in BUILD_NAMES), **attrs, **options)
+        got = fastspec.arrays.build_draft_tree(*(c[name] for name in BUILD_NAMES), **attrs, **options)
         for name, a, e in zip(BUILD_OUTPUTS, got, expected):
             np.testing.assert_array_equal(a, e, err_msg=f"{name} case {case} {device.describe(options)}")
 
@@ -38,7 +38,7 @@ def test_verify_random_batches_match_the_reference(device):
         expected = ref.verify_draft_tree(*(arrays[name] for name in VERIFY_TREE_NAMES), **attrs, check=False)
         c = copies(arrays)
         c["accept_nodes"] = np.zeros_like(c["accept_tokens"], dtype=np.int32)
-        kernels.prepare("verify_draft_tree", *(c[name] for name in VERIFY_TREE_NAMES), c["accept_nodes"], **attrs,
+        fastspec.arrays.prepare("verify_draft_tree", *(c[name] for name in VERIFY_TREE_NAMES), c["accept_nodes"], **attrs,
                         **options)()
         for name, e in zip(VERIFY_TREE_OUTPUTS, expected):
             np.testing.assert_array_equal(c[name], e, err_msg=f"{name} case {case} {device.describe(options)}")
@@ -60,6 +60,6 @@ def test_a_large_batch_matches_the_reference(device):
     expected = ref.verify_draft_tree(*(big[name] for name in VERIFY_TREE_NAMES), **attrs)
     for options in (device.launches[0], device.launches[-1]):
         c = copies(big)
-        got = kernels.verify_draft_tree(*(c[name] for name in VERIFY_TREE_NAMES), **attrs, **options)
+        got = fastspec.arrays.verify_draft_tree(*(c[name] for name in VERIFY_TREE_NAMES), **attrs, **options)
         for name, a, e in zip(VERIFY_TREE_OUTPUTS, got, expected):
             np.testing.assert_array_equal(a, e, err_msg=f"{name} {device.describe(options)}")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fastspec import arrays as kernels
+from fastspec import arrays
 from fastspec.core.errors import FastspecArgumentError
 from fastspec.core.schema import SCHEMAS
 
@@ -69,7 +69,7 @@ def run_case(case: Case, expect: str = EXPECT_AUTO) -> Outcome:
     given = case.copy()  # what the kernel gets and writes; `case` keeps the inputs for the reference
     try:
         try:
-            result = getattr(kernels, case.op)(**given.arrays, **given.attrs, **given.options)
+            result = getattr(arrays, case.op)(**given.arrays, **given.attrs, **given.options)
         except FastspecArgumentError as error:
             if case.malformed or expect == EXPECT_EITHER:
                 return Outcome("rejected", detail=str(error))
@@ -78,7 +78,7 @@ def run_case(case: Case, expect: str = EXPECT_AUTO) -> Outcome:
             # values named on the host (a malformed tree): a device stream launches them unchecked, and the
             # kernels must judge them safely; the case hands in every output, so the results are its arrays
             given = case.copy()
-            kernels.prepare(case.op, **given.arrays, **given.attrs, **given.options)()
+            arrays.prepare(case.op, **given.arrays, **given.attrs, **given.options)()
             result = tuple(given.arrays[name] for name in op.returns)
     except Exception:  # noqa: BLE001 (any other exception is a finding)
         return _finding("unexpected exception", traceback.format_exc(limit=4))

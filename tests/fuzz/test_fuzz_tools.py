@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fastspec import arrays as kernels
+import fastspec.arrays
 from fastspec.core.errors import FastspecBuildError
 from tests.fuzz import sanitizer
 from tests.fuzz.campaign import make_case
@@ -113,9 +113,9 @@ def test_a_broken_call_that_runs_is_a_finding():
 
 
 def test_an_unknown_library_choice_is_an_error(monkeypatch):
-    monkeypatch.setenv(kernels.KERNELS_LIB_ENV, "asan")
-    with pytest.raises(FastspecBuildError, match=kernels.KERNELS_LIB_ENV):
-        kernels.module.__wrapped__()
+    monkeypatch.setenv(fastspec.arrays.KERNELS_LIB_ENV, "asan")
+    with pytest.raises(FastspecBuildError, match=fastspec.arrays.KERNELS_LIB_ENV):
+        fastspec.arrays.module.__wrapped__()
 
 
 def test_the_sanitizer_environment_preloads_the_runtimes():
@@ -126,7 +126,7 @@ def test_the_sanitizer_environment_preloads_the_runtimes():
     assert {"detect_leaks=0", "abort_on_error=1", "verbosity=1"} <= set(env["ASAN_OPTIONS"].split(":"))
     assert {"halt_on_error=1", "print_stacktrace=0"} <= set(env["UBSAN_OPTIONS"].split(":"))
     assert "print_stacktrace=1" in sanitizer.environment({}, stacks=True)["UBSAN_OPTIONS"].split(":")
-    assert env[kernels.KERNELS_LIB_ENV] == "sanitize"
+    assert env[fastspec.arrays.KERNELS_LIB_ENV] == "sanitize"
 
 
 def test_a_worker_that_dies_is_a_finding_and_the_campaign_resumes(tmp_path):

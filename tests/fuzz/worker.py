@@ -22,7 +22,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from fastspec import arrays as kernels
+from fastspec import arrays
 
 from .campaign import Tally, run_range
 from .check import EXPECT_AUTO, run_case
@@ -139,8 +139,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="abort() before case N (a test of the crash handling)")
     args = parser.parse_args(argv)
 
-    library = kernels.module().__file__
-    if os.environ.get(kernels.KERNELS_LIB_ENV) == "sanitize" and not library.startswith(str(kernels.SANITIZE_LIB_DIR)):
+    library = arrays.module().__file__
+    if os.environ.get(arrays.KERNELS_LIB_ENV) == "sanitize" and not library.startswith(str(arrays.SANITIZE_LIB_DIR)):
         raise SystemExit(f"asked for the sanitized library, loaded {library}")
     emit("start", library=library, pid=os.getpid())
     state = StateFile(args.state)

@@ -24,10 +24,10 @@ def pytest_configure(config):
 
 
 def _bindings_missing() -> str | None:
-    from fastspec import arrays as kernels
+    from fastspec import arrays
 
     try:
-        kernels.module()
+        arrays.module()
     except ImportError as error:
         return str(error)
     return None

@@ -18,8 +18,8 @@ for tool in memcheck racecheck; do
     2>&1 | tail -n 30 | tee "$out/sanitizer_$tool.log" || status=1
 done
 # the benchmarks with a CUDA path (--device cuda); the others time the CPU only
-for bench in bench/bench_{ngram_match,ngram_append,sampling,verify_update,rejection_target}.py; do
-  python3 "$bench" --device cuda 2>&1 | tee "$out/$(basename "$bench" .py).log" || status=1
+for bench in bench_{ngram_match,ngram_append,sampling,verify_update,rejection_target}; do
+  python3 -m "bench.$bench" --device cuda 2>&1 | tee "$out/$bench.log" || status=1
 done
 cp bench/results/*.json "$out/" 2>/dev/null || true
 exit $status

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastspec import arrays as kernels
+from fastspec import arrays
 from fastspec import reference as ref
 
 B, K, L, V, K_CAND, STEPS = 16, 4, 256, 32, 6, 8
@@ -94,24 +94,24 @@ def _argmax(bufs: dict) -> None:
 def run_step(bufs: dict, strategy: str) -> None:
     """propose -> targets -> verify -> update on the kernels, in place, with no host synchronisation."""
     b = bufs
-    kernels.ngram_match(*(b[n] for n in NGRAM), max_ngram_size=3)
+    arrays.ngram_match(*(b[n] for n in NGRAM), max_ngram_size=3)
     _model(b)
     if strategy == "greedy":
         _argmax(b)
     elif strategy == "target_match":
-        kernels.sample_tokens(b["probs"], b["top_p"], b["top_k"], b["seed"], b["step_idx"],
+        arrays.sample_tokens(b["probs"], b["top_p"], b["top_k"], b["seed"], b["step_idx"],
                               b["batch_id_per_token_output"], b["cu_seqlens_q_output"], b["target_tokens"])
     else:
-        kernels.top_p_candidates(b["probs"], b["top_p"], b["batch_id_per_token_output"], b["candidate_ids"],
+        arrays.top_p_candidates(b["probs"], b["top_p"], b["batch_id_per_token_output"], b["candidate_ids"],
                                  b["candidate_scores"], b["candidate_lens"], max_candidate_len=K_CAND)
     topp = strategy == "topp"
-    kernels.verify_draft_tokens(
+    arrays.verify_draft_tokens(
         b["accept_tokens"], b["accept_num"], b["draft_tokens"], None if topp else b["target_tokens"],
         b["candidate_ids"] if topp else None, b["candidate_scores"] if topp else None,
         b["candidate_lens"] if topp else None, b["seed"], b["step_idx"], b["stop_flags"], b["is_block_step"],
         b["seq_lens_encoder"], b["seq_lens_this_time"], b["cu_seqlens_q_output"], None, b["max_dec_len"],
         b["end_tokens"], strategy=strategy)
-    kernels.update_model_status(*(b[n] for n in UPDATE), b["has_running"])
+    arrays.update_model_status(*(b[n] for n in UPDATE), b["has_running"])
 
 
 def reference_step(host: dict, strategy: str) -> None:

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.needs_gpu
 
 import numpy as np
 
-from fastspec import arrays as kernels
+import fastspec.arrays
 from tests import adaptive_cases as cases
 from tests.helpers.cuda import capture, to_device
 
@@ -22,7 +22,7 @@ OPS = ("adaptive_plan", "adaptive_observe")
 
 def run_cuda(op: str, arrays: dict, attrs: dict) -> list[np.ndarray]:
     tensors = to_device(arrays)
-    getattr(kernels, op)(*(tensors[name] for name in cases.names(op)), **attrs)
+    getattr(fastspec.arrays, op)(*(tensors[name] for name in cases.names(op)), **attrs)
     torch.cuda.synchronize()
     return [tensors[name].cpu().numpy() for name in cases.outputs(op)]
 
@@ -42,8 +42,8 @@ def test_a_captured_step_replays_like_the_reference():
     device = to_device(host)
 
     def step() -> None:
-        kernels.adaptive_plan(*(device[name] for name in cases.PLAN_NAMES), **plan_attrs)
-        kernels.adaptive_observe(*(device[name] for name in cases.OBSERVE_NAMES))
+        fastspec.arrays.adaptive_plan(*(device[name] for name in cases.PLAN_NAMES), **plan_attrs)
+        fastspec.arrays.adaptive_observe(*(device[name] for name in cases.OBSERVE_NAMES))
 
     fresh = {name: value.clone() for name, value in device.items()}
     graph = capture(step)  # runs the step twice (warm-up and capture): start again from fresh values

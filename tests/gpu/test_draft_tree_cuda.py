@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 
 import numpy as np
 
-from fastspec import arrays as kernels
+import fastspec.arrays
 from fastspec import reference as ref
 from tests.helpers.cuda import capture, copy_into, target, to_device
 from tests.tree_cases import (BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS,
@@ -24,7 +24,7 @@ def test_random_batches_match_the_reference():
         arrays, attrs = random_build_case(rng)
         expected = ref.build_draft_tree(*(arrays[name] for name in BUILD_NAMES), **attrs)
         t = to_device(arrays)
-        got = kernels.build_draft_tree(*(t[name] for name in BUILD_NAMES), **attrs, **target.kw)
+        got = fastspec.arrays.build_draft_tree(*(t[name] for name in BUILD_NAMES), **attrs, **target.kw)
         target.synchronize()
         for name, a, e in zip(BUILD_OUTPUTS, got, expected):
             np.testing.assert_array_equal(a.cpu().numpy(), e, err_msg=f"build {name} case {case}")
@@ -32,7 +32,7 @@ def test_random_batches_match_the_reference():
         arrays, attrs = random_verify_tree_case(rng, bad_trees=case % 4 == 0)
         expected = ref.verify_draft_tree(*(arrays[name] for name in VERIFY_TREE_NAMES), **attrs, check=False)
         t = to_device(arrays)
-        got = kernels.verify_draft_tree(*(t[name] for name in VERIFY_TREE_NAMES), **attrs, **target.kw)
+        got = fastspec.arrays.verify_draft_tree(*(t[name] for name in VERIFY_TREE_NAMES), **attrs, **target.kw)
         target.synchronize()
         for name, a, e in zip(VERIFY_TREE_OUTPUTS, got, expected):
             np.testing.assert_array_equal(a.cpu().numpy(), e, err_msg=f"verify {name} case {case}")
@@ -44,7 +44,7 @@ def test_graph_replays_on_new_trees():
     arrays, attrs = random_verify_tree_case(rng)
     tensors = to_device(arrays)
     tensors["accept_nodes"] = torch.empty_like(tensors["accept_tokens"], dtype=torch.int32)
-    graph = capture(lambda: kernels.verify_draft_tree(*(tensors[name] for name in VERIFY_TREE_NAMES),
+    graph = capture(lambda: fastspec.arrays.verify_draft_tree(*(tensors[name] for name in VERIFY_TREE_NAMES),
                                                       tensors["accept_nodes"], **attrs))
     for case in range(20):
         new = dict(arrays)  # the same shapes and trees, new tokens and targets

@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 
-from fastspec import arrays as kernels  # noqa: E402
+import fastspec.arrays  # noqa: E402
 from fastspec import reference as ref  # noqa: E402
 from tests.helpers.cuda import capture, copy_into, shaped_like, target, to_device, to_host  # noqa: E402
 from tests.ngram_append_cases import random_append_case  # noqa: E402
@@ -32,7 +32,7 @@ def test_random_batches_with_anchors_match_the_reference(op):
         anchors = random_anchors(rng, arrays)
         expected = getattr(ref, op)(*(arrays[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=anchors)
         tensors = to_device({**arrays, "ngram_anchor": anchors})
-        getattr(kernels, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=tensors["ngram_anchor"],
+        getattr(fastspec.arrays, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=tensors["ngram_anchor"],
                              **target.kw)
         target.synchronize()
         out = to_host(tensors)
@@ -44,7 +44,7 @@ def test_graph_replay_reads_and_writes_the_anchor_tensor():
     rng = np.random.default_rng(4)
     first, attrs = CASES["ngram_match"](rng, batch=16, max_model_len=256)
     tensors = to_device({**first, "ngram_anchor": random_anchors(rng, first)})
-    graph = capture(lambda: kernels.ngram_match(*(tensors[name] for name in ARRAY_NAMES), **attrs,
+    graph = capture(lambda: fastspec.arrays.ngram_match(*(tensors[name] for name in ARRAY_NAMES), **attrs,
                                                 ngram_anchor=tensors["ngram_anchor"]))
     for step in range(5):
         arrays, _ = CASES["ngram_match"](rng, batch=16, max_model_len=256)

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 
 import numpy as np
 
-from fastspec import arrays as kernels
+from fastspec import arrays
 from fastspec import reference as ref
 from tests.helpers.cuda import replay_on_new_inputs, target, tensor
 from tests.helpers.sampling_cases import (
@@ -51,7 +51,7 @@ def cuda_candidates(probs_dev, top_p, batch_id, k):
     ids = torch.full((rows, k), 777, dtype=torch.int64, device=target.device)  # garbage: all must be written
     scores = torch.full((rows, k), 5.0, dtype=torch.float32, device=target.device)
     lens = torch.full((rows,), 999, dtype=torch.int32, device=target.device)
-    kernels.top_p_candidates(probs_dev, dev(top_p), dev(batch_id), ids, scores, lens, max_candidate_len=k,
+    arrays.top_p_candidates(probs_dev, dev(top_p), dev(batch_id), ids, scores, lens, max_candidate_len=k,
                              **target.kw)
     target.synchronize()
     return ids.cpu().numpy(), scores.cpu().numpy(), lens.cpu().numpy()
@@ -59,7 +59,7 @@ def cuda_candidates(probs_dev, top_p, batch_id, k):
 
 def cuda_sample(probs_dev, top_p, top_k, seed, step, batch_id, cu, rand_stream=ref.STREAM_TARGET):
     tokens = torch.full((probs_dev.shape[0],), 777, dtype=torch.int64, device=target.device)
-    kernels.sample_tokens(probs_dev, *(dev(x) for x in (top_p, top_k, seed, step, batch_id, cu)), tokens,
+    arrays.sample_tokens(probs_dev, *(dev(x) for x in (top_p, top_k, seed, step, batch_id, cu)), tokens,
                           rand_stream=rand_stream, **target.kw)
     target.synchronize()
     return tokens.cpu().numpy()
@@ -147,11 +147,11 @@ def test_cuda_matches_cpu_kernel_on_many_rows():
     probs = make_probs(rng, vocab, len(batch_id))
     top_p, top_k, seed, step = request_params(rng, 100, vocab)
     tokens = np.zeros(len(batch_id), np.int64)
-    kernels.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu, tokens)
+    arrays.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu, tokens)
     assert np.array_equal(cuda_sample(dev(probs), top_p, top_k, seed, step, batch_id, cu), tokens)
     rows = len(batch_id)
     ids, scores, lens = np.zeros((rows, 100), np.int64), np.zeros((rows, 100), np.float32), np.zeros(rows, np.int32)
-    kernels.top_p_candidates(probs, top_p, batch_id, ids, scores, lens, max_candidate_len=100)
+    arrays.top_p_candidates(probs, top_p, batch_id, ids, scores, lens, max_candidate_len=100)
     assert_candidates_equal(cuda_candidates(dev(probs), top_p, batch_id, 100), (ids, scores, lens))
 
 
@@ -161,7 +161,7 @@ def test_bad_sizes_are_errors():
     scores = torch.zeros((2, 11), dtype=torch.float32, device=target.device)
     lens = torch.zeros(2, dtype=torch.int32, device=target.device)
     with pytest.raises(ValueError, match="max_candidate_len"):
-        kernels.top_p_candidates(probs, dev(np.ones(1, np.float32)), dev(np.zeros(2, np.int32)), ids, scores, lens,
+        arrays.top_p_candidates(probs, dev(np.ones(1, np.float32)), dev(np.zeros(2, np.int32)), ids, scores, lens,
                                  max_candidate_len=11, **target.kw)
 
 
@@ -187,9 +187,9 @@ def test_graph_replay_with_new_probabilities_and_seeds(stream):
              lens=torch.zeros(rows, dtype=torch.int32, device=target.device))
 
     def step():
-        kernels.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"], t["batch_id"], t["cu"],
+        arrays.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"], t["batch_id"], t["cu"],
                               t["tokens"], rand_stream=stream)
-        kernels.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], t["ids"], t["scores"], t["lens"],
+        arrays.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], t["ids"], t["scores"], t["lens"],
                                  max_candidate_len=k)
 
     def check(new: dict, out: dict, replay: int) -> None:
@@ -226,7 +226,7 @@ def test_draft_stream_differs_from_target_and_matches_cpu():
     target = cuda_sample(dev(probs), *args, ref.STREAM_TARGET)
     draft = cuda_sample(dev(probs), *args, ref.STREAM_DRAFT)
     cpu = np.zeros(len(batch_id), np.int64)
-    kernels.sample_tokens(probs, *args, cpu, rand_stream=ref.STREAM_DRAFT)
+    arrays.sample_tokens(probs, *args, cpu, rand_stream=ref.STREAM_DRAFT)
     assert np.array_equal(draft, cpu)
     assert (target >= 0).all() and (draft >= 0).all()
     assert (target != draft).mean() > 0.9
@@ -239,4 +239,4 @@ def test_bad_stream_is_an_error(bad):
                              np.zeros(1, np.int64), np.zeros(2, np.int32), np.array([0, 2], np.int32))]
     tokens = torch.zeros(2, dtype=torch.int64, device=target.device)
     with pytest.raises(ValueError, match="stream"):
-        kernels.sample_tokens(probs, *args, tokens, rand_stream=bad, **target.kw)
+        arrays.sample_tokens(probs, *args, tokens, rand_stream=bad, **target.kw)

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 
 import numpy as np
 
-from fastspec import arrays as kernels
+import fastspec.arrays
 from fastspec import reference as ref
 from tests.helpers.cuda import capture, copy_into, target
 from tests.helpers.sampling_cases import make_batch, make_probs, probs_case, request_params, softmax
@@ -25,7 +25,7 @@ from tests.gpu.test_sampling_cuda import dev, device_probs
 
 def cuda_probs(probs_dev, top_p, top_k, batch_id):
     out = torch.full(tuple(probs_dev.shape), 5.0, dtype=torch.float32, device=target.device)  # garbage: all written
-    kernels.top_k_top_p_probs(probs_dev, dev(top_p), dev(top_k), dev(batch_id), out, **target.kw)
+    fastspec.arrays.top_k_top_p_probs(probs_dev, dev(top_p), dev(top_k), dev(batch_id), out, **target.kw)
     target.synchronize()
     return out.cpu().numpy()
 
@@ -71,7 +71,7 @@ def test_cuda_matches_cpu_kernel_on_many_rows():
     rng = np.random.default_rng(99)
     probs, top_p, top_k, batch_id = probs_case(rng, 4096, [int(x) for x in rng.integers(1, 5, 100)], padding_rows=5)
     cpu = np.zeros(probs.shape, np.float32)
-    kernels.top_k_top_p_probs(probs, top_p, top_k, batch_id, cpu)
+    fastspec.arrays.top_k_top_p_probs(probs, top_p, top_k, batch_id, cpu)
     assert_bits(cuda_probs(dev(probs), top_p, top_k, batch_id), cpu)
 
 
@@ -88,7 +88,7 @@ def test_graph_replay_with_new_probabilities():
     out = torch.zeros((rows, vocab), dtype=torch.float32, device=target.device)
 
     def step():
-        kernels.top_k_top_p_probs(t["probs"], t["top_p"], t["top_k"], t["batch_id"], out)
+        fastspec.arrays.top_k_top_p_probs(t["probs"], t["top_p"], t["top_k"], t["batch_id"], out)
 
     graph = capture(step)
     for replay in range(3):

@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from fastspec import arrays as kernels  # noqa: E402
+import fastspec.arrays  # noqa: E402
 from fastspec import reference as ref  # noqa: E402
 from tests.helpers.cuda import capture, target  # noqa: E402
 from tests.rejection_cases import ARRAY_NAMES, chi2_matches, distribution_case, random_case, random_rows  # noqa: E402
@@ -37,7 +37,7 @@ strategies = pytest.mark.parametrize("strategy", STRATEGIES)
 
 
 def launch(t: dict, strategy: str, **attrs) -> None:
-    kernels.verify_draft_tokens(*(None if n is None else t[n] for n in POSITIONAL), strategy=strategy,
+    fastspec.arrays.verify_draft_tokens(*(None if n is None else t[n] for n in POSITIONAL), strategy=strategy,
                                 target_probs=t["target_probs"], draft_probs=t["draft_probs"], **attrs, **target.kw)
 
 

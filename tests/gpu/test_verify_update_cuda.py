@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 
 import numpy as np
 
-from fastspec import arrays as kernels
+import fastspec.arrays
 from fastspec import reference as ref
 from tests.helpers.cuda import capture, target, to_device, to_host
 from tests.gpu.step_loop import B, STEPS, graph_loop_state, reference_step, run_step
@@ -28,7 +28,7 @@ from tests.verify_update_cases import (
 
 def verify_cuda(arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
     tensors = to_device({name: value for name, value in arrays.items() if value is not None})
-    kernels.verify_draft_tokens(*(tensors.get(name) for name in VERIFY_NAMES), **attrs, **target.kw)
+    fastspec.arrays.verify_draft_tokens(*(tensors.get(name) for name in VERIFY_NAMES), **attrs, **target.kw)
     target.synchronize()
     return tensors["accept_tokens"].cpu().numpy(), tensors["accept_num"].cpu().numpy()
 
@@ -36,7 +36,7 @@ def verify_cuda(arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
 def update_cuda(arrays: dict) -> list[np.ndarray]:
     tensors = to_device(arrays)
     has_running = torch.ones(1, dtype=torch.bool, device=target.device)  # overwritten
-    kernels.update_model_status(*(tensors[name] for name in UPDATE_NAMES), has_running, **target.kw)
+    fastspec.arrays.update_model_status(*(tensors[name] for name in UPDATE_NAMES), has_running, **target.kw)
     target.synchronize()
     return [tensors[name].cpu().numpy() for name in UPDATE_OUTPUTS] + [has_running.cpu().numpy()]
 

@@ -26,10 +26,10 @@ def gpu_unavailable() -> str | None:
     """Why the kernels cannot run on a real GPU here (None: they can)."""
     if not torch.cuda.is_available():
         return "no CUDA device"
-    from fastspec import arrays as kernels
+    import fastspec.arrays
 
     try:
-        return None if kernels.module().with_cuda else "bindings built without CUDA"
+        return None if fastspec.arrays.module().with_cuda else "bindings built without CUDA"
     except ImportError as error:
         return str(error)
 
@@ -128,7 +128,7 @@ def replay_on_new_inputs(step: Callable[[], None], tensors: dict[str, torch.Tens
 
 def check_ngram_replays(op: str, random_case: Callable, seed: int, replays: int = 5) -> None:
     """An n-gram op captured on a 16-slot case and replayed on new cases of its shapes: each equals the reference."""
-    from fastspec import arrays as kernels
+    import fastspec.arrays
     from tests import ngram_harness as harness
     from tests.ngram_cases import ARRAY_NAMES
 
@@ -142,17 +142,17 @@ def check_ngram_replays(op: str, random_case: Callable, seed: int, replays: int 
         harness.assert_same((out["draft_tokens"], out["seq_lens_this_time"]),
                             harness.run_reference(op, arrays, attrs), f"{op} replay {index}")
 
-    replay_on_new_inputs(lambda: getattr(kernels, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs), tensors,
+    replay_on_new_inputs(lambda: getattr(fastspec.arrays, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs), tensors,
                          cases, check)
 
 
 def run_ngram_cuda(op: str, arrays: dict[str, np.ndarray], attrs: dict) -> tuple[np.ndarray, np.ndarray]:
     """An n-gram kernel (``ngram_match`` / ``ngram_append``) on the target through the bindings."""
-    from fastspec import arrays as kernels
+    import fastspec.arrays
     from tests.ngram_cases import ARRAY_NAMES
 
     tensors = to_device(arrays)
-    getattr(kernels, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs, **target.kw)
+    getattr(fastspec.arrays, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs, **target.kw)
     target.synchronize()
     out = to_host(tensors)
     return out["draft_tokens"], out["seq_lens_this_time"]

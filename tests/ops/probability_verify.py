@@ -7,7 +7,7 @@ import numpy as np
 import paddle
 
 import fastspec.ops as ops
-from fastspec import arrays as kernels
+import fastspec.arrays
 
 PROBS = ("target_probs", "draft_probs")
 # The op's positional inputs: None for the target tokens and the candidates.
@@ -36,7 +36,7 @@ def run_op(arrays: dict, dtype: str = "float32", strategy: str = "rejection", **
 def run_bindings(arrays: dict, strategy: str = "rejection", **attrs):
     """``fastspec.arrays`` on copies of the arrays: ``(accept_tokens, accept_num)``."""
     c = {name: None if value is None else np.ascontiguousarray(value).copy() for name, value in arrays.items()}
-    kernels.verify_draft_tokens(*positional(c), strategy=strategy, target_probs=c["target_probs"],
+    fastspec.arrays.verify_draft_tokens(*positional(c), strategy=strategy, target_probs=c["target_probs"],
                                 draft_probs=c["draft_probs"], **attrs)
     return c["accept_tokens"], c["accept_num"]
 

@@ -19,96 +19,10 @@ import pytest
 import fastspec.arrays as kernels
 import fastspec.ops as ops
 from fastspec.core.errors import FastspecArgumentError, FastspecTypeError
+from fastspec.core.examples import example_call as valid_call  # a call (B = 2) every front end accepts
 from fastspec.core.schema import SCHEMAS, STRATEGIES, Dim
 from fastspec.core.validate import TensorMeta, validate
 from tests.ops.raw_op import raw_op
-
-
-def valid_call(name: str) -> tuple[dict[str, np.ndarray], dict]:
-    """A small call (B = 2) that every front end accepts."""
-    i32, i64 = np.int32, np.int64
-    if name in ("ngram_match", "ngram_append"):
-        return {
-            "token_ids_all": np.tile(np.array([7, 8, 9, 5, 7, 8, 0, 0], i64), (2, 1)),
-            "prompt_lens": np.array([4, 4], i64), "step_idx": np.array([2, 2], i64),
-            "draft_token_num": np.array([3, 3], i32), "draft_tokens": np.full((2, 4), -1, i64),
-            "seq_lens_this_time": np.array([1, 1], i32), "seq_lens_encoder": np.zeros(2, i32),
-            "seq_lens_decoder": np.array([6, 6], i32), "max_dec_len": np.array([100, 100], i64),
-            "ngram_anchor": np.array([-1, 2], i64),
-        }, {"max_ngram_size": 2}
-    probs = np.array([[0.1, 0.6, 0.3], [0.5, 0.25, 0.25]], np.float32)
-    if name == "top_p_candidates":
-        return {"probs": probs, "top_p": np.array([0.8, 0.9], np.float32),
-                "batch_id_per_token_output": np.array([0, 1], i32)}, {"max_candidate_len": 3}
-    if name == "sample_tokens":
-        return {"probs": probs, "top_p": np.ones(2, np.float32), "top_k": np.zeros(2, i32),
-                "seed": np.array([1, 2], i64), "step_idx": np.zeros(2, i64),
-                "batch_id_per_token_output": np.array([0, 1], i32),
-                "cu_seqlens_q_output": np.array([0, 1, 2], i32)}, {}
-    if name == "top_k_top_p_probs":
-        return {"probs": probs, "top_p": np.array([0.8, 1.0], np.float32), "top_k": np.array([0, 1], i32),
-                "batch_id_per_token_output": np.array([0, 1], i32)}, {}
-    if name == "verify_draft_tokens":
-        return {
-            "accept_tokens": np.full((2, 3), -1, i64), "accept_num": np.zeros(2, i32),
-            "draft_tokens": np.array([[4, 5, 6], [4, 5, 6]], i64),
-            "target_tokens": np.array([5, 6, 9, 5, 1, 2], i64),
-            "candidate_ids": np.tile(np.array([[5, 6, -1]], i64), (6, 1)),
-            "candidate_scores": np.tile(np.array([[0.5, 0.3, 0]], np.float32), (6, 1)),
-            "candidate_lens": np.full(6, 2, i32),
-            "seed": np.array([1, 2], i64), "step_idx": np.array([3, 3], i64), "stop_flags": np.zeros(2, bool),
-            "is_block_step": np.zeros(2, bool), "seq_lens_encoder": np.zeros(2, i32),
-            "seq_lens_this_time": np.array([3, 3], i32), "cu_seqlens_q_output": np.array([0, 3, 6], i32),
-            "reasoning_status": np.zeros(2, i32), "max_dec_len": np.array([100, 100], i64),
-            "end_tokens": np.array([2], i64),
-            "target_probs": np.full((6, 10), 0.1, np.float32), "draft_probs": np.full((6, 10), 0.1, np.float32),
-        }, {"strategy": "greedy"}
-    rates = np.array([0.3, 0.7, 0.8, 0.12, 0.6], np.float32)
-    if name == "adaptive_plan":
-        return {
-            "acceptance": np.array([[1, 0.9, 0.5], [0, 0.6, 0.6]], np.float32), "found": np.ones(2, np.float32),
-            "step_cost": np.linspace(1, 2, 8, dtype=np.float32), "rates": rates,
-            "seq_lens_encoder": np.array([0, 5], i32), "stop_flags": np.zeros(2, bool),
-            "is_block_step": np.zeros(2, bool), "probe_step": np.zeros(1, i64),
-            "draft_token_num": np.zeros(2, i32), "worth": np.zeros((2, 3), np.float32),
-            "ranking": np.zeros((2, 3), i32),
-        }, {"probe_interval": 4}
-    if name == "adaptive_observe":
-        return {
-            "acceptance": np.array([[1, 0.9, 0.5], [0, 0.6, 0.6]], np.float32), "found": np.ones(2, np.float32),
-            "draft_token_num": np.array([2, 0], i32), "cu_seqlens_q_output": np.array([0, 3, 4], i32),
-            "accept_num": np.array([2, 1], i32), "rates": rates,
-        }, {}
-    if name == "build_draft_tree":
-        return {
-            "candidate_tokens": np.array([[5, 6, 7], [8, 9, -1]], i64),
-            "candidate_parents": np.array([[-1, -1, 0], [-1, 0, -1]], i32),
-            "candidate_scores": np.array([[-0.1, -0.5, -0.3], [-0.2, -0.4, 0.0]], np.float32),
-            "draft_tree_tokens": np.full((2, 4), 4, i64), "seq_lens_this_time": np.ones(2, i32),
-            "seq_lens_encoder": np.zeros(2, i32), "seq_lens_decoder": np.array([9, 9], i32),
-        }, {"max_depth": 3}
-    if name == "verify_draft_tree":
-        return {
-            "accept_tokens": np.full((2, 3), -1, i64), "accept_num": np.zeros(2, i32),
-            "draft_tree_tokens": np.array([[4, 5, 6, 7], [4, 5, 6, 7]], i64),
-            "draft_tree_parents": np.array([[-1, 0, 0, 2], [-1, 0, 1, -1]], i32),
-            "target_tokens": np.array([6, 1, 7, 8, 5, 6, 1], i64), "seed": np.array([1, 2], i64),
-            "step_idx": np.array([3, 3], i64),
-            "stop_flags": np.zeros(2, bool), "is_block_step": np.zeros(2, bool),
-            "seq_lens_encoder": np.zeros(2, i32), "seq_lens_this_time": np.array([4, 3], i32),
-            "cu_seqlens_q_output": np.array([0, 4, 7], i32), "max_dec_len": np.array([100, 100], i64),
-            "end_tokens": np.array([2], i64),
-            "target_probs": np.full((7, 10), 0.1, np.float32), "draft_probs": np.full((7, 10), 0.1, np.float32),
-        }, {"strategy": "greedy"}
-    assert name == "update_model_status"
-    return {
-        "seq_lens_encoder": np.zeros(2, i32), "seq_lens_decoder": np.array([3, 3], i32),
-        "seq_lens_this_time": np.array([2, 2], i32), "step_idx": np.array([1, 1], i64),
-        "stop_flags": np.zeros(2, bool), "accept_tokens": np.array([[5, 6, -1], [5, -1, -1]], i64),
-        "accept_num": np.array([2, 1], i32), "draft_tokens": np.array([[4, 6, -1], [4, 6, -1]], i64),
-        "token_ids_all": np.tile(np.array([1, 2, 4, 0, 0, 0], i64), (2, 1)), "prompt_lens": np.array([2, 2], i64),
-        "is_block_step": np.zeros(2, bool), "max_dec_len": np.array([100, 100], i64), "end_tokens": np.array([0], i64),
-    }, {}
 
 
 WRONG_DTYPE = {"int64": np.int32, "int32": np.int64, "bool": np.int32, "float32": np.float64}

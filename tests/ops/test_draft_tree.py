@@ -8,7 +8,7 @@ import numpy as np
 import paddle
 import pytest
 
-import fastspec.arrays as kernels
+import fastspec.arrays
 import fastspec.ops as ops
 from fastspec import reference as ref
 from fastspec.core.errors import FastspecArgumentError
@@ -29,12 +29,12 @@ def assert_all_equal(names, actual, expected, context=""):
 
 def build(arrays: dict, attrs: dict, **options) -> tuple:
     c = copies(arrays)
-    return tuple(kernels.build_draft_tree(*(c[name] for name in BUILD_NAMES), **attrs, **options))
+    return tuple(fastspec.arrays.build_draft_tree(*(c[name] for name in BUILD_NAMES), **attrs, **options))
 
 
 def verify_tree(arrays: dict, attrs: dict, **options) -> tuple:
     c = copies(arrays)
-    return tuple(kernels.verify_draft_tree(*(c[name] for name in VERIFY_TREE_NAMES), **attrs, **options))
+    return tuple(fastspec.arrays.verify_draft_tree(*(c[name] for name in VERIFY_TREE_NAMES), **attrs, **options))
 
 
 def test_build_random_batches_match_the_reference():
@@ -94,7 +94,7 @@ def test_chain_as_tree_verifies_exactly_as_verify_draft_tokens():
         arrays["reasoning_status"] = None
         chain = ref.verify_draft_tokens(*(arrays[name] for name in VERIFY_NAMES), strategy=strategy)
         c = copies(arrays)
-        kernels.verify_draft_tokens(*(c[name] for name in VERIFY_NAMES), strategy=strategy)
+        fastspec.arrays.verify_draft_tokens(*(c[name] for name in VERIFY_NAMES), strategy=strategy)
         assert_all_equal(("accept_tokens", "accept_num"), (c["accept_tokens"], c["accept_num"]), chain)
         tree = {**arrays, "draft_tree_tokens": arrays["draft_tokens"], "target_probs": None, "draft_probs": None,
                 "draft_tree_parents": np.tile(np.arange(-1, cols - 1, dtype=np.int32), (len(arrays["seed"]), 1))}
@@ -131,13 +131,13 @@ def test_a_tree_accepts_at_least_its_first_chain():
         common = {"step_idx": np.zeros(b, np.int64), "stop_flags": np.zeros(b, bool),
                   "is_block_step": np.zeros(b, bool), "seq_lens_encoder": np.zeros(b, np.int32),
                   "max_dec_len": np.full(b, 1000, np.int64), "end_tokens": np.array([vocab + 1], np.int64)}
-        chain = kernels.verify_draft_tokens(
+        chain = fastspec.arrays.verify_draft_tokens(
             np.full((b, k + 1), -1, np.int64), np.zeros(b, np.int32), chain_tokens,
             targets[:, : m + 1].reshape(-1), None, None, None, np.zeros(b, np.int64), common["step_idx"],
             common["stop_flags"], common["is_block_step"], common["seq_lens_encoder"],
             np.full(b, m + 1, np.int32), np.arange(0, b * (m + 1) + 1, m + 1, dtype=np.int32), None,
             common["max_dec_len"], common["end_tokens"], strategy="greedy")
-        tree = kernels.verify_draft_tree(
+        tree = fastspec.arrays.verify_draft_tree(
             np.full((b, k + 1), -1, np.int64), np.zeros(b, np.int32), tree_tokens, tree_parents,
             targets.reshape(-1), seq_lens_this_time=np.full(b, n, np.int32),
             cu_seqlens_q_output=np.arange(0, b * n + 1, n, dtype=np.int32), strategy="greedy", **common)
@@ -184,7 +184,7 @@ def test_a_bad_tree_is_named(what, parents, nodes, message):
     assert expected[1][1] == 1 and expected[2][1][0] == 0
     for backend in BACKENDS:
         c = copies(arrays)
-        kernels.prepare("verify_draft_tree", *(c[name] for name in VERIFY_TREE_NAMES), strategy="greedy",
+        fastspec.arrays.prepare("verify_draft_tree", *(c[name] for name in VERIFY_TREE_NAMES), strategy="greedy",
                         backend=backend)()
         assert_all_equal(VERIFY_TREE_OUTPUTS[:2], (c["accept_tokens"], c["accept_num"]), expected[:2], str(backend))
 
@@ -197,7 +197,7 @@ def test_random_bad_trees_are_judged_alike_by_every_kernel():
         backend = BACKENDS[case % 3]
         c = copies(arrays)
         c["accept_nodes"] = np.zeros_like(c["accept_tokens"], dtype=np.int32)
-        kernels.prepare("verify_draft_tree", *(c[name] for name in VERIFY_TREE_NAMES), c["accept_nodes"], **attrs,
+        fastspec.arrays.prepare("verify_draft_tree", *(c[name] for name in VERIFY_TREE_NAMES), c["accept_nodes"], **attrs,
                         backend=backend)()
         assert_all_equal(VERIFY_TREE_OUTPUTS, [c[name] for name in VERIFY_TREE_OUTPUTS], expected,
                          f"case {case} {backend}")
@@ -217,7 +217,7 @@ def test_the_bindings_judge_trees_as_the_reference():
             expected = True
         except FastspecArgumentError:
             expected = False
-        assert kernels.module().draft_trees_ok(parents, lens, enc, k) == expected
+        assert fastspec.arrays.module().draft_trees_ok(parents, lens, enc, k) == expected
         verdicts.add(expected)
     assert verdicts == {True, False}
 
@@ -229,7 +229,7 @@ def test_build_then_verify_follows_the_target_down_the_tree():
     b, depth, k, n = 4, 3, 3, 8
     _, parents, scores = eagle_candidates(rng, b, depth, k)
     tokens = np.tile(np.arange(depth * k, dtype=np.int64), (b, 1)) + 10
-    tree = kernels.build_draft_tree(tokens, parents, scores, np.full((b, n), 3, np.int64), np.ones(b, np.int32),
+    tree = fastspec.arrays.build_draft_tree(tokens, parents, scores, np.full((b, n), 3, np.int64), np.ones(b, np.int32),
                                     np.zeros(b, np.int32), np.full(b, 5, np.int32), max_depth=depth)
     targets = np.full((b, n), 1, np.int64)  # a leaf's row: token 1, off the tree
     for s in range(b):
@@ -237,7 +237,7 @@ def test_build_then_verify_follows_the_target_down_the_tree():
             children = np.flatnonzero(tree.draft_tree_parents[s] == node)
             if len(children):
                 targets[s, node] = tree.draft_tree_tokens[s, children[-1]]  # the last child: not the first match
-    result = kernels.verify_draft_tree(
+    result = fastspec.arrays.verify_draft_tree(
         np.full((b, depth + 1), -1, np.int64), np.zeros(b, np.int32), tree.draft_tree_tokens,
         tree.draft_tree_parents, targets.reshape(-1), step_idx=np.zeros(b, np.int64), stop_flags=np.zeros(b, bool),
         is_block_step=np.zeros(b, bool), seq_lens_encoder=np.zeros(b, np.int32),
@@ -428,7 +428,7 @@ def _follows_the_target(arrays: dict, p1: np.ndarray, p2: np.ndarray):
     """Verifies the depth-2 trees; asserts the first token follows p1 and the second, given the first is x,
     p2[x] (chi-square at 1e-4)."""
     vocab, slots = len(p1), len(arrays["seed"])
-    tree = kernels.verify_draft_tree(*(arrays[name] for name in VERIFY_TREE_NAMES), strategy="rejection")
+    tree = fastspec.arrays.verify_draft_tree(*(arrays[name] for name in VERIFY_TREE_NAMES), strategy="rejection")
     first = tree.accept_tokens[:, 0]
     fits, stat, crit = rejection_cases.chi2_matches(np.bincount(first, minlength=vocab), p1.astype(np.float32))
     assert fits, f"first token: chi2 {stat:.1f} > {crit:.1f}"
@@ -457,4 +457,4 @@ def _as_first_chain(arrays: dict, width: int):
     chain["target_probs"] = arrays["target_probs"][rows.reshape(-1)]
     chain["draft_probs"] = arrays["draft_probs"][rows.reshape(-1)]
     chain["cu_seqlens_q_output"] = np.arange(0, slots * chain_cols + 1, chain_cols, dtype=np.int32)
-    return kernels.verify_draft_tree(*(chain[name] for name in VERIFY_TREE_NAMES), strategy="rejection")
+    return fastspec.arrays.verify_draft_tree(*(chain[name] for name in VERIFY_TREE_NAMES), strategy="rejection")

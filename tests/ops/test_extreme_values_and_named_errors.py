@@ -9,7 +9,7 @@ import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import arrays as kernels
+import fastspec.arrays
 from fastspec import reference as ref
 from fastspec.core.errors import FastspecArgumentError, FastspecTypeError
 from fastspec.core.schema import SCHEMAS
@@ -40,7 +40,7 @@ def run_every_front_end(op: str, arrays: dict, attrs: dict) -> dict[str, tuple[n
     results["paddle"] = (drafts.numpy(), lens.numpy())
     for label, options in (("cpu", {}), ("xpu", {"backend": "xpu_emulator", "xpu_grid": (2, 16)})):
         copies = {name: arrays[name].copy() for name in ARRAY_NAMES}
-        getattr(kernels, op)(*(copies[name] for name in ARRAY_NAMES), **attrs, **options)
+        getattr(fastspec.arrays, op)(*(copies[name] for name in ARRAY_NAMES), **attrs, **options)
         results[label] = (copies["draft_tokens"], copies["seq_lens_this_time"])
     return results
 
@@ -99,7 +99,7 @@ def budget_case() -> dict[str, np.ndarray]:
 def test_token_budget_beyond_int32_is_named(op):
     arrays = budget_case()
     with pytest.raises(FastspecArgumentError, match=f"{op}: attribute 'token_budget' must be in"):
-        getattr(kernels, op)(*(arrays[name] for name in ARRAY_NAMES), max_ngram_size=1, token_budget=INT64_MAX)
+        getattr(fastspec.arrays, op)(*(arrays[name] for name in ARRAY_NAMES), max_ngram_size=1, token_budget=INT64_MAX)
     with pytest.raises(FastspecArgumentError, match=f"{op}: attribute 'token_budget'"):
         tensors = [paddle.to_tensor(arrays[name]) for name in ARRAY_NAMES]
         getattr(ops, op)(*tensors, max_ngram_size=1, token_budget=INT64_MAX)
@@ -114,7 +114,7 @@ def test_the_kernels_budget_arithmetic_saturates(op, budget):
     expected = getattr(ref, op)(*(arrays[name] for name in ARRAY_NAMES), max_ngram_size=1, token_budget=budget)
     for options in ({}, {"backend": "xpu_emulator"}):
         copies = {name: value.copy() for name, value in arrays.items()}
-        launch = kernels.prepare(op, *(copies[name] for name in ARRAY_NAMES), max_ngram_size=1, token_budget=1,
+        launch = fastspec.arrays.prepare(op, *(copies[name] for name in ARRAY_NAMES), max_ngram_size=1, token_budget=1,
                                  **options)
         args = list(launch.args)
         budget_index = SCHEMAS[op].attr_names.index("token_budget")
@@ -137,7 +137,7 @@ def test_none_for_a_required_tensor_is_named(op, argument):
     arrays, attrs = valid_call(op)
     arrays[argument] = None
     tensors = {k: None if v is None else paddle.to_tensor(v) for k, v in arrays.items()}
-    for call in (lambda: getattr(ops, op)(**tensors, **attrs), lambda: getattr(kernels, op)(**arrays, **attrs)):
+    for call in (lambda: getattr(ops, op)(**tensors, **attrs), lambda: getattr(fastspec.arrays, op)(**arrays, **attrs)):
         with pytest.raises(FastspecArgumentError, match=f"{op}: argument '{argument}' is required"):
             call()
     paddle.enable_static()
@@ -170,7 +170,7 @@ def test_disagreeing_shapes_are_named(strategy, argument, change):
     attrs = {"strategy": strategy}
     match = f"verify_draft_tokens: .*'{argument}'"
     with pytest.raises(FastspecArgumentError, match=match):
-        kernels.verify_draft_tokens(**arrays, **attrs)
+        fastspec.arrays.verify_draft_tokens(**arrays, **attrs)
     tensors = {k: paddle.to_tensor(v) for k, v in arrays.items()}
     with pytest.raises(FastspecArgumentError, match=match):
         ops.verify_draft_tokens(**tensors, **attrs)

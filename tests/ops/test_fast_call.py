@@ -1,4 +1,4 @@
-"""The checked calls at raw speed (issue 21) keep every check of the general path.
+"""The checked calls at raw speed keep every check of the general path.
 
 The Paddle ops run the custom op first and let its C++ guard check; the array API
 reuses the verdict of an earlier call with the same key. These are the calls those

@@ -9,7 +9,7 @@ import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import arrays as kernels
+import fastspec.arrays
 from fastspec import reference as ref
 from tests.ngram_append_cases import random_append_case
 from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case
@@ -27,7 +27,7 @@ def run(op: str, arrays: dict, attrs: dict, anchors: np.ndarray, front_end: str)
         drafts, lens = getattr(ops, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=anchor_tensor)
         return drafts.numpy(), lens.numpy(), anchor_tensor.numpy()
     options = {"backend": "xpu_emulator", "xpu_grid": (3, 16)} if front_end == "xpu" else {}
-    drafts, lens = getattr(kernels, op)(*(copies[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=anchor, **options)
+    drafts, lens = getattr(fastspec.arrays, op)(*(copies[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=anchor, **options)
     return drafts, lens, anchor
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec import arrays as kernels
+from fastspec import arrays
 from fastspec import reference as ref
 from fastspec.reference.mass import prob_mass
 from tests.helpers.sampling_cases import (
@@ -31,14 +31,14 @@ def run_candidates(probs, top_p, batch_id, k, num_threads=0):
     ids = np.full((rows, k), 12345, np.int64)  # garbage: every element must be written
     scores = np.full((rows, k), 7.0, np.float32)
     lens = np.full(rows, 999, np.int32)
-    kernels.top_p_candidates(np.ascontiguousarray(probs), top_p, batch_id, ids, scores, lens,
+    arrays.top_p_candidates(np.ascontiguousarray(probs), top_p, batch_id, ids, scores, lens,
                              max_candidate_len=k, num_threads=num_threads)
     return ids, scores, lens
 
 
 def run_sample(probs, top_p, top_k, seed, step_idx, batch_id, cu, num_threads=0):
     tokens = np.full(probs.shape[0], 12345, np.int64)
-    kernels.sample_tokens(np.ascontiguousarray(probs), top_p, top_k, seed, step_idx, batch_id, cu, tokens,
+    arrays.sample_tokens(np.ascontiguousarray(probs), top_p, top_k, seed, step_idx, batch_id, cu, tokens,
                           num_threads=num_threads)
     return tokens
 
@@ -55,7 +55,7 @@ def assert_candidates_equal(got, expected):
 
 
 def test_f16_converter_is_exact_for_every_pattern():
-    m = kernels.module()
+    m = arrays.module()
     bits = np.arange(1 << 16, dtype=np.uint32)
     expected = bits.astype(np.uint16).view(np.float16).astype(np.float32).view(np.uint32)
     got = np.array([m.f16_to_f32_bits(int(b)) for b in bits], dtype=np.uint32)
@@ -65,7 +65,7 @@ def test_f16_converter_is_exact_for_every_pattern():
 
 
 def test_mass_of_bits_matches_reference_mass():
-    m = kernels.module()
+    m = arrays.module()
     rng = np.random.default_rng(1)
     bits = np.concatenate([
         rng.integers(1, 0x7F7FFFFF, 20000, dtype=np.uint32),
@@ -403,7 +403,7 @@ def near_uniform_case(rng, vocab: int, shape: str) -> tuple:
 
 def run_sample_stream(probs, top_p, top_k, seed, step_idx, batch_id, cu, rand_stream, num_threads=0):
     tokens = np.full(probs.shape[0], 12345, np.int64)
-    kernels.sample_tokens(np.ascontiguousarray(probs), top_p, top_k, seed, step_idx, batch_id, cu, tokens,
+    arrays.sample_tokens(np.ascontiguousarray(probs), top_p, top_k, seed, step_idx, batch_id, cu, tokens,
                           num_threads=num_threads, rand_stream=rand_stream)
     return tokens
 

@@ -8,7 +8,7 @@ import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import arrays as kernels
+from fastspec import arrays
 from fastspec import reference as ref
 from fastspec.reference.mass import prob_mass
 from fastspec.reference.sampling import sample_set
@@ -30,7 +30,7 @@ NAMES = ("probs", "top_p", "top_k", "batch_id_per_token_output")
 
 def run_cpu(probs, top_p, top_k, batch_id, num_threads=0):
     out = np.full(np.shape(probs), np.nan, np.float32)  # garbage: every element must be written
-    kernels.top_k_top_p_probs(np.ascontiguousarray(probs), top_p, top_k, batch_id, out, num_threads=num_threads)
+    arrays.top_k_top_p_probs(np.ascontiguousarray(probs), top_p, top_k, batch_id, out, num_threads=num_threads)
     return out
 
 
@@ -193,11 +193,11 @@ def test_support_is_what_sample_tokens_draws_and_greedy_is_its_token(vocab):
     for t in range(requests):
         one = np.repeat(probs[t:t + 1], draws, axis=0)
         cu = np.array([0, draws], np.int32)
-        kernels.sample_tokens(one, top_p[t:t + 1], top_k[t:t + 1], np.array([t + 1], np.int64),
+        arrays.sample_tokens(one, top_p[t:t + 1], top_k[t:t + 1], np.array([t + 1], np.int64),
                               np.zeros(1, np.int64), np.zeros(draws, np.int32), cu, tokens)
         assert (target[t, tokens] > 0).all(), f"row {t} drew outside the kept set"
         greedy = np.ones(1, np.int32)
-        kernels.sample_tokens(one, top_p[t:t + 1], greedy, np.array([7], np.int64), np.zeros(1, np.int64),
+        arrays.sample_tokens(one, top_p[t:t + 1], greedy, np.array([7], np.int64), np.zeros(1, np.int64),
                               np.zeros(draws, np.int32), cu, tokens)
         one_hot = run_cpu(probs[t:t + 1], top_p[t:t + 1], greedy, np.zeros(1, np.int32))[0]
         assert np.flatnonzero(one_hot).tolist() == [tokens[0]] and one_hot[tokens[0]] == 1.0
@@ -268,8 +268,8 @@ def test_bad_inputs_name_the_argument(name, value):
     case = dict(zip(NAMES, probs_case(np.random.default_rng(1), 300, (1, 2, 3, 1, 2, 1), padding_rows=0)))
     case["probs"], case["batch_id_per_token_output"] = case["probs"][:10], case["batch_id_per_token_output"][:10]
     case[name] = value
-    with pytest.raises(kernels.FastspecArgumentError, match=f"top_k_top_p_probs: .*'{name}'"):
-        kernels.top_k_top_p_probs(**case)
+    with pytest.raises(arrays.FastspecArgumentError, match=f"top_k_top_p_probs: .*'{name}'"):
+        arrays.top_k_top_p_probs(**case)
     tensors = {n: paddle.to_tensor(v) for n, v in case.items()}
     with pytest.raises(ops.FastspecArgumentError, match=f"top_k_top_p_probs: .*'{name}'"):
         ops.top_k_top_p_probs(**tensors)
@@ -280,5 +280,5 @@ def test_bad_inputs_name_the_argument(name, value):
 def test_a_wrong_output_buffer_is_named():
     probs, top_p, top_k, batch_id = probs_case(np.random.default_rng(6), 30, (1, 2))
     for bad in (np.zeros(probs.shape, np.float64), np.zeros((probs.shape[0], 31), np.float32)):
-        with pytest.raises(kernels.FastspecArgumentError, match="'target_probs'"):
-            kernels.top_k_top_p_probs(probs, top_p, top_k, batch_id, bad)
+        with pytest.raises(arrays.FastspecArgumentError, match="'target_probs'"):
+            arrays.top_k_top_p_probs(probs, top_p, top_k, batch_id, bad)

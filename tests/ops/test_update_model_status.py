@@ -8,7 +8,7 @@ import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import arrays as kernels
+import fastspec.arrays
 from fastspec import reference as ref
 from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, random_update_case
 from tests.helpers.static_graph import run_static
@@ -30,7 +30,7 @@ def run_op(arrays: dict) -> dict:
 def run_bindings(arrays: dict) -> dict:
     copies = {name: np.ascontiguousarray(value).copy() for name, value in arrays.items()}
     copies["has_running"] = np.array([True, True])[:1]  # overwritten
-    kernels.update_model_status(*(copies[name] for name in UPDATE_NAMES), copies["has_running"])
+    fastspec.arrays.update_model_status(*(copies[name] for name in UPDATE_NAMES), copies["has_running"])
     return {name: copies[name] for name in OUT_NAMES}
 
 

@@ -20,7 +20,7 @@ from fastspec.reference.rng import STREAM_BLOCK, rand64
 from tests.helpers.static_graph import run_static
 from tests.block_cases import exact_accepted, likely_case, markov_generation, markov_joint
 from tests.ops.probability_verify import PROBS, assert_same, positional, run_bindings, run_op
-from tests.rejection_cases import (ARRAY_NAMES, END, chi2_matches, distribution_case, distribution_pairs, random_case,
+from tests.rejection_cases import (ARRAY_NAMES, chi2_matches, distribution_case, distribution_pairs, random_case,
                                    random_rows)
 
 run_op = partial(run_op, strategy="block")

@@ -8,7 +8,7 @@ import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import arrays as kernels
+import fastspec.arrays
 from fastspec import reference as ref
 from tests.verify_update_cases import STRATEGIES, VERIFY_NAMES, random_verify_case
 from tests.helpers.static_graph import run_static
@@ -25,7 +25,7 @@ def run_op(arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
 
 def run_bindings(arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
     copies = {name: None if value is None else np.ascontiguousarray(value).copy() for name, value in arrays.items()}
-    kernels.verify_draft_tokens(*(copies[name] for name in VERIFY_NAMES), **attrs)
+    fastspec.arrays.verify_draft_tokens(*(copies[name] for name in VERIFY_NAMES), **attrs)
     return copies["accept_tokens"], copies["accept_num"]
 
 

@@ -3,7 +3,6 @@ request starts from -1, and the config switch reaches the proposer."""
 
 from __future__ import annotations
 
-import numpy as np
 
 from fastspec import reference as ref
 from fastspec.runtime.config import SpeculativeConfig

@@ -16,7 +16,7 @@ from paddle import nn
 from fastspec.runtime.config import SpeculativeConfig
 from fastspec.demo.draft_models import GridAuxHiddenStates, ReplayAuxHiddenStates, ReplayEagle3Head
 from fastspec.demo.models import ReplayModel, TinyTransformer
-from fastspec.runtime.proposers import DraftModelProposer, DraftShapeError, Eagle3DraftHead, concat_aux_rows
+from fastspec.runtime.proposers import DraftModelProposer, DraftShapeError, Eagle3DraftHead
 from fastspec.runtime.generation import generate
 from fastspec.runtime.model_inputs import build_model_inputs
 from tests.proposers.draft_helpers import RevealLayer, decode_state, observe_one_row_per_slot

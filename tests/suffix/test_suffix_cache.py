@@ -82,9 +82,11 @@ def test_random_sequences_match_reference(seed):
 
 
 def test_real_sequences_match_reference():
-    """This repository's Python files as bytes: one request per file, the next file as response."""
-    files = sorted((ROOT / "fastspec").glob("*.py"))[:6]
-    texts = [list(f.read_bytes()[:600]) for f in files]
+    """Real text as bytes: the first two 600-byte pieces of each file of the demo's fixed corpus (code,
+    notes, a config), each piece a request whose response is the next piece."""
+    files = sorted((ROOT / "fastspec" / "demo" / "data").glob("*.txt"))
+    texts = [list(f.read_bytes()[start:start + 600]) for f in files for start in (0, 600)]
+    assert len(texts) == 8 and min(map(len, texts)) > 400
     requests = [(texts[i], texts[i + 1]) for i in range(len(texts) - 1)]
     run_workload(requests, depth=12, max_cached=3, rng=np.random.default_rng(7), chunk=16)
 

@@ -1,7 +1,5 @@
 """The reference drafting rule on cases worked out by hand (docs/suffix.md)."""
 
-import pytest
-
 from fastspec.reference.suffix import ReferenceTree, SpecRule, SuffixCacheReference
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec import arrays as kernels
+import fastspec.arrays
 from fastspec.core.errors import FastspecArgumentError
 from tests.ngram_cases import ARRAY_NAMES, spec_example
 
@@ -17,7 +17,7 @@ POISON = int(np.frombuffer(b"\xa5" * 4, np.int32)[0])
 
 
 def probe(which: int, grid=(2, 16)):
-    status, error, out = kernels.module().xpu_probe(which, grid, VALUES)
+    status, error, out = fastspec.arrays.module().xpu_probe(which, grid, VALUES)
     return status, error, np.array(out)
 
 
@@ -81,17 +81,17 @@ def test_the_emulated_xpu_takes_numpy_arrays_only():
     arrays, attrs = spec_example()
     arrays["prompt_lens"] = HostDLPack(arrays["prompt_lens"])
     with pytest.raises(FastspecArgumentError, match="xpu_emulator' runs on numpy arrays.*'prompt_lens' is a dlpack"):
-        kernels.ngram_match(*(arrays[n] for n in ARRAY_NAMES), **attrs, backend="xpu_emulator")
+        fastspec.arrays.ngram_match(*(arrays[n] for n in ARRAY_NAMES), **attrs, backend="xpu_emulator")
 
 
 @pytest.mark.parametrize("grid", [(0, 64), (1, 65), (256, 1), (12,), "12x64"])
 def test_a_bad_grid_is_an_error(grid):
     arrays, attrs = spec_example()
     with pytest.raises(FastspecArgumentError, match="xpu_grid"):
-        kernels.ngram_match(*(arrays[n] for n in ARRAY_NAMES), **attrs, backend="xpu_emulator", xpu_grid=grid)
+        fastspec.arrays.ngram_match(*(arrays[n] for n in ARRAY_NAMES), **attrs, backend="xpu_emulator", xpu_grid=grid)
 
 
 def test_an_unknown_backend_is_an_error():
     arrays, attrs = spec_example()
     with pytest.raises(FastspecArgumentError, match="backend must be"):
-        kernels.ngram_match(*(arrays[n] for n in ARRAY_NAMES), **attrs, backend="xpu")
+        fastspec.arrays.ngram_match(*(arrays[n] for n in ARRAY_NAMES), **attrs, backend="xpu")

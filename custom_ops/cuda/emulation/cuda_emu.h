@@ -39,19 +39,10 @@
 #define __shared__ static
 
 // The launchers compiled here get an _emulated suffix, so that one library may
-// hold both these and the nvcc-built ones (launchers.h declares them).
-#define ngram_match_cuda ngram_match_cuda_emulated
-#define ngram_append_cuda ngram_append_cuda_emulated
+// hold both these and the nvcc-built ones (launchers.h declares them): every
+// op's, generated from the schema, and the helpers' below.
+#include "fastspec/cuda_emulated_names.h"
 #define ngram_budget_cuda ngram_budget_cuda_emulated
-#define top_p_candidates_cuda top_p_candidates_cuda_emulated
-#define sample_tokens_cuda sample_tokens_cuda_emulated
-#define top_k_top_p_probs_cuda top_k_top_p_probs_cuda_emulated
-#define verify_draft_tokens_cuda verify_draft_tokens_cuda_emulated
-#define update_model_status_cuda update_model_status_cuda_emulated
-#define adaptive_plan_cuda adaptive_plan_cuda_emulated
-#define adaptive_observe_cuda adaptive_observe_cuda_emulated
-#define build_draft_tree_cuda build_draft_tree_cuda_emulated
-#define verify_draft_tree_cuda verify_draft_tree_cuda_emulated
 #define rand64_cuda rand64_cuda_emulated
 
 using cudaError_t = cuda_emu::Error;

@@ -7,29 +7,16 @@
 #include <cstdint>
 
 #include "cuda_emu_types.h"
-#include "fastspec/adaptive.h"
-#include "fastspec/draft_tree.h"
-#include "fastspec/ngram_append.h"
-#include "fastspec/ngram_match.h"
 #include "fastspec/op_call.h"
-#include "fastspec/sampling.h"
-#include "fastspec/update_model_status.h"
-#include "fastspec/verify_draft_tokens.h"
+#include "fastspec/ops.h"
 #include "session.h"
 
 namespace fastspec {
 
-cuda_emu::Error ngram_match_cuda_emulated(const NgramMatchParams& params, cuda_emu::Stream stream);
-cuda_emu::Error ngram_append_cuda_emulated(const NgramMatchParams& params, cuda_emu::Stream stream);
-cuda_emu::Error top_p_candidates_cuda_emulated(const TopPCandidatesParams& params, cuda_emu::Stream stream);
-cuda_emu::Error sample_tokens_cuda_emulated(const SampleTokensParams& params, cuda_emu::Stream stream);
-cuda_emu::Error top_k_top_p_probs_cuda_emulated(const TopKTopPProbsParams& params, cuda_emu::Stream stream);
-cuda_emu::Error verify_draft_tokens_cuda_emulated(const VerifyDraftTokensParams& params, cuda_emu::Stream stream);
-cuda_emu::Error update_model_status_cuda_emulated(const UpdateModelStatusParams& params, cuda_emu::Stream stream);
-cuda_emu::Error adaptive_plan_cuda_emulated(const AdaptivePlanParams& params, cuda_emu::Stream stream);
-cuda_emu::Error adaptive_observe_cuda_emulated(const AdaptiveObserveParams& params, cuda_emu::Stream stream);
-cuda_emu::Error build_draft_tree_cuda_emulated(const BuildDraftTreeParams& params, cuda_emu::Stream stream);
-cuda_emu::Error verify_draft_tree_cuda_emulated(const VerifyDraftTreeParams& params, cuda_emu::Stream stream);
+#define FASTSPEC_DECLARE_CUDA_EMULATED_(op, Params) \
+  cuda_emu::Error op##_cuda_emulated(const Params& params, cuda_emu::Stream stream);
+FASTSPEC_OPS(FASTSPEC_DECLARE_CUDA_EMULATED_)
+#undef FASTSPEC_DECLARE_CUDA_EMULATED_
 cuda_emu::Error rand64_cuda_emulated(const int64_t* seeds, const int64_t* positions, uint32_t stream_id, uint64_t* out,
                                      int64_t n, cuda_emu::Stream stream);
 // The emulation's probe kernels (emulation/probes.cu): kernel `which` on 2 x 64 threads at most.

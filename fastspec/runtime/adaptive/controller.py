@@ -6,7 +6,7 @@ import numpy as np
 import paddle
 
 from fastspec import ops
-from fastspec.reference.adaptive import controller_rates
+from fastspec.core.rates import controller_rates
 from fastspec.runtime.adaptive.cost_model import StepCostModel
 from fastspec.runtime.state import SpecState
 
@@ -95,7 +95,8 @@ class DraftLengthController:
         self._fresh = np.array([0.0] + [prior] * k, dtype=np.float32)  # not decoding yet
         self.acceptance = self._tensor(np.tile(self._fresh, (b, 1)))  # [B, K + 1]
         self.found = self._tensor(np.ones((b, 1), dtype=np.float32))  # P(the proposer finds planned drafts)
-        self.rates = self._tensor(controller_rates(learning_rate, relax_rate, prior))  # [5], rounded once
+        rates = np.array(controller_rates(learning_rate, relax_rate, prior), np.float32)  # each rounded once
+        self.rates = self._tensor(rates)  # [5]
         self._cost = self._tensor(np.ones(b * (k + 2), dtype=np.float32))  # cost of 1 .. B (K + 2) rows
         self._probe = self._tensor(np.zeros(1, dtype=np.int64))  # the probe schedule's step counter
         self._worth = self._tensor(np.zeros((b, k + 1), dtype=np.float32))  # the plan's workspace

@@ -1,21 +1,33 @@
-"""``DraftChoice`` for the proposer: the reference class (``fastspec/reference/draft_choice.py``,
-the rule) with ``observe`` as one native call over all slots (``custom_ops/suffix/draft_choice.h``)."""
+"""``DraftChoice`` for the proposer: per slot, which of two drafters to trust, from a running average
+of what each would have got accepted. The rule is ``fastspec/reference/draft_choice.py`` (its
+contract, in numpy); here ``observe`` is one native call over all slots (``custom_ops/suffix/draft_choice.h``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from fastspec.arrays import module
-from fastspec.reference.draft_choice import DraftChoice as ReferenceDraftChoice
-from fastspec.reference.draft_choice import accepted, first_wins
 
-__all__ = ["DraftChoice", "accepted", "first_wins"]
+__all__ = ["DraftChoice"]
 
 
-class DraftChoice(ReferenceDraftChoice):
-    """The reference's averages and preference; ``observe`` scores and averages in C++."""
+class DraftChoice:
+    """Running averages of two drafters' accepted tokens per slot (weight ``rate`` on the newest step)."""
+
+    def __init__(self, slots: int, rate: float = 0.3) -> None:
+        self.rate = rate
+        self.average = np.zeros((slots, 2))
+
+    def reset(self, slots) -> None:
+        self.average[slots] = 0.0
+
+    def preference(self) -> np.ndarray:
+        """int32 [B]: 1 the first drafter, -1 the second, 0 neither."""
+        return np.sign(self.average[:, 0] - self.average[:, 1]).astype(np.int32)
 
     def observe(self, mask: np.ndarray, first: tuple, second: tuple, kept: np.ndarray, kept_num: np.ndarray) -> None:
+        """``first`` / ``second``: (drafts [B, W], lens [B]) offered this step; rows where ``mask``; scored and
+        averaged in C++."""
         rows = [(_rows(tokens, np.int64, 2), _rows(lens, np.int32, 1)) for tokens, lens in (first, second)]
         module().draft_choice_observe(self.average, _rows(mask, bool, 1), *rows[0], *rows[1], _rows(kept, np.int64, 2),
                                       _rows(kept_num, np.int32, 1), self.rate)

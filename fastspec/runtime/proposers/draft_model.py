@@ -11,7 +11,7 @@ from fastspec import ops
 from fastspec.core.schema import PROBABILITY_STRATEGIES
 from fastspec.runtime.proposers.base import Proposal, Proposer
 from fastspec.runtime.proposers.tree import TreeProposal, empty_tree_proposal, head_top_k_tree
-from fastspec.reference.rng import STREAM_DRAFT
+from fastspec.core.streams import STREAM_DRAFT
 from fastspec.runtime.state import SpecState
 
 
