@@ -3,8 +3,8 @@
 lengths, aborts, preemptions (a KV budget and by hand), model calls that fail, and the suffix
 proposer's cache; no slot or memory may leak.
 
-    python bench/bench_soak.py                        # 20,000 requests (tens of minutes on 2 cores)
-    python bench/bench_soak.py --seconds 100          # stop adding requests after 100 s, then drain
+    python -m bench.bench_soak                   # 20,000 requests (a few minutes on 2 cores)
+    python -m bench.bench_soak --seconds 95      # stop adding requests after 95 s, then drain
 
 Checked as it runs: the engine's invariants (every few hundred steps: the host's book of requests
 against the state's slots), every finished request complete (its tokens end with the end token,
@@ -27,14 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import RESULTS, machine, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, float_range, int_range, user_errors  # noqa: E402
-from fastspec.demo.models import ReplayModel  # noqa: E402
-from fastspec.runtime.config import SpeculativeConfig  # noqa: E402
-from fastspec.runtime.engine import ModelCallError, SpecEngine  # noqa: E402
-from fastspec.runtime.state import RequestParams  # noqa: E402
+from bench.common import RESULTS, machine, write_json
+from fastspec.cli.errors import ArgumentParser, float_range, int_range, user_errors
+from fastspec.demo.models import ReplayModel
+from fastspec.runtime.config import SpeculativeConfig
+from fastspec.runtime.engine import ModelCallError, SpecEngine
+from fastspec.runtime.state import RequestParams
 
 VOCAB, END, SEP = 256, 0, 2
 MAX_PROMPT, MAX_OUTPUT = 48, 64
