@@ -46,3 +46,18 @@ def test_outputs_equal_each_request_run_alone_without_speculation(proposer, stra
     if proposer != "none":
         assert engine.stats.proposed_tokens > 0
         assert engine.stats.accepted_tokens > 0  # the drafts were really verified, not all refused
+
+
+def test_a_static_step_serves_the_same_outputs():
+    """The step as two programs built once (what a CUDA-Graph runner replays): serving events change nothing either."""
+    rng = np.random.default_rng(7)
+    work = copy_workload(CHECKED + DECOYS, seed=7, temperature=1.0)
+    ids, decoys = range(CHECKED), range(CHECKED, CHECKED + DECOYS)
+    length = max_len(work)
+    model, _ = target_and_head("suffix", work.refs)
+    engine = SpecEngine(model, config("suffix", "target_match"), max_num_seqs=4, max_model_len=length, end_tokens=[END],
+                        kv_budget_tokens=2 * length, step_mode="static")
+    served = serve(engine, work, ids, decoys, rng)
+    expected = alone(work, ids, length)
+    assert {i: served.streamed[i] for i in ids} == {i: expected[i] for i in ids}
+    assert engine.spec_step.builds == {"prepare": 1, "finish": 1}  # built once, replayed across every event
