@@ -211,6 +211,10 @@ class SpecState:
         self._free.append(slot)
         self._free.sort()
 
+    def _tensor(self, array: np.ndarray) -> paddle.Tensor:
+        """A new tensor on the state's place (``host`` for the writes of every step or request)."""
+        return paddle.to_tensor(array, place=self.place)
+
     # -- output rows ----------------------------------------------------------------------
 
     def pack_rows(self) -> int:
