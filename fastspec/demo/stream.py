@@ -33,8 +33,8 @@ def stream(model, workload, config, args, max_model_len: int, draft_model=None, 
         for o in engine.step():
             streamed.setdefault(o.request_id, []).extend(o.new_tokens)
             first_token.setdefault(o.request_id, time.perf_counter() - start)
-            text = tokenizer.decode(o.new_tokens).replace("\n", "\\n")
-            print(f"  [{step:4d}] request {o.request_id:2d} +{len(o.new_tokens)}: {text[:70]!r}", file=out)
+            text = tokenizer.decode(o.new_tokens)[:70]
+            print(f"  [{step:4d}] request {o.request_id:2d} +{len(o.new_tokens)}: {text!r}", file=out)
             if o.finished:
                 print(f"  [{step:4d}] request {o.request_id:2d} done ({o.finish_reason}, {len(streamed[o.request_id])} "
                       "tokens)", file=out)
