@@ -23,16 +23,17 @@ def stream(model, workload, config, args, max_model_len: int, draft_model=None, 
                         end_tokens=[tokenizer.END], place=args.device, draft_model=draft_model)
     arrivals = list(range(len(workload.prompts)))
     streamed: dict = {}
-    first_token: dict = {}
+    arrived, first_token = {}, {}
     start, step = time.perf_counter(), 0
     print(f"streaming {len(arrivals)} requests (one arrives per step) through {args.batch_size} slots:", file=out)
     while arrivals or engine.has_unfinished():
         if arrivals:
             i = arrivals.pop(0)
             engine.add_request(i, workload.prompts[i], params[i])
+            arrived[i] = time.perf_counter()
         for o in engine.step():
             streamed.setdefault(o.request_id, []).extend(o.new_tokens)
-            first_token.setdefault(o.request_id, time.perf_counter() - start)
+            first_token.setdefault(o.request_id, time.perf_counter() - arrived[o.request_id])
             text = tokenizer.decode(o.new_tokens)[:70]
             print(f"  [{step:4d}] request {o.request_id:2d} +{len(o.new_tokens)}: {text!r}", file=out)
             if o.finished:
