@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Every CUDA target in one process: fastspec's ops against their floor and their peers.
 
-    python bench/bench_gpu.py              # on a CUDA host (PyTorch, the bindings built with CUDA)
-    python bench/bench_gpu.py --emulate    # dry run on the CPU: the CUDA emulator, small sizes
+    python -m bench.bench_gpu              # on a CUDA host (PyTorch, the bindings built with CUDA)
+    python -m bench.bench_gpu --emulate    # dry run on the CPU: the CUDA emulator, small sizes
 
 What it times (CUDA-event medians after warm-up; "graph" = the same call captured once in a CUDA
 Graph and replayed):
@@ -14,6 +14,8 @@ Graph and replayed):
   sort-based PyTorch top-p; ``verify_draft_tokens`` REJECTION and BLOCK against FlashInfer's
   ``chain_speculative_sampling`` on the same probability rows. Floor: the bytes of the
   probability rows read once over the device's read rate;
+- ``apply_token_bitmask`` on T rows at V, every row constrained (a JSON grammar's masks, most words clear, and
+  a loose grammar's, most words set), against unpacking the bits and ``masked_fill_`` in PyTorch;
 - every op of ``fastspec check``'s cases (B <= 8) graph-replayed: launch-bound, target 10 us;
 - ``adaptive_plan`` / ``adaptive_observe`` and ``build_draft_tree`` / ``verify_draft_tree`` at B = 256
   against one tiny kernel node (the launch floor).
@@ -29,15 +31,12 @@ import re
 import sys
 import time
 from argparse import RawDescriptionHelpFormatter
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import RESULTS, cuda_read_bandwidth, cuda_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, UserError, int_list, user_errors  # noqa: E402
+from bench.common import RESULTS, cuda_read_bandwidth, cuda_seconds, fmt_time, machine, median_seconds, write_json
+from fastspec.cli.errors import ArgumentParser, UserError, int_list, user_errors
 
 K, VOCAB, TOP_P, TOP_K = 5, 151936, 0.9, 50
 KINDS = ("peaked", "flat")
@@ -263,6 +262,38 @@ def verify_rows(device: Device, table: Table, batches: list[int], vocab: int, fi
                           device.graph_seconds(verify), floor, peer, peer_s)
 
 
+def bitmask_rows(device: Device, table: Table, batches: list[int], vocab: int) -> None:
+    """apply_token_bitmask on T = B * (K + 1) float32 rows, every row constrained: a JSON grammar's masks (most
+    words clear) and a loose one's (most words set), against unpacking the bits and ``masked_fill_`` in
+    PyTorch. Floor: the logits and the masks moved once over the device's read rate."""
+    from fastspec import arrays
+
+    torch = device.torch
+    rng = np.random.default_rng(3)
+    words = (vocab + 31) // 32
+    for kind, clear in (("json mask", 0.98), ("loose mask", 0.02)):
+        for batch in batches:
+            rows = batch * (K + 1)
+            mask = np.where(rng.random((rows, words)) < clear, 0, -1).astype(np.int32)
+            mixed = rng.random((rows, words)) < 0.01
+            mask[mixed] = rng.integers(-2**31, 2**31, int(mixed.sum()), dtype=np.int64).astype(np.int32)
+            logits = device.tensor(rng.normal(0, 1, (rows, vocab)).astype(np.float32))
+            t = {"token_bitmask": device.tensor(mask), "bitmask_index": device.tensor(np.arange(rows, dtype=np.int32))}
+            shifts = torch.arange(32, dtype=torch.int32, device=logits.device)
+
+            def op():
+                arrays.apply_token_bitmask(logits, **t, **device.kw)
+
+            def peer_fn():
+                bits = (t["token_bitmask"].unsqueeze(-1) >> shifts) & 1
+                logits.masked_fill_(bits.reshape(rows, -1)[:, :vocab] == 0, float("-inf"))
+
+            floor = (rows * vocab * 4 + mask.nbytes) / device.read_bandwidth()
+            peer_s = peer_seconds(device, peer_fn, "torch unpack + masked_fill_")
+            table.add("apply_token_bitmask", kind, batch, device.seconds(op), device.graph_seconds(op), floor,
+                      "torch unpack + masked_fill_", peer_s)
+
+
 def launch_bound_rows(device: Device, table: Table) -> None:
     """Every op of ``fastspec check`` (B <= 8) graph-replayed, against one tiny kernel node."""
     from fastspec import arrays
@@ -332,6 +363,7 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     sampling_rows(device, table, batches, vocab, fi)
     verify_rows(device, table, batches, vocab, fi)
+    bitmask_rows(device, table, batches, vocab)
     launch_bound_rows(device, table)
     batch_256_rows(device, table)
     slug = re.sub(r"[^a-z0-9]+", "_", device.name.lower()).strip("_")

@@ -77,7 +77,10 @@ def test_model_sees_drafts_and_rows():
             self.replay = ReplayModel({0: [7, 8, 9, 7, 8, 9, 7, 8, 9]}, 16, end_token=0)
 
         def __call__(self, inputs: ModelInputs):
-            seen.append((inputs.row_slot.tolist(), inputs.row_pos.tolist(), inputs.tokens.numpy()[0, : inputs.lengths[0]].tolist()))
+            packed = inputs.row_slot.numpy() >= 0  # the rows past the packed ones are padding
+            assert packed[: packed.sum()].all()  # packed rows first
+            seen.append((inputs.row_slot.numpy()[packed].tolist(), inputs.row_pos.numpy()[packed].tolist(),
+                         inputs.tokens.numpy()[0, : int(inputs.lengths.numpy()[0])].tolist()))
             return self.replay(inputs)
 
     res = generate(Spy(), [[7, 8, 9, 7, 8]], cfg(method="ngram", num_speculative_tokens=2, verify_strategy="greedy",
@@ -104,8 +107,9 @@ def test_mtp_needs_a_draft_model():  # the mtp path itself: tests/test_mtp_runne
 
 def test_replay_model_puts_peak_on_the_reference_token():
     model = ReplayModel({0: [5, 6, 7]}, V, end_token=0, peak=0.9, seed=3)
-    inputs = ModelInputs(tokens=paddle.zeros([1, 8], "int64"), lengths=np.array([6]), row_slot=np.array([0, 0, 0, 0], np.int32),
-                         row_pos=np.array([2, 3, 4, 5], np.int64), prompt_lens=np.array([3]), request_ids=[0])
+    inputs = ModelInputs(tokens=paddle.zeros([1, 8], "int64"), lengths=paddle.to_tensor([6], "int64"),
+                         row_slot=paddle.to_tensor([0, 0, 0, 0], "int32"), row_pos=paddle.to_tensor([2, 3, 4, 5], "int64"),
+                         prompt_lens=paddle.to_tensor([3], "int64"), request_ids=[0])
     probs = paddle.nn.functional.softmax(model(inputs), axis=-1).numpy()
     np.testing.assert_allclose(probs[[0, 1, 2, 3], [5, 6, 7, 0]], 0.9, rtol=1e-5)  # past the end: the end token
     again = paddle.nn.functional.softmax(model(inputs), axis=-1).numpy()

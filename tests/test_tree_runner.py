@@ -115,9 +115,9 @@ def simulate(target, head, prompts, params, strategy: str, length: int) -> list[
         node = np.arange(cu[-1]) - cu[:-1][row_slot]
         node_depth = np.maximum(depths[row_slot, node], 0)
         base = np.where(enc > 0, prompt_lens - 1, prompt_lens + s["step_idx"] - 1)
-        inputs = ModelInputs(tokens=paddle.zeros([b, length], "int64"), lengths=np.zeros(b), row_slot=row_slot,
-                             row_pos=(base[row_slot] + node_depth).astype(np.int64), prompt_lens=prompt_lens,
-                             request_ids=list(range(b)))
+        inputs = ModelInputs(tokens=paddle.zeros([b, length], "int64"), lengths=paddle.zeros([b], "int64"),
+                             row_slot=paddle.to_tensor(row_slot), row_pos=paddle.to_tensor((base[row_slot] + node_depth).astype(np.int64)),
+                             prompt_lens=paddle.to_tensor(np.asarray(prompt_lens, np.int64)), request_ids=list(range(b)))
         logits, row_hidden = target(inputs)
         temp = np.where(temperature > 0, temperature, 1)[row_slot]
         probs = paddle.nn.functional.softmax(logits.astype("float32") / paddle.to_tensor(temp).unsqueeze(-1), axis=-1).numpy()

@@ -23,10 +23,16 @@ namespace {
 constexpr int64_t kMinChunks = 256;   // chunks for a mass target
 constexpr int64_t kMaxChunks = 8192;  // count targets above this take the histogram path
 
+// A thread's share of a call reads at least this many entries (4 MB of float32): waking a
+// worker costs more than reading a few thousand floats, so a decode batch of
+// small rows stays on the calling thread.
+constexpr int64_t kMinEntriesPerChunk = int64_t{1} << 20;
+
 // Rows [0, rows) in chunks, each with its own scratch; inline when
-// num_threads == 1 (the results are the same either way).
+// num_threads == 1 or the rows are too few to pay for a wake-up (the results
+// are the same either way).
 template <typename Fn>
-void for_rows(int64_t rows, int32_t num_threads, const Fn& fn) {
+void for_rows(int64_t rows, int64_t vocab, int32_t num_threads, const Fn& fn) {
   const auto chunk = [&fn](int64_t begin, int64_t end) {
     // One scratch per thread, kept across calls: its buffers stay mapped
     // (a fresh 2 x V x 8-byte buffer per call costs page faults).
@@ -35,11 +41,13 @@ void for_rows(int64_t rows, int32_t num_threads, const Fn& fn) {
     Scratch& scratch = *cache;
     for (int64_t t = begin; t < end; ++t) fn(t, scratch);
   };
-  if (num_threads == 1 || rows <= 1) {
+  const int64_t rows_worth_a_thread = std::max<int64_t>(1, kMinEntriesPerChunk / std::max<int64_t>(vocab, 1));
+  const int64_t grain = std::max(rows_worth_a_thread, rows / (4 * fastspec::num_threads()));
+  if (num_threads == 1 || rows <= grain) {
     if (rows > 0) chunk(0, rows);
     return;
   }
-  parallel_for(rows, std::max<int64_t>(1, rows / (4 * fastspec::num_threads())), chunk);
+  parallel_for(rows, grain, chunk);
 }
 
 constexpr int64_t kSortDirectly = 4096;  // gathered lists up to this size are just sorted
@@ -49,7 +57,7 @@ void top_p_candidates_rows(const TopPCandidatesParams& a) {
   const auto* probs = static_cast<const typename Tag::T*>(a.probs);
   const int64_t kk = a.max_candidate_len;
   const int id_bits = id_bits_for(a.vocab);
-  for_rows(a.rows, a.num_threads, [&](int64_t t, Scratch& s) {
+  for_rows(a.rows, a.vocab, a.num_threads, [&](int64_t t, Scratch& s) {
     int64_t* ids = a.candidate_ids + t * kk;
     float* scores = a.candidate_scores + t * kk;
     int64_t len = 0;
@@ -174,17 +182,42 @@ SelectResult row_sample_set(RowSelect<Tag>& select, int32_t top_k, float top_p) 
                     select);
 }
 
+// S is every entry with mass when top_k does not limit and the top-p threshold
+// is the whole mass (top_p 1): S's smallest member is the smallest entry with
+// mass, so what lies below it has none. No select then: a draw is the first
+// id whose cumulative mass passes the point, and every valid entry keeps
+// kept_probability of its own mass (0 for none), the bits the select's path gives.
+inline bool whole_row(int32_t top_k, float top_p, int64_t vocab, const RowTotals& totals) {
+  return totals.mass > 0 && !topk_limits(top_k, vocab, totals.n_valid) &&
+         topp_threshold(totals.mass, top_p) == totals.mass;
+}
+
+template <typename Tag>
+int64_t draw_whole_row(const Row<Tag>& row, uint64_t point) {
+  uint64_t cum = 0;
+  for (int64_t i = 0; i < row.vocab; ++i) {  // ids ascending; an invalid entry has no mass
+    cum += static_cast<uint64_t>(mass_of_bits(row.key(i)));
+    if (cum > point) return i;
+  }
+  return -1;  // unreachable: the row's mass exceeds the point
+}
+
 template <typename Tag>
 void sample_tokens_rows(const SampleTokensParams& a) {
   const auto* probs = static_cast<const typename Tag::T*>(a.probs);
   const int id_bits = id_bits_for(a.vocab);
-  for_rows(a.rows, a.num_threads, [&](int64_t t, Scratch& s) {
+  for_rows(a.rows, a.vocab, a.num_threads, [&](int64_t t, Scratch& s) {
     int64_t token = -1;
     int64_t b;
     if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
       const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
       RowSelect<Tag> select(row, a.top_k[b], s);
-      if (select.totals.n_valid > 0) {
+      if (whole_row(a.top_k[b], a.top_p[b], row.vocab, select.totals)) {
+        const uint64_t point = draw_point(
+            rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.rand_stream),
+            select.totals.mass);
+        token = draw_whole_row(row, point);
+      } else if (select.totals.n_valid > 0) {
         const SelectResult r = row_sample_set(select, a.top_k[b], a.top_p[b]);
         if (r.mass_upto == 0) {
           token = cut_id(r.cut, a.vocab, id_bits);  // S is that single element
@@ -219,7 +252,7 @@ template <typename Tag>
 void top_k_top_p_probs_rows(const TopKTopPProbsParams& a) {
   const auto* probs = static_cast<const typename Tag::T*>(a.probs);
   const int id_bits = id_bits_for(a.vocab);
-  for_rows(a.rows, a.num_threads, [&](int64_t t, Scratch& s) {
+  for_rows(a.rows, a.vocab, a.num_threads, [&](int64_t t, Scratch& s) {
     float* out = a.target_probs + t * a.vocab;
     int64_t b;
     if (!row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
@@ -230,6 +263,10 @@ void top_k_top_p_probs_rows(const TopKTopPProbsParams& a) {
     RowSelect<Tag> select(row, a.top_k[b], s);
     if (select.totals.n_valid == 0) {
       std::fill(out, out + a.vocab, 0.0f);
+      return;
+    }
+    if (whole_row(a.top_k[b], a.top_p[b], row.vocab, select.totals)) {
+      write_kept(row, uint64_t{1} << id_bits, select.totals.mass, out);  // every valid key is >= 1
       return;
     }
     const SelectResult r = row_sample_set(select, a.top_k[b], a.top_p[b]);

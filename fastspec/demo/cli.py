@@ -8,6 +8,7 @@
     python -m fastspec.demo --tree     # draft trees (top-k per depth) against the chain, method mtp by default
     python -m fastspec.demo --tree --method suffix   # the suffix cache's trees against its chains
     python -m fastspec.demo --stream   # serve the requests through a SpecEngine, streaming tokens as they come
+    python -m fastspec.demo --structured-output json   # JSON-schema requests, spec off vs on, grammar drafts
 
 Runs the same requests with speculation off and on, prints a summary table (mean accepted
 length, per-position acceptance, steps saved, wall time per token, lossless check), sweeps the
@@ -18,6 +19,7 @@ writes ``summary.json`` and ``acceptance.png`` to ``--out``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -63,6 +65,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float_range(0.0), default=None, help="override sampling.temperature")
     p.add_argument("--top-p", type=float_range(0.0, 1.0, low_open=True), default=1.0,
                    help="sampling.top_p (default 1.0: the replay model really samples, ~8%% of tokens leave the reference)")
+    p.add_argument("--repetition-penalty", type=float_range(0.0, low_open=True), default=None,
+                   help="sampling.repetition_penalty (1: off; docs/ops/process_logits.md)")
+    p.add_argument("--presence-penalty", type=float_range(), default=None, help="sampling.presence_penalty (0: off)")
+    p.add_argument("--frequency-penalty", type=float_range(), default=None, help="sampling.frequency_penalty (0: off)")
     p.add_argument("--static-step", action="store_true",
                    help="run the spec-on step as two programs built once and replayed (fastspec.runtime.step.SpecStep)")
     p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
@@ -81,6 +87,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="--tree: candidates per depth (method suffix: continuations per node; default 2)")
     p.add_argument("--tree-nodes", type=int_range(2, MAX_TREE_NODES), default=8,
                    help="--tree: nodes per tree, the last committed token included (default 8)")
+    p.add_argument("--structured-output", choices=["json"], default=None,
+                   help="json: requests constrained by configs/release_note.schema.json (docs/structured_output.md): "
+                        "every output validated, spec off against on, accepted length with and without grammar drafts")
     return p.parse_args(argv)
 
 
@@ -139,6 +148,9 @@ def make_config(args):
         sampling["temperature"] = args.temperature
     if args.top_p is not None:
         sampling["top_p"] = args.top_p
+    for name in ("repetition_penalty", "presence_penalty", "frequency_penalty"):
+        if getattr(args, name) is not None:
+            sampling[name] = getattr(args, name)
     changes["sampling"] = sampling
     try:
         return config.replace(**changes)
@@ -178,13 +190,11 @@ def with_tree(config, args):
 
 def run_one(label, model, workload, config, args, max_model_len, warmup=False, draft_model=None, step_mode=None,
             cost_model=None):
-    from fastspec.runtime.generation import generate
-    from fastspec.runtime.state import RequestParams
+    from fastspec.runtime.generation import default_params, generate
 
-    s = config.sampling
     count = 1 if warmup else len(workload.prompts)
-    params = [RequestParams(s.seed + i, 4 if warmup else len(workload.references[i]) + 8, s.temperature, s.top_p, s.top_k)
-              for i in range(count)]
+    params = [dataclasses.replace(p, max_dec_len=4 if warmup else len(workload.references[i]) + 8)
+              for i, p in enumerate(default_params(config, count))]
     bar = None if warmup else ProgressBar(label)
     result = generate(model, workload.prompts[:count], config, max_num_seqs=args.batch_size, max_model_len=max_model_len,
                       end_tokens=[workload.tokenizer.END], place=args.device, params=params, progress=bar,
@@ -276,6 +286,10 @@ def main(argv=None) -> int:
     from fastspec.demo.models import ReplayModel, TinyTransformer
 
     config = make_config(args)
+    if args.structured_output:
+        from fastspec.demo.structured import run as run_structured
+
+        return run_structured(args, config)
     requests = args.requests or (2 if args.short else 16)
     chunk = args.chunk_tokens or (60 if args.short else 320)
     sizes = args.ngram_sizes or ([1, 3] if args.short else [1, 2, 3, 4])

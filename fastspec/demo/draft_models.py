@@ -28,6 +28,7 @@ import numpy as np
 import paddle
 from paddle import nn
 
+from fastspec.demo.models import grid_rows, row_requests
 from fastspec.runtime.aux_hidden import AuxHiddenStatesMixin
 
 
@@ -70,8 +71,7 @@ class GridHiddenStates:
         logits = self.model(inputs)
         grid = self._seen[-1]
         b, length, h = grid.shape
-        index = paddle.to_tensor(inputs.row_slot.astype(np.int64) * length + inputs.row_col, place=grid.place)
-        return logits, paddle.gather(grid.reshape([b * length, h]), index)
+        return logits, paddle.gather(grid.reshape([b * length, h]), grid_rows(inputs, length))
 
 
 class ReplayHiddenStates:
@@ -82,11 +82,8 @@ class ReplayHiddenStates:
 
     def __call__(self, inputs: Any) -> tuple[paddle.Tensor, paddle.Tensor]:
         logits = self.model(inputs)
-        slots = inputs.row_slot.astype(np.int64)
-        request = np.array([-1 if inputs.request_ids[s] is None else inputs.request_ids[s] for s in slots], np.float32)
-        k = (inputs.row_pos + 1 - inputs.prompt_lens[slots]).astype(np.float32)
-        hidden = np.stack([request, k], axis=1) if len(slots) else np.zeros((0, 2), np.float32)
-        return logits, paddle.to_tensor(hidden, place=logits.place)
+        k = inputs.row_pos + 1 - paddle.gather(inputs.prompt_lens.astype("int64"), paddle.clip(inputs.row_slot, min=0))
+        return logits, paddle.stack([row_requests(inputs), k], axis=1).astype("float32")
 
 
 class ReplayDraftHead(nn.Layer):

@@ -100,16 +100,33 @@ class TinyTransformer(nn.Layer, AuxHiddenStatesMixin):
         out = collector.output(self.ln(x))
         x, aux = out if isinstance(out, tuple) else (out, None)
         flat = x.reshape([-1, x.shape[-1]])
-        index = paddle.to_tensor(inputs.row_slot.astype(np.int64) * self.max_len + inputs.row_col)
+        index = grid_rows(inputs, self.max_len)
         return self.head(paddle.gather(flat, index)), aux
+
+
+def grid_rows(inputs: ModelInputs, length: int) -> paddle.Tensor:
+    """int64 ``[T]``: each output row's index in a flattened ``[B, length]`` grid (padding rows: slot 0's)."""
+    return paddle.clip(inputs.row_slot, min=0).astype("int64") * length + inputs.row_col
+
+
+def row_requests(inputs: ModelInputs) -> paddle.Tensor:
+    """int64 ``[T]``: the request of each output row (-1 for a free slot or a padding row)."""
+    ids = paddle.to_tensor(np.array([-1 if r is None else r for r in inputs.request_ids], np.int64),
+                           place=inputs.row_slot.place)
+    return paddle.where(inputs.row_slot >= 0, paddle.gather(ids, paddle.clip(inputs.row_slot, min=0)),
+                        paddle.full_like(inputs.row_pos, -1))
+
+
+NOISE_BITS = 20  # the replay model's noise table: 2^20 Gumbel draws
 
 
 class ReplayModel:
     """Puts ``peak`` of the probability on ``references[request][k]`` for the k-th generated token.
 
     Past the end of the reference the favoured token is ``end_token``. The rest of the mass follows
-    Gumbel noise hashed from (seed, request, position, token), so the model is a pure function of
-    its inputs and costs one vectorised pass per step.
+    Gumbel noise: a fixed table of ``2^20`` draws (from ``seed``), each row reading ``V`` consecutive
+    draws from an offset hashed from (request, k), so the model is a pure function of its
+    inputs; it runs as a few Paddle ops on the inputs' device tensors (reading nothing on the host).
     """
 
     def __init__(self, references: Mapping[int, Sequence[int]], vocab_size: int, end_token: int = 0, peak: float = 0.95, seed: int = 0):
@@ -118,35 +135,41 @@ class ReplayModel:
         self.references = {int(k): np.asarray(v, dtype=np.int64) for k, v in references.items()}
         self.vocab_size, self.end_token, self.peak, self.seed = vocab_size, end_token, peak, seed
         self._boost = float(np.log(peak / (1.0 - peak)))
+        # the reference as a table: row r, column k = references[r][k], end_token past its end
+        self._rows = max(self.references, default=-1) + 1
+        self._width = max((len(v) for v in self.references.values()), default=0) + 1
+        table = np.full((self._rows + 1, self._width), end_token, np.int64)
+        for r, ref in self.references.items():
+            if r >= 0:
+                table[r, : len(ref)] = ref
+        self._table = table.reshape(-1)
+        u = np.random.default_rng(seed).random(1 << NOISE_BITS)
+        self._noise = (-np.log(-np.log(np.maximum(u, 1e-30)))).astype(np.float32)
+        self._strides = np.arange(vocab_size, dtype=np.int64)  # a row reads V consecutive draws (cache friendly)
+        self._device: dict = {}
 
     def __call__(self, inputs: ModelInputs) -> paddle.Tensor:
-        slots = inputs.row_slot.astype(np.int64)
-        positions = inputs.row_pos.astype(np.int64)
-        requests = np.array([-1 if r is None else r for r in inputs.request_ids], dtype=np.int64)[slots]
-        k = positions + 1 - np.asarray(inputs.prompt_lens, dtype=np.int64)[slots]  # generated index predicted
-        target = np.full(len(slots), self.end_token, dtype=np.int64)
-        for t, (request, index) in enumerate(zip(requests.tolist(), k.tolist())):
-            ref = self.references.get(request)
-            if ref is not None and 0 <= index < len(ref):
-                target[t] = ref[index]
-        logits = self._noise(requests, positions)
-        rows = np.arange(len(slots))
-        logits[rows, target] = -np.inf
-        # the target gets probability peak: its logit = log(peak / (1 - peak)) + logsumexp(others)
-        top = logits.max(axis=1, keepdims=True)
-        lse = top[:, 0] + np.log(np.exp(logits - top).sum(axis=1))
-        logits[rows, target] = lse + self._boost
-        return paddle.to_tensor(logits.astype(np.float32), place=inputs.tokens.place)
+        table, noise_table, strides, vocab, mask = self._on(inputs.row_pos.place)
+        # each slot's row of the reference table (the last, all end tokens, for a request without one);
+        # a row predicts generated token k = position + 1 - prompt length (the last column past the end)
+        rows = np.array([r if r is not None and 0 <= r < self._rows else self._rows for r in inputs.request_ids])
+        slot = paddle.clip(inputs.row_slot, min=0)  # padding rows: slot 0's, whatever they predict
+        k = paddle.clip(paddle.gather(1 - inputs.prompt_lens, slot) + inputs.row_pos, 0, self._width - 1)
+        key = paddle.gather(paddle.to_tensor(rows * self._width, place=inputs.row_pos.place), slot) + k
+        target = paddle.gather(table, key)
+        # each row's noise: V consecutive draws of the table (wrapping), from an offset hashed from (request, k)
+        offset = (key * 2654435761).unsqueeze(-1) + strides
+        noise = paddle.gather(noise_table, paddle.bitwise_and(offset, mask).reshape([-1])).reshape(offset.shape)
+        # the target gets probability peak: its logit = log(peak / (1 - peak)) + logsumexp(others), the
+        # noise being small enough to sum its exponentials directly
+        exp = paddle.exp(noise)
+        others = paddle.sum(exp, axis=1, keepdim=True) - paddle.take_along_axis(exp, target.unsqueeze(-1), axis=1)
+        return paddle.where(vocab == target.unsqueeze(-1), paddle.log(others) + self._boost, noise)
 
-    def _noise(self, requests: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """Gumbel noise [T, V] from a hash of (seed, request, position, token): one vectorised pass."""
-        with np.errstate(over="ignore"):
-            key = (np.uint64(self.seed) * np.uint64(0x9E3779B97F4A7C15)
-                   + requests.astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9)
-                   + positions.astype(np.uint64) * np.uint64(0x94D049BB133111EB))
-            x = key[:, None] + np.arange(self.vocab_size, dtype=np.uint64)[None, :] * np.uint64(0xD6E8FEB86659FD93)
-            for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):  # splitmix64 finaliser
-                x = (x ^ (x >> np.uint64(shift))) * np.uint64(mult)
-            x ^= x >> np.uint64(31)
-        u = ((x >> np.uint64(11)).astype(np.float64) + 0.5) / float(1 << 53)  # in (0, 1)
-        return -np.log(-np.log(u))
+    def _on(self, place) -> tuple:
+        key = str(place)
+        if key not in self._device:
+            self._device[key] = tuple(paddle.to_tensor(a, place=place) for a in (
+                self._table, self._noise, self._strides.reshape(1, -1), np.arange(self.vocab_size, dtype=np.int64).reshape(1, -1),
+                np.array([[(1 << NOISE_BITS) - 1]], np.int64)))
+        return self._device[key]

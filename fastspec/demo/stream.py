@@ -4,21 +4,20 @@ against speculation off."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 
 from fastspec.runtime.engine import SpecEngine
-from fastspec.runtime.generation import generate
-from fastspec.runtime.state import RequestParams
+from fastspec.runtime.generation import default_params, generate
 
 
 def stream(model, workload, config, args, max_model_len: int, draft_model=None, out=sys.stdout) -> tuple[str, dict]:
     """Serves every request of ``workload`` through one engine, printing ``[step] request +n: text`` as tokens
     come and ``request done (reason)`` as requests finish; returns the lossless verdict and a summary."""
-    s = config.sampling
     tokenizer = workload.tokenizer
-    params = [RequestParams(s.seed + i, len(workload.references[i]) + 8, s.temperature, s.top_p, s.top_k)
-              for i in range(len(workload.prompts))]
+    params = [dataclasses.replace(p, max_dec_len=len(workload.references[i]) + 8)
+              for i, p in enumerate(default_params(config, len(workload.prompts)))]
     engine = SpecEngine(model, config, max_num_seqs=args.batch_size, max_model_len=max_model_len,
                         end_tokens=[tokenizer.END], place=args.device, draft_model=draft_model)
     arrivals = list(range(len(workload.prompts)))

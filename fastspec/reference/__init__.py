@@ -6,6 +6,8 @@ numpy and the pure-Python ``fastspec.core`` only, so they run where Paddle is ab
 """
 
 from fastspec.reference.adaptive import adaptive_observe, adaptive_plan
+from fastspec.reference.logits import process_logits
+from fastspec.reference.bitmask import apply_token_bitmask
 from fastspec.reference.ngram import ngram_append, ngram_match
 from fastspec.reference.model_status import update_model_status
 from fastspec.reference.sampling import (
@@ -33,6 +35,7 @@ __all__ = [
     "STREAM_ACCEPT",
     "adaptive_observe",
     "adaptive_plan",
+    "apply_token_bitmask",
     "STREAM_DRAFT",
     "STREAM_RESAMPLE",
     "STREAM_TARGET",
@@ -43,6 +46,7 @@ __all__ = [
     "ngram_append",
     "ngram_match",
     "philox4x32_10",
+    "process_logits",
     "rand64",
     "sample_tokens",
     "sampling_distribution",

@@ -34,6 +34,17 @@ class SamplingConfig:
     top_k: int = 0  # <= 0 means all tokens
     seed: int = 0  # request i gets seed + i unless it brings its own
     max_dec_len: int = 64  # generated tokens per request, end token included
+    # the defaults of RequestParams' logit parameters (fastspec.runtime.sampling_params; each default turns it off)
+    repetition_penalty: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    min_p: float = 0.0
+    logit_bias: dict = field(default_factory=dict)
+    bad_words: list = field(default_factory=list)
+    min_tokens: int = 0
+    stop_token_ids: list = field(default_factory=list)
+    stop: list = field(default_factory=list)
+    logprobs: int | None = None
 
     def validate(self) -> None:
         _check_number("sampling.temperature", self.temperature, low=0.0)
@@ -41,6 +52,12 @@ class SamplingConfig:
         _check_int("sampling.top_k", self.top_k)
         _check_int("sampling.seed", self.seed)
         _check_int("sampling.max_dec_len", self.max_dec_len, low=1)
+        from fastspec.runtime.sampling_params import InvalidRequestError, check_request
+
+        try:
+            check_request(self, "defaults")
+        except InvalidRequestError as error:
+            raise ConfigError(f"sampling: {error}") from None
 
 
 @dataclass
@@ -149,6 +166,7 @@ class SpeculativeConfig:
     accept_policy: str = "normal"  # normal | accept_all | reject_all (debugging / benchmarks)
     num_model_steps: int = 0  # mtp: draft-model steps (0 = K); the other K - steps drafts come from ngram_append
     chain_hidden_states: bool = True  # mtp: each draft step's output hidden state feeds the next step
+    grammar_drafts: bool = True  # structured output: tokens a request's grammar forces become drafts
     aux_layer_ids: list | None = None  # eagle3: the target layers whose states the head reads (None: (2, L // 2, L - 3))
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     adaptive: AdaptiveConfig = field(default_factory=AdaptiveConfig)
@@ -185,6 +203,8 @@ class SpeculativeConfig:
         self._check_aux_layer_ids()
         if not isinstance(self.anchored, bool):
             raise ConfigError(f"anchored must be a boolean, got {type(self.anchored).__name__} {self.anchored!r}")
+        if not isinstance(self.grammar_drafts, bool):
+            raise ConfigError(f"grammar_drafts must be a boolean, got {type(self.grammar_drafts).__name__} {self.grammar_drafts!r}")
         if not isinstance(self.chain_hidden_states, bool):
             raise ConfigError(f"chain_hidden_states must be a boolean, got {type(self.chain_hidden_states).__name__} {self.chain_hidden_states!r}")
         suffix_tree = self.method == "suffix" and getattr(self.tree, "enabled", False) is True  # one-hot q per node

@@ -18,14 +18,17 @@ from dataclasses import dataclass, field
 from typing import Callable, Hashable, Sequence
 
 import numpy as np
+import paddle
 
 from fastspec.runtime.adaptive.controller import DraftLengthController
 from fastspec.runtime.adaptive.cost_model import StepCostModel, make_cost_model
 from fastspec.runtime.adaptive.trace import AcceptanceTrace
 from fastspec.runtime.config import SpeculativeConfig
+from fastspec.runtime.grammar import GrammarTokenizer, StructuredOutput, grammar_batch
 from fastspec.runtime.model_inputs import Model, build_model_inputs
 from fastspec.runtime.proposers import Proposer, make_proposer
 from fastspec.runtime.sampler import Sampler
+from fastspec.runtime.sampling_params import check_request
 from fastspec.runtime.state import RequestParams, SpecState
 from fastspec.runtime.stats import GenerationStats, StageClock, count_step
 from fastspec.runtime.step import SpecStep
@@ -75,6 +78,7 @@ class _Request:
     output: list = field(default_factory=list)
     slot: int | None = None
     preemptions: int = 0
+    constraint: object = None  # the compiled structured output (grammar.StructuredOutput), or None
 
 
 class SpecEngine:
@@ -92,6 +96,8 @@ class SpecEngine:
             waiting requests start, oldest preempted first, then in arrival order, while they fit.
             None: no limit (only the slots bound the batch).
         place, proposer, draft_model, step_mode, on_step, trace, cost_model: as for ``generate``.
+        tokenizer: the runner's tokenizer, for requests with ``structured_output`` (docs/structured_output.md);
+            with one, the engine keeps a grammar batch (llguidance) from the start.
 
     A step runs every running request one speculative step; ``step()`` returns a ``RequestOutput``
     for each request that accepted tokens or finished, and one for each request aborted since the
@@ -114,6 +120,7 @@ class SpecEngine:
         on_step: Callable[[SpecState], None] | None = None,
         trace: AcceptanceTrace | None = None,
         cost_model: StepCostModel | None = None,
+        tokenizer=None,
     ) -> None:
         config.validate()
         if proposer is None and config.speculative:
@@ -127,8 +134,13 @@ class SpecEngine:
             raise ValueError(f"SpecEngine: kv_budget_tokens must be a positive int or None, got {kv_budget_tokens!r}")
         self.kv_budget_tokens = kv_budget_tokens
         self.sampler = Sampler(config)
+        # structured output: with the runner's tokenizer, a grammar batch for the requests that bring a constraint
+        self._grammar_tokenizer = None if tokenizer is None else GrammarTokenizer(tokenizer, int(end_tokens[0]))
+        self.grammar = None if tokenizer is None else grammar_batch(self._grammar_tokenizer, self.state, config)
+        self.sampler.grammar = self.grammar
         self.controller = _draft_length_controller(config, self.state, cost_model)
-        self.spec_step = SpecStep(self.state, self.sampler, proposer, mode=step_mode or "eager", controller=self.controller)
+        self.spec_step = SpecStep(self.state, self.sampler, proposer, mode=step_mode or "eager", controller=self.controller,
+                                  grammar=self.grammar)
         self.on_step, self.trace = on_step, trace
         self.stats = GenerationStats(proposed_per_position=[0] * config.num_speculative_tokens,
                                      accepted_per_position=[0] * config.num_speculative_tokens)
@@ -153,7 +165,10 @@ class SpecEngine:
         Raises:
             RequestError: the id is live already or not hashable, the prompt is empty or holds a
                 negative id, prompt + max_dec_len exceeds max_model_len, or the request could
-                never fit in ``kv_budget_tokens``. Nothing is changed.
+                never fit in ``kv_budget_tokens``.
+            InvalidRequestError: a sampling parameter out of range (``sampling_params.check_request``).
+            StructuredOutputError: its ``structured_output`` does not compile, or the engine has no tokenizer.
+            Nothing is changed.
         """
         try:
             live = request_id in self._requests
@@ -188,7 +203,12 @@ class SpecEngine:
             raise RequestError(f"SpecEngine.add_request: request {request_id!r} may hold {most} tokens (prompt "
                                f"{tokens.size} + max_dec_len {params.max_dec_len} - 1 + {self.state.rows_per_slot} "
                                f"rows), more than kv_budget_tokens {self.kv_budget_tokens}")
-        request = _Request(request_id, tokens.astype(np.int64), params, self._arrivals)
+        check_request(params, request_id, self.state.vocab_size, self.state.logit_tables.widths)  # InvalidRequestError
+        constraint = None
+        spec = getattr(params, "structured_output", None)
+        if spec is not None:  # compiled now: a bad one is refused here, naming the request
+            constraint = StructuredOutput.compile(spec, self._grammar_tokenizer, request_id)
+        request = _Request(request_id, tokens.astype(np.int64), params, self._arrivals, constraint=constraint)
         self._arrivals += 1
         self._requests[request_id] = request
         self._waiting.append(request)
@@ -312,6 +332,8 @@ class SpecEngine:
                     return  # in order: a later, smaller request does not pass it
                 held += need
             (self._preempted.pop(0) if self._preempted else self._waiting.popleft())
+            if request.constraint is not None:  # the matcher first: the slot the state will take
+                self.grammar.insert(self.state.free_slots[0], request.constraint, request.request_id, request.output)
             slot = self.state.insert(request.prompt, request.params, request_id=request.request_id,
                                      output=request.output or None)
             request.slot = slot
@@ -323,6 +345,8 @@ class SpecEngine:
         """Empties the slot of a request that leaves before finishing (aborted or preempted)."""
         slot = request.slot
         self.state.free(slot)
+        if self.grammar is not None:
+            self.grammar.free(slot)
         if self.controller is not None:
             self.controller.reset_slot(slot)
         if self.proposer is not None:
@@ -346,17 +370,19 @@ class SpecEngine:
         state, step, clock, stats = self.state, self.spec_step, self._clock, self.stats
         step_start = time.perf_counter()
         with clock("propose"):
-            step.prepare()  # plans the draft lengths, proposes and packs the rows
+            step.prepare()  # plans the draft lengths, proposes and packs the rows (the grammars' drafts and masks)
         with clock("pack"):
             inputs, drafted = build_model_inputs(state)
         with clock("model"):
             try:
                 logits = self.model(inputs)
             except Exception as error:
-                raise ModelCallError([state.request_of_slot[b] for b in sorted(drafted)], error) from error
+                # the matchers consumed the last step's tokens already: the retry must not hand them over again
+                paddle.assign(paddle.zeros_like(state.accept_num), output=state.accept_num)
+                raise ModelCallError(self.running_ids(), error) from error
             logits, hidden = self._split(logits)
         with clock("sample"):
-            step.finish(logits, hidden)  # sample / verify, update, observe_target, adaptive observe
+            status = step.finish(logits, hidden)  # sample / verify, update, observers; the step's one read
         if self.controller is not None:
             # the whole step (propose to update) by its tokens: the per-step overhead that drafts
             # amortise is in the fit's intercept, what each scored token adds in its slope
@@ -364,10 +390,10 @@ class SpecEngine:
         if self.on_step is not None:
             self.on_step(state)
         with clock("collect"):
-            count_step(stats, state, drafted, reject_all=self.sampler.reject_all, trace=self.trace)
+            count_step(stats, state, status, self.sampler.reject_all, tree_drafted=drafted, trace=self.trace)
             if self.controller is not None:
                 self.controller.refresh_costs()
-            outputs = self._collect(drafted, state.finished_slots())
+            outputs = self._collect(status, state.finished_slots(status))
         stats.steps += 1
         return outputs
 
@@ -380,20 +406,24 @@ class SpecEngine:
                              "the model must return (logits [T, V], hidden [T, H])")
         return logits, hidden
 
-    def _collect(self, drafted: dict, finished_slots: list[int]) -> list[RequestOutput]:
-        """Each stepped request's kept tokens (``accept_tokens[:accept_num]`` after the update) and
-        the requests that finished, whose slots are freed."""
-        kept_num, kept = self.state.accept_num.numpy(), self.state.accept_tokens.numpy()
+    def _collect(self, status, finished_slots: list[int]) -> list[RequestOutput]:
+        """Each stepped request's kept tokens (``accept_tokens[:accept_num]`` of the step's status) and the
+        requests that finished, whose slots are freed."""
         finished = set(finished_slots)
         outputs = []
-        for slot in sorted(set(drafted) | finished):
+        for slot in sorted(self._running):
+            n = int(status.accept_num[slot])
+            if n <= 0 and slot not in finished:
+                continue
             request = self._running[slot]
-            new = kept[slot, : int(kept_num[slot])].tolist()
+            new = status.accept_tokens[slot, : max(n, 0)].tolist()
             request.output.extend(new)
             reason = self._finish_reason(request) if slot in finished else None
             outputs.append(RequestOutput(request.request_id, new, slot in finished, reason))
             if slot in finished:
                 self.state.free(slot)
+                if self.grammar is not None:
+                    self.grammar.free(slot)
                 if self.controller is not None:
                     self.controller.reset_slot(slot)
                 del self._running[slot], self._requests[request.request_id]

@@ -7,6 +7,8 @@ finished requests (``fastspec.runtime.engine``). Returns the outputs and ``Gener
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -34,7 +36,11 @@ class GenerationResult:
 def default_params(config: SpeculativeConfig, count: int) -> list[RequestParams]:
     """Request i gets the config's sampling defaults with seed ``sampling.seed + i``."""
     s = config.sampling
-    return [RequestParams(s.seed + i, s.max_dec_len, s.temperature, s.top_p, s.top_k) for i in range(count)]
+    # the per-request parameters that have a config default (a grammar constraint has none)
+    defaults = {f.name for f in dataclasses.fields(s)}
+    names = [f.name for f in dataclasses.fields(RequestParams) if f.name in defaults and f.name not in ("seed", "max_dec_len")]
+    return [RequestParams(s.seed + i, s.max_dec_len, **{n: copy.deepcopy(getattr(s, n)) for n in names})
+            for i in range(count)]
 
 
 def generate(
@@ -54,6 +60,7 @@ def generate(
     on_step: Callable[[SpecState], None] | None = None,
     trace: AcceptanceTrace | None = None,
     cost_model: StepCostModel | None = None,
+    tokenizer=None,
 ) -> GenerationResult:
     """Generates a continuation of every prompt with ``model``, speculating as ``config`` says.
 
@@ -77,6 +84,12 @@ def generate(
         trace: records every request's offered and accepted drafts at every step (fastspec.runtime.adaptive.trace).
         cost_model: with ``adaptive.enabled``: the step cost the draft-length controller weighs
             drafts against (default: what ``config.adaptive`` names; fastspec.runtime.adaptive.cost_model).
+        tokenizer: the runner's tokenizer (a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``), which
+            requests with ``structured_output`` need (docs/structured_output.md).
+
+    Raises:
+        StructuredOutputError: a request's ``structured_output`` is malformed or does not compile, or there is
+            no tokenizer for it (raised before the first step, naming the request).
     """
     config.validate()
     params = list(params) if params is not None else default_params(config, len(prompts))
@@ -84,9 +97,10 @@ def generate(
         raise ValueError(f"generate: {len(prompts)} prompts but {len(params)} request params")
     batch = max_num_seqs or max(1, len(prompts))
     length = max_model_len or (max((len(p) for p in prompts), default=1) + max((q.max_dec_len for q in params), default=1))
+    constrained = any(getattr(p, "structured_output", None) is not None for p in params)
     engine = SpecEngine(model, config, max_num_seqs=batch, max_model_len=length, end_tokens=end_tokens, place=place,
                         proposer=proposer, draft_model=draft_model, step_mode=step_mode, on_step=on_step, trace=trace,
-                        cost_model=cost_model)
+                        cost_model=cost_model, tokenizer=tokenizer if constrained else None)
     for i, (prompt, request) in enumerate(zip(prompts, params)):
         engine.add_request(i, prompt, request)
     tokens: list = [[] for _ in prompts]

@@ -1,4 +1,4 @@
-"""``ModelInputs``: what the model sees in one step, built from the state after ``SpecStep.prepare``."""
+"""``ModelInputs``: what the model sees in one step, built on the device from the state after ``SpecStep.prepare``."""
 
 from __future__ import annotations
 
@@ -14,54 +14,83 @@ from fastspec.runtime.trees import TreeInputs, tree_attention_mask, tree_positio
 
 @dataclass
 class ModelInputs:
-    """What a model sees in one step (``B`` slots, ``L`` positions, ``T`` output rows).
+    """What a model sees in one step (``B`` slots, ``L`` positions, ``T`` output rows), as device tensors.
 
-    tokens: int64 paddle ``[B, L]``: each slot's committed tokens, then this step's drafts
+    A chain step hands the model ``T = max_rows`` rows (``max_num_seqs * rows_per_slot``), built on
+    the device without reading it: the packed rows first, then padding rows (``row_slot`` -1, ``row_pos``
+    0) whose logits the step ignores.
+
+    tokens: int64 ``[B, L]``: each slot's committed tokens, then this step's drafts
         (``draft_tokens[b, 1..n-1]``), then -1.
-    lengths: int ``[B]``: valid entries of ``tokens`` per slot (0 for a slot with no rows).
-    row_slot: int32 ``[T]``: the slot of each output row (``batch_id_per_token_output``).
+    lengths: int64 ``[B]``: valid entries of ``tokens`` per slot (0 for a slot with no rows).
+    row_slot: int32 ``[T]``: the slot of each output row (``batch_id_per_token_output``; -1: padding).
     row_pos: int64 ``[T]``: the position whose next token the row predicts.
-    prompt_lens: int ``[B]``; request_ids: the request in each slot (None when free).
+    prompt_lens: int64 ``[B]``; request_ids: the request in each slot (None when free; a host list).
     tree: a tree step's nodes (``fastspec.runtime.trees.TreeInputs``: their columns in ``tokens``, positions
-        and attention), None for a chain. A model that reads the grid takes a row's column from ``row_col``.
+        and attention, host arrays), None for a chain; a tree step's ``T`` is its packed rows. A model that
+        reads the grid takes a row's column from ``row_col``.
     """
 
     tokens: paddle.Tensor
-    lengths: np.ndarray
-    row_slot: np.ndarray
-    row_pos: np.ndarray
-    prompt_lens: np.ndarray
+    lengths: paddle.Tensor
+    row_slot: paddle.Tensor
+    row_pos: paddle.Tensor
+    prompt_lens: paddle.Tensor
     request_ids: list
     tree: TreeInputs | None = None
 
     @property
-    def row_col(self) -> np.ndarray:
+    def row_col(self) -> paddle.Tensor:
         """int64 ``[T]``: each row's column in ``tokens`` (its position for a chain; node 0's column + the
         node index for a tree)."""
-        return self.row_pos if self.tree is None else self.tree.row_col
+        return self.row_pos if self.tree is None else paddle.to_tensor(self.tree.row_col, place=self.row_pos.place)
 
 
 Model = Callable[[ModelInputs], paddle.Tensor]
 
 
-def build_model_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple]]:
-    """The token grid and row positions of this step; also what each slot drafted:
-    ``(decode, drafts)``, for a tree ``(decode, nodes' tokens, parents, depths)`` of its nodes."""
+def build_model_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple] | None]:
+    """The token grid and row positions of this step; for a tree step also what each slot drafted
+    (``(decode, nodes' tokens, parents, depths)`` of its nodes; None for a chain, whose drafts come with
+    the step's status)."""
+    if state.trees:
+        return _tree_inputs(state)
+    cu = state.cu_seqlens_q_output
+    rows = (cu[1:] - cu[:-1]).astype("int64")
+    start = state.prompt_lens + state.step_idx  # a decode slot's first draft column
+    prefill = state.seq_lens_encoder > 0
+    # a prefill's one row sits after the prompt (and the output a resumed request already has): start - 1
+    lengths = paddle.where(rows > 0, paddle.where(prefill, start, start + rows - 1), paddle.zeros_like(rows))
+    # drafts into the grid: column c of slot b holds draft c - start[b] when 0 <= c - start[b] < rows[b] - 1
+    k = state.num_speculative_tokens
+    offset = state._column_index - start.unsqueeze(-1)
+    drafts = paddle.take_along_axis(state.draft_tokens, paddle.clip(offset, 0, k - 1) + 1, axis=1) if k else None
+    in_window = paddle.logical_and(offset >= 0, offset < (rows - 1).unsqueeze(-1))
+    in_window = paddle.logical_and(in_window, paddle.logical_not(prefill).unsqueeze(-1))
+    tokens = paddle.where(in_window, drafts, state.token_ids_all) if k else state.token_ids_all.clone()
+    row_slot = state.batch_id_per_token_output
+    slot = paddle.clip(row_slot, min=0)
+    index = state._row_index - paddle.gather(cu, slot)  # the row's index among its slot's rows
+    last = paddle.gather(start - 1, slot)
+    row_pos = paddle.where(row_slot >= 0, last + index.astype("int64"), paddle.zeros_like(last))
+    inputs = ModelInputs(tokens=tokens, lengths=lengths, row_slot=row_slot, row_pos=row_pos,
+                         prompt_lens=state.prompt_lens, request_ids=list(state.request_of_slot))
+    return inputs, None
+
+
+def _tree_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple]]:
+    """A tree step's inputs: its masks and positions are built on the host (the reads of a tree step)."""
     tokens = state.token_ids_all.numpy().copy()
     prompt_lens = state.prompt_lens.numpy()
     step_idx = state.step_idx.numpy()
     enc = state.seq_lens_encoder.numpy()
     rows = np.diff(state.cu_seqlens_q_output.numpy())
-    if state.trees:
-        nodes = state.draft_tree_tokens.numpy()
-        parents, depths = state.draft_tree_parents.numpy(), state.draft_tree_depths.numpy()
-        counts = np.where(enc > 0, 0, rows)
-        positions = tree_positions(depths, state.seq_lens_decoder.numpy())
-        tree = TreeInputs(start=np.where(counts > 0, prompt_lens + step_idx - 1, -1), nodes=counts.astype(np.int64),
-                          mask=tree_attention_mask(parents, counts), positions=positions, row_col=np.zeros(0, np.int64))
-    else:
-        nodes = state.draft_tokens.numpy()
-        tree = None
+    nodes = state.draft_tree_tokens.numpy()
+    parents, depths = state.draft_tree_parents.numpy(), state.draft_tree_depths.numpy()
+    counts = np.where(enc > 0, 0, rows)
+    positions = tree_positions(depths, state.seq_lens_decoder.numpy())
+    tree = TreeInputs(start=np.where(counts > 0, prompt_lens + step_idx - 1, -1), nodes=counts.astype(np.int64),
+                      mask=tree_attention_mask(parents, counts), positions=positions, row_col=np.zeros(0, np.int64))
     lengths = np.zeros(state.max_num_seqs, dtype=np.int64)
     row_slot, row_pos, row_col, drafted = [], [], [], {}
     for b in np.flatnonzero(rows > 0):
@@ -71,27 +100,22 @@ def build_model_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple]]
             row_slot.append(b)
             row_pos.append(p + s - 1)
             row_col.append(p + s - 1)
-            drafted[b] = (False, nodes[b, 1:1]) if tree is None else (False, nodes[b, :1], parents[b, :1], depths[b, :1])
+            drafted[b] = (False, nodes[b, :1], parents[b, :1], depths[b, :1])
             continue
-        drafts = nodes[b, 1:n]
-        tokens[b, p + s : p + s + n - 1] = drafts
+        tokens[b, p + s : p + s + n - 1] = nodes[b, 1:n]
         lengths[b] = p + s + n - 1
         row_slot.extend([b] * n)
         row_col.extend(range(p + s - 1, p + s - 1 + n))
-        if tree is None:
-            row_pos.extend(range(p + s - 1, p + s - 1 + n))
-            drafted[b] = (True, drafts.copy())
-        else:
-            row_pos.extend(positions[b, :n])
-            drafted[b] = (True, nodes[b, :n].copy(), parents[b, :n].copy(), depths[b, :n].copy())
-    if tree is not None:
-        tree.row_col = np.asarray(row_col, dtype=np.int64)
+        row_pos.extend(positions[b, :n])
+        drafted[b] = (True, nodes[b, :n].copy(), parents[b, :n].copy(), depths[b, :n].copy())
+    tree.row_col = np.asarray(row_col, dtype=np.int64)
+    place = state.place
     inputs = ModelInputs(
-        tokens=paddle.to_tensor(tokens, place=state.place),
-        lengths=lengths,
-        row_slot=np.asarray(row_slot, dtype=np.int32),
-        row_pos=np.asarray(row_pos, dtype=np.int64),
-        prompt_lens=prompt_lens.copy(),
+        tokens=paddle.to_tensor(tokens, place=place),
+        lengths=paddle.to_tensor(lengths, place=place),
+        row_slot=paddle.to_tensor(np.asarray(row_slot, dtype=np.int32), place=place),
+        row_pos=paddle.to_tensor(np.asarray(row_pos, dtype=np.int64), place=place),
+        prompt_lens=state.prompt_lens,
         request_ids=list(state.request_of_slot),
         tree=tree,
     )

@@ -16,8 +16,10 @@ class Sampler:
 
     The ops run wherever the state's tensors live (CPU, GPU, or an XPU in a build with the XPU toolchain); nothing
     here picks a place.
-    Two paths share one ending:
+    Two paths share one beginning and one ending:
 
+        logits = process_logits(logits): each request's penalties, bias and bans, each row with its
+                 own history (the drafts before it counted), float32 logits in place
         probs = softmax(logits / temperature)
         naive  (method none / naive): sample_tokens, one token per request
         verify (method ngram / mtp):  targets (GREEDY argmax | TARGET_MATCH sample_tokens |
@@ -35,6 +37,7 @@ class Sampler:
         self.strategy = config.verify_strategy
         self.accept_all = config.accept_policy == "accept_all"
         self.reject_all = config.accept_policy == "reject_all"
+        self.grammar = None  # a GrammarBatch when some request has structured output: its masks apply first
 
     def forward(self, logits: paddle.Tensor, state: SpecState, draft_probs: paddle.Tensor | None = None) -> paddle.Tensor:
         """Samples / verifies, then advances ``state`` in place; returns ``has_running`` bool [1].
@@ -47,6 +50,10 @@ class Sampler:
                 distribution of the draft that row judges (``DraftModelProposer.draft_probs_rows``).
         """
         rows = state.row_batch_ids(logits.shape[0])
+        logits = state.logit_tables.apply(logits, state, rows)
+        if self.grammar is not None:  # each constrained row's grammar, before temperature and the sampling sets
+            logits = ops.apply_token_bitmask(logits, self.grammar.token_bitmask,
+                                             self.grammar.bitmask_index[: logits.shape[0]])
         probs = self._probs(logits, state, rows)
         top_p, top_k = self._greedy_aware_params(state)
         if self.config.speculative:
@@ -61,18 +68,15 @@ class Sampler:
 
     @staticmethod
     def _probs(logits: paddle.Tensor, state: SpecState, rows: paddle.Tensor) -> paddle.Tensor:
-        """float32 softmax of logits / temperature of each row's request (0 reads as 1: greedy)."""
-        slot = paddle.clip(rows, 0, state.max_num_seqs - 1)  # padding rows: any valid slot
-        temp = paddle.gather(state.temperature, slot)
-        temp = paddle.where(temp > 0, temp, paddle.ones_like(temp))
-        return paddle.nn.functional.softmax(logits.astype("float32") / temp.unsqueeze(-1), axis=-1)
+        """float32 softmax of logits / temperature of each row's request (a greedy request's reads 1)."""
+        temp = paddle.gather(state.sample_temperature, paddle.clip(rows, min=0))  # padding rows: slot 0's
+        logits = logits if logits.dtype == paddle.float32 else logits.astype("float32")
+        return paddle.nn.functional.softmax(logits / temp.unsqueeze(-1), axis=-1)
 
     @staticmethod
     def _greedy_aware_params(state: SpecState) -> tuple[paddle.Tensor, paddle.Tensor]:
-        greedy = state.temperature <= 0
-        top_p = paddle.where(greedy, paddle.zeros_like(state.top_p), state.top_p)
-        top_k = paddle.where(greedy, paddle.ones_like(state.top_k), state.top_k)
-        return top_p, top_k
+        """(top_p, top_k) per slot as ``insert`` wrote them: a greedy request's are 0 and 1."""
+        return state.sample_top_p, state.sample_top_k
 
     def _normal_sample(self, probs, state: SpecState, rows, top_p, top_k) -> None:
         """One seeded draw per request from its single output row into accept_tokens[:, 0]."""

@@ -8,11 +8,14 @@ steps, on the host side of the loop.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Hashable, Sequence
+import contextlib
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Hashable, Iterator, Sequence
 
 import numpy as np
 import paddle
+
+from fastspec.runtime.sampling_params import LogitTables, TableWidths, check_request
 
 
 @dataclass
@@ -24,6 +27,21 @@ class RequestParams:
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
+    _: KW_ONLY  # the rest by name: positions would shift as parameters are added
+    # what a server exposes besides (docs/ops/process_logits.md); each default turns it off
+    repetition_penalty: float = 1.0  # > 0: a logit of a token in the prompt or output is divided (> 0) or multiplied
+    presence_penalty: float = 0.0  # subtracted once from a token in the output
+    frequency_penalty: float = 0.0  # subtracted once per occurrence in the output
+    min_p: float = 0.0  # in [0, 1]: keep the tokens whose probability is at least min_p times the largest
+    logit_bias: dict[int, float] = field(default_factory=dict)  # token id -> added to its logit, clamped to [-100, 100]
+    bad_words: list[list[int]] = field(default_factory=list)  # a sequence's last token is banned after the rest
+    min_tokens: int = 0  # end and stop tokens are banned until this many tokens are out
+    stop_token_ids: list[int] = field(default_factory=list)  # end the request like an end token
+    stop: list[list[int]] = field(default_factory=list)  # token sequences that end the request after them
+    logprobs: int | None = None  # n >= 0: each token's log-probability and the n most likely
+    # a grammar the output must follow: exactly one of json_schema (a dict or JSON string), json_object (True),
+    # regex, lark (docs/structured_output.md); needs generate(..., tokenizer=...)
+    structured_output: dict | None = None
 
 
 class HostCopies:
@@ -50,6 +68,47 @@ class HostCopies:
         return staging
 
 
+class HostSlots:
+    """The host's view of each slot, kept without reading the device: written by ``insert`` / ``free``
+    and by each step's ``StepStatus`` (``SpecState.apply_status``).
+
+    prompts: each slot's prompt (None when free); stopped, blocked: bool [B]; encoder, decoder: int [B]
+    (``seq_lens_encoder`` / ``seq_lens_decoder`` after the last update or insert).
+    """
+
+    def __init__(self, max_num_seqs: int) -> None:
+        b = max_num_seqs
+        self.prompts: list[np.ndarray | None] = [None] * b
+        self.stopped = np.ones(b, bool)
+        self.blocked = np.zeros(b, bool)
+        self.encoder = np.zeros(b, np.int64)
+        self.decoder = np.zeros(b, np.int64)
+        self._kept: list[list[np.ndarray]] = [[] for _ in range(b)]
+
+    def insert(self, slot: int, prompt: np.ndarray, output: np.ndarray | None = None) -> None:
+        """``output``: what a resumed request already generated (its prefill covers prompt + output)."""
+        done = [] if output is None or len(output) == 0 else [np.asarray(output, np.int64).copy()]
+        self.prompts[slot], self._kept[slot] = prompt.copy(), done
+        self.stopped[slot], self.blocked[slot] = False, False
+        self.encoder[slot], self.decoder[slot] = len(prompt) + sum(map(len, done)), 0
+
+    def free(self, slot: int) -> None:
+        self.prompts[slot], self._kept[slot] = None, []
+        self.stopped[slot], self.blocked[slot] = True, False
+        self.encoder[slot] = self.decoder[slot] = 0
+
+    def apply(self, status) -> None:
+        for slot in np.flatnonzero(status.accept_num > 0).tolist():
+            self._kept[slot].append(status.accept_tokens[slot, : status.accept_num[slot]])
+        self.stopped[:], self.blocked[:] = status.stopped, status.blocked
+        self.encoder[:], self.decoder[:] = status.encoder, status.decoder
+
+    def output(self, slot: int) -> np.ndarray:
+        """The tokens the slot's request kept so far, as the statuses reported them."""
+        kept = self._kept[slot]
+        return np.concatenate(kept) if kept else np.zeros(0, np.int64)
+
+
 class SpecState:
     """The batch of request slots: the ops' per-request tensors (docs/ops/conventions.md) plus the sampling parameters.
 
@@ -57,7 +116,8 @@ class SpecState:
         token_ids_all int64 [B, L]; prompt_lens, step_idx, max_dec_len, seed int64 [B];
         seq_lens_encoder, seq_lens_decoder, seq_lens_this_time, accept_num, draft_token_num,
         top_k, reasoning_status int32 [B]; stop_flags, is_block_step bool [B];
-        temperature, top_p float32 [B]; draft_tokens, accept_tokens int64 [B, K + 1];
+        temperature, top_p float32 [B]; sample_temperature, sample_top_p float32, sample_top_k int32 [B] (what
+        the sampler uses, written by ``insert``: a greedy request's are 1, 0 and 1); draft_tokens, accept_tokens int64 [B, K + 1];
         end_tokens int64 [E]; cu_seqlens_q_output int32 [B + 1]; ngram_anchor int64 [B] (anchored n-gram
         drafting: where each slot's drafts were copied from, -1 for none; reset for a new request);
         batch_id_per_token_output int32 [B * R] (rows past the packed ones are -1; ``R = rows_per_slot``).
@@ -76,6 +136,8 @@ class SpecState:
         end_tokens: Sequence[int],
         place: paddle.Place | str | None = None,
         num_tree_nodes: int = 0,
+        vocab_size: int | None = None,
+        table_widths: TableWidths | None = None,
     ) -> None:
         if max_num_seqs < 1 or max_model_len < 2 or num_speculative_tokens < 0 or num_tree_nodes < 0:
             raise ValueError(
@@ -110,20 +172,33 @@ class SpecState:
         self.is_block_step = full([b], False, "bool")
         self.temperature = full([b], 1.0, "float32")
         self.top_p = full([b], 1.0, "float32")
+        self.sample_temperature = full([b], 1.0, "float32")
+        self.sample_top_p = full([b], 1.0, "float32")
+        self.sample_top_k = full([b], 0, "int32")
         self.draft_tokens = full([b, k + 1], -1, "int64")
         self.accept_tokens = full([b, k + 1], -1, "int64")
         self.ngram_anchor = full([b], -1, "int64")
         self.end_tokens = paddle.to_tensor(np.asarray(end_tokens, dtype=np.int64), place=self.place)
         self.cu_seqlens_q_output = full([b + 1], 0, "int32")
         self.batch_id_per_token_output = full([b * self.rows_per_slot], -1, "int32")
+        self._zero = full([1], 0, "int32")
+        self._row_index = paddle.to_tensor(np.arange(b * self.rows_per_slot, dtype=np.int32), place=self.place)
+        self.draft_columns = paddle.to_tensor(np.arange(k, dtype=np.int32)[None, :], place=self.place)
+        self.no_draft = full([1, 1], -1, "int64")
+        self._column_index = paddle.to_tensor(np.arange(length, dtype=np.int64)[None, :], place=self.place)
+        self._slot_or_none = paddle.to_tensor(np.append(np.arange(b), -1).astype(np.int32), place=self.place)
         self.draft_tree_tokens = full([b, n], -1, "int64") if n else None
         self.draft_tree_parents = full([b, n], -1, "int32") if n else None
         self.draft_tree_depths = full([b, n], -1, "int32") if n else None
         self.accept_nodes = full([b, k + 1], -1, "int32") if n else None
         self.num_rows = 0  # packed output rows of the current step (host int)
         self._free = list(range(b))
-        self.host = HostCopies(self.place)  # insert's host-to-device writes
         self.request_of_slot: list = [None] * b  # the caller's request id, None when free
+        self.host = HostSlots(b)  # what the host knows of each slot without reading the device
+        self.staging = HostCopies(self.place)  # host-to-device writes between steps
+        self.vocab_size = vocab_size  # token ids a request names are checked against it when known
+        self.logit_tables = LogitTables(b, self.place, table_widths)  # penalties, bias, bans (sampling_params.py)
+        self._phases: tuple | None = None  # slot_phases within phases_fixed
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -144,6 +219,7 @@ class SpecState:
             RuntimeError: no free slot.
             ValueError: empty prompt, prompt + max_dec_len longer than max_model_len, or an output
                 that already reached max_dec_len.
+            InvalidRequestError: a sampling parameter out of range (``check_request``); nothing changes.
         """
         if not self._free:
             raise RuntimeError("SpecState.insert: no free slot (max_num_seqs reached)")
@@ -160,19 +236,24 @@ class SpecState:
         if s >= params.max_dec_len:
             raise ValueError(f"SpecState.insert: an output of {s} tokens leaves nothing to generate "
                              f"(max_dec_len {params.max_dec_len})")
+        check_request(params, request_id, self.vocab_size, self.logit_tables.widths)
         slot = self._free.pop(0)
         row = np.full(self.max_model_len, -1, dtype=np.int64)
         row[:p] = prompt
         row[p : p + s] = done
-        self.token_ids_all[slot] = self.host(row)
+        self.token_ids_all[slot] = self.staging(row)
         self.prompt_lens[slot] = p
         self.step_idx[slot] = s
         self.max_dec_len[slot] = params.max_dec_len
         # through an int64 tensor: a Python int assigned to an element goes through float64 (53 bits)
-        self.seed[slot] = self.host(np.array(params.seed, dtype=np.int64))
+        self.seed[slot] = self.staging(np.array(params.seed, dtype=np.int64))
         self.temperature[slot] = params.temperature
         self.top_p[slot] = params.top_p
         self.top_k[slot] = params.top_k
+        greedy = params.temperature <= 0  # the sampler's parameters: a greedy request keeps only the argmax
+        self.sample_temperature[slot] = 1.0 if greedy else params.temperature
+        self.sample_top_p[slot] = 0.0 if greedy else params.top_p
+        self.sample_top_k[slot] = 1 if greedy else params.top_k
         self.seq_lens_encoder[slot] = p + s
         self.seq_lens_decoder[slot] = 0
         self.seq_lens_this_time[slot] = p + s
@@ -183,12 +264,20 @@ class SpecState:
         self.accept_tokens[slot] = -1
         self.ngram_anchor[slot] = -1  # a new request copies from nowhere yet
         self.request_of_slot[slot] = request_id
+        self.logit_tables.write(slot, params)
+        self.host.insert(slot, prompt, done)
         return slot
 
-    def finished_slots(self) -> list[int]:
-        """Occupied slots whose request has stopped."""
-        stopped = self.stop_flags.numpy()
+    def finished_slots(self, status=None) -> list[int]:
+        """Occupied slots whose request has stopped: as ``status`` (a ``StepStatus``) says, else read
+        from the device."""
+        stopped = status.stopped if status is not None else self.stop_flags.numpy()
         return [s for s in range(self.max_num_seqs) if s not in self._free and stopped[s]]
+
+    def apply_status(self, status) -> None:
+        """Takes a step's ``StepStatus`` into the host view: kept tokens, slot kinds, stop flags."""
+        self.num_rows = status.num_rows
+        self.host.apply(status)
 
     def output(self, slot: int) -> np.ndarray:
         """The tokens slot ``slot`` generated so far (int64; the end token included if emitted)."""
@@ -208,11 +297,11 @@ class SpecState:
         self.draft_tokens[slot] = -1
         self.ngram_anchor[slot] = -1
         self.request_of_slot[slot] = None
+        self.host.free(slot)
         self._free.append(slot)
         self._free.sort()
 
     def _tensor(self, array: np.ndarray) -> paddle.Tensor:
-        """A new tensor on the state's place (``host`` for the writes of every step or request)."""
         return paddle.to_tensor(array, place=self.place)
 
     # -- output rows ----------------------------------------------------------------------
@@ -223,9 +312,22 @@ class SpecState:
         self.num_rows = int(self.pack_rows_on_device().numpy().reshape(-1)[0])
         return self.num_rows
 
+    @contextlib.contextmanager
+    def phases_fixed(self) -> Iterator[None]:
+        """Within: ``slot_phases`` computed once and shared (a step's proposing and packing change no
+        slot's kind, only its rows)."""
+        self._phases = None
+        self._phases = self.slot_phases()
+        try:
+            yield
+        finally:
+            self._phases = None
+
     def slot_phases(self) -> tuple[paddle.Tensor, paddle.Tensor]:
         """``(prefill, decode)`` bool [B] tensors: running (not stopped, not blocked) slots that
         prefill (``seq_lens_encoder > 0``) or decode (no encoder tokens, decoder tokens > 0)."""
+        if self._phases is not None:
+            return self._phases
         running = paddle.logical_not(paddle.logical_or(self.stop_flags, self.is_block_step))
         prefill = paddle.logical_and(running, self.seq_lens_encoder > 0)
         decode = paddle.logical_and(running, paddle.logical_and(self.seq_lens_encoder == 0, self.seq_lens_decoder > 0))
@@ -237,17 +339,20 @@ class SpecState:
         for a decode, none otherwise; ``cu_seqlens_q_output`` their prefix sums and
         ``batch_id_per_token_output`` each row's slot (-1 past them). Returns the row count as an
         int32 [1] tensor; ``num_rows`` is left to the caller (``pack_rows`` sets it)."""
+        return self.pack_slot_rows()[0][-1:]
+
+    def pack_slot_rows(self) -> tuple[paddle.Tensor, paddle.Tensor]:
+        """``pack_rows_on_device``'s packing; returns ``(cu_seqlens_q_output, decode)``: the prefix sums
+        (int32 [B + 1]) and the decoding slots (bool [B])."""
         prefill, decode = self.slot_phases()
-        zero = paddle.zeros_like(self.seq_lens_this_time)
-        rows = paddle.where(prefill, paddle.ones_like(zero), paddle.where(decode, paddle.maximum(self.seq_lens_this_time, zero), zero))
-        cu = paddle.concat([paddle.zeros([1], dtype="int32"), paddle.cumsum(rows, axis=0).astype("int32")])
-        row = paddle.arange(self.batch_id_per_token_output.shape[0], dtype="int32")
-        # row r belongs to the slot b with cu[b] <= r < cu[b + 1]: the count of cu[1:] entries <= r
-        slot = paddle.searchsorted(cu[1:], row, out_int32=True, right=True)
-        ids = paddle.where(row < cu[-1:], slot, paddle.full_like(slot, -1))
+        rows = paddle.where(decode, paddle.clip(self.seq_lens_this_time, min=0), prefill.astype("int32"))
+        cu = paddle.cumsum(paddle.concat([self._zero, rows]), axis=0).astype("int32")
+        # row r belongs to the slot b with cu[b] <= r < cu[b + 1]: the count of cu[1:] entries <= r,
+        # B for a row past them, which the slot table maps to -1
+        slot = paddle.searchsorted(cu[1:], self._row_index, out_int32=True, right=True)
         paddle.assign(cu, output=self.cu_seqlens_q_output)
-        paddle.assign(ids, output=self.batch_id_per_token_output)
-        return cu[-1:]
+        paddle.assign(paddle.gather(self._slot_or_none, slot), output=self.batch_id_per_token_output)
+        return cu, decode
 
     @property
     def trees(self) -> bool:

@@ -10,6 +10,7 @@ import paddle
 
 from fastspec.runtime.adaptive.trace import AcceptanceTrace, StepRecord
 from fastspec.runtime.state import SpecState
+from fastspec.runtime.step_status import StepStatus
 
 STAGES = ("insert", "propose", "pack", "model", "sample", "collect")
 
@@ -90,9 +91,10 @@ def _tree_accepted(kept_tokens: np.ndarray, path: np.ndarray, tokens: np.ndarray
     return accepted
 
 
-def count_step(stats: GenerationStats, state: SpecState, drafted: dict[int, tuple], reject_all: bool,
-           trace: AcceptanceTrace | None = None) -> None:
-    """Adds one step's kept tokens to the counters, split into accepted drafts and bonus tokens.
+def count_step(stats: GenerationStats, state: SpecState, status: StepStatus, reject_all: bool,
+               tree_drafted: dict[int, tuple] | None = None, trace: AcceptanceTrace | None = None) -> None:
+    """Adds one step's kept tokens to the counters, split into accepted drafts and bonus tokens,
+    from the step's ``status`` (a chain reads nothing more; a tree step's nodes come in ``tree_drafted``).
 
     The kept tokens are the accepted drafts, then one token of the target's own. Under every
     strategy a rejected draft differs from the token that replaces it, so the accepted drafts are
@@ -100,10 +102,13 @@ def count_step(stats: GenerationStats, state: SpecState, drafted: dict[int, tupl
     draft equal to the target) needs saying. A tree's drafts are its nodes past the root; its
     position ``i`` is depth ``i + 1`` (proposed when the tree reaches it, accepted when the path does).
     """
-    accept_num = state.accept_num.numpy()
-    accept_tokens = state.accept_tokens.numpy()
-    accept_nodes = state.accept_nodes.numpy() if state.trees else None
-    step = StepRecord(state.num_rows)
+    accept_num, accept_tokens = status.accept_num, status.accept_tokens
+    if tree_drafted is None:
+        drafted = {b: (bool(status.decode[b]), status.drafts_of(b)) for b in np.flatnonzero(status.rows > 0).tolist()}
+        accept_nodes = None
+    else:
+        drafted, accept_nodes = tree_drafted, state.accept_nodes.numpy()
+    step = StepRecord(status.num_rows)
     for b, (decode, drafts, *tree) in drafted.items():
         kept = int(accept_num[b])
         if tree:

@@ -6,6 +6,7 @@ import contextlib
 import os
 from typing import Callable, Iterator
 
+import numpy as np
 import paddle
 
 from fastspec.core.schema import PROBABILITY_STRATEGIES
@@ -14,6 +15,7 @@ from fastspec.runtime.proposers.base import Proposer
 from fastspec.runtime.proposers.tree import write_tree
 from fastspec.runtime.sampler import Sampler
 from fastspec.runtime.state import SpecState
+from fastspec.runtime.step_status import StepStatus, status_tensor, step_record
 
 MODES = ("eager", "static", "cuda_graph")
 
@@ -27,11 +29,12 @@ class SpecStep:
     model sits between the two, so a step is two programs:
 
     - ``prepare()``: no inputs; reads and writes the state's tensors (and the proposer's buffers)
-      in place;
-    - ``finish(logits, hidden=None)``: ``logits [max_rows, V]`` and ``hidden [max_rows, H]`` in
-      fixed shapes, ``max_rows = max_num_seqs * state.rows_per_slot`` (``K + 1``, or N for a tree step); rows past the packed ones are padding
-      (``batch_id_per_token_output`` is -1 there) and are ignored. ``pad_rows`` pads a
-      ``[T, ...]`` model output.
+      in place; returns the step's record (rows, slot kinds, drafts: ``step_status.step_record``);
+    - ``finish(logits, hidden=None)``: that record, ``logits [max_rows, V]`` and ``hidden [max_rows, H]``
+      in fixed shapes, ``max_rows = max_num_seqs * state.rows_per_slot`` (``K + 1``, or N for a tree
+      step); rows past the packed ones are padding (``batch_id_per_token_output`` is -1 there) and are
+      ignored. ``pad_rows`` pads a ``[T, ...]`` model output. It returns the status tensor the host
+      reads once (``StepStatus``): the step's only wait for the device.
 
     A tree step (``state.num_tree_nodes > 0``, docs/trees.md): ``prepare`` asks the proposer for
     ``config.tree.top_k`` candidates per depth and builds each slot's tree (``build_draft_tree``; a slot's
@@ -54,6 +57,9 @@ class SpecStep:
             ``"static"`` or ``"cuda_graph"``.
         controller: an adaptive draft-length controller: ``plan`` opens ``prepare``, ``observe``
             closes ``finish`` (its host-side ``reset_slot`` / ``refresh_costs`` stay between steps).
+        grammar: the run's ``GrammarBatch`` when a request has structured output: after the prepare program
+            it cuts and extends the constrained slots' drafts and writes their masks (``constrain``);
+            where drafts changed the rows are packed and recorded again.
 
     Raises:
         ValueError: an unknown mode, a proposer that cannot sit in a static step, or a draft
@@ -62,7 +68,7 @@ class SpecStep:
     """
 
     def __init__(self, state: SpecState, sampler: Sampler, proposer: Proposer | None = None, mode: str = "static",
-                 controller: DraftLengthController | None = None) -> None:
+                 controller: DraftLengthController | None = None, grammar=None) -> None:
         if mode not in MODES:
             raise ValueError(f"SpecStep: mode must be one of {list(MODES)}, got {mode!r}")
         fixed = mode != "eager"  # a program built once: fixed shapes, buffers allocated before the build
@@ -81,6 +87,7 @@ class SpecStep:
         if mode == "cuda_graph":
             _check_cuda_graphs(state)
         self.state, self.sampler, self.proposer, self.mode = state, sampler, proposer, mode
+        self.grammar = grammar
         self.max_rows = state.max_num_seqs * state.rows_per_slot
         self.observes = proposer is not None and proposer.needs_target_hidden
         if proposer is not None:
@@ -96,59 +103,70 @@ class SpecStep:
         # to_static needs named arguments; the Python bodies run only when a program is built
         def prepare_program(dummy):
             builds["prepare"] += 1
-            if controller is not None:
-                controller.plan(state)
-            if trees:
-                write_tree(proposer.propose_tree(state, sampler.config.tree.top_k), state)
-            elif proposer is not None:
-                proposer(state)
-            return state.pack_rows_on_device()
+            with state.phases_fixed():
+                if controller is not None:
+                    controller.plan(state)
+                if trees:
+                    write_tree(proposer.propose_tree(state, sampler.config.tree.top_k), state)
+                elif proposer is not None:
+                    proposer(state)
+                return step_record(state, *state.pack_slot_rows())
 
-        def finish_program(logits, hidden=None):
+        def finish_program(record, logits, hidden=None):
             builds["finish"] += 1
             draft_probs = None
             if probabilities:
                 draft_probs = proposer.draft_probs_rows(state, int(logits.shape[0]), int(logits.shape[-1]))
-            has_running = sampler(logits, state, draft_probs=draft_probs)
+            sampler(logits, state, draft_probs=draft_probs)
             if self.observes:
                 proposer.observe_target(state, hidden)
             if controller is not None:
                 controller.observe(state)
-            return has_running
+            extras = proposer.status_fields(state) if proposer is not None else []
+            self._extra_widths = [int(np.prod(e.shape)) // state.max_num_seqs for e in extras]
+            return status_tensor(state, record, extras)
 
         compile_ = (lambda f: paddle.jit.to_static(f, full_graph=True)) if mode == "static" else (lambda f: f)
         self._prepare, self._finish = compile_(prepare_program), compile_(finish_program)
         self._graphs: dict[str, object] = {}
         self._graph_io: dict[str, tuple] = {}
         self._no_input = paddle.zeros([1], dtype="int32")  # prepare's program takes no real input
+        self._record: paddle.Tensor | None = None  # prepare's step record, finish's first input
+        self._extra_widths: list[int] = []
 
     # -- running ----------------------------------------------------------------------------
 
-    def prepare(self) -> int:
-        """Proposes and packs this step's rows; returns T, the packed rows (read on the host
-        for the runner's model inputs, after the program ran)."""
+    def prepare(self) -> None:
+        """Proposes and packs this step's rows, reading nothing on the host: the row count comes
+        with the step's status (``finish``); a model gets ``max_rows`` rows, -1 slots past the packed ones."""
         if self.proposer is not None:
             self.proposer.draft_on_host(self.state)  # host-side drafters fill their buffers first
         with paddle.no_grad():
-            total = self._run("prepare", self._prepare, (self._no_input,))
-        self.state.num_rows = int(total.numpy().reshape(-1)[0])
-        return self.state.num_rows
+            self._record = self._run("prepare", self._prepare, (self._no_input,))
+            if self.grammar is not None and self.grammar.constrain(self.state).changed:
+                self._record = step_record(self.state, *self.state.pack_slot_rows())  # the grammar's drafts
 
-    def finish(self, logits: paddle.Tensor, hidden: paddle.Tensor | None = None) -> paddle.Tensor:
+    def finish(self, logits: paddle.Tensor, hidden: paddle.Tensor | None = None) -> StepStatus:
         """Samples / verifies and updates the state from the model's outputs at the packed rows
-        (``[T, V]`` and ``[T, H]``; padded here to ``max_rows`` for a built program, as they come
-        in eager mode); returns ``has_running`` bool [1]."""
+        (``[T, V]`` and ``[T, H]``, T up to ``max_rows``; padded here to ``max_rows`` for a built program);
+        returns the step's ``StepStatus``: the step's one read of the device."""
+        if self._record is None:
+            raise ValueError("SpecStep.finish: prepare() must run first")
         if self.observes and hidden is None:
             raise ValueError(f"SpecStep.finish: {type(self.proposer).__name__} needs the target's hidden states")
         if self.mode == "eager":
-            args = (logits,) + ((hidden,) if self.observes else ())
+            args = (self._record, logits) + ((hidden,) if self.observes else ())
         else:
-            args = (self.pad_rows(logits),) + ((self.pad_rows(hidden.astype("float32")),) if self.observes else ())
+            args = (self._record, self.pad_rows(logits)) + (
+                (self.pad_rows(hidden.astype("float32")),) if self.observes else ())
         with paddle.no_grad():
-            has_running = self._run("finish", self._finish, args)
+            device_status = self._run("finish", self._finish, args)
+        status = StepStatus.read(device_status, self.state.num_speculative_tokens, self._extra_widths)
+        self.state.apply_status(status)
         if self.proposer is not None:
-            self.proposer.observe_accepted(self.state)
-        return has_running
+            self.proposer.observe_accepted(self.state, status)
+        self._record = None
+        return status
 
     def pad_rows(self, x: paddle.Tensor) -> paddle.Tensor:
         """``[T, ...]`` -> ``[max_rows, ...]`` with zero rows after the packed ones."""

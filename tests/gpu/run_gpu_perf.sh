@@ -29,7 +29,7 @@ python3 setup_ops.py --bindings-only --cuda on 2>&1 | tee "$out/build.log" || ex
 echo "== build done at ${SECONDS}s"
 python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tail -n 15 | tee "$out/tests.log" || status=1
 echo "== tests done at ${SECONDS}s"
-python3 bench/bench_gpu.py 2>&1 | tee "$out/bench_gpu.log" || status=1
+python3 -m bench.bench_gpu 2>&1 | tee "$out/bench_gpu.log" || status=1
 echo "== bench_gpu done at ${SECONDS}s"
 python3 -m bench.bench_ngram_match --device cuda 2>&1 | tee "$out/bench_ngram_match.log" || status=1
 echo "== all done at ${SECONDS}s"

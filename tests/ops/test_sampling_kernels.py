@@ -466,3 +466,27 @@ def test_bad_stream_raises_value_error(bad):
         run_sample_stream(*case, bad)
     with pytest.raises(ValueError, match="stream"):
         ref.sample_tokens(*case, stream=bad)
+
+
+# ---- the whole row (top_p 1, top_k not limiting) and decode batch sizes ------------------------
+
+
+@pytest.mark.parametrize("vocab", [1598, 32000])
+@pytest.mark.parametrize("rows", [1, 4, 24])
+def test_whole_row_sets_and_small_batches_equal_the_reference(vocab, rows):
+    """S is every entry with mass when top_p is 1 and top_k does not limit: the kernels skip the select
+    there; draws and kept probabilities stay the reference's bits, for every kind of row and thread count."""
+    rng = np.random.default_rng(vocab + rows)
+    probs = make_probs(rng, vocab, rows)
+    cu, batch_id = make_batch(rng, [1] * rows, padding_rows=0)
+    top_p = np.where(rng.random(rows) < 0.7, 1.0, 0.9).astype(np.float32)
+    top_k = rng.choice(np.array([0, vocab, vocab + 5, 3], np.int32), rows)
+    seed = rng.integers(1, 1 << 40, rows).astype(np.int64)
+    step_idx = rng.integers(0, 100, rows).astype(np.int64)
+    want = ref.sample_tokens(probs, top_p, top_k, seed, step_idx, batch_id, cu)
+    want_probs = ref.top_k_top_p_probs(probs, top_p, top_k, batch_id)
+    for threads in (1, 2, 0):
+        np.testing.assert_array_equal(run_sample(probs, top_p, top_k, seed, step_idx, batch_id, cu, threads), want)
+        out = np.full(probs.shape, 7.0, np.float32)
+        arrays.top_k_top_p_probs(np.ascontiguousarray(probs), top_p, top_k, batch_id, out, num_threads=threads)
+        assert np.array_equal(out.view(np.uint32), want_probs.view(np.uint32))

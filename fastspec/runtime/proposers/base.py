@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, ClassVar
 import paddle
 
 from fastspec.runtime.state import SpecState
+from fastspec.runtime.step_status import StepStatus
 
 if TYPE_CHECKING:
     from fastspec.runtime.proposers.tree import TreeProposal
@@ -49,8 +50,13 @@ class Proposer(ABC):
     def draft_on_host(self, state: SpecState) -> None:
         """Host work before each step's programs (a host-side drafter fills its buffers here)."""
 
-    def observe_accepted(self, state: SpecState) -> None:
-        """Host work after each step's update (a host-side drafter reads the kept tokens here)."""
+    def observe_accepted(self, state: SpecState, status: StepStatus) -> None:
+        """Host work after each step's update: a host-side drafter takes the kept tokens from ``status``
+        (the step's one read, ``fastspec.runtime.step_status``), never from the device."""
+
+    def status_fields(self, state: SpecState) -> list[paddle.Tensor]:
+        """Device tensors (``[B]`` or ``[B, w]``, integer) the step adds to its status for ``observe_accepted``."""
+        return []
 
     def release_slot(self, slot: int) -> None:
         """The request in ``slot`` left before finishing (aborted, or preempted to resume later in some
@@ -113,12 +119,9 @@ class Proposer(ABC):
         """Drafts of decode slots into draft_tokens[:, 1:] (-1 past the length), lengths into seq_lens_this_time."""
         k = self.num_speculative_tokens
         prefill, decode = state.slot_phases()
-        lens = paddle.clip(proposal.lens.reshape([-1]), 0, k)
-        lens = paddle.where(decode, lens, paddle.zeros_like(lens))
-        cols = paddle.arange(k, dtype="int32").unsqueeze(0)
-        keep = cols < lens.unsqueeze(-1)
-        drafts = paddle.where(keep, proposal.tokens, paddle.full_like(proposal.tokens, -1))
-        merged = paddle.concat([state.draft_tokens[:, :1], drafts], axis=1)
-        paddle.assign(merged, state.draft_tokens)
-        now = paddle.where(decode, lens + 1, paddle.where(prefill, state.seq_lens_this_time, paddle.zeros_like(lens)))
-        paddle.assign(now, state.seq_lens_this_time)
+        lens = paddle.clip(proposal.lens.reshape([-1]), 0, k) * decode.astype("int32")
+        drafts = paddle.where(state.draft_columns < lens.unsqueeze(-1), proposal.tokens, state.no_draft)
+        paddle.assign(paddle.concat([state.draft_tokens[:, :1], drafts], axis=1), state.draft_tokens)
+        # decode: 1 + drafts; prefill: its prompt tokens as they are; otherwise none
+        paddle.assign(paddle.where(decode, lens + 1, state.seq_lens_this_time * prefill.astype("int32")),
+                      state.seq_lens_this_time)

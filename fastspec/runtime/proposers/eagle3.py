@@ -75,13 +75,16 @@ class Eagle3DraftHead(nn.Layer):
         return self.lm_head(self.norm_out(h)), h
 
 
-def concat_aux_rows(aux: Sequence[paddle.Tensor], row_slot: np.ndarray, row_pos: np.ndarray) -> paddle.Tensor:
+def concat_aux_rows(aux: Sequence[paddle.Tensor], row_slot, row_pos) -> paddle.Tensor:
     """The aux states of the output rows, concatenated: ``[T, n * H]``.
 
     Args:
         aux: ``n`` tensors ``[B, L, H]`` (the mixin's output for a full-grid forward).
-        row_slot, row_pos: the slot and grid column of each output row (``ModelInputs.row_slot``, ``.row_col``).
+        row_slot, row_pos: the slot and grid column of each output row (``ModelInputs.row_slot``, ``.row_col``:
+            device tensors, or arrays); a row of slot -1 (padding) takes slot 0's.
     """
     b, length, h = aux[0].shape
-    index = paddle.to_tensor(np.asarray(row_slot, np.int64) * length + np.asarray(row_pos, np.int64), place=aux[0].place)
+    place = aux[0].place
+    as_tensor = lambda v: v if isinstance(v, paddle.Tensor) else paddle.to_tensor(np.asarray(v), place=place)  # noqa: E731
+    index = paddle.clip(as_tensor(row_slot), min=0).astype("int64") * length + as_tensor(row_pos).astype("int64")
     return paddle.concat([paddle.gather(a.reshape([b * length, h]), index) for a in aux], axis=-1)

@@ -49,6 +49,5 @@ class NgramProposer(Proposer):
             ngram_anchor=state.ngram_anchor if self.anchored else None,
         )
         # ngram_match wrote in place; hand the same drafts back through the checked contract
-        decode = paddle.logical_and(state.seq_lens_encoder == 0, state.seq_lens_decoder > 0)
-        lens = paddle.where(decode, paddle.clip(state.seq_lens_this_time - 1, min=0), paddle.zeros_like(state.seq_lens_this_time))
-        return Proposal(state.draft_tokens[:, 1:].clone(), lens)
+        decode = state.slot_phases()[1]
+        return Proposal(state.draft_tokens[:, 1:], paddle.clip(state.seq_lens_this_time - 1, min=0) * decode.astype("int32"))

@@ -2,7 +2,8 @@
 
 The cache lives on the host, so the work is split around the step's programs:
 
-- ``draft_on_host(state)`` (before the step; the runner and ``SpecStep.prepare`` call it):
+- ``draft_on_host(state)`` (before the step; the runner and ``SpecStep.prepare`` call it), from
+  ``state.host`` (the slots as the last status left them) without reading the device:
   starts every newly inserted request in the cache with its prompt, stops requests whose
   slot stopped, and drafts up to K tokens for every decode slot in one native call, into the
   proposer's fixed buffers ``draft_buffer`` / ``draft_lens``;
@@ -14,8 +15,8 @@ The cache lives on the host, so the work is split around the step's programs:
   tree instead (``speculate_tree_batch``: ``tree_top_k`` continuations per node, at most ``N - 1`` nodes,
   depth at most K) into ``tree_buffers``, and ``propose_tree(state)`` hands them to ``build_draft_tree``
   as candidates, each node's probability its score, which keeps them in the order drafted;
-- ``observe_accepted(state)`` (after the step): folds every slot's kept tokens
-  (``accept_tokens[:accept_num]``) into the cache in one native call, scores both drafters'
+- ``observe_accepted(state, status)`` (after the step): folds every slot's kept tokens
+  (``accept_tokens[:accept_num]`` of the step's status, the step's one read) into the cache in one native call, scores both drafters'
   drafts against them (with n-gram), and stops finished requests, whose outputs stay in the
   global tree for later requests; ``release_slot`` (an aborted or preempted request) drops the
   request's tree and keeps nothing of it. A resumed request starts over with its prompt and output.
@@ -31,6 +32,7 @@ from fastspec.runtime.proposers.draft_choice import DraftChoice
 from fastspec.runtime.proposers.ngram import NgramProposer
 from fastspec.runtime.proposers.tree import TreeProposal
 from fastspec.runtime.state import SpecState
+from fastspec.runtime.step_status import StepStatus
 from fastspec.runtime.suffix import SuffixCache, SuffixRequestError
 
 
@@ -79,17 +81,16 @@ class SuffixProposer(Proposer):
     def draft_on_host(self, state: SpecState) -> None:
         self._check_state(state)
         self._buffers(state)
-        enc = state.seq_lens_encoder.numpy()
-        dec = state.seq_lens_decoder.numpy()
-        stopped = state.stop_flags.numpy() | state.is_block_step.numpy()
-        self._stop_slots(np.flatnonzero((self._keys >= 0) & state.stop_flags.numpy()))
+        host = state.host  # the slots as the last status and the inserts left them: no device read
+        enc, dec = host.encoder, host.decoder
+        stopped = host.stopped | host.blocked
+        self._stop_slots(np.flatnonzero((self._keys >= 0) & host.stopped))
         new = np.flatnonzero((enc > 0) & ~stopped)
         if new.size:
             self._stop_slots(new[self._keys[new] >= 0])  # a slot reused without a stop seen
-            context = state.prompt_lens.numpy() + state.step_idx.numpy()  # a resumed request: its output too
             for slot in new.tolist():  # once per request
-                prompt = state.token_ids_all[slot, : int(context[slot])].numpy()
-                self.cache.start_request(self._serial, prompt)
+                # a resumed request starts over with its prompt and the output it already has
+                self.cache.start_request(self._serial, np.concatenate([host.prompts[slot], host.output(slot)]))
                 self._keys[slot], self._requests[slot] = self.cache.key(self._serial), self._serial
                 self._serial += 1
             if self._choice is not None:
@@ -101,11 +102,11 @@ class SuffixProposer(Proposer):
             self._draft_trees(keys, state)
             return
         tokens, lens, _ = self.cache.speculate_batch(keys, np.full(keys.shape, k, np.int32), k, **self.rule)
-        paddle.assign(state.host(tokens), output=self.draft_buffer)
-        paddle.assign(state.host(lens), output=self.draft_lens)
+        paddle.assign(state.staging(tokens), output=self.draft_buffer)
+        paddle.assign(state.staging(lens), output=self.draft_lens)
         if self._choice is not None:
             self._offered = (tokens, lens, decode)
-            paddle.assign(state.host(self._choice.preference()), output=self.preference)
+            paddle.assign(state.staging(self._choice.preference()), output=self.preference)
 
     def _draft_trees(self, keys: np.ndarray, state: SpecState) -> None:
         count = self.tree_buffers.tokens.shape[1]
@@ -114,18 +115,23 @@ class SuffixProposer(Proposer):
             max_spec_depth=self.num_speculative_tokens, **self.rule)
         for host, buffer in zip((tokens, parents, probs), (self.tree_buffers.tokens, self.tree_buffers.parents,
                                                            self.tree_buffers.scores)):
-            paddle.assign(state.host(host), output=buffer)
+            paddle.assign(state.staging(host), output=buffer)
 
-    def observe_accepted(self, state: SpecState) -> None:
+    def observe_accepted(self, state: SpecState, status: StepStatus) -> None:
         if self._keys.size == 0:
             return
-        kept, kept_num = state.accept_tokens.numpy(), state.accept_num.numpy()
+        kept, kept_num = status.accept_tokens, status.accept_num
         self.cache.add_batch(self._keys, kept, kept_num)
         if self._choice is not None:
             tokens, lens, decode = self._offered
-            self._choice.observe(decode, (tokens, lens), (self.ngram_buffer.numpy(), self.ngram_lens.numpy()), kept,
+            ngram_tokens, ngram_lens = status.extras
+            self._choice.observe(decode, (tokens, lens), (ngram_tokens, ngram_lens[:, 0].astype(np.int32)), kept,
                                  kept_num)
-        self._stop_slots(np.flatnonzero((self._keys >= 0) & state.stop_flags.numpy()))
+        self._stop_slots(np.flatnonzero((self._keys >= 0) & status.stopped))
+
+    def status_fields(self, state: SpecState) -> list[paddle.Tensor]:
+        """The step's anchored n-gram drafts, scored against the kept tokens in ``observe_accepted``."""
+        return [self.ngram_buffer, self.ngram_lens] if self.ngram is not None else []
 
     def release_slot(self, slot: int) -> None:
         """An aborted or preempted request: its own tree goes, and its unfinished output is not cached."""

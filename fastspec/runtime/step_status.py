@@ -1,0 +1,69 @@
+"""``StepStatus``: what the host learns of a step, from one read of one small device tensor.
+
+The step writes every per-slot figure the host loop needs into a single int64 ``[B, W]`` tensor
+after the update (``status_tensor``); ``SpecStep.finish`` reads it once (``StepStatus.read``) and the
+loop's statistics, finished slots, outputs and host-side drafters take it from there. Columns:
+
+    rows (this step's output rows), decode (1: a decode slot this step), drafts [K] (the drafts the
+    step verified, -1 past them), accept_num, accept_tokens [K + 1], stopped, blocked, encoder,
+    decoder (after the update), then whatever the proposer adds (``Proposer.status_fields``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import paddle
+
+from fastspec.runtime.state import SpecState
+
+
+def step_record(state: SpecState, cu: paddle.Tensor, decode: paddle.Tensor) -> paddle.Tensor:
+    """int64 ``[B, K + 2]``: what a step holds before its update (rows, decode, drafts), from the packing."""
+    rows = (cu[1:] - cu[:-1]).unsqueeze(-1).astype("int64")
+    return paddle.concat([rows, decode.unsqueeze(-1).astype("int64"), state.draft_tokens[:, 1:]], axis=1)
+
+
+def status_tensor(state: SpecState, record: paddle.Tensor, extras: list[paddle.Tensor]) -> paddle.Tensor:
+    """int64 ``[B, W]``: the step's ``record``, the state after the update, then ``extras`` ([B, w] each)."""
+    flags = paddle.stack([state.accept_num, state.stop_flags.astype("int32"), state.is_block_step.astype("int32"),
+                          state.seq_lens_encoder, state.seq_lens_decoder], axis=1).astype("int64")
+    parts = [record, flags[:, :1], state.accept_tokens, flags[:, 1:]]
+    parts += [e.reshape([state.max_num_seqs, -1]).astype("int64") for e in extras]
+    return paddle.concat(parts, axis=1)
+
+
+@dataclass
+class StepStatus:
+    """One step as the host sees it (numpy arrays over the ``B`` slots; see the module doc)."""
+
+    rows: np.ndarray
+    decode: np.ndarray
+    drafts: np.ndarray
+    accept_num: np.ndarray
+    accept_tokens: np.ndarray
+    stopped: np.ndarray
+    blocked: np.ndarray
+    encoder: np.ndarray
+    decoder: np.ndarray
+    extras: list = field(default_factory=list)
+
+    @classmethod
+    def read(cls, status: paddle.Tensor, k: int, extra_widths: list[int]) -> StepStatus:
+        """The one device-to-host read of a step."""
+        a = status.numpy()
+        col = np.cumsum([0, 1, 1, k, 1, k + 1, 1, 1, 1, 1] + list(extra_widths))
+        part = [np.ascontiguousarray(a[:, col[i]:col[i + 1]]) for i in range(len(col) - 1)]
+        one = lambda p: p[:, 0].astype(np.int32)  # noqa: E731  (the state's int32 counters)
+        return cls(one(part[0]), one(part[1]) > 0, part[2], one(part[3]), part[4], one(part[5]) > 0, one(part[6]) > 0,
+                   one(part[7]), one(part[8]), part[9:])
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.rows.sum())
+
+    def drafts_of(self, slot: int) -> np.ndarray:
+        """The drafts slot ``slot`` offered this step (none for a prefill)."""
+        n = int(self.rows[slot]) - 1 if self.decode[slot] else 0
+        return self.drafts[slot, : max(n, 0)]
