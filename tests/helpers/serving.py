@@ -50,8 +50,10 @@ def copy_workload(count: int, seed: int, temperature: float, max_dec_len: tuple[
         prompts[i], refs[i] = text.tolist() + [SEP], np.concatenate([ref, ref]).tolist()
         top_p = float(rng.choice([1.0, 0.9])) if temperature > 0 else 1.0
         top_k = int(rng.choice([0, 5])) if temperature > 0 else 0
+        # penalties read each row's history (prompt, output, drafts before it): a resumed request's too
+        penalties = dict(repetition_penalty=float(rng.choice([1.0, 1.2])), frequency_penalty=float(rng.choice([0.0, 0.4])))
         params[i] = RequestParams(seed=int(rng.integers(0, 2**62)), max_dec_len=int(rng.integers(*max_dec_len)),
-                                  temperature=temperature, top_p=top_p, top_k=top_k)
+                                  temperature=temperature, top_p=top_p, top_k=top_k, **penalties)
     return Workload(prompts, refs, params)
 
 
