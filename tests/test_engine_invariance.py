@@ -61,3 +61,35 @@ def test_a_static_step_serves_the_same_outputs():
     expected = alone(work, ids, length)
     assert {i: served.streamed[i] for i in ids} == {i: expected[i] for i in ids}
     assert engine.spec_step.builds == {"prepare": 1, "finish": 1}  # built once, replayed across every event
+
+
+def test_structured_output_survives_preemption():
+    """A constrained request resumed after preemption: its grammar matcher comes back with its output consumed."""
+    pytest.importorskip("llguidance")
+    pytest.importorskip("tokenizers")
+    from fastspec.demo.models import ReplayModel
+    from fastspec.runtime.config import SpeculativeConfig
+    from fastspec.runtime.generation import generate
+    from tests import structured_cases as sc
+
+    prompts, refs, params = sc.workload(6, ("schema", "object", "regex", None))
+    model = ReplayModel(refs, sc.vocab_size(), end_token=sc.END, peak=0.9)
+    off = generate(model, prompts, SpeculativeConfig(), params=params, end_tokens=[sc.END], max_num_seqs=1,
+                   tokenizer=sc.tokenizer())
+    config = SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": 4, "verify_strategy": "target_match"})
+    engine = SpecEngine(model, config, max_num_seqs=3, max_model_len=max(map(len, prompts)) + 96, end_tokens=[sc.END],
+                        tokenizer=sc.tokenizer())
+    for i, (prompt, p) in enumerate(zip(prompts, params)):
+        engine.add_request(i, prompt, p)
+    streamed, steps = {}, 0
+    while engine.has_unfinished():
+        for out in engine.step():
+            streamed.setdefault(out.request_id, []).extend(out.new_tokens)
+        if steps % 3 == 2:  # every third step, every running request leaves its slot and comes back
+            for i in engine.running_ids():
+                engine.preempt(i)
+        engine.check_invariants()
+        steps += 1
+    assert engine.num_preemptions > 0
+    for i in range(len(prompts)):
+        assert streamed[i] == off.outputs[i].tolist(), f"request {i}"
