@@ -12,6 +12,8 @@ depends on nothing else that happens in the engine (docs/serving.md).
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -186,8 +188,7 @@ class SpecEngine:
             raise RequestError(f"SpecEngine.add_request: request {request_id!r}: the prompt holds token id "
                                f"{int(tokens.min())}, expected ids >= 0")
         if params is None:
-            s = self.config.sampling
-            params = RequestParams(s.seed + self._arrivals, s.max_dec_len, s.temperature, s.top_p, s.top_k)
+            params = config_params(self.config, self._arrivals)
         if not isinstance(params, RequestParams):
             raise RequestError(f"SpecEngine.add_request: request {request_id!r}: params must be RequestParams, "
                                f"got {type(params).__name__}")
@@ -436,6 +437,15 @@ class SpecEngine:
         if request.output and request.output[-1] in self._end_tokens:
             return "end"
         return "stop"
+
+
+def config_params(config: SpeculativeConfig, index: int) -> RequestParams:
+    """Request ``index``'s parameters from the config's sampling defaults: seed ``sampling.seed + index``."""
+    s = config.sampling
+    # the per-request parameters that have a config default (a grammar constraint has none)
+    defaults = {f.name for f in dataclasses.fields(s)}
+    names = [f.name for f in dataclasses.fields(RequestParams) if f.name in defaults and f.name not in ("seed", "max_dec_len")]
+    return RequestParams(s.seed + index, s.max_dec_len, **{n: copy.deepcopy(getattr(s, n)) for n in names})
 
 
 def _draft_length_controller(config: SpeculativeConfig, state: SpecState,

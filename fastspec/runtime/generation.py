@@ -7,8 +7,6 @@ finished requests (``fastspec.runtime.engine``). Returns the outputs and ``Gener
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -18,7 +16,7 @@ import numpy as np
 from fastspec.runtime.adaptive.cost_model import StepCostModel
 from fastspec.runtime.adaptive.trace import AcceptanceTrace
 from fastspec.runtime.config import SpeculativeConfig
-from fastspec.runtime.engine import ModelCallError, SpecEngine
+from fastspec.runtime.engine import ModelCallError, SpecEngine, config_params
 from fastspec.runtime.model_inputs import Model, ModelInputs
 from fastspec.runtime.proposers import Proposer
 from fastspec.runtime.state import RequestParams, SpecState
@@ -35,12 +33,7 @@ class GenerationResult:
 
 def default_params(config: SpeculativeConfig, count: int) -> list[RequestParams]:
     """Request i gets the config's sampling defaults with seed ``sampling.seed + i``."""
-    s = config.sampling
-    # the per-request parameters that have a config default (a grammar constraint has none)
-    defaults = {f.name for f in dataclasses.fields(s)}
-    names = [f.name for f in dataclasses.fields(RequestParams) if f.name in defaults and f.name not in ("seed", "max_dec_len")]
-    return [RequestParams(s.seed + i, s.max_dec_len, **{n: copy.deepcopy(getattr(s, n)) for n in names})
-            for i in range(count)]
+    return [config_params(config, i) for i in range(count)]
 
 
 def generate(
