@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import paddle
 
 from fastspec.demo.draft_models import ReplayAuxHiddenStates, ReplayDraftHead, ReplayEagle3Head, ReplayHiddenStates
 from fastspec.demo.models import ReplayModel
@@ -18,17 +19,19 @@ LAYERS, AUX_IDS = 4, (1, 2, 4)  # the eagle3 stand-in's decoder layers and the a
 
 
 class ContextReplayModel(ReplayModel):
-    """``ReplayModel`` whose noise also hashes the token in the row's own column (the newest token of
-    the row's context): a pure function of each row, so batch-invariant, that still notices a wrong
-    context (a resumed request whose recomputed prefix were not the one it had)."""
+    """``ReplayModel`` whose logits also depend on the token in the row's own column (the newest token of the
+    row's context): one token, hashed from it and the position, gets a bump. A pure function of each row, so
+    batch-invariant, that still notices a wrong context (a resumed request whose recomputed prefix were not
+    the one it had)."""
+
+    BUMP = 3.0
 
     def __call__(self, inputs):
-        grid = inputs.tokens.numpy()
-        self._newest = grid[inputs.row_slot.astype(np.int64), inputs.row_col] if len(inputs.row_slot) else np.zeros(0, np.int64)
-        return super().__call__(inputs)
-
-    def _noise(self, requests, positions):
-        return super()._noise(requests * 1000003 + self._newest, positions)
+        logits = super().__call__(inputs)
+        slot = paddle.clip(inputs.row_slot, min=0).astype("int64")
+        newest = paddle.clip(paddle.gather_nd(inputs.tokens, paddle.stack([slot, inputs.row_col], axis=1)), min=0)
+        bumped = (newest * 7 + inputs.row_pos * 13) % self.vocab_size
+        return logits + paddle.nn.functional.one_hot(bumped, self.vocab_size).astype(logits.dtype) * self.BUMP
 
 
 @dataclass
