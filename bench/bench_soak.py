@@ -57,22 +57,25 @@ def parse_args(argv=None):
 
 
 class Requests:
-    """Request i: a random prompt (copy-heavy for part of them) and what the replay target favours."""
+    """Request i: a random prompt (copy-heavy) and what the replay target favours, drawn up front for all."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, count: int) -> None:
         self.seed = seed
         self.refs: dict = {}
+        self._made: dict = {}
+        for i in range(count):
+            rng = np.random.default_rng((seed, i))
+            prompt = rng.integers(3, VOCAB, size=int(rng.integers(2, MAX_PROMPT))).tolist() + [SEP]
+            ref = np.resize(prompt[:-1], MAX_OUTPUT)
+            ref[rng.random(MAX_OUTPUT) < 0.1] = rng.integers(3, VOCAB)
+            ref[int(rng.integers(1, 2 * MAX_OUTPUT)):] = END  # about half end before their max_dec_len
+            self.refs[i] = ref.tolist()
+            params = RequestParams(seed=int(rng.integers(0, 2**62)), max_dec_len=int(rng.integers(1, MAX_OUTPUT)),
+                                   temperature=float(rng.choice([0.0, 1.0])), top_p=float(rng.choice([1.0, 0.9])))
+            self._made[i] = (prompt, params)
 
     def make(self, i: int) -> tuple[list, RequestParams]:
-        rng = np.random.default_rng((self.seed, i))
-        prompt = rng.integers(3, VOCAB, size=int(rng.integers(2, MAX_PROMPT))).tolist() + [SEP]
-        ref = np.resize(prompt[:-1], MAX_OUTPUT)
-        ref[rng.random(MAX_OUTPUT) < 0.1] = rng.integers(3, VOCAB)
-        ref[int(rng.integers(1, 2 * MAX_OUTPUT)):] = END  # about half end before their max_dec_len
-        self.refs[i] = ref.tolist()
-        params = RequestParams(seed=int(rng.integers(0, 2**62)), max_dec_len=int(rng.integers(1, MAX_OUTPUT)),
-                               temperature=float(rng.choice([0.0, 1.0])), top_p=float(rng.choice([1.0, 0.9])))
-        return prompt, params
+        return self._made.pop(i)
 
 
 class FlakyReplay:
@@ -106,9 +109,7 @@ def config(args) -> SpeculativeConfig:
         "suffix": {"max_cached_requests": args.max_cached}})
 
 
-def alone(requests: Requests, i: int, prompt, params) -> list:
-    replay = ReplayModel({}, VOCAB, end_token=END, peak=0.9)
-    replay.references = requests.refs
+def alone(replay: ReplayModel, i: int, prompt, params) -> list:
     engine = SpecEngine(replay, SpeculativeConfig(),
                         max_num_seqs=1, max_model_len=MAX_PROMPT + MAX_OUTPUT + 1, end_tokens=[END])
     engine.add_request(i, prompt, params)
@@ -120,9 +121,8 @@ def alone(requests: Requests, i: int, prompt, params) -> list:
 
 
 def soak(args) -> dict:
-    requests = Requests(args.seed)
-    replay = ReplayModel({}, VOCAB, end_token=END, peak=0.9)
-    replay.references = requests.refs  # the live requests' references, added and dropped as they come and go
+    requests = Requests(args.seed, args.requests)
+    replay = ReplayModel(requests.refs, VOCAB, end_token=END, peak=0.9)  # every request's reference, one table
     model = FlakyReplay(replay, args.fail_rate, args.seed)
     length = MAX_PROMPT + MAX_OUTPUT + 1
     budget = args.slots * (MAX_PROMPT + MAX_OUTPUT) // 3  # about two thirds of the slots' worst case: preemptions
@@ -167,7 +167,6 @@ def soak(args) -> dict:
             prompt, params = asked.pop(out.request_id)
             if out.finish_reason == "aborted":
                 aborted += 1
-                requests.refs.pop(out.request_id, None)
                 continue
             finished += 1
             if not tokens or tokens[-1] != END or len(tokens) > params.max_dec_len or \
@@ -175,11 +174,10 @@ def soak(args) -> dict:
                 raise AssertionError(f"request {out.request_id} incomplete: {len(tokens)} tokens, reason "
                                      f"{out.finish_reason}, max_dec_len {params.max_dec_len}")
             if args.verify_every and finished % args.verify_every == 0:
-                expected = alone(requests, out.request_id, prompt, params)
+                expected = alone(replay, out.request_id, prompt, params)
                 if tokens != expected:
                     raise AssertionError(f"request {out.request_id}: served output differs from the request run alone")
                 verified += 1
-            requests.refs.pop(out.request_id, None)
         if steps % 200 == 0:
             engine.check_invariants()
         if steps % 20 == 0:
@@ -191,7 +189,7 @@ def soak(args) -> dict:
     engine.check_invariants()
     leaks = {"slots_in_use": args.slots - len(engine.state.free_slots), "live_requests": int(engine.has_unfinished()),
              "cache_active": len(cache.active_requests), "cached_over_bound":
-             max(0, len(cache.cached_requests) - args.max_cached), "refs_left": len(requests.refs)}
+             max(0, len(cache.cached_requests) - args.max_cached)}
     model_time = model.seconds
     step_time = wall / max(steps, 1)
     return {
