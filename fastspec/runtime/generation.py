@@ -39,7 +39,8 @@ class GenerationResult:
 def default_params(config: SpeculativeConfig, count: int) -> list[RequestParams]:
     """Request i gets the config's sampling defaults with seed ``sampling.seed + i``."""
     s = config.sampling
-    names = [f.name for f in dataclasses.fields(RequestParams) if f.name not in ("seed", "max_dec_len")]
+    defaults = {f.name for f in dataclasses.fields(s)} - {"seed", "max_dec_len"}
+    names = [f.name for f in dataclasses.fields(RequestParams) if f.name in defaults]
     return [RequestParams(s.seed + i, s.max_dec_len, **{n: copy.deepcopy(getattr(s, n)) for n in names})
             for i in range(count)]
 
