@@ -320,7 +320,7 @@ def test_forbidden_tree_nodes_never_reach_the_target(monkeypatch):
         step = constrain(self, state)
         cut.append(step.cut_drafts)
         tokens, parents = state.draft_tree_tokens.numpy(), state.draft_tree_parents.numpy()
-        rows = np.diff(state.cu_seqlens_q_output.numpy())
+        rows = state.seq_lens_this_time.numpy().reshape(-1)  # a decode slot's nodes (packed again after this call)
         history, prompt, generated = state.token_ids_all.numpy(), state.prompt_lens.numpy(), state.step_idx.numpy()
         for slot, request in enumerate(state.request_of_slot):
             if request not in grammars or rows[slot] <= 1 or state.seq_lens_encoder.numpy()[slot] > 0:
