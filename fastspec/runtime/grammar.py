@@ -17,6 +17,7 @@ llguidance (``pip install fastspec[grammar]``) is imported only when a request h
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -156,6 +157,8 @@ class GrammarBatch:
         self.matchers: dict[int, Any] = {}
         self.requests: dict[int, Any] = {}
         self._executor = llg.LLExecutor()
+        self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastspec-grammar")
+        self._pending = None  # the step's mask job, its row count and place (masks_ready)
         self._host_mask = np.zeros((self.max_rows, tokenizer.words), np.int32)
         self._host_index = np.full(self.max_rows, -1, np.int32)
         self.token_bitmask = paddle.to_tensor(self._host_mask, place=place)
@@ -184,16 +187,19 @@ class GrammarBatch:
 
     def constrain(self, state) -> StepGrammar:
         """After the proposer ran and the rows were packed, before the target: one host read of the state.
+        The matchers are the background job's until ``masks_ready``.
 
         1. each constrained matcher consumes the tokens the previous step emitted (``accept_tokens``);
         2. a decoding slot's drafts are cut at the first one its grammar forbids (a tree: each forbidden node
            with its subtree); with ``grammar_drafts`` the tokens the grammar forces next become a chain's
            drafts when the proposer's do not already extend them;
         3. changed drafts and their counts are written back (``changed``: the caller packs the rows again);
-        4. every constrained row's bitmask is computed (llguidance's parallel batch calls over the slots'
-           drafts; a tree's node by node) and uploaded with the row index (-1 for every other row).
+        4. every constrained row's index is uploaded (-1 for every other row) and its bitmask computed in the
+           background (llguidance's parallel batch calls over the slots' drafts; a tree's node by node) while
+           the model runs; ``masks_ready`` waits for them and uploads them.
         """
         step = StepGrammar()
+        self.masks_ready()  # a step whose masks were never used (its finish did not run) still ends its job
         self._host_index[:] = -1
         if not self.matchers:
             paddle.assign(self._host_index, output=self.bitmask_index)
@@ -248,30 +254,45 @@ class GrammarBatch:
         return len(keep)
 
     def _masks(self, state, work, drafts: np.ndarray, rows: np.ndarray, width: int) -> int:
-        """Every constrained row's mask into the host buffer, its index into ``_host_index``, then the upload."""
+        """Every constrained row's index into ``_host_index``; its mask is computed in the background (while the
+        runner runs its model) and uploaded by ``masks_ready``. Returns the count of mask rows."""
         cu = np.concatenate([[0], np.cumsum(rows)])
         base = 0
-        masks = _llguidance().numpy
-        with_drafts, without = [], []  # llguidance's two parallel batch calls (the first takes no empty list)
+        trees, with_drafts, without = [], [], []  # llguidance's batch calls: the first takes no empty list
         for slot, matcher, valid in work:
             count = int(rows[slot]) if valid is None else 1 + len(valid)
             self._host_index[cu[slot] : cu[slot] + count] = np.arange(base, base + count, dtype=np.int32)
             if valid is None:  # a tree: node by node
                 tree = drafts[slot]
-                tree_masks(matcher, tree[:width], tree[width : 2 * width], count,
-                           lambda m, node, at=base: masks.fill_next_token_bitmask(m, self._host_mask, at + node))
+                trees.append((matcher, tree[:width].copy(), tree[width : 2 * width].copy(), count, base))
             elif valid:
                 with_drafts.append((matcher, base, valid))
             else:
                 without.append((matcher, base))
             base += count
+        if base:
+            self._pending = (self._background.submit(self._fill, trees, with_drafts, without, base), base, state.place)
+        return base
+
+    def _fill(self, trees, with_drafts, without, base: int) -> None:
+        """The masks into the host buffer (llguidance's batch calls drop the GIL and run on its own threads)."""
+        masks = _llguidance().numpy
+        for matcher, tokens, parents, count, at in trees:
+            tree_masks(matcher, tokens, parents, count,
+                       lambda m, node, at=at: masks.fill_next_token_bitmask(m, self._host_mask, at + node))
         if with_drafts:
             masks.fill_next_token_bitmask_par_with_draft_tokens(self._executor, with_drafts, self._host_mask[:base])
         if without:
             masks.fill_next_token_bitmask_par(self._executor, without, self._host_mask[:base])
-        if base:
-            self.token_bitmask[:base] = paddle.to_tensor(self._host_mask[:base], place=state.place)
-        return base
+
+    def masks_ready(self) -> None:
+        """Waits for the step's masks and uploads them into ``token_bitmask``: before the sampler (``SpecStep.finish``)."""
+        if self._pending is None:
+            return
+        job, base, place = self._pending
+        self._pending = None
+        job.result()  # an llguidance error surfaces here
+        self.token_bitmask[:base] = paddle.to_tensor(self._host_mask[:base], place=place)
 
     def _read(self, state) -> np.ndarray:
         """The step's one host read, int64: the drafts (a chain's ``[B, K + 1]``; a tree's tokens, parents and
