@@ -341,3 +341,9 @@ def test_forbidden_tree_nodes_never_reach_the_target(monkeypatch):
     run(cfg(method="mtp", num_speculative_tokens=3, verify_strategy="greedy", tree=TREE), prompts, refs, params,
         model=target, draft_model=ReplayDraftHead(refs, v, end_token=sc.END, peak=0.6))
     assert sum(cut) > 0 and len(checked) > 0
+
+
+def test_a_missing_tokenizer_file_is_named(tmp_path):
+    prompts, refs, params = sc.workload(2, ("regex",))
+    with pytest.raises(StructuredOutputError, match="tokenizer: cannot read .*nope.json"):
+        run(cfg(method="none"), prompts, refs, params, tokenizer=str(tmp_path / "nope.json"))

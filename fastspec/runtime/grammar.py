@@ -56,7 +56,10 @@ class GrammarTokenizer:
     def __init__(self, tokenizer: Any, end_token: int) -> None:
         llg = _llguidance()
         if isinstance(tokenizer, (str, Path)):
-            text = Path(tokenizer).read_text()
+            try:
+                text = Path(tokenizer).read_text()
+            except OSError as error:
+                raise StructuredOutputError(f"tokenizer: cannot read {tokenizer}: {error.strerror}") from error
         elif hasattr(tokenizer, "to_str"):
             text = tokenizer.to_str()
         else:
@@ -179,9 +182,6 @@ class GrammarBatch:
     def free(self, slot: int) -> None:
         self.matchers.pop(slot, None)
         self.requests.pop(slot, None)
-
-    def accepting(self, slot: int) -> bool:
-        return self.matchers[slot].is_accepting()
 
     # -- one step ---------------------------------------------------------------------------
 
@@ -332,11 +332,10 @@ class GrammarBatch:
             paddle.assign(drafts[:, 2 * n :].astype(np.int32), output=state.draft_tree_depths)
         else:
             paddle.assign(drafts.astype(np.int64), output=state.draft_tokens)
-        decode = new_rows != rows
-        lengths = np.where(decode, new_rows, 0).astype(np.int32)
-        current = paddle.to_tensor(lengths, place=state.place)
-        mask = paddle.to_tensor(decode, place=state.place)
-        paddle.assign(paddle.where(mask, current, state.seq_lens_this_time.reshape([-1])).reshape(
+        changed = new_rows != rows
+        lengths = paddle.to_tensor(np.where(changed, new_rows, 0).astype(np.int32), place=state.place)
+        mask = paddle.to_tensor(changed, place=state.place)
+        paddle.assign(paddle.where(mask, lengths, state.seq_lens_this_time.reshape([-1])).reshape(
             state.seq_lens_this_time.shape), output=state.seq_lens_this_time)
 
 
