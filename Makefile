@@ -51,6 +51,7 @@ bench: build
 	$(PY) -m bench.bench_ngram_append
 	$(PY) -m bench.bench_sampling
 	$(PY) -m bench.bench_verify_update
+	$(PY) -m bench.bench_process_logits
 	$(PY) -m bench.bench_adaptive --grid smoke
 	$(PY) -m bench.bench_call_overhead
 

@@ -6,14 +6,23 @@
                                                     # replay, vs FlashInfer (if installed) and a sort-based
                                                     # PyTorch top-p
 
+    python -m bench.bench_sampling --decode         # CPU, decode batch sizes: the Paddle ops vs paddle.sum
+
 Grid: T in {1, 32, 256} rows x V = 151936, float32, peaked (softmax of N(0, 5^2) logits) and
 near-uniform rows; top_p_candidates with K' = 64 (--k) and top_p 0.9; sample_tokens with top_p
 0.9, top_k 0. Floor = probs bytes / read bandwidth (CUDA), or the time to read probs once with
 the kernels' own threads (CPU). Writes bench/results/sampling_<device>.json.
+
+--decode: decode batch sizes, T in {1, 4, 24, 64} x V in {32000, 151936}, peaked, softmax (of
+N(0, 1) logits) and near-flat rows, top_p 1.0 and 0.9 (top_k 0): sample_tokens, top_k_top_p_probs
+and top_p_candidates through the Paddle op, each call interleaved with ``paddle.sum`` over the same
+rows (one Paddle op reading them once: a raw call plus one read); the ratio of the medians, target
+<= 3. Writes bench/results/sampling_decode_cpu.json.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 from argparse import RawDescriptionHelpFormatter
 
@@ -110,6 +119,80 @@ def cuda_runners(a: dict, k: int):
     return cand, sample, capture(cand).replay, capture(sample).replay, peers
 
 
+DECODE_TARGET = 3.0
+
+
+def decode_rows(kind: str, rows: int, vocab: int) -> np.ndarray:
+    rng = np.random.default_rng(rows * 7 + vocab)
+    if kind == "softmax":
+        return _softmax(rng.normal(0.0, 1.0, (rows, vocab)))
+    return make_probs(rng, vocab, rows, kinds=({"peaked": "peaked", "near-flat": "uniform"}[kind],))
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+
+
+def interleaved(fn, floor, pairs: int) -> tuple[float, float]:
+    """Medians of ``fn`` and ``floor`` called in turn (ABBA), after one warm-up call of each."""
+    import time
+
+    fn(), floor()
+    a, b = [], []
+    for i in range(pairs):
+        for which in ((fn, a), (floor, b)) if i % 2 == 0 else ((floor, b), (fn, a)):
+            t0 = time.perf_counter()
+            which[0]()
+            which[1].append(time.perf_counter() - t0)
+    return float(np.median(a)), float(np.median(b))
+
+
+def decode_grid(args) -> int:
+    import paddle
+
+    import fastspec.ops as ops
+
+    results = []
+    print("CPU, decode batch sizes: each Paddle op beside paddle.sum over the same rows (interleaved medians); "
+          f"target ratio <= {DECODE_TARGET}")
+    print(f"{'V':>7} {'T':>3} {'kind':9} {'top_p':>5} {'op':18} {'time':>12} {'sum':>12} {'ratio':>6}")
+    for vocab in (32000, 151936):
+        for rows in (1, 4, 24, 64):
+            for kind in ("peaked", "softmax", "near-flat"):
+                probs = paddle.to_tensor(decode_rows(kind, rows, vocab))
+
+                def floor(probs=probs):
+                    return paddle.sum(probs, axis=-1)
+
+                ids = paddle.arange(rows, dtype="int32")
+                cu = paddle.arange(rows + 1, dtype="int32")
+                seed = paddle.arange(rows, dtype="int64") + 1
+                step = paddle.zeros([rows], "int64")
+                top_k = paddle.zeros([rows], "int32")
+                for p in (1.0, 0.9):
+                    top_p = paddle.full([rows], p, "float32")
+                    calls = {
+                        "sample_tokens": (ops.sample_tokens, (probs, top_p, top_k, seed, step, ids, cu), {}),
+                        "top_k_top_p_probs": (ops.top_k_top_p_probs, (probs, top_p, top_k, ids), {}),
+                        "top_p_candidates": (ops.top_p_candidates, (probs, top_p, ids), {"max_candidate_len": args.k}),
+                    }
+                    for op, (fn, op_args, attrs) in calls.items():
+                        sec, base = interleaved(functools.partial(fn, *op_args, **attrs), floor, args.pairs)
+                        print(f"{vocab:7d} {rows:3d} {kind:9} {p:5.1f} {op:18} {fmt_time(sec)} {fmt_time(base)} "
+                              f"{sec / base:6.2f}", flush=True)
+                        results.append({"vocab": vocab, "rows": rows, "kind": kind, "top_p": p, "op": op,
+                                        "time_s": sec, "sum_s": base, "ratio": sec / base})
+    worst = max(results, key=lambda r: r["ratio"])
+    print(f"worst ratio {worst['ratio']:.2f} ({worst['op']}, V {worst['vocab']}, T {worst['rows']}, {worst['kind']}, "
+          f"top_p {worst['top_p']})")
+    path = write_json("sampling_decode_cpu" + args.tag, {"target_ratio": DECODE_TARGET, "max_candidate_len": args.k,
+                                                         "floor": "paddle.sum(probs, axis=-1), interleaved",
+                                                         "machine": machine(), "rows": results})
+    print(f"wrote {path}")
+    return 0
+
+
 @user_errors()
 def main(argv=None) -> int:
     parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
@@ -119,7 +202,11 @@ def main(argv=None) -> int:
     parser.add_argument("--vocab", type=int_range(1), default=VOCAB)
     parser.add_argument("--k", type=int_range(1, 1024), default=64, help="max_candidate_len of top_p_candidates")
     parser.add_argument("--tag", default="", help="suffix of the JSON file name")
+    parser.add_argument("--decode", action="store_true", help="the decode-batch grid against paddle.sum (CPU)")
+    parser.add_argument("--pairs", type=int_range(1), default=8, help="--decode: interleaved calls per figure")
     args = parser.parse_args(argv)
+    if args.decode:
+        return decode_grid(args)
 
     results = []
     if args.device == "cpu":

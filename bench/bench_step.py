@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What a speculative step costs on the host beside the raw calls of the ops it runs.
 
-    python bench/bench_step.py [--batches 4,64] [--k 5] [--vocab 32000] [--rounds 5] [--steps 10] [--tag _before]
+    python -m bench.bench_step [--batches 4,64] [--k 5] [--vocab 32000] [--rounds 5] [--steps 10] [--tag _before]
 
 One eager ``SpecStep`` (n-gram drafts, TARGET_MATCH, temperature 1) with a model that returns fixed
 logits: ``prepare`` + ``build_model_inputs`` + ``finish`` is the host time of a step (everything but
@@ -9,8 +9,8 @@ the model). Its floor is the sum of the raw calls (``paddle._C_ops._run_custom_o
 ops the step runs (propose, targets, verify, update), each on a copy of the very arguments the step
 gave it. Rounds alternate ``--steps`` steps with as many raw-call sums, so both see the same machine;
 the figures are medians. The breakdown: each op's raw call, the softmax beside them (the glue that
-is not an op yet), and the Paddle ops one step dispatches (``paddle._C_ops`` calls plus fastspec's
-own). Target: host time <= 1.5x the raw sum. Writes bench/results/step<tag>.json.
+is not an op yet), and the Paddle ops one step dispatches (``paddle._C_ops`` calls and Tensor operators,
+plus fastspec's own). Target: host time <= 1.5x the raw sum. Writes bench/results/step<tag>.json.
 
 The fixed logits put nearly all the probability on one token and the prompts repeat it, so the drafts are found and
 mostly accepted: the batch's rows stay near ``B * (K + 1)``.
@@ -23,17 +23,17 @@ import inspect
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import machine, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors  # noqa: E402
+from bench.common import machine, write_json
+from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
 
 TARGET = 1.5
 TOKEN, PROMPT, MAX_DEC = 7, 32, 4000
+OPERATORS = ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__floordiv__",
+             "__mod__", "__neg__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__and__", "__or__",
+             "__invert__", "__getitem__", "__setitem__")
 
 
 def fixed_logits(rows: int, vocab: int):
@@ -90,6 +90,11 @@ def recorded_ops(calls: list, counts: dict):
 
     for name, fn in saved_ops.items():
         setattr(ops, name, record(name, fn))
+    saved_methods = {}
+    for name in OPERATORS:  # Tensor operators dispatch without paddle._C_ops
+        if name in paddle.Tensor.__dict__:
+            saved_methods[name] = paddle.Tensor.__dict__[name]
+            setattr(paddle.Tensor, name, count(name, saved_methods[name]))
     for name in dir(_C_ops):
         fn = getattr(_C_ops, name)
         if callable(fn) and not name.startswith("_"):
@@ -103,11 +108,12 @@ def recorded_ops(calls: list, counts: dict):
             setattr(ops, name, fn)
         for name, fn in saved_c.items():
             setattr(_C_ops, name, fn)
+        for name, fn in saved_methods.items():
+            setattr(paddle.Tensor, name, fn)
 
 
 def raw_calls(calls: list):
     """One raw custom-op call per recorded op, each on copies of the arguments it was given."""
-
     from fastspec.core.schema import SCHEMAS
 
     runs = []
@@ -144,8 +150,8 @@ def measure(batch: int, k: int, vocab: int, rounds: int, steps: int) -> dict:
     with recorded_ops(calls, counts):
         step.prepare()
         build_model_inputs(state)
-        status = step.finish(logits)
-    rows = status.num_rows
+        step.finish(logits)
+    rows = state.num_rows
     runs = raw_calls(calls)
     from paddle import _C_ops
 

@@ -27,7 +27,6 @@ Writes bench/results/structured_output.json.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path

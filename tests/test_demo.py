@@ -87,3 +87,19 @@ def test_unknown_corpus_is_rejected():
 
     with pytest.raises(ValueError, match="corpus"):
         copy_edit_workload(1, 60, corpus="elsewhere")
+
+
+def test_demo_penalties_stay_lossless(tmp_path):
+    """--repetition-penalty, --presence-penalty and --frequency-penalty reach every request, and spec on
+    still emits spec off's tokens (the lossless check); they change what is written."""
+    from fastspec.demo import cli
+
+    base = ["--short", "--corpus", "builtin", "--no-plot", "--no-adaptive", "--temperature", "0"]
+    assert cli.main([*base, "--out", str(tmp_path / "plain")]) == 0
+    assert cli.main([*base, "--repetition-penalty", "1.3", "--presence-penalty", "0.2", "--frequency-penalty",
+                     "0.1", "--out", str(tmp_path / "penalised")]) == 0
+    plain, penalised = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("plain", "penalised"))
+    assert penalised["lossless"] == "PASS"
+    assert penalised["config"]["sampling"]["repetition_penalty"] == 1.3
+    counts = ("generated_tokens", "accepted_tokens", "proposed_tokens")  # the penalties change the text drafted against
+    assert [penalised["spec_on"][c] for c in counts] != [plain["spec_on"][c] for c in counts]

@@ -141,8 +141,10 @@ def _kernel(op: OpSchema) -> list[str]:
                         f'{attr.name}, {{{choices}}}));')
         else:
             body.append(f"  call.attr({i}, {attr.name});")
+    body += _attr_checks(op, choices=True)  # the order of fastspec/core/validate.py: choices, tensors, ranges, limits
     body.append("  call.check();")
-    body += _attr_checks(op)
+    body += _attr_checks(op, choices=False)
+    body.append("  call.check_limits();")
     for i, out in enumerate(op.outputs, start=len(op.inputs)):
         body.append(f"  auto {out.name} = call.output({i}, paddle::DataType::{PADDLE_DTYPES[out.dtypes[0]]});")
     body.append("  call.run();")
@@ -152,15 +154,19 @@ def _kernel(op: OpSchema) -> list[str]:
     return body
 
 
-def _attr_checks(op: OpSchema) -> list[str]:
-    """Range and choice checks of the int attributes (bounds are C++ expressions over the symbols)."""
+def _attr_checks(op: OpSchema, choices: bool) -> list[str]:
+    """The choice checks (``choices``) or the range checks of the int attributes (bounds are C++ expressions
+    over the symbols)."""
     symbols = _symbols(op)
     lines = []
     for i, attr in enumerate(op.attrs):
         if attr.kind != "int" or (attr.lo is None and attr.hi is None and not attr.choices):
             continue
         if attr.choices:
-            lines.append(f'  call.expect_choice({i}, "{attr.name}", {{{", ".join(map(str, attr.choices))}}});')
+            if choices:
+                lines.append(f'  call.expect_choice({i}, "{attr.name}", {{{", ".join(map(str, attr.choices))}}});')
+            continue
+        if choices:
             continue
         names = [s for s in symbols if isinstance(attr.lo, str) and s in attr.lo or isinstance(attr.hi, str) and s in attr.hi]
         decls = "".join(f"const int64_t {s} = call.dim({symbols.index(s)}); " for s in names)
@@ -184,14 +190,17 @@ def paddle_ops() -> str:
         strategy = op.attr_names.index(op.strategy_attr) if op.strategy_attr else -1
         names = ", ".join(f'"{s}"' for s in symbols)
         attr_symbols = [symbols.index(a.name) if a.kind == "int" else -1 for a in op.attrs]
+        limits = [f'{{"{backend}", {symbols.index(symbol)}, {limit}}}'
+                  for backend, by_symbol in op.device_limits.items() for symbol, limit in by_symbol.items()]
         out += [f"const fastspec_paddle::TensorSpec k{camel}Tensors[] = {{",
                 *(_tensor_spec(op, t, symbols) for t in op.tensors), "};",
                 f"const char* const k{camel}Symbols[] = {{{names}}};",
                 f"const fastspec_paddle::Range k{camel}Ranges[] = {{", *ranges, "};",
                 f"const int k{camel}AttrSymbols[] = {{{', '.join(map(str, attr_symbols)) or '-1'}}};",
+                f"const fastspec_paddle::Limit k{camel}Limits[] = {{{', '.join(limits) or '{nullptr, 0, 0}'}}};",
                 f'const fastspec_paddle::OpSpec k{camel} = {{"{op.name}", k{camel}Tensors, {len(op.tensors)}, '
                 f"{len(op.inputs)}, k{camel}Symbols, k{camel}Ranges, {len(symbols)}, k{camel}AttrSymbols, "
-                f"{len(op.attrs)}, {strategy}}};", ""]
+                f"{len(op.attrs)}, {strategy}, k{camel}Limits, {len(limits)}}};", ""]
         out += _kernel(op) + [""] + _infer_shape(op) + [""] + _infer_dtype(op) + [""]
     out.append("}  // namespace\n")
     for op in SCHEMAS.values():

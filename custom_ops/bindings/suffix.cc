@@ -2,10 +2,11 @@
 // fastspec_kernels.SuffixCacheCore, and DraftChoice's batch update as
 // draft_choice_observe. The per-step single-request calls
 // (speculate, draft, add_active_response) check their arguments here, where they are
-// read anyway, and answer None / False for anything they do not take as it is
-// (not a list, tuple or 1-D integer array of ids in range, a rule value that
-// is not a plain number): fastspec/runtime/suffix.py then checks the call in
-// Python, words the error or converts the values, and calls again. Other calls
+// read anyway: a token id out of range or a rule value out of its range is refused with
+// a record of the rule (a dict: rule, argument, actual, ...) that fastspec/core/refusals.py
+// words; anything they do not take as it is (not a list, tuple or 1-D integer array of
+// ids, a rule value that is not a plain number) gets None / False, and
+// fastspec/runtime/suffix.py checks the call in Python, converts it and calls again. Other calls
 // get arguments Python checked first; batch calls take C-contiguous numpy
 // arrays of the dtypes below. The cache's std::invalid_argument (a ValueError
 // here) is a last guard.
@@ -39,14 +40,34 @@ const T* data_of(const Array<T>& a) {
   return a.size() ? a.data() : nullptr;
 }
 
+// What a quick reader made of an argument: taken as it is, left to Python to convert (or to
+// refuse in its words: a type it does not take), or refused here with a record of the rule.
+enum class Taken { kYes, kConvert, kRefused };
+
+// The refusal record of a token id out of [0, max_token] (fastspec/core/refusals.py "token_id"):
+// the lowest id when one is negative, else the highest, as the Python check names it.
+py::dict token_refusal(const char* name, int64_t lowest, int64_t highest, int64_t max_token) {
+  return py::dict(py::arg("rule") = "token_id", py::arg("argument") = name,
+                  py::arg("actual") = lowest < 0 ? lowest : highest, py::arg("high") = max_token);
+}
+
 // Token ids in [0, max_token] from a Python int, a list or tuple of Python ints or a 1-D int32 /
-// int64 array (its last `tail` ids when tail >= 0) into out; false for anything else.
-bool quick_tokens(py::handle obj, int64_t max_token, int64_t tail, std::vector<int32_t>& out) {
+// int64 array (its last `tail` ids when tail >= 0) into out. kRefused sets `refusal`.
+Taken quick_tokens(py::handle obj, const char* name, int64_t max_token, int64_t tail, std::vector<int32_t>& out,
+                   py::object& refusal) {
   PyObject* o = obj.ptr();
+  int64_t lowest = 0, highest = 0;
+  bool first = true;
   const auto take = [&](long long v, size_t i) {
-    if (v < 0 || v > max_token) return false;
+    lowest = first || v < lowest ? v : lowest;
+    highest = first || v > highest ? v : highest;
+    first = false;
     out[i] = static_cast<int32_t>(v);
-    return true;
+  };
+  const auto verdict = [&]() {
+    if (first || (lowest >= 0 && highest <= max_token)) return Taken::kYes;
+    refusal = token_refusal(name, lowest, highest, max_token);
+    return Taken::kRefused;
   };
   if (PyList_CheckExact(o) || PyTuple_CheckExact(o) || PyLong_CheckExact(o)) {
     const bool single = PyLong_CheckExact(o);
@@ -55,30 +76,31 @@ bool quick_tokens(py::handle obj, int64_t max_token, int64_t tail, std::vector<i
     const Py_ssize_t start = tail >= 0 && n > tail ? n - tail : 0;
     out.resize(static_cast<size_t>(n - start));
     for (Py_ssize_t i = start; i < n; ++i) {
-      if (!PyLong_CheckExact(items[i])) return false;  // bool, numpy scalars, ...: Python converts or refuses them
+      if (!PyLong_CheckExact(items[i])) return Taken::kConvert;  // bool, numpy scalars, ...: Python's to convert
       int overflow = 0;
       const long long v = PyLong_AsLongLongAndOverflow(items[i], &overflow);
-      if (overflow || !take(v, static_cast<size_t>(i - start))) return false;
+      if (overflow) return Taken::kConvert;
+      take(v, static_cast<size_t>(i - start));
     }
-    return true;
+    return verdict();
   }
-  if (!py::isinstance<py::array>(obj)) return false;
+  if (!py::isinstance<py::array>(obj)) return Taken::kConvert;
   const auto a = py::reinterpret_borrow<py::array>(obj);
   const bool wide = a.dtype().is(py::dtype::of<int64_t>());
-  if (a.ndim() != 1 || !(wide || a.dtype().is(py::dtype::of<int32_t>()))) return false;
+  if (a.ndim() != 1 || !(wide || a.dtype().is(py::dtype::of<int32_t>()))) return Taken::kConvert;
   const py::ssize_t n = a.shape(0), stride = a.strides(0);
   const py::ssize_t start = tail >= 0 && n > tail ? n - tail : 0;
   const char* base = static_cast<const char*>(a.data());
   out.resize(static_cast<size_t>(n - start));
   for (py::ssize_t i = start; i < n; ++i) {
     const char* at = base + i * stride;
-    const long long v = wide ? *reinterpret_cast<const int64_t*>(at) : *reinterpret_cast<const int32_t*>(at);
-    if (!take(v, static_cast<size_t>(i - start))) return false;
+    take(wide ? *reinterpret_cast<const int64_t*>(at) : *reinterpret_cast<const int32_t*>(at),
+         static_cast<size_t>(i - start));
   }
-  return true;
+  return verdict();
 }
 
-// A plain Python float or int (not bool), not NaN, into out.
+// A plain Python float or int (not bool) into out (NaN included: the rule refuses it).
 bool quick_number(py::handle obj, double& out) {
   PyObject* o = obj.ptr();
   if (PyFloat_CheckExact(o)) {
@@ -92,7 +114,7 @@ bool quick_number(py::handle obj, double& out) {
   } else {
     return false;
   }
-  return out == out;
+  return true;
 }
 
 template <typename T>
@@ -111,45 +133,68 @@ py::tuple as_tuple(const Draft& d) {
   return py::make_tuple(as_list(d.token_ids), as_list(d.parents), as_list(d.probs), d.score, d.match_len);
 }
 
-// A drafting rule as it comes from Python into r; false where a value is not taken as it is.
-bool quick_rule(const SuffixCache& c, py::handle max_spec_tokens, py::handle factor, py::handle offset,
-                py::handle min_prob, SpecRule& r) {
+// A drafting rule as it comes from Python into r, checked in the order of fastspec/runtime/suffix.py.
+Taken quick_rule(const SuffixCache& c, py::handle max_spec_tokens, py::handle factor, py::handle offset,
+                 py::handle min_prob, SpecRule& r, py::object& refusal) {
   if (max_spec_tokens.is_none()) {
     r.max_spec_tokens = c.max_depth();
   } else {
-    if (!PyLong_CheckExact(max_spec_tokens.ptr())) return false;
+    if (!PyLong_CheckExact(max_spec_tokens.ptr())) return Taken::kConvert;
     int overflow = 0;
     const long long limit = PyLong_AsLongLongAndOverflow(max_spec_tokens.ptr(), &overflow);
-    if (overflow || limit < 0 || limit > INT32_MAX) return false;
+    if (overflow) return Taken::kConvert;
+    if (limit < 0 || limit > INT32_MAX) {
+      refusal = py::dict(py::arg("rule") = "int_range", py::arg("argument") = "max_spec_tokens",
+                         py::arg("actual") = limit, py::arg("lo") = 0, py::arg("hi") = INT32_MAX);
+      return Taken::kRefused;
+    }
     r.max_spec_tokens = static_cast<int32_t>(limit);
   }
-  return quick_number(factor, r.max_spec_factor) && r.max_spec_factor >= 0 && quick_number(offset, r.max_spec_offset) &&
-         quick_number(min_prob, r.min_token_prob);
+  const std::pair<const char*, py::handle> numbers[] = {
+      {"max_spec_factor", factor}, {"max_spec_offset", offset}, {"min_token_prob", min_prob}};
+  double* fields[] = {&r.max_spec_factor, &r.max_spec_offset, &r.min_token_prob};
+  for (int i = 0; i < 3; ++i) {
+    if (!quick_number(numbers[i].second, *fields[i])) return Taken::kConvert;
+    if (*fields[i] != *fields[i]) {
+      refusal = py::dict(py::arg("rule") = "number", py::arg("argument") = numbers[i].first,
+                         py::arg("actual") = numbers[i].second);  // as given: the words show it so
+      return Taken::kRefused;
+    }
+  }
+  if (r.max_spec_factor < 0) {
+    refusal = py::dict(py::arg("rule") = "not_negative", py::arg("argument") = "max_spec_factor",
+                       py::arg("actual") = factor);
+    return Taken::kRefused;
+  }
+  return Taken::kYes;
 }
 
-// speculate's arguments as they come from Python, or None where one is not taken as it is
+// speculate's draft, None where an argument is left to Python, or the refusal's record (a dict)
 py::object quick_speculate(const SuffixCache& c, int64_t req, py::handle context, py::handle max_spec_tokens,
                            py::handle factor, py::handle offset, py::handle min_prob, int32_t tree_width,
                            int32_t max_spec_depth) {
   thread_local std::vector<int32_t> tokens;
   thread_local Draft draft;
   SpecRule r;
-  if (!quick_rule(c, max_spec_tokens, factor, offset, min_prob, r) || tree_width < 1 || max_spec_depth < 0) {
-    return py::none();
-  }
+  py::object refusal;
+  Taken taken = quick_tokens(context, "context", c.max_token(), c.max_depth(), tokens, refusal);
+  if (taken == Taken::kYes) taken = quick_rule(c, max_spec_tokens, factor, offset, min_prob, r, refusal);
+  if (taken == Taken::kRefused) return refusal;
+  if (taken == Taken::kConvert || tree_width < 1 || max_spec_depth < 0) return py::none();
   r.tree_width = tree_width;
   r.max_spec_depth = max_spec_depth;
-  if (!quick_tokens(context, c.max_token(), c.max_depth(), tokens)) return py::none();
   c.speculate(req, tokens.data(), static_cast<int64_t>(tokens.size()), r, draft);
   return as_tuple(draft);
 }
 
-// draft's token ids, or None where an argument is not taken as it is
+// draft's token ids, None where an argument is left to Python, or the refusal's record (a dict)
 py::object quick_draft(SuffixCache& c, int64_t req, py::handle max_spec_tokens, py::handle factor, py::handle offset,
                        py::handle min_prob) {
   thread_local Draft draft;
   SpecRule r;
-  if (!quick_rule(c, max_spec_tokens, factor, offset, min_prob, r)) return py::none();
+  py::object refusal;
+  const Taken taken = quick_rule(c, max_spec_tokens, factor, offset, min_prob, r, refusal);
+  if (taken != Taken::kYes) return taken == Taken::kRefused ? refusal : py::none();
   c.draft(req, r, draft);
   return as_list(draft.token_ids);
 }
@@ -194,19 +239,21 @@ void bind_suffix(py::module_& m) {
            [](SuffixCache& c, int64_t req, const std::vector<int32_t>& prompt) {
              return c.start_request(req, prompt.data(), static_cast<int64_t>(prompt.size()));
            })
-      .def("add_active_response",  // False: tokens not taken as they are (nothing changed)
-           [](SuffixCache& c, int64_t req, py::handle token_ids) {
+      .def("add_active_response",  // True; False: tokens left to Python; a dict: the refusal's record
+           [](SuffixCache& c, int64_t req, py::handle token_ids) -> py::object {
              thread_local std::vector<int32_t> tokens;
-             if (!quick_tokens(token_ids, c.max_token(), -1, tokens)) return false;
+             py::object refusal;
+             const Taken taken = quick_tokens(token_ids, "token_ids", c.max_token(), -1, tokens, refusal);
+             if (taken != Taken::kYes) return taken == Taken::kRefused ? refusal : py::bool_(false);
              c.add_active_response(req, tokens.data(), static_cast<int64_t>(tokens.size()));
-             return true;
+             return py::bool_(true);
            })
       .def("stop_request", &SuffixCache::stop_request)
       .def("evict_cached_response", &SuffixCache::evict_cached_response)
       .def("speculate", &quick_speculate, py::arg("req"), py::arg("context"), py::arg("max_spec_tokens"),
            py::arg("factor"), py::arg("offset"), py::arg("min_prob"), py::arg("tree_width") = 1,
-           py::arg("max_spec_depth") = INT32_MAX)  // None: an argument not taken as it is
-      .def("draft", &quick_draft)  // None: an argument not taken as it is
+           py::arg("max_spec_depth") = INT32_MAX)  // None: an argument left to Python; a dict: a refusal
+      .def("draft", &quick_draft)  // None: an argument left to Python; a dict: a refusal
       .def("speculate_batch",
            [](const SuffixCache& c, const Array<int64_t>& keys, const Array<int32_t>& max_tokens, int32_t max_spec_tokens,
               double factor, double offset, double min_prob, py::array_t<int64_t, py::array::c_style>& out_tokens,

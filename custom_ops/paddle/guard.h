@@ -4,9 +4,12 @@
 // schema's tables, allocates the new outputs and runs the op's launcher for
 // the tensors' place through fastspec::run.
 //
-// The Python wrappers check every rule of the schema before a call (with the
-// messages users see); this guard repeats the dtype and shape rules at run
-// time because a static graph may be built with unknown sizes and run with any.
+// An eager call reaches this guard unchecked (fastspec/ops/_eager.py); a static
+// graph may be built with unknown sizes and run with any. The guard checks the
+// schema's rules in the order fastspec/core/validate.py does, and a refusal says
+// which rule failed twice: in words (what a static graph's run shows) and as a
+// record, one JSON line "fastspec-refusal: {...}" (rule, argument, actual and
+// what the rule's words need), which fastspec/core/refusals.py words for Python.
 // This is the only file, with the generated one, that includes paddle/extension.h.
 #pragma once
 
@@ -37,6 +40,38 @@ namespace fastspec_paddle {
   PADDLE_THROW(common::errors::InvalidArgument("%s", message.c_str()));
 }
 
+// A refusal's record: {"rule": ..., "argument": ..., "actual": ..., ...} (fastspec/core/refusals.py).
+class Record {
+ public:
+  explicit Record(const char* rule, const std::string& argument = "") {
+    text("rule", rule);
+    if (!argument.empty()) text("argument", argument);
+  }
+  Record& text(const char* key, const std::string& value) {
+    std::string quoted = "\"";
+    for (char c : value) {
+      if (c == '"' || c == '\\') quoted += '\\';
+      if (static_cast<unsigned char>(c) >= 0x20) quoted += c;
+    }
+    return raw(key, quoted + "\"");
+  }
+  Record& number(const char* key, int64_t value) { return raw(key, std::to_string(value)); }
+  Record& bound(const char* key, int64_t value);  // a bound, null for none
+  Record& numbers(const char* key, const std::vector<int64_t>& values) {
+    std::string list = "[";
+    for (size_t i = 0; i < values.size(); ++i) list += (i ? ", " : "") + std::to_string(values[i]);
+    return raw(key, list + "]");
+  }
+  std::string json() const { return "{" + fields_ + "}"; }
+
+ private:
+  Record& raw(const char* key, const std::string& value) {
+    fields_ += (fields_.empty() ? "\"" : ", \"") + std::string(key) + "\": " + value;
+    return *this;
+  }
+  std::string fields_;
+};
+
 struct DimSpec {
   int symbol;  // index into OpSpec::symbols, -1 for a literal size
   int64_t offset;
@@ -61,6 +96,11 @@ inline int64_t max(int64_t a, int64_t b) { return a > b ? a : b; }
 struct Range {
   int64_t lo, hi;  // kNoBound: none
 };
+struct Limit {
+  const char* backend;  // "cuda" or "xpu"
+  int symbol;
+  int64_t limit;
+};
 struct OpSpec {
   const char* name;
   const TensorSpec* tensors;
@@ -71,7 +111,26 @@ struct OpSpec {
   const int* attr_symbols;  // the symbol an int attribute binds, or -1
   int num_attrs;
   int strategy_attr;        // the attribute that picks needed_by, or -1
+  const Limit* limits;      // the devices' limits on the symbols (fastspec/core/schema.py device_limits)
+  int num_limits;
 };
+
+inline Record& Record::bound(const char* key, int64_t value) {
+  return value == kNoBound ? raw(key, "null") : number(key, value);
+}
+
+// A dtype as the Python checks name it.
+inline std::string dtype_name(paddle::DataType dtype) { return phi::DataTypeToString(dtype); }
+
+// A place as the Python checks name it: cpu, cuda:0, xpu:1.
+inline std::string device_name(const paddle::Place& place) {
+  switch (place.GetType()) {
+    case phi::AllocationType::CPU: return "cpu";
+    case phi::AllocationType::GPU: return "cuda:" + std::to_string(place.GetDeviceId());
+    case phi::AllocationType::XPU: return "xpu:" + std::to_string(place.GetDeviceId());
+    default: return place.DebugString();
+  }
+}
 
 inline int dtype_code(paddle::DataType dtype) {
   switch (dtype) {
@@ -91,6 +150,10 @@ inline std::string shape_text(const std::vector<int64_t>& shape) {
   return out + "]";
 }
 
+[[noreturn]] inline void refuse(const char* op, const std::string& message, const Record& record) {
+  throw_invalid(std::string(op) + ": " + message + "\nfastspec-refusal: " + record.json() + "\n");
+}
+
 // The index of `value` (any case) among `choices`.
 inline int64_t choice_index(const char* op, const char* attr, const std::string& value,
                             std::initializer_list<const char*> choices) {
@@ -102,7 +165,8 @@ inline int64_t choice_index(const char* op, const char* attr, const std::string&
     if (lower == choice) return index;
     ++index;
   }
-  throw_invalid(std::string(op) + ": attribute '" + attr + "' has no choice '" + value + "'");
+  refuse(op, std::string("attribute '") + attr + "' has no choice '" + value + "'",
+         Record("choice", attr).text("actual", lower));
 }
 
 class Call {
@@ -110,7 +174,7 @@ class Call {
   explicit Call(const OpSpec& spec)
       : spec_(spec), refs_(spec.num_tensors), tensors_(spec.num_tensors),
         attrs_(spec.num_attrs > 0 ? spec.num_attrs : 1), dims_(spec.num_symbols, -1),
-        bound_(spec.num_symbols, false) {}
+        bound_(spec.num_symbols, false), source_(spec.num_symbols) {}
 
   void input(int index, const paddle::Tensor& t) { set(index, t); }
   void input(int index, const paddle::optional<paddle::Tensor>& t) {
@@ -121,12 +185,12 @@ class Call {
     if (spec_.attr_symbols[index] >= 0) dims_[spec_.attr_symbols[index]] = value;
   }
 
-  // The dtype and shape rules of the schema, on the tensors as they are now.
+  // The dtype, shape, device and size rules of the schema, on the tensors as they are now.
   void check() {
     const int64_t strategy = spec_.strategy_attr >= 0 ? attrs_[spec_.strategy_attr] : -1;
-    const paddle::Place& place = tensors_[first_present()].place();
     int first_multi = -1;
     std::vector<int> absent_needed;  // tensors the call needs that came absent (or empty)
+    std::vector<int> checked;        // the present tensors the call reads, in schema order
     for (int i = 0; i < spec_.num_inputs; ++i) {
       const TensorSpec& ts = spec_.tensors[i];
       fastspec::TensorRef& ref = refs_[i];
@@ -143,27 +207,52 @@ class Call {
       }
       const paddle::Tensor& t = tensors_[i];
       if (ref.dtype < 0 || !((ts.dtypes >> ref.dtype) & 1u)) {
-        fail(std::string("argument '") + ts.name + "' has an unsupported dtype");
+        fail(std::string("argument '") + ts.name + "' has an unsupported dtype",
+             Record("dtype", ts.name).text("actual", dtype_name(t.dtype())));
       }
       if (ts.same_dtype) {
         if (first_multi < 0) first_multi = i;
         if (refs_[first_multi].dtype != ref.dtype) {
-          fail(std::string("argument '") + ts.name + "' must have the dtype of '" + spec_.tensors[first_multi].name + "'");
+          const char* first = spec_.tensors[first_multi].name;
+          fail(std::string("argument '") + ts.name + "' must have the dtype of '" + first + "'",
+               Record("same_dtype", ts.name).text("actual", dtype_name(t.dtype())).text("other", first)
+                   .text("expected", dtype_name(tensors_[first_multi].dtype())));
         }
       }
-      bind(ts, t.shape());
-      if (t.place() != place) {
-        fail(std::string("argument '") + ts.name + "' is on " + t.place().DebugString() + ", not on " +
-             place.DebugString());
-      }
+      bind(i, t.shape());
+      checked.push_back(i);
+    }
+    for (int i : checked) {
+      const paddle::Place& first = tensors_[checked[0]].place();
+      if (tensors_[i].place() == first) continue;
+      const std::string device = device_name(tensors_[i].place());
+      fail(std::string("argument '") + spec_.tensors[i].name + "' is on " + device + ", not on " + device_name(first),
+           Record("device", spec_.tensors[i].name).text("actual", device)
+               .text("other", spec_.tensors[checked[0]].name).text("other_device", device_name(first)));
     }
     for (int i : absent_needed) expect_may_be_empty(spec_.tensors[i]);
     for (int s = 0; s < spec_.num_symbols; ++s) {
       const Range& r = spec_.ranges[s];
       if (!bound_[s]) continue;  // no tensor gave it (attribute ranges: expect_range)
       if ((r.lo != kNoBound && dims_[s] < r.lo) || (r.hi != kNoBound && dims_[s] > r.hi)) {
-        fail(std::string(spec_.symbols[s]) + " = " + std::to_string(dims_[s]) + " is out of range");
+        fail(std::string(spec_.symbols[s]) + " = " + std::to_string(dims_[s]) + " is out of range",
+             Record("symbol_range").number("actual", dims_[s]).text("symbol", spec_.symbols[s])
+                 .text("source", source_[s]));
       }
+    }
+  }
+
+  // The devices' limits on the sizes (after the attribute ranges, as the Python checks).
+  void check_limits() const {
+    const std::string backend = device_name(tensors_[first_present()].place());
+    for (int l = 0; l < spec_.num_limits; ++l) {
+      const Limit& limit = spec_.limits[l];
+      const int s = limit.symbol;
+      if (backend.rfind(limit.backend, 0) != 0 || !bound_[s] || dims_[s] <= limit.limit) continue;
+      fail(std::string(spec_.symbols[s]) + " = " + std::to_string(dims_[s]) + " exceeds the " + limit.backend +
+               " limit of " + std::to_string(limit.limit),
+           Record("limit").number("actual", dims_[s]).text("symbol", spec_.symbols[s]).text("source", source_[s])
+               .text("backend", limit.backend));
     }
   }
 
@@ -172,7 +261,8 @@ class Call {
   void expect_range(int index, const char* name, int64_t lo, int64_t hi, const char* rule) const {
     const int64_t v = attrs_[index];
     if ((lo != kNoBound && v < lo) || (hi != kNoBound && v > hi)) {
-      fail(std::string("attribute '") + name + "' must be in " + rule + ", got " + std::to_string(v));
+      fail(std::string("attribute '") + name + "' must be in " + rule + ", got " + std::to_string(v),
+           Record("attr_range", name).number("actual", v).bound("lo", lo).bound("hi", hi));
     }
   }
 
@@ -180,7 +270,8 @@ class Call {
     for (int64_t c : choices) {
       if (attrs_[index] == c) return;
     }
-    fail(std::string("attribute '") + name + "' has no choice " + std::to_string(attrs_[index]));
+    fail(std::string("attribute '") + name + "' has no choice " + std::to_string(attrs_[index]),
+         Record("choice", name).number("actual", attrs_[index]));
   }
 
   // Allocates new output `index` on the inputs' place, shaped by the schema.
@@ -259,7 +350,8 @@ class Call {
     return 0;
   }
 
-  void bind(const TensorSpec& ts, const std::vector<int64_t>& shape) {
+  void bind(int index, const std::vector<int64_t>& shape) {
+    const TensorSpec& ts = spec_.tensors[index];
     for (int alt = 0; alt < ts.num_shapes; ++alt) {
       const ShapeSpec& s = ts.shapes[alt];
       if (s.rank != static_cast<int>(shape.size())) continue;
@@ -274,14 +366,19 @@ class Call {
         if (!bound_[d.symbol]) {
           bound = value;
           bound_[d.symbol] = true;
+          source_[d.symbol] = ts.name;
         } else if (bound != value) {
           fail(std::string("argument '") + ts.name + "' has shape " + shape_text(shape) + ", which disagrees with " +
-               spec_.symbols[d.symbol] + " = " + std::to_string(bound));
+                   spec_.symbols[d.symbol] + " = " + std::to_string(bound),
+               Record("size", ts.name).number("actual", shape[a]).number("axis", a)
+                   .text("symbol", spec_.symbols[d.symbol]).number("offset", d.offset)
+                   .number("expected", bound + d.offset).text("source", source_[d.symbol]));
         }
       }
       return;
     }
-    fail(std::string("argument '") + ts.name + "' has shape " + shape_text(shape) + ", not the schema's");
+    fail(std::string("argument '") + ts.name + "' has shape " + shape_text(shape) + ", not the schema's",
+         Record("shape", ts.name).numbers("actual", shape));
   }
 
   // A tensor the call needs came absent: fine only if it could be empty, i.e. some dimension of its
@@ -297,9 +394,14 @@ class Call {
                                                                std::to_string(dims_[d.symbol] + d.offset));
     }
     fail(std::string("argument '") + ts.name + "' is missing or empty, but the call needs it with shape [" + sizes +
-         "]");
+             "]",
+         Record("missing", ts.name).text("sizes", sizes));
   }
 
+  [[noreturn]] void fail(const std::string& message, const Record& record) const {
+    refuse(spec_.name, message, record);
+  }
+  // Not a refusal of the call's arguments (no kernel there, a kernel's error): words alone.
   [[noreturn]] void fail(const std::string& message) const { throw_invalid(std::string(spec_.name) + ": " + message); }
 
   const OpSpec& spec_;
@@ -308,6 +410,7 @@ class Call {
   std::vector<int64_t> attrs_;
   std::vector<int64_t> dims_;
   std::vector<bool> bound_;  // dims_[s] was set by a tensor
+  std::vector<std::string> source_;  // the tensor that set it
 };
 
 }  // namespace fastspec_paddle

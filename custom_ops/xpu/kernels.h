@@ -89,6 +89,16 @@ FS_XPU_KERNEL_DECL void verify_draft_tree_kernel(
     int* accept_nodes, xpu_int64 batch, xpu_int64 draft_cols, xpu_int64 tree_cols, xpu_int64 rows,
     xpu_int64 num_end_tokens, int strategy);
 
+FS_XPU_KERNEL_DECL void process_logits_kernel(
+    float* logits, const xpu_int64* token_ids_all, const xpu_int64* prompt_lens, const xpu_int64* step_idx,
+    const xpu_int64* draft_tokens, const int* batch_id_per_token_output, const int* cu_seqlens_q_output,
+    const float* repetition_penalty, const float* presence_penalty, const float* frequency_penalty,
+    const xpu_int64* min_tokens, const xpu_int64* end_tokens, const xpu_int64* stop_token_ids,
+    const xpu_int64* logit_bias_ids, const float* logit_bias_values, const xpu_int64* bad_words,
+    const int* draft_parents, xpu_int64 rows, xpu_int64 vocab, xpu_int64 batch, xpu_int64 max_model_len,
+    xpu_int64 draft_cols, xpu_int64 num_end_tokens, xpu_int64 stop_cols, xpu_int64 bias_cols,
+    xpu_int64 bad_words_cols);
+
 FS_XPU_KERNEL_DECL void apply_token_bitmask_kernel(unsigned char* logits, int logits_dtype, const int* token_bitmask,
                                                    const int* bitmask_index, xpu_int64 rows, xpu_int64 vocab,
                                                    xpu_int64 mask_rows, xpu_int64 mask_words);

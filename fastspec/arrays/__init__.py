@@ -49,6 +49,7 @@ import numpy as np
 
 from fastspec.core.dtypes import DTYPE_CODES
 from fastspec.core.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError
+from fastspec.core.refusals import Refusal, error as refusal_error
 from fastspec.core.wrappers import make_op, pack_result, result_type
 from fastspec.core.schema import SCHEMAS, OpSchema, Tensor, VerifyStrategy
 from fastspec.core.validate import TensorMeta, validate
@@ -160,8 +161,8 @@ def read_array(op: OpSchema, tensor: Tensor, array: Any) -> Array:
     elif hasattr(array, "__dlpack__") and hasattr(array, "__dlpack_device__"):
         found = _from_dlpack(array)
     else:
-        raise FastspecTypeError(f"{op.name}: argument '{tensor.name}' must be an array (numpy, torch, cupy or "
-                                f"DLPack), got {type(array).__name__}")
+        raise refusal_error(op, Refusal("not_tensor", tensor.name, type(array).__name__,
+                                        {"expected": "an array (numpy, torch, cupy or DLPack)"}))
     if found.meta.dtype == "uint16" and "bfloat16" in tensor.dtypes:  # numpy's stand-in for bfloat16
         found = dataclasses.replace(found, meta=dataclasses.replace(found.meta, dtype="bfloat16"))
     return found
@@ -286,13 +287,12 @@ def _prepare(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any],
 
 def check_trees(parents: Any, lens: Any, enc: Any, accept: Any) -> None:
     """verify_draft_tree's trees, where their values are in host memory (numpy arrays: the CPU and the
-    emulated devices); the kernels judge no drafts of a malformed tree, this names it. The bindings
-    judge every slot; the reference words the first fault of a call they refuse."""
+    emulated devices); the kernels judge no drafts of a malformed tree, this refuses the call, naming
+    the first slot whose tree is not one and why (the bindings judge every slot)."""
     if isinstance(parents, np.ndarray) and isinstance(lens, np.ndarray) and isinstance(enc, np.ndarray):
-        if not module().draft_trees_ok(parents, lens, enc, accept.shape[1] - 1):
-            from fastspec.reference.trees import check_draft_trees
-
-            check_draft_trees("verify_draft_tree", parents, lens, enc, max_depth=accept.shape[1] - 1)
+        fault = module().draft_tree_fault(parents, lens, enc, accept.shape[1] - 1)
+        if fault is not None:
+            raise refusal_error(SCHEMAS["verify_draft_tree"], Refusal("tree", "draft_tree_parents", facts=fault))
 
 
 # per-slot values checked before every launch (not by prepare): (the check, the arrays it takes)

@@ -144,6 +144,24 @@ def _verify_draft_tree() -> tuple[Arrays, dict[str, Any]]:
     }, {"strategy": "greedy"}
 
 
+@_example("process_logits")
+def _process_logits() -> tuple[Arrays, dict[str, Any]]:
+    # slot 0: prompt 1 2, output 3, draft 5 (two rows); slot 1: prefill of prompt 3 4 (one row)
+    return {
+        "logits": np.linspace(-2, 2, 30, dtype=_F32).reshape(3, 10),
+        "token_ids_all": np.array([[1, 2, 3, 0, 0, 0], [3, 4, 0, 0, 0, 0]], _I64),
+        "prompt_lens": np.array([2, 2], _I64), "step_idx": np.array([1, 0], _I64),
+        "draft_tokens": np.array([[3, 5], [4, -1]], _I64), "batch_id_per_token_output": np.array([0, 0, 1], _I32),
+        "cu_seqlens_q_output": np.array([0, 2, 3], _I32), "repetition_penalty": np.array([1.2, 1.5], _F32),
+        "presence_penalty": np.array([0.5, 0.0], _F32), "frequency_penalty": np.array([0.25, 0.0], _F32),
+        "min_tokens": np.array([2, 0], _I64), "end_tokens": np.array([9], _I64),
+        "stop_token_ids": np.array([[8], [-1]], _I64), "logit_bias_ids": np.array([[1, -1], [4, 4]], _I64),
+        "logit_bias_values": np.array([[2.0, 0.0], [-1.0, 0.5]], _F32),
+        "bad_words": np.array([[3, 7, -1, 6], [2, -1, -1, -1]], _I64),
+        "draft_parents": np.array([[-1, 0], [-1, 0]], _I32),
+    }, {}
+
+
 @_example("apply_token_bitmask")
 def _apply_token_bitmask() -> tuple[Arrays, dict[str, Any]]:
     return {"logits": np.array([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]], _F32),

@@ -13,7 +13,8 @@ and its documentation. Everything else is derived from it:
 
 Shapes are written with symbols: ``B`` batch slots, ``K + 1`` draft columns,
 ``L`` max model length, ``T`` output rows, ``V`` vocabulary, ``E`` end tokens,
-``Kc`` candidate columns, ``M`` bitmask rows, ``W`` bitmask words (:data:`SIZES` lists them all).
+``Kc`` candidate columns, ``M`` bitmask rows, ``W`` bitmask words, ``S``, ``NB``, ``BW`` the widths of
+process_logits' tables (:data:`SIZES` lists them all).
 ``"[B] | [B, 1]"`` accepts either shape. A symbol is bound by the first tensor that has it and
 checked against every later one.
 This module imports nothing outside the standard library.
@@ -43,7 +44,7 @@ MAX_CANDIDATE_LEN = 1024  # custom_ops/include/fastspec/sampling.h kMaxCandidate
 # it gives, K + 1.
 SIZES = {"B": "batch", "T": "rows", "V": "vocab", "L": "max_model_len", "K + 1": "draft_cols",
          "Kc": "candidate_cols", "E": "num_end_tokens", "R": "cost_len", "N": "tree_cols", "C": "candidate_count",
-         "M": "mask_rows", "W": "mask_words"}
+         "S": "stop_cols", "NB": "bias_cols", "BW": "bad_words_cols", "M": "mask_rows", "W": "mask_words"}
 
 _DIM = re.compile(r"^([A-Za-z_]\w*)(?:\s*\+\s*(\d+))?$")
 
@@ -731,11 +732,67 @@ VERIFY_DRAFT_TREE = OpSchema(
     ),
 )
 
+# --- sampling parameters (docs/ops/process_logits.md) -------------------------------------
+
+PROCESS_LOGITS = OpSchema(
+    name="process_logits",
+    summary="Applies each request's penalties, logit bias and bans to its output rows, each row with its own history.",
+    details=(
+        "Row ``t`` of request ``b`` is node ``j = clamp(t - cu_seqlens_q_output[b], 0, K)``; its history is the\n"
+        "prompt, the committed output and the drafts on the path from the root to node ``j`` (a chain: drafts\n"
+        "``1..j``; with ``draft_parents``, node ``j``'s ancestors and ``j``). In order: the repetition penalty over\n"
+        "the history (a logit > 0 divided, any other multiplied), the presence and frequency penalties over the\n"
+        "output and drafts (``x - frequency * count - presence``), the bias entries added in column order, then\n"
+        "-inf for a bad word's last token where the output ends with the rest of it and, while\n"
+        "``step_idx + j < min_tokens``, for the end tokens and the request's stop token ids. Ids outside\n"
+        "``[0, V)`` touch nothing. See docs/ops/process_logits.md."
+    ),
+    tensors=(
+        Tensor("logits", ("float32",), "[T, V]", "the output rows' logits, processed in place", inplace=True),
+        Tensor("token_ids_all", ("int64",), "[B, L]", "the prompt in ``[0, prompt_lens[b])``, then the output"),
+        _per_request("prompt_lens", "int64", "prompt length of each request"),
+        _per_request("step_idx", "int64", "output tokens committed so far"),
+        Tensor("draft_tokens", ("int64",), "[B, K + 1]",
+               "column 0 the last committed token, then the drafts (a chain) or the tree's nodes"),
+        _BATCH_ID,
+        _CU_SEQLENS,
+        _per_request("repetition_penalty", "float32", "1: off; a logit of a token in the history is divided "
+                     "(> 0) or multiplied by it"),
+        _per_request("presence_penalty", "float32", "0: off; subtracted once from a token in the output"),
+        _per_request("frequency_penalty", "float32", "0: off; subtracted once per occurrence in the output"),
+        _per_request("min_tokens", "int64", "end and stop tokens are banned while fewer tokens are out"),
+        Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids (banned under ``min_tokens``)"),
+        Tensor("stop_token_ids", ("int64",), "[B, S]", "each request's stop token ids, -1 for none"),
+        Tensor("logit_bias_ids", ("int64",), "[B, NB]", "the token each bias entry adds to, -1 for none"),
+        Tensor("logit_bias_values", ("float32",), "[B, NB]", "the value each bias entry adds"),
+        Tensor("bad_words", ("int64",), "[B, BW]",
+               "each request's banned sequences one after another, split at the negative entries (-1)"),
+        Tensor("draft_parents", ("int32",), "[B, K + 1]",
+               "a tree's parents (node 0: -1); row ``j``'s drafts are node ``j``'s path from the root. Left out: "
+               "a chain", optional=True),
+    ),
+    attrs=(),
+    symbol_ranges={"K": (0, MAX_TREE_NODES - 1), "E": (1, None), "V": (1, INT32_MAX), "L": (0, INT32_MAX),
+                   "S": (1, None), "NB": (1, None), "BW": (1, None)},
+    example=(
+        ">>> i64, f = 'int64', 'float32'\n"
+        ">>> logits = fs.process_logits(  # prompt 3 1, output 2; one draft 2: row 1 sees 2 twice\n"
+        "...     T([[1.0, 1.0, 1.0, 1.0]] * 2, dtype=f), T([[3, 1, 2, 0]], dtype=i64), T([2], dtype=i64),\n"
+        "...     T([1], dtype=i64), T([[2, 2]], dtype=i64), T([0, 0], dtype='int32'), T([0, 2], dtype='int32'),\n"
+        "...     repetition_penalty=T([2.0], dtype=f), presence_penalty=T([0.0], dtype=f),\n"
+        "...     frequency_penalty=T([0.25], dtype=f), min_tokens=T([0], dtype=i64), end_tokens=T([0], dtype=i64),\n"
+        "...     stop_token_ids=T([[-1]], dtype=i64), logit_bias_ids=T([[-1]], dtype=i64),\n"
+        "...     logit_bias_values=T([[0.0]], dtype=f), bad_words=T([[-1]], dtype=i64))\n"
+        ">>> logits.tolist()\n"
+        "[[1.0, 0.5, 0.25, 0.5], [1.0, 0.5, 0.0, 0.5]]"
+    ),
+)
+
 SCHEMAS: dict[str, OpSchema] = {
     op.name: op
     for op in (NGRAM_MATCH, NGRAM_APPEND, TOP_P_CANDIDATES, SAMPLE_TOKENS, TOP_K_TOP_P_PROBS, VERIFY_DRAFT_TOKENS,
                UPDATE_MODEL_STATUS, ADAPTIVE_PLAN, ADAPTIVE_OBSERVE, BUILD_DRAFT_TREE, VERIFY_DRAFT_TREE,
-               APPLY_TOKEN_BITMASK)
+               PROCESS_LOGITS, APPLY_TOKEN_BITMASK)
 }
 
 

@@ -14,7 +14,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from fastspec.core.errors import FastspecArgumentError, FastspecTypeError
+from fastspec.core.refusals import Refusal, error
 from fastspec.core.schema import Attr, Dim, OpSchema, Tensor
 
 UNKNOWN = -1  # a dimension a static graph has not fixed yet: not checked
@@ -44,36 +44,17 @@ class Checked:
         return self.device.split(":")[0]
 
 
-def _fail(op: OpSchema, what: str) -> FastspecArgumentError:
-    return FastspecArgumentError(f"{op.name}: {what}")
-
-
-def _shape_text(shape: tuple[int, ...]) -> str:
-    return "[" + ", ".join("?" if d == UNKNOWN else str(d) for d in shape) + "]"
-
-
-def _alternatives(tensor: Tensor) -> str:
-    return " or ".join("[" + ", ".join(map(str, alt)) + "]" for alt in tensor.shapes)
-
-
 def _check_attr(op: OpSchema, attr: Attr, value: Any) -> Any:
     """Type and choice checks of one attribute; returns the normalised value."""
-    if attr.kind == "int":
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise FastspecTypeError(f"{op.name}: attribute '{attr.name}' must be an int, got {type(value).__name__}")
-        value = int(value)
-    elif attr.kind == "bool":
-        if not isinstance(value, bool):
-            raise FastspecTypeError(f"{op.name}: attribute '{attr.name}' must be a bool, got {type(value).__name__}")
-    elif attr.kind == "str":
-        if isinstance(value, enum.Enum):
-            value = value.value
-        if not isinstance(value, str):
-            raise FastspecTypeError(f"{op.name}: attribute '{attr.name}' must be a str, got {type(value).__name__}")
-        value = value.lower()
+    if attr.kind == "str" and isinstance(value, enum.Enum):
+        value = value.value
+    wrong = {"int": not isinstance(value, int) or isinstance(value, bool), "bool": not isinstance(value, bool),
+             "str": not isinstance(value, str)}[attr.kind]
+    if wrong:
+        raise error(op, Refusal("attr_type", attr.name, type(value).__name__, {"kind": attr.kind}))
+    value = int(value) if attr.kind == "int" else value.lower() if attr.kind == "str" else value
     if attr.choices and value not in attr.choices:
-        allowed = ", ".join(repr(c) for c in attr.choices)
-        raise _fail(op, f"attribute '{attr.name}' must be one of {allowed}, got {value!r}")
+        raise error(op, Refusal("choice", attr.name, value))
     return value
 
 
@@ -98,14 +79,13 @@ class _Binder:
     def __init__(self, op: OpSchema):
         self.op = op
         self.dims: dict[str, int] = {}
-        self.source: dict[str, str] = {}
+        self.source: dict[str, str] = {}  # the tensor or attribute that bound each symbol
 
     def match(self, tensor: Tensor, meta: TensorMeta) -> None:
         fits = [alt for alt in tensor.shapes if len(alt) == len(meta.shape)
                 and all(d.symbol is not None or meta.shape[i] in (UNKNOWN, d.offset) for i, d in enumerate(alt))]
         if not fits:
-            raise _fail(self.op, f"argument '{tensor.name}' must have shape {_alternatives(tensor)}, "
-                                 f"got {_shape_text(meta.shape)}")
+            raise error(self.op, Refusal("shape", tensor.name, list(meta.shape)))
         for axis, dim in enumerate(fits[0]):
             self._bind(tensor, axis, dim, meta.shape[axis])
 
@@ -116,11 +96,11 @@ class _Binder:
         bound = self.dims.get(dim.symbol)
         if bound is None:
             self.dims[dim.symbol] = value
-            self.source[dim.symbol] = f"'{tensor.name}'"
+            self.source[dim.symbol] = tensor.name
         elif bound != value:
-            which = "rows" if axis == 0 else "columns" if axis == 1 else f"entries on axis {axis}"
-            raise _fail(self.op, f"argument '{tensor.name}' has {size} {which}, expected {dim} = "
-                                 f"{bound + dim.offset} (from {self.source[dim.symbol]})")
+            raise error(self.op, Refusal("size", tensor.name, size, {
+                "axis": axis, "symbol": dim.symbol, "offset": dim.offset, "expected": bound + dim.offset,
+                "source": self.source[dim.symbol]}))
 
 
 def validate(op: OpSchema, tensors: Mapping[str, TensorMeta | None], attrs: Mapping[str, Any]) -> Checked:
@@ -132,12 +112,12 @@ def validate(op: OpSchema, tensors: Mapping[str, TensorMeta | None], attrs: Mapp
     """
     unknown = set(attrs) - set(op.attr_names)
     if unknown:
-        raise FastspecTypeError(f"{op.name}: unknown attribute(s) {sorted(unknown)}; it takes {list(op.attr_names)}")
+        raise error(op, Refusal("unknown_attrs", actual=sorted(unknown)))
     values: dict[str, Any] = {}
     for attr in op.attrs:
         if attr.name not in attrs:
             if attr.required:
-                raise FastspecTypeError(f"{op.name}: attribute '{attr.name}' is required")
+                raise error(op, Refusal("attr_required", attr.name))
             values[attr.name] = attr.default
         else:
             values[attr.name] = _check_attr(op, attr, attrs[attr.name])
@@ -146,38 +126,35 @@ def validate(op: OpSchema, tensors: Mapping[str, TensorMeta | None], attrs: Mapp
     binder = _Binder(op)
     for attr in op.attrs:  # an int attribute may size an output ("[T, max_candidate_len]")
         if attr.kind == "int":
-            binder.dims[attr.name], binder.source[attr.name] = values[attr.name], f"attribute '{attr.name}'"
+            binder.dims[attr.name], binder.source[attr.name] = values[attr.name], attr.name
     used, devices, dtype_of = [], {}, {}
     for tensor in op.tensors:
         meta = tensors.get(tensor.name)
         if meta is None:
             if tensor.required_by(strategy) and not tensor.output:
-                need = f" by strategy '{strategy}'" if tensor.needed_by else ""
-                raise _fail(op, f"argument '{tensor.name}' is required{need}, got None")
+                raise error(op, Refusal("required", tensor.name, facts={"strategy": tensor.needed_by and strategy}))
             continue
         if not tensor.used_by(strategy):
             continue  # a tensor this strategy does not read: ignored
         if not isinstance(meta, TensorMeta):
-            raise FastspecTypeError(f"{op.name}: argument '{tensor.name}' must be a tensor, got {type(meta).__name__}")
+            raise error(op, Refusal("not_tensor", tensor.name, type(meta).__name__, {"expected": "a tensor"}))
         if meta.dtype not in tensor.dtypes:
-            raise _fail(op, f"argument '{tensor.name}' must be {' or '.join(tensor.dtypes)}, got {meta.dtype}")
+            raise error(op, Refusal("dtype", tensor.name, meta.dtype))
         group = tensor.dtypes if len(tensor.dtypes) > 1 else None
         if group is not None:  # tensors that accept several dtypes must agree on one
             first = dtype_of.setdefault(group, (tensor.name, meta.dtype))
             if first[1] != meta.dtype:
-                raise _fail(op, f"argument '{tensor.name}' must have the dtype of '{first[0]}' ({first[1]}), "
-                                f"got {meta.dtype}")
+                raise error(op, Refusal("same_dtype", tensor.name, meta.dtype,
+                                        {"other": first[0], "expected": first[1]}))
         if not meta.contiguous:
-            raise _fail(op, f"argument '{tensor.name}' is a strided (non-contiguous) view; pass a contiguous "
-                            "tensor (an op cannot write through a view, and reading one would need a copy)")
+            raise error(op, Refusal("strided", tensor.name))
         binder.match(tensor, meta)
         devices.setdefault(meta.device, tensor.name)
         used.append(tensor.name)
 
     if len(devices) > 1:
         (first_device, first), (device, name) = list(devices.items())[:2]
-        raise _fail(op, f"argument '{name}' is on {device} but '{first}' is on {first_device}; "
-                        "every tensor of a call must be on one device")
+        raise error(op, Refusal("device", name, device, {"other": first, "other_device": first_device}))
     device = next(iter(devices), "cpu")
 
     for symbol, (lo, hi) in op.symbol_ranges.items():
@@ -185,8 +162,8 @@ def validate(op: OpSchema, tensors: Mapping[str, TensorMeta | None], attrs: Mapp
         if value is None:
             continue
         if lo is not None and value < lo or hi is not None and value > hi:
-            rule = f">= {lo}" if hi is None else f"in [{lo if lo is not None else '-inf'}, {hi}]"
-            raise _fail(op, f"argument {binder.source[symbol]} gives {symbol} = {value}, which must be {rule}")
+            raise error(op, Refusal("symbol_range", actual=value,
+                                    facts={"symbol": symbol, "source": binder.source[symbol]}))
 
     names = {**binder.dims, **values}  # the symbols and attributes a bound expression may name
     for attr in op.attrs:
@@ -195,15 +172,12 @@ def validate(op: OpSchema, tensors: Mapping[str, TensorMeta | None], attrs: Mapp
             continue
         lo, hi = _bound(attr.lo, names), _bound(attr.hi, names)
         if lo is not None and value < lo or hi is not None and value > hi:
-            text = lambda b, x: str(x) if isinstance(b, int) or x is None else f"{b} = {x}"  # noqa: E731
-            raise _fail(op, f"attribute '{attr.name}' must be in [{text(attr.lo, lo)}, {text(attr.hi, hi)}], "
-                            f"got {value}")
+            raise error(op, Refusal("attr_range", attr.name, value, {"lo": lo, "hi": hi}))
 
     backend = device.split(":")[0]
     for symbol, limit in op.device_limits.get(backend, {}).items():
         value = binder.dims.get(symbol)
         if value is not None and value > limit:
-            what = "batch " if symbol == "B" else ""
-            raise _fail(op, f"{what}{symbol} = {value} (from {binder.source[symbol]}) exceeds the "
-                            f"{backend.upper()} limit of {limit}")
+            raise error(op, Refusal("limit", actual=value, facts={"symbol": symbol, "source": binder.source[symbol],
+                                                                  "backend": backend}))
     return Checked(binder.dims, values, tuple(used), device)

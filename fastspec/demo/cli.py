@@ -18,6 +18,7 @@ writes ``summary.json`` and ``acceptance.png`` to ``--out``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -63,6 +64,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float_range(0.0), default=None, help="override sampling.temperature")
     p.add_argument("--top-p", type=float_range(0.0, 1.0, low_open=True), default=1.0,
                    help="sampling.top_p (default 1.0: the replay model really samples, ~8%% of tokens leave the reference)")
+    p.add_argument("--repetition-penalty", type=float_range(0.0, low_open=True), default=None,
+                   help="sampling.repetition_penalty (1: off; docs/ops/process_logits.md)")
+    p.add_argument("--presence-penalty", type=float_range(), default=None, help="sampling.presence_penalty (0: off)")
+    p.add_argument("--frequency-penalty", type=float_range(), default=None, help="sampling.frequency_penalty (0: off)")
     p.add_argument("--static-step", action="store_true",
                    help="run the spec-on step as two programs built once and replayed (fastspec.runtime.step.SpecStep)")
     p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
@@ -139,6 +144,9 @@ def make_config(args):
         sampling["temperature"] = args.temperature
     if args.top_p is not None:
         sampling["top_p"] = args.top_p
+    for name in ("repetition_penalty", "presence_penalty", "frequency_penalty"):
+        if getattr(args, name) is not None:
+            sampling[name] = getattr(args, name)
     changes["sampling"] = sampling
     try:
         return config.replace(**changes)
@@ -178,13 +186,12 @@ def with_tree(config, args):
 
 def run_one(label, model, workload, config, args, max_model_len, warmup=False, draft_model=None, step_mode=None,
             cost_model=None):
-    from fastspec.runtime.generation import generate
-    from fastspec.runtime.state import RequestParams
+    from fastspec.runtime.generation import default_params, generate
 
     s = config.sampling
     count = 1 if warmup else len(workload.prompts)
-    params = [RequestParams(s.seed + i, 4 if warmup else len(workload.references[i]) + 8, s.temperature, s.top_p, s.top_k)
-              for i in range(count)]
+    params = [dataclasses.replace(p, max_dec_len=4 if warmup else len(workload.references[i]) + 8)
+              for i, p in enumerate(default_params(config, count))]
     bar = None if warmup else ProgressBar(label)
     result = generate(model, workload.prompts[:count], config, max_num_seqs=args.batch_size, max_model_len=max_model_len,
                       end_tokens=[workload.tokenizer.END], place=args.device, params=params, progress=bar,

@@ -124,8 +124,8 @@ class ReplayModel:
     """Puts ``peak`` of the probability on ``references[request][k]`` for the k-th generated token.
 
     Past the end of the reference the favoured token is ``end_token``. The rest of the mass follows
-    Gumbel noise: a fixed table of ``2^20`` draws (from ``seed``), each row reading it from an offset
-    hashed from (request, k) with a stride per token, so the model is a pure function of its
+    Gumbel noise: a fixed table of ``2^20`` draws (from ``seed``), each row reading ``V`` consecutive
+    draws from an offset hashed from (request, k), so the model is a pure function of its
     inputs; it runs as a few Paddle ops on the inputs' device tensors (reading nothing on the host).
     """
 
@@ -145,7 +145,7 @@ class ReplayModel:
         self._table = table.reshape(-1)
         u = np.random.default_rng(seed).random(1 << NOISE_BITS)
         self._noise = (-np.log(-np.log(np.maximum(u, 1e-30)))).astype(np.float32)
-        self._strides = (np.arange(vocab_size, dtype=np.int64) * 40503) & ((1 << NOISE_BITS) - 1)  # an odd stride
+        self._strides = np.arange(vocab_size, dtype=np.int64)  # a row reads V consecutive draws (cache friendly)
         self._device: dict = {}
 
     def __call__(self, inputs: ModelInputs) -> paddle.Tensor:
@@ -157,7 +157,7 @@ class ReplayModel:
         k = paddle.clip(paddle.gather(1 - inputs.prompt_lens, slot) + inputs.row_pos, 0, self._width - 1)
         key = paddle.gather(paddle.to_tensor(rows * self._width, place=inputs.row_pos.place), slot) + k
         target = paddle.gather(table, key)
-        # each row's noise: the table from an offset hashed from (request, k), a stride per token
+        # each row's noise: V consecutive draws of the table (wrapping), from an offset hashed from (request, k)
         offset = (key * 2654435761).unsqueeze(-1) + strides
         noise = paddle.gather(noise_table, paddle.bitwise_and(offset, mask).reshape([-1])).reshape(offset.shape)
         # the target gets probability peak: its logit = log(peak / (1 - peak)) + logsumexp(others), the

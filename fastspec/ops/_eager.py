@@ -8,13 +8,14 @@ see, as literal tests in each op's generated function:
 * a strided view (Paddle would hand the kernel a contiguous copy: in-place writes lost);
 * None for a tensor the call needs (Paddle cannot take it), and an empty optional
   tensor (Paddle hands it to the kernel as absent: its dtype and shape unchecked);
-* attribute types Paddle would convert (a numpy int for an int) and the spelling of
-  choices (any case, an enum).
+* attribute types Paddle would convert (a numpy int for an int), an int past its C++ type
+  (Paddle would refuse it in its own words) and the spelling of choices (any case, an enum).
 
 Anything else (a static graph, a tensor of another class, an odd spelling) takes the
 general path, :func:`fastspec.ops._library.run`, which checks everything in Python
-first. When the guard or Paddle refuses a call, :func:`refused` runs those same
-Python checks to word the error exactly as the general path would.
+first. When the guard refuses a call, it says which rule failed and
+:func:`fastspec.ops._library.refused` words that (:mod:`fastspec.core.refusals`) exactly as
+the general path would: nothing is checked twice.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ def fast_path(op: OpSchema) -> FastPath:
     for attr in op.attrs:
         if attr.kind in ("int", "bool"):
             tests.append(f"type({attr.name}) is {attr.kind}")
+        if attr.kind == "int":
+            tests.append(f"{-(1 << (attr.bits - 1))} <= {attr.name} < {1 << (attr.bits - 1)}")
     arguments = []
     for tensor in op.inputs:
         test, argument = _tensor_test(op, tensor, names)
@@ -57,8 +60,8 @@ def fast_path(op: OpSchema) -> FastPath:
               "    try:",
               f"        _outs = _custom({f'fastspec_{op.name}'!r}, {', '.join(arguments + list(op.attr_names))})",
               "    except Exception as _error:",
-              f"        _refused(_op, {{{', '.join(f'{t.name!r}: {t.name}' for t in op.inputs)}}}, "
-              f"{{{', '.join(f'{a!r}: {a}' for a in op.attr_names)}}}, _error)",
+              f"        raise _refused(_op, _error, {{{', '.join(f'{t.name!r}: {t.name}' for t in op.inputs)}}}) "
+              "from None",
               f"    return {_result(op)}"]
     return FastPath(tuple(lines), names)
 

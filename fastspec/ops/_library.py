@@ -7,7 +7,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from fastspec.core.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError
+from fastspec.core.errors import FastspecArgumentError, FastspecBuildError
+from fastspec.core.refusals import Refusal, error as refusal_error, from_native
 from fastspec.core.wrappers import pack_result
 from fastspec.core.schema import OpSchema
 from fastspec.core.validate import UNKNOWN, TensorMeta, validate
@@ -54,7 +55,11 @@ def tensor_meta(op: OpSchema, name: str, value: Any, eager: bool) -> TensorMeta:
     if not eager and hasattr(value, "dtype") and hasattr(value, "shape"):
         shape = tuple(UNKNOWN if d is None or d < 0 else int(d) for d in value.shape)
         return TensorMeta(_dtype_name(value.dtype), shape, True, "graph")  # a graph variable has no place yet
-    raise FastspecTypeError(f"{op.name}: argument '{name}' must be a paddle.Tensor, got {type(value).__name__}")
+    raise _not_a_tensor(op, name, value)
+
+
+def _not_a_tensor(op: OpSchema, name: str, value: Any) -> Exception:
+    return refusal_error(op, Refusal("not_tensor", name, type(value).__name__, {"expected": "a paddle.Tensor"}))
 
 
 def run(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], _extras: dict[str, Any]) -> Any:
@@ -84,7 +89,7 @@ def run_op(op: OpSchema, inputs: dict[str, Any], attrs: list[Any]) -> dict[str, 
         try:
             outs = _C_ops._run_custom_op(name, *inputs.values(), *attrs)
         except (OSError, ValueError) as error:  # the C++ guard (static graphs whose shapes were unknown)
-            raise guard_error(op, error) from None
+            raise refused(op, error) from None
         outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
         return dict(zip(new, outs[len(outs) - len(new):]))
 
@@ -102,16 +107,20 @@ def run_op(op: OpSchema, inputs: dict[str, Any], attrs: list[Any]) -> dict[str, 
     return {t: outputs[t] for t in new}
 
 
-def refused(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], error: Exception) -> None:
-    """Raises the error of an eager call that Paddle or the op's guard refused: the Python checks'
-    own (as the general path words it) where they refuse it too, else the guard's."""
-    metas = {name: None if value is None else tensor_meta(op, name, value, True) for name, value in tensors.items()}
-    validate(op, metas, attrs)
-    raise guard_error(op, error) from None
+def refused(op: OpSchema, error: Exception, tensors: dict[str, Any] | None = None) -> Exception:
+    """The error of a call the op's guard or Paddle refused: the guard's refusal worded by
+    :mod:`fastspec.core.refusals`; where Paddle refused before the guard, the argument that is no
+    Paddle tensor (of ``tensors``, the eager call's; the guard cannot see it); another of the
+    guard's errors as a FastspecArgumentError (Paddle raises them as a ValueError); any other
+    error as is."""
+    import paddle
 
-
-def guard_error(op: OpSchema, error: Exception) -> Exception:
-    """The op's guard refusal as a FastspecArgumentError (Paddle raises it as a ValueError); any other error as is."""
+    refusal = from_native(str(error)) if isinstance(error, (OSError, ValueError)) else None
+    if refusal is not None:
+        return refusal_error(op, refusal)
+    for name, value in (tensors or {}).items():
+        if value is not None and not isinstance(value, paddle.Tensor):
+            return _not_a_tensor(op, name, value)
     text, public = str(error), f"{op.name}: "
     if isinstance(error, (OSError, ValueError)) and public in text:
         return FastspecArgumentError(text[text.index(public):].splitlines()[0])

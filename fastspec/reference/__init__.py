@@ -6,6 +6,7 @@ numpy and the pure-Python ``fastspec.core`` only, so they run where Paddle is ab
 """
 
 from fastspec.reference.adaptive import adaptive_observe, adaptive_plan
+from fastspec.reference.logits import process_logits
 from fastspec.reference.bitmask import apply_token_bitmask
 from fastspec.reference.ngram import ngram_append, ngram_match
 from fastspec.reference.model_status import update_model_status
@@ -45,6 +46,7 @@ __all__ = [
     "ngram_append",
     "ngram_match",
     "philox4x32_10",
+    "process_logits",
     "rand64",
     "sample_tokens",
     "sampling_distribution",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastspec.core.errors import FastspecArgumentError
+from fastspec.core.refusals import tree_fault
 from fastspec.reference.multidraft import NodeTargets, NodeTries
 from fastspec.reference.sampling import as_f32_probs
 from fastspec.reference.slots import SlotInputs, flat, wrap64
@@ -76,18 +77,17 @@ def tree_error(parents: np.ndarray, nodes: int, max_depth: int) -> str | None:
     """Why the first ``nodes`` entries of one slot's ``draft_tree_parents`` are not a tree of depth at most
     ``max_depth`` in the layout (docs/trees.md), or None when they are."""
     if nodes > len(parents):
-        return f"{nodes} nodes (seq_lens_this_time) do not fit the layout's N = {len(parents)} columns"
+        return tree_fault("too_many_nodes", nodes=nodes, cols=len(parents))
     depth = [0] * max(nodes, 1)
     for i in range(1, nodes):
         parent = int(parents[i])
         if parent < 0:
-            return f"node {i} has no parent ({parent})"
+            return tree_fault("no_parent", node=i, parent=parent)
         if parent >= i:
-            what = "is the node itself (a cycle)" if parent == i else f"{parent} comes after its child"
-            return f"node {i}: the parent {what}"
+            return tree_fault("cycle" if parent == i else "parent_after", node=i, parent=parent)
         depth[i] = depth[parent] + 1
         if depth[i] > max_depth:
-            return f"node {i} has depth {depth[i]}, over K = {max_depth}"
+            return tree_fault("too_deep", node=i, depth=depth[i], max_depth=max_depth)
     return None
 
 

@@ -34,6 +34,17 @@ class SamplingConfig:
     top_k: int = 0  # <= 0 means all tokens
     seed: int = 0  # request i gets seed + i unless it brings its own
     max_dec_len: int = 64  # generated tokens per request, end token included
+    # the defaults of RequestParams' logit parameters (fastspec.runtime.sampling_params; each default turns it off)
+    repetition_penalty: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    min_p: float = 0.0
+    logit_bias: dict = field(default_factory=dict)
+    bad_words: list = field(default_factory=list)
+    min_tokens: int = 0
+    stop_token_ids: list = field(default_factory=list)
+    stop: list = field(default_factory=list)
+    logprobs: int | None = None
 
     def validate(self) -> None:
         _check_number("sampling.temperature", self.temperature, low=0.0)
@@ -41,6 +52,12 @@ class SamplingConfig:
         _check_int("sampling.top_k", self.top_k)
         _check_int("sampling.seed", self.seed)
         _check_int("sampling.max_dec_len", self.max_dec_len, low=1)
+        from fastspec.runtime.sampling_params import InvalidRequestError, check_request
+
+        try:
+            check_request(self, "defaults")
+        except InvalidRequestError as error:
+            raise ConfigError(f"sampling: {error}") from None
 
 
 @dataclass

@@ -7,6 +7,8 @@ finished requests. Returns the outputs and ``GenerationStats``.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -37,7 +39,9 @@ class GenerationResult:
 def default_params(config: SpeculativeConfig, count: int) -> list[RequestParams]:
     """Request i gets the config's sampling defaults with seed ``sampling.seed + i``."""
     s = config.sampling
-    return [RequestParams(s.seed + i, s.max_dec_len, s.temperature, s.top_p, s.top_k) for i in range(count)]
+    names = [f.name for f in dataclasses.fields(RequestParams) if f.name not in ("seed", "max_dec_len")]
+    return [RequestParams(s.seed + i, s.max_dec_len, **{n: copy.deepcopy(getattr(s, n)) for n in names})
+            for i in range(count)]
 
 
 def generate(

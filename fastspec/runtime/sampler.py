@@ -16,8 +16,10 @@ class Sampler:
 
     The ops run wherever the state's tensors live (CPU, GPU, or an XPU in a build with the XPU toolchain); nothing
     here picks a place.
-    Two paths share one ending:
+    Two paths share one beginning and one ending:
 
+        logits = process_logits(logits): each request's penalties, bias and bans, each row with its
+                 own history (the drafts before it counted), float32 logits in place
         probs = softmax(logits / temperature)
         naive  (method none / naive): sample_tokens, one token per request
         verify (method ngram / mtp):  targets (GREEDY argmax | TARGET_MATCH sample_tokens |
@@ -48,6 +50,7 @@ class Sampler:
                 distribution of the draft that row judges (``DraftModelProposer.draft_probs_rows``).
         """
         rows = state.row_batch_ids(logits.shape[0])
+        logits = state.logit_tables.apply(logits, state, rows)
         if self.grammar is not None:  # each constrained row's grammar, before temperature and the sampling sets
             logits = ops.apply_token_bitmask(logits, self.grammar.token_bitmask,
                                              self.grammar.bitmask_index[: logits.shape[0]])

@@ -9,11 +9,13 @@ steps, on the host side of the loop.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 import numpy as np
 import paddle
+
+from fastspec.runtime.sampling_params import LogitTables, TableWidths, check_request
 
 
 @dataclass
@@ -25,6 +27,17 @@ class RequestParams:
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
+    # what a server exposes besides (docs/ops/process_logits.md); each default turns it off
+    repetition_penalty: float = 1.0  # > 0: a logit of a token in the prompt or output is divided (> 0) or multiplied
+    presence_penalty: float = 0.0  # subtracted once from a token in the output
+    frequency_penalty: float = 0.0  # subtracted once per occurrence in the output
+    min_p: float = 0.0  # in [0, 1]: keep the tokens whose probability is at least min_p times the largest
+    logit_bias: dict[int, float] = field(default_factory=dict)  # token id -> added to its logit, clamped to [-100, 100]
+    bad_words: list[list[int]] = field(default_factory=list)  # a sequence's last token is banned after the rest
+    min_tokens: int = 0  # end and stop tokens are banned until this many tokens are out
+    stop_token_ids: list[int] = field(default_factory=list)  # end the request like an end token
+    stop: list[list[int]] = field(default_factory=list)  # token sequences that end the request after them
+    logprobs: int | None = None  # n >= 0: each token's log-probability and the n most likely
     # a grammar the output must follow: exactly one of json_schema (a dict or JSON string), json_object (True),
     # regex, lark (docs/structured_output.md); needs generate(..., tokenizer=...)
     structured_output: dict | None = None
@@ -96,6 +109,8 @@ class SpecState:
         end_tokens: Sequence[int],
         place: paddle.Place | str | None = None,
         num_tree_nodes: int = 0,
+        vocab_size: int | None = None,
+        table_widths: TableWidths | None = None,
     ) -> None:
         if max_num_seqs < 1 or max_model_len < 2 or num_speculative_tokens < 0 or num_tree_nodes < 0:
             raise ValueError(
@@ -153,6 +168,8 @@ class SpecState:
         self._free = list(range(b))
         self.request_of_slot: list[int | None] = [None] * b
         self.host = HostSlots(b)  # what the host knows of each slot without reading the device
+        self.vocab_size = vocab_size  # token ids a request names are checked against it when known
+        self.logit_tables = LogitTables(b, self.place, table_widths)  # penalties, bias, bans (sampling_params.py)
         self._phases: tuple | None = None  # slot_phases within phases_fixed
 
     # -- requests ---------------------------------------------------------------------------
@@ -167,6 +184,7 @@ class SpecState:
         Raises:
             RuntimeError: no free slot.
             ValueError: empty prompt, or prompt + max_dec_len longer than max_model_len.
+            InvalidRequestError: a sampling parameter out of range (``check_request``); nothing changes.
         """
         if not self._free:
             raise RuntimeError("SpecState.insert: no free slot (max_num_seqs reached)")
@@ -179,6 +197,7 @@ class SpecState:
                 f"SpecState.insert: prompt length {p} + max_dec_len {params.max_dec_len} exceeds "
                 f"max_model_len {self.max_model_len}"
             )
+        check_request(params, request_id, self.vocab_size, self.logit_tables.widths)
         slot = self._free.pop(0)
         row = np.full(self.max_model_len, -1, dtype=np.int64)
         row[:p] = prompt
@@ -204,6 +223,7 @@ class SpecState:
         self.accept_tokens[slot] = -1
         self.ngram_anchor[slot] = -1  # a new request copies from nowhere yet
         self.request_of_slot[slot] = request_id
+        self.logit_tables.write(slot, params)
         self.host.insert(slot, prompt)
         return slot
 

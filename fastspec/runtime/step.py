@@ -29,11 +29,12 @@ class SpecStep:
     model sits between the two, so a step is two programs:
 
     - ``prepare()``: no inputs; reads and writes the state's tensors (and the proposer's buffers)
-      in place;
-    - ``finish(logits, hidden=None)``: the step's record from ``prepare``, ``logits [max_rows, V]`` and ``hidden [max_rows, H]`` in
-      fixed shapes, ``max_rows = max_num_seqs * state.rows_per_slot`` (``K + 1``, or N for a tree step); rows past the packed ones are padding
-      (``batch_id_per_token_output`` is -1 there) and are ignored. ``pad_rows`` pads a
-      ``[T, ...]`` model output.
+      in place; returns the step's record (rows, slot kinds, drafts: ``step_status.step_record``);
+    - ``finish(logits, hidden=None)``: that record, ``logits [max_rows, V]`` and ``hidden [max_rows, H]``
+      in fixed shapes, ``max_rows = max_num_seqs * state.rows_per_slot`` (``K + 1``, or N for a tree
+      step); rows past the packed ones are padding (``batch_id_per_token_output`` is -1 there) and are
+      ignored. ``pad_rows`` pads a ``[T, ...]`` model output. It returns the status tensor the host
+      reads once (``StepStatus``): the step's only wait for the device.
 
     A tree step (``state.num_tree_nodes > 0``, docs/trees.md): ``prepare`` asks the proposer for
     ``config.tree.top_k`` candidates per depth and builds each slot's tree (``build_draft_tree``; a slot's

@@ -17,9 +17,11 @@ each; both take native keys (``key(req_id)``), so a runner keeps a key per slot 
 nothing in Python.
 
 Every argument is checked before the cache is touched, so a refused call leaves it as it was. The
-per-step calls (``speculate``, ``add_active_response``) hand their arguments straight to the
-native cache, which checks them as it reads them and declines anything it does not take as it
-is; only then does Python check the call, word the error or convert the values, and call again:
+per-step calls (``speculate``, ``draft``, ``add_active_response``) hand their arguments straight to
+the native cache, which checks them as it reads them: it refuses a token id or a rule value out of
+range with a record of the rule (worded by ``fastspec.core.refusals``, as Python's own checks
+here are) and leaves anything it does not take as it is to Python, which checks it, converts the
+values and calls again:
 ``SuffixRequestError`` (a ``FastspecArgumentError``, so a ``ValueError``) for an unknown,
 finished, already active or uncached request; ``FastspecArgumentError`` for a token id that is
 negative or out of range; ``FastspecTypeError`` for token ids of a non-integer dtype or a
@@ -34,6 +36,7 @@ from typing import Hashable, Sequence
 import numpy as np
 
 from fastspec.core.errors import FastspecArgumentError, FastspecTypeError
+from fastspec.core.refusals import Refusal, error, from_record
 
 INT32_MAX = 2**31 - 1
 TREE_WIDTH_ALL = INT32_MAX  # a tree node offers every continuation (Arctic's use_tree_spec)
@@ -145,11 +148,15 @@ class SuffixCache:
     def add_active_response(self, req_id: Hashable, token_ids: int | Sequence[int]) -> None:
         """Appends generated token(s) to the request's tree and its cached response."""
         key = _lookup(self._active, req_id)
-        if key is not None and self._core.add_active_response(key, token_ids):
-            return  # the usual call: checked natively as it was read
+        if key is not None:
+            taken = self._core.add_active_response(key, token_ids)
+            if taken is True:
+                return  # the usual call: checked natively as it was read
+            if taken is not False:
+                raise _refused("add_active_response", taken)
         self._require_active("add_active_response", req_id)
         tokens = self._tokens("add_active_response", "token_ids", token_ids)
-        if not self._core.add_active_response(self._keys[req_id], tokens):
+        if self._core.add_active_response(self._keys[req_id], tokens) is not True:
             raise AssertionError("SuffixCache.add_active_response: the native cache declined checked tokens")
 
     def stop_request(self, req_id: Hashable) -> None:
@@ -193,6 +200,8 @@ class SuffixCache:
             # the usual call: the native cache checks the context's tail and the rule as it reads them
             found = self._core.speculate(key, context, max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob,
                                          width)
+            if type(found) is dict:
+                raise _refused("speculate", found)
             if found is not None:
                 return SuffixDraft(*found)
         self._require_active("speculate", req_id)
@@ -203,7 +212,7 @@ class SuffixCache:
         if not isinstance(use_tree_spec, (bool, np.bool_)):
             raise FastspecTypeError(f"SuffixCache.speculate: use_tree_spec must be a bool, got {type(use_tree_spec).__name__}")
         found = self._core.speculate(self._keys[req_id], context, *rule, TREE_WIDTH_ALL if use_tree_spec else 1)
-        if found is None:
+        if found is None or type(found) is dict:
             raise AssertionError("SuffixCache.speculate: the native cache declined checked arguments")
         return SuffixDraft(*found)
 
@@ -221,12 +230,14 @@ class SuffixCache:
         key = _lookup(self._active, req_id)
         if key is not None:
             found = self._core.draft(key, max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob)
+            if type(found) is dict:
+                raise _refused("draft", found)
             if found is not None:
                 return found  # the usual call: checked natively as it was read
         self._require_active("draft", req_id)
         rule = self._checked_rule("draft", max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob)
         found = self._core.draft(self._keys[req_id], *rule)
-        if found is None:
+        if found is None or type(found) is dict:
             raise AssertionError("SuffixCache.draft: the native cache declined checked arguments")
         return found
 
@@ -344,7 +355,7 @@ class SuffixCache:
         high = INT32_MAX if self._vocab_size is None else self._vocab_size - 1
         if low_value < 0 or high_value > high:
             bad = low_value if low_value < 0 else high_value
-            raise FastspecArgumentError(f"SuffixCache.{op}: {name} holds token id {bad}, expected ids in [0, {high}]")
+            raise error(f"SuffixCache.{op}", Refusal("token_id", name, bad, {"high": high}))
 
     def _forget(self, req_id: Hashable) -> None:
         """Drops the key of a request that is neither active nor cached any more."""
@@ -368,19 +379,24 @@ def _hashable(op: str, req_id) -> None:
         raise FastspecTypeError(f"SuffixCache.{op}: req_id must be hashable, got {type(req_id).__name__}") from None
 
 
+def _refused(op: str, record: dict) -> FastspecArgumentError:
+    """The native cache's refusal of a call, worded."""
+    return error(f"SuffixCache.{op}", from_record(record))
+
+
 def _check_int(name: str, value, low: int, high: int, op: str = "__init__") -> None:
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-        raise FastspecTypeError(f"SuffixCache.{op}: {name} must be an integer, got {type(value).__name__}")
+        raise error(f"SuffixCache.{op}", Refusal("not_integer", name, type(value).__name__))
     if not low <= value <= high:
-        raise FastspecArgumentError(f"SuffixCache.{op}: {name} must be in [{low}, {high}], got {value}")
+        raise error(f"SuffixCache.{op}", Refusal("int_range", name, value, {"lo": low, "hi": high}))
 
 
 def _rule(op: str, factor, offset, min_prob) -> tuple[float, float, float]:
     for name, value in (("max_spec_factor", factor), ("max_spec_offset", offset), ("min_token_prob", min_prob)):
         if not isinstance(value, (int, float, np.floating)) or isinstance(value, bool) or value != value:
-            raise FastspecArgumentError(f"SuffixCache.{op}: {name} must be a number, got {value!r}")
+            raise error(f"SuffixCache.{op}", Refusal("number", name, value))
     if factor < 0:
-        raise FastspecArgumentError(f"SuffixCache.{op}: max_spec_factor must be >= 0, got {factor}")
+        raise error(f"SuffixCache.{op}", Refusal("not_negative", "max_spec_factor", factor))
     return float(factor), float(offset), float(min_prob)
 
 

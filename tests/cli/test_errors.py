@@ -142,6 +142,7 @@ BENCH_ERRORS = {  # one bad value per script, checked where it is parsed
     "bench_anchored_ngram": (["--pairs", "0"], "argument --pairs: must be an integer >= 1, got 0"),
     "bench_block_verify": (["--workloads", "mtp-replay,beam"], "argument --workloads: must be a comma-separated list of"),
     "bench_ngram_append": (["--workloads", "text,prose"], "argument --workloads: must be a comma-separated list of"),
+    "bench_process_logits": (["--vocab", "1"], "argument --vocab: must be an integer >= 2, got 1"),
     "bench_ngram_match": (["--lens", "4096,x"], "argument --lens: every item must be an integer, got 'x'"),
     "bench_rejection_target": (["--k", "65"], "argument --k: must be an integer in [0, 64], got 65"),
     "bench_suffix": (["--requests", "0"], "argument --requests: must be an integer >= 1, got 0"),

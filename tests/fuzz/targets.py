@@ -17,12 +17,14 @@ from fastspec.core.errors import FastspecArgumentError
 from fastspec.core.schema import STRATEGIES, TREE_STRATEGIES
 from tests.adaptive_cases import OBSERVE_NAMES, PLAN_NAMES
 from tests.adaptive_cases import outputs as adaptive_outputs
+from tests.logits_cases import NAMES as LOGITS_NAMES
 from tests.bitmask_cases import NAMES as BITMASK_NAMES
 from tests.ngram_cases import ARRAY_NAMES as NGRAM_NAMES
 from tests.tree_cases import BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS
 from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
 
 from .gen_adaptive import observe_call, plan_call
+from .gen_logits import logits_call
 from .gen_bitmask import bitmask_call
 from .gen_ngram import ngram_call
 from .gen_sampling import candidates_call, probs_call, sample_call
@@ -109,6 +111,10 @@ def _observe_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
     return dict(zip(adaptive_outputs("adaptive_observe"), ref.adaptive_observe(*(a[n] for n in OBSERVE_NAMES))))
 
 
+def _logits_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    return {"logits": ref.process_logits(*(a[n] for n in LOGITS_NAMES))}
+
+
 def _bad_trees(a: Arrays) -> bool:
     try:
         ref.check_draft_trees("verify_draft_tree", a["draft_tree_parents"], a["seq_lens_this_time"],
@@ -145,5 +151,6 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     *(_verify_tree(strategy) for strategy in TREE_STRATEGIES),
     Target("adaptive_plan", "adaptive_plan", plan_call, _plan_reference, any_nan=True),
     Target("adaptive_observe", "adaptive_observe", observe_call, _observe_reference, any_nan=True),
+    Target("process_logits", "process_logits", logits_call, _logits_reference, any_nan=True),
     Target("apply_token_bitmask", "apply_token_bitmask", bitmask_call, _bitmask_reference),
 )}

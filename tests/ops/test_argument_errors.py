@@ -232,3 +232,43 @@ def test_mixed_numpy_and_torch_is_an_error():
     arrays["prompt_lens"] = torch.from_numpy(arrays["prompt_lens"])
     with pytest.raises(FastspecArgumentError, match="numpy and torch are mixed"):
         kernels.ngram_match(**arrays, **attrs)
+
+
+def _reaches_the_guard(case) -> bool:
+    """The eager call hands it to the guard: no None for a tensor it reads, every int attribute within its
+    C++ type and every choice spelt as the schema spells it (else the general path's Python checks word it)."""
+    _, op_name, mutate, _ = case
+    arrays, attrs = valid_call(op_name)
+    mutate(arrays, attrs)
+    op = SCHEMAS[op_name]
+    strategy = attrs.get(op.strategy_attr) if op.strategy_attr else None
+    if any(arrays.get(t.name) is None and t.required_by(strategy) for t in op.inputs):
+        return False
+    fits = {a.name: -(1 << (a.bits - 1)) <= attrs[a.name] < 1 << (a.bits - 1) if a.kind == "int"
+            else attrs[a.name] in a.choices for a in op.attrs if a.name in attrs and a.kind != "bool"}
+    return all(fits.values())
+
+
+GUARD_CASES = [c for c in CASES if _reaches_the_guard(c)]
+
+
+@pytest.mark.parametrize("op_name, mutate, argument", [c[1:] for c in GUARD_CASES], ids=[c[0] for c in GUARD_CASES])
+def test_the_guards_refusal_reads_as_the_python_checks(monkeypatch, op_name, mutate, argument):
+    """An eager call is checked by the C++ guard alone: its record of the rule that failed is worded
+    exactly as the Python checks word the same call, and no Python check runs again to word it."""
+    from fastspec.ops import _library
+
+    arrays, attrs = valid_call(op_name)
+    mutate(arrays, attrs)
+    tensors = {k: None if v is None else paddle.to_tensor(v) for k, v in arrays.items()}
+    metas = {k: None if v is None else _library.tensor_meta(SCHEMAS[op_name], k, v, True) for k, v in tensors.items()}
+    with pytest.raises(FastspecArgumentError) as python:
+        validate(SCHEMAS[op_name], metas, attrs)
+
+    def no_second_pass(*args, **kwargs):
+        raise AssertionError("the Python checks ran after the guard refused")
+
+    monkeypatch.setattr(_library, "validate", no_second_pass)
+    with pytest.raises(FastspecArgumentError) as eager:
+        getattr(ops, op_name)(**tensors, **attrs)
+    assert str(eager.value) == str(python.value)

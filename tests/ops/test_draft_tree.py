@@ -12,6 +12,8 @@ import fastspec.arrays
 import fastspec.ops as ops
 from fastspec import reference as ref
 from fastspec.core.errors import FastspecArgumentError
+from fastspec.core.refusals import Refusal, error as refusal_error
+from fastspec.core.schema import SCHEMAS
 from fastspec.reference.rejection import rejection_accepts, rejection_residual
 from tests import rejection_cases
 from tests.tree_cases import (BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS, copies,
@@ -204,8 +206,8 @@ def test_random_bad_trees_are_judged_alike_by_every_kernel():
 
 
 def test_the_bindings_judge_trees_as_the_reference():
-    """The array API's tree check runs in the bindings (fastspec::tree_ok over every decode slot); it
-    must refuse exactly the calls whose trees the reference's check_draft_trees names."""
+    """The array API's tree check runs in the bindings (fastspec::tree_fault over every decode slot); it
+    must refuse exactly the calls whose trees the reference's check_draft_trees names, in its words."""
     rng = np.random.default_rng(250)
     verdicts = set()
     for _ in range(300):
@@ -214,10 +216,14 @@ def test_the_bindings_judge_trees_as_the_reference():
         k = arrays["accept_tokens"].shape[1] - 1
         try:
             ref.check_draft_trees("verify_draft_tree", parents, lens, enc, max_depth=k)
-            expected = True
-        except FastspecArgumentError:
-            expected = False
-        assert fastspec.arrays.module().draft_trees_ok(parents, lens, enc, k) == expected
+            expected, words = True, None
+        except FastspecArgumentError as error:
+            expected, words = False, str(error)
+        fault = fastspec.arrays.module().draft_tree_fault(parents, lens, enc, k)
+        assert (fault is None) == expected
+        if fault is not None:  # the bindings' record, worded, says what the reference says
+            op = SCHEMAS["verify_draft_tree"]
+            assert str(refusal_error(op, Refusal("tree", "draft_tree_parents", facts=fault))) == words
         verdicts.add(expected)
     assert verdicts == {True, False}
 

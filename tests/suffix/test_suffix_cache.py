@@ -179,6 +179,38 @@ def test_bad_calls_raise_named_errors_and_leave_the_cache_unchanged():
     assert "c" in cache.active_requests
 
 
+def test_the_native_refusal_reads_as_the_python_checks(monkeypatch):
+    """A per-step call the native cache refuses (a token id or a rule value out of range) is worded from
+    its record as Python words the same call handed over in a form only Python takes (int16 arrays,
+    numpy scalars), and Python checks nothing again to word it."""
+    cache = SuffixCache(8, 2, vocab_size=100)
+    cache.start_request("a", [1, 2, 3, 1, 2])
+    pairs = [
+        ("add_active_response", ([1, -2],), (np.array([1, -2], np.int16),), {}, {}),
+        ("add_active_response", ([100, -1, 200],), (np.array([100, -1, 200], np.int16),), {}, {}),
+        ("add_active_response", (7,), (np.int16(7),), {}, {}),  # in range: both take it
+        ("speculate", ([1, 2, -5],), (np.array([1, 2, -5], np.int16),), {}, {}),
+        ("speculate", ([1],), ([1],), {"max_spec_tokens": -1}, {"max_spec_tokens": np.int64(-1)}),
+        ("speculate", ([1],), ([1],), {"max_spec_factor": -1.0}, {"max_spec_factor": np.float32(-1.0)}),
+        ("draft", (), (), {"max_spec_tokens": 2**31}, {"max_spec_tokens": np.int64(2**31)}),
+    ]
+    for method, native_args, python_args, native_kw, python_kw in pairs:
+        results = []
+        for args, kw, native in ((python_args, python_kw, False), (native_args, native_kw, True)):
+            if native:  # Python's checks must not run
+                for check in ("_tokens", "_checked_rule"):
+                    monkeypatch.setattr(SuffixCache, check, lambda *a, **k: pytest.fail("checked again in Python"))
+            try:
+                getattr(cache, method)("a", *args, **kw)
+                results.append(None)
+            except FastspecArgumentError as error:
+                results.append(str(error))
+            monkeypatch.undo()
+        assert results[0] == results[1], (method, native_args, native_kw)
+        if method != "add_active_response" or native_args != (7,):
+            assert results[0] is not None and results[0].startswith(f"SuffixCache.{method}: ")
+
+
 def test_eviction_is_oldest_first_and_restart_replaces_the_cached_response():
     cache = SuffixCache(8, 2)
     for r in ("x", "y", "z"):

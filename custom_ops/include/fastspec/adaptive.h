@@ -3,15 +3,15 @@
 // every backend shares, and the launcher declarations.
 //
 // Bit-identical floating point: every float32 product and sum is its own
-// rounded operation (no fused multiply-add: __fmul_rn / __fadd_rn on CUDA, the
-// host build is ISO C++, whose GCC default is -ffp-contract=off), and every sum
-// runs in one fixed order: a slot's cumprod by column, the plan's cumulative
-// rows and tokens by rank, on one thread.
+// rounded operation (fastspec/float_ops.h), and every sum runs in one fixed
+// order: a slot's cumprod by column, the plan's cumulative rows and tokens by
+// rank, on one thread.
 #pragma once
 
 #include <cstdint>
 
 #include "fastspec/common.h"
+#include "fastspec/float_ops.h"
 
 namespace fastspec {
 
@@ -48,28 +48,6 @@ struct AdaptiveObserveParams {
 enum AdaptiveRate : int { kLearningRate = 0, kKeepTried = 1, kKeepUntried = 2, kRelaxShift = 3, kPrior = 4 };
 constexpr float kTieBreak = 1.0f / 4194304.0f;  // 2^-22 per slot: equal estimates must not tie
 
-FS_HD float mul_f32(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-FS_HD float add_f32(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-FS_HD float sub_f32(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-FS_HD bool is_nan_f32(float x) { return x != x; }
 
 // Round half to even (as rintf in the default rounding mode), without libm.
 FS_HD float round_even_f32(float x) {

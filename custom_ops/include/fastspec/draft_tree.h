@@ -157,18 +157,31 @@ struct VerifyDraftTreeParams {
 
 FS_HD bool tree_strategy_ok(int32_t strategy) { return strategy >= kTreeGreedy && strategy <= kTreeRejection; }
 
-// Is parents[0 .. nodes) a tree of depth at most max_depth in a row of `cols`
-// nodes (every parent before its child; docs/trees.md)? fastspec/reference
-// trees.py tree_error names the first fault.
-FS_HD bool tree_ok(const int32_t* parents, int64_t nodes, int64_t cols, int64_t max_depth) {
-  if (nodes > cols) return false;
+// Why parents[0 .. nodes) is not a tree of depth at most max_depth in a row of
+// `cols` nodes (every parent before its child; docs/trees.md): the first fault,
+// in the order of fastspec/reference/trees.py tree_error, at node *node (with
+// its depth in *depth), or kTreeOk.
+enum TreeFault : int32_t {
+  kTreeOk = 0, kTreeTooManyNodes = 1, kTreeNoParent = 2, kTreeCycle = 3, kTreeParentAfter = 4, kTreeTooDeep = 5
+};
+FS_HD TreeFault tree_fault(const int32_t* parents, int64_t nodes, int64_t cols, int64_t max_depth, int64_t* node,
+                           int64_t* depth) {
+  *node = *depth = 0;
+  if (nodes > cols) return kTreeTooManyNodes;
   for (int64_t i = 1; i < nodes; ++i) {
-    if (parents[i] < 0 || parents[i] >= i) return false;
-    int64_t depth = 0;
-    for (int64_t n = i; n != 0; n = parents[n]) ++depth;  // parents of earlier nodes are checked: ends at 0
-    if (depth > max_depth) return false;
+    *node = i;
+    if (parents[i] < 0) return kTreeNoParent;
+    if (parents[i] >= i) return parents[i] == i ? kTreeCycle : kTreeParentAfter;
+    *depth = 0;
+    for (int64_t n = i; n != 0; n = parents[n]) ++*depth;  // parents of earlier nodes are checked: ends at 0
+    if (*depth > max_depth) return kTreeTooDeep;
   }
-  return true;
+  return kTreeOk;
+}
+
+FS_HD bool tree_ok(const int32_t* parents, int64_t nodes, int64_t cols, int64_t max_depth) {
+  int64_t node, depth;
+  return tree_fault(parents, nodes, cols, max_depth, &node, &depth) == kTreeOk;
 }
 
 // How a node's token is decided, straight from the params (CPU, CUDA).

@@ -1,0 +1,151 @@
+"""The sampling parameters that act on the logits (repetition, presence and frequency penalties,
+logit bias, bad words, min_tokens, stop token ids): their checks when a request is inserted, and
+the per-slot tables on the device that ``process_logits`` reads (docs/ops/process_logits.md).
+
+The tables have fixed widths (``TableWidths``), so a step's call has the same shapes whatever
+its requests ask for: it can sit in a static program or a CUDA Graph.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import paddle
+
+from fastspec import ops
+
+LOGIT_BIAS_LIMIT = 100.0  # a bias is clamped to [-100, 100], as the OpenAI API does
+# The parameters a request may set, each with the value that turns it off.
+NEUTRAL = {"repetition_penalty": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0, "min_p": 0.0,
+           "logit_bias": {}, "bad_words": [], "min_tokens": 0, "stop_token_ids": [], "stop": [], "logprobs": None}
+
+
+class InvalidRequestError(ValueError):
+    """A request's sampling parameter is out of range; the message names the request and the parameter."""
+
+
+@dataclass(frozen=True)
+class TableWidths:
+    """How much of each list a request may bring (the tables' widths)."""
+
+    stop_token_ids: int = 16
+    logit_bias: int = 64
+    bad_words: int = 256  # entries of all its bad words, one -1 after each
+
+
+def check_request(params: Any, request: Any, vocab_size: int | None = None,
+                  widths: TableWidths | None = None) -> None:
+    """Raises ``InvalidRequestError`` naming ``request`` and the parameter when one is out of range:
+    a repetition penalty <= 0, a penalty that is not finite, min_p outside [0, 1], a token id outside
+    the vocabulary, an empty sequence, a negative min_tokens or logprobs, a list over its width."""
+    widths = widths or TableWidths()
+
+    def fail(name: str, message: str) -> None:
+        raise InvalidRequestError(f"request {request}: {name} {message}")
+
+    def token(name: str, value: Any) -> None:
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0 or (
+                vocab_size is not None and value >= vocab_size):
+            limit = f"[0, {vocab_size})" if vocab_size is not None else "a token id >= 0"
+            fail(name, f"holds {value!r}, not in {limit}")
+
+    def sequences(name: str, value: Any) -> None:
+        for sequence in value:
+            if len(sequence) == 0:
+                fail(name, "holds an empty sequence")
+            for t in sequence:
+                token(name, t)
+
+    def number(name: str, value: Any) -> float:
+        if not isinstance(value, (int, float, np.floating)) or isinstance(value, bool) or not math.isfinite(value):
+            fail(name, f"must be a finite number, got {value!r}")
+        return float(value)
+
+    if number("repetition_penalty", params.repetition_penalty) <= 0:
+        fail("repetition_penalty", f"must be > 0, got {params.repetition_penalty}")
+    number("presence_penalty", params.presence_penalty)
+    number("frequency_penalty", params.frequency_penalty)
+    if not 0.0 <= number("min_p", params.min_p) <= 1.0:
+        fail("min_p", f"must be in [0, 1], got {params.min_p}")
+    for key, value in dict(params.logit_bias).items():
+        token("logit_bias", key)
+        number("logit_bias", value)
+    if len(params.logit_bias) > widths.logit_bias:
+        fail("logit_bias", f"has {len(params.logit_bias)} entries, at most {widths.logit_bias}")
+    sequences("bad_words", params.bad_words)
+    if sum(len(s) + 1 for s in params.bad_words) > widths.bad_words:
+        fail("bad_words", f"takes more than {widths.bad_words} entries (each sequence and a separator)")
+    if not isinstance(params.min_tokens, (int, np.integer)) or params.min_tokens < 0:
+        fail("min_tokens", f"must be an integer >= 0, got {params.min_tokens!r}")
+    for t in params.stop_token_ids:
+        token("stop_token_ids", t)
+    if len(params.stop_token_ids) > widths.stop_token_ids:
+        fail("stop_token_ids", f"has {len(params.stop_token_ids)} ids, at most {widths.stop_token_ids}")
+    sequences("stop", params.stop)
+    if params.logprobs is not None and (not isinstance(params.logprobs, (int, np.integer)) or params.logprobs < 0):
+        fail("logprobs", f"must be None or an integer >= 0, got {params.logprobs!r}")
+
+
+def bad_words_row(bad_words: Sequence[Sequence[int]], width: int) -> np.ndarray:
+    """A request's bad words as one table row: each sequence followed by -1, then -1 to the width."""
+    row = np.full(width, -1, np.int64)
+    at = 0
+    for sequence in bad_words:
+        row[at:at + len(sequence)] = sequence
+        at += len(sequence) + 1
+    return row
+
+
+class LogitTables:
+    """Each slot's logit parameters on the device: float32 [B] penalties, int64 [B] min_tokens and the
+    padded [B, width] tables of stop token ids, bias entries and bad words (-1: none)."""
+
+    def __init__(self, max_num_seqs: int, place: Any, widths: TableWidths | None = None) -> None:
+        self.widths = w = widths or TableWidths()
+        b = max_num_seqs
+
+        def full(shape, value, dtype):
+            return paddle.to_tensor(np.full(shape, value, dtype=dtype), place=place)
+
+        self.repetition_penalty = full([b], 1.0, "float32")
+        self.presence_penalty = full([b], 0.0, "float32")
+        self.frequency_penalty = full([b], 0.0, "float32")
+        self.min_tokens = full([b], 0, "int64")
+        self.stop_token_ids = full([b, w.stop_token_ids], -1, "int64")
+        self.logit_bias_ids = full([b, w.logit_bias], -1, "int64")
+        self.logit_bias_values = full([b, w.logit_bias], 0.0, "float32")
+        self.bad_words = full([b, w.bad_words], -1, "int64")
+
+    def write(self, slot: int, params: Any) -> None:
+        """Slot ``slot``'s rows of every table from a checked request's parameters."""
+        w = self.widths
+        self.repetition_penalty[slot] = params.repetition_penalty
+        self.presence_penalty[slot] = params.presence_penalty
+        self.frequency_penalty[slot] = params.frequency_penalty
+        self.min_tokens[slot] = params.min_tokens
+        stops = np.full(w.stop_token_ids, -1, np.int64)
+        stops[:len(params.stop_token_ids)] = list(params.stop_token_ids)
+        ids, values = np.full(w.logit_bias, -1, np.int64), np.zeros(w.logit_bias, np.float32)
+        for k, (token, bias) in enumerate(sorted(dict(params.logit_bias).items())):
+            ids[k], values[k] = token, min(max(float(bias), -LOGIT_BIAS_LIMIT), LOGIT_BIAS_LIMIT)
+        for name, row in (("stop_token_ids", stops), ("logit_bias_ids", ids), ("logit_bias_values", values),
+                          ("bad_words", bad_words_row(params.bad_words, w.bad_words))):
+            getattr(self, name)[slot] = paddle.to_tensor(row, place=getattr(self, name).place)
+
+    def apply(self, logits: paddle.Tensor, state: Any, rows: paddle.Tensor) -> paddle.Tensor:
+        """``logits`` as float32 with every row's parameters applied, each row with its own history (the
+        slot's prompt, output and drafts before it; a tree node's ancestors). Float32 logits are
+        processed in place."""
+        logits = logits if logits.dtype == paddle.float32 else logits.astype("float32")
+        trees = state.trees
+        ops.process_logits(
+            logits, state.token_ids_all, state.prompt_lens, state.step_idx,
+            state.draft_tree_tokens if trees else state.draft_tokens, rows, state.cu_seqlens_q_output,
+            self.repetition_penalty, self.presence_penalty, self.frequency_penalty, self.min_tokens,
+            state.end_tokens, self.stop_token_ids, self.logit_bias_ids, self.logit_bias_values, self.bad_words,
+            draft_parents=state.draft_tree_parents if trees else None,
+        )
+        return logits
