@@ -202,7 +202,7 @@ class GrammarBatch:
         self.masks_ready()  # a step whose masks were never used (its finish did not run) still ends its job
         self._host_index[:] = -1
         if not self.matchers:
-            paddle.assign(self._host_index, output=self.bitmask_index)
+            _upload(self._host_index, self.bitmask_index)
             self.last = step
             return step
         k = state.num_speculative_tokens
@@ -226,7 +226,7 @@ class GrammarBatch:
                 new_rows[slot] = self._prune(matcher, drafts[slot], int(rows[slot]), width, step)
                 work.append((slot, matcher, None))
             else:
-                proposed = [int(t) for t in drafts[slot, 1 : rows[slot]]]
+                proposed = drafts[slot, 1 : rows[slot]].tolist()
                 kept, allowed, cut, forced = self._drafts(matcher, proposed, k, int(max_dec[slot] - step_idx[slot] - 1))
                 step.cut_drafts += cut
                 step.grammar_drafts += forced
@@ -239,7 +239,7 @@ class GrammarBatch:
         if step.changed:
             self._write_drafts(state, drafts, rows, new_rows)
         step.mask_rows = self._masks(state, work, drafts, new_rows, width)
-        paddle.assign(self._host_index, output=self.bitmask_index)
+        _upload(self._host_index, self.bitmask_index)
         self.last = step
         return step
 
@@ -327,16 +327,23 @@ class GrammarBatch:
         """The changed drafts and draft counts back to the device (the caller packs the rows again)."""
         if state.trees:
             n = state.num_tree_nodes
-            paddle.assign(drafts[:, :n].astype(np.int64), output=state.draft_tree_tokens)
-            paddle.assign(drafts[:, n : 2 * n].astype(np.int32), output=state.draft_tree_parents)
-            paddle.assign(drafts[:, 2 * n :].astype(np.int32), output=state.draft_tree_depths)
+            _upload(drafts[:, :n], state.draft_tree_tokens)
+            _upload(drafts[:, n : 2 * n], state.draft_tree_parents)
+            _upload(drafts[:, 2 * n :], state.draft_tree_depths)
         else:
-            paddle.assign(drafts.astype(np.int64), output=state.draft_tokens)
+            _upload(drafts, state.draft_tokens)
         changed = new_rows != rows
         lengths = paddle.to_tensor(np.where(changed, new_rows, 0).astype(np.int32), place=state.place)
         mask = paddle.to_tensor(changed, place=state.place)
         paddle.assign(paddle.where(mask, lengths, state.seq_lens_this_time.reshape([-1])).reshape(
             state.seq_lens_this_time.shape), output=state.seq_lens_this_time)
+
+
+def _upload(array: np.ndarray, tensor: paddle.Tensor) -> None:
+    """A host array into a device tensor in place, in the tensor's dtype (one copy: ``paddle.assign`` of a
+    numpy array inspects it element by element)."""
+    source = paddle.to_tensor(np.ascontiguousarray(array), place=tensor.place)
+    paddle.assign(source.astype(tensor.dtype).reshape(tensor.shape), output=tensor)
 
 
 def make_grammar_batch(params: Sequence[Any], tokenizer: Any, state, config) -> tuple[GrammarBatch | None, list]:
