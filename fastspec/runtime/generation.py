@@ -39,7 +39,9 @@ class GenerationResult:
 def default_params(config: SpeculativeConfig, count: int) -> list[RequestParams]:
     """Request i gets the config's sampling defaults with seed ``sampling.seed + i``."""
     s = config.sampling
-    names = [f.name for f in dataclasses.fields(RequestParams) if f.name not in ("seed", "max_dec_len")]
+    # the per-request parameters that have a config default (a grammar constraint has none)
+    defaults = {f.name for f in dataclasses.fields(s)}
+    names = [f.name for f in dataclasses.fields(RequestParams) if f.name in defaults and f.name not in ("seed", "max_dec_len")]
     return [RequestParams(s.seed + i, s.max_dec_len, **{n: copy.deepcopy(getattr(s, n)) for n in names})
             for i in range(count)]
 

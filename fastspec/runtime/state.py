@@ -9,7 +9,7 @@ steps, on the host side of the loop.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -27,6 +27,7 @@ class RequestParams:
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
+    _: KW_ONLY  # the rest by name: positions would shift as parameters are added
     # what a server exposes besides (docs/ops/process_logits.md); each default turns it off
     repetition_penalty: float = 1.0  # > 0: a logit of a token in the prompt or output is divided (> 0) or multiplied
     presence_penalty: float = 0.0  # subtracted once from a token in the output
