@@ -41,7 +41,8 @@ class Workload:
     params: dict  # request id -> RequestParams
 
 
-def copy_workload(count: int, seed: int, temperature: float, max_dec_len: tuple[int, int] = (3, 20)) -> Workload:
+def copy_workload(count: int, seed: int, temperature: float, max_dec_len: tuple[int, int] = (3, 20),
+                  penalties: bool = True) -> Workload:
     """Copy-heavy requests (the reference repeats the prompt with a few tokens changed) of random
     prompt lengths, seeds, output lengths and, for a positive temperature, top_p / top_k."""
     rng = np.random.default_rng(seed)
@@ -54,9 +55,9 @@ def copy_workload(count: int, seed: int, temperature: float, max_dec_len: tuple[
         top_p = float(rng.choice([1.0, 0.9])) if temperature > 0 else 1.0
         top_k = int(rng.choice([0, 5])) if temperature > 0 else 0
         # penalties read each row's history (prompt, output, drafts before it): a resumed request's too
-        penalties = dict(repetition_penalty=float(rng.choice([1.0, 1.2])), frequency_penalty=float(rng.choice([0.0, 0.4])))
+        penalty = dict(repetition_penalty=float(rng.choice([1.0, 1.2])), frequency_penalty=float(rng.choice([0.0, 0.4])))
         params[i] = RequestParams(seed=int(rng.integers(0, 2**62)), max_dec_len=int(rng.integers(*max_dec_len)),
-                                  temperature=temperature, top_p=top_p, top_k=top_k, **penalties)
+                                  temperature=temperature, top_p=top_p, top_k=top_k, **(penalty if penalties else {}))
     return Workload(prompts, refs, params)
 
 
