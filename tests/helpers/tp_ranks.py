@@ -8,6 +8,7 @@ check after every step that they emitted the same tokens; nothing sampled is bro
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -36,7 +37,6 @@ def serve_rank(engine, work, rank_seed_offset: int) -> dict:
     """Adds the requests a few per step, preempts one at a fixed step, checks the ranks after every
     step; returns ``{"outputs": {id: tokens}, "diverged_at": step or None}``."""
     from fastspec.runtime.ranks import RankDivergenceError, check_ranks_agree
-    from fastspec.runtime.state import RequestParams
 
     outputs: dict = {}
     pending = list(range(N_REQUESTS))
@@ -46,8 +46,7 @@ def serve_rank(engine, work, rank_seed_offset: int) -> dict:
             if pending:
                 i = pending.pop(0)
                 p = work.params[i]
-                engine.add_request(i, work.prompts[i], RequestParams(p.seed + rank_seed_offset, p.max_dec_len,
-                                                                     p.temperature, p.top_p, p.top_k))
+                engine.add_request(i, work.prompts[i], dataclasses.replace(p, seed=p.seed + rank_seed_offset))
         if step == 3 and engine.running_ids():
             engine.preempt(engine.running_ids()[-1])
         outs = engine.step()
@@ -69,7 +68,7 @@ def rank_main(out_dir: str, method: str) -> None:
 
     dist.init_parallel_env()
     rank, world = dist.get_rank(), dist.get_world_size()
-    work = copy_workload(N_REQUESTS, seed=7, temperature=1.0, penalties=False)
+    work = copy_workload(N_REQUESTS, seed=7, temperature=1.0)
     results = {}
     for name, offset in (("same_seed", 0), ("rank_seed", rank)):  # the second: a bug a rank could have
         model, head = target_and_head(method, work.refs)
