@@ -27,6 +27,9 @@ class RequestParams:
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
+    # a grammar the output must follow: exactly one of json_schema (a dict or JSON string), json_object (True),
+    # regex, lark (docs/structured_output.md); needs generate(..., tokenizer=...)
+    structured_output: dict | None = None
     # what a server exposes besides (docs/ops/process_logits.md); each default turns it off
     repetition_penalty: float = 1.0  # > 0: a logit of a token in the prompt or output is divided (> 0) or multiplied
     presence_penalty: float = 0.0  # subtracted once from a token in the output
@@ -39,9 +42,6 @@ class RequestParams:
     stop_token_ids: list[int] = field(default_factory=list)  # end the request like an end token
     stop: list[list[int]] = field(default_factory=list)  # token sequences that end the request after them
     logprobs: int | None = None  # n >= 0: each token's log-probability and the n most likely
-    # a grammar the output must follow: exactly one of json_schema (a dict or JSON string), json_object (True),
-    # regex, lark (docs/structured_output.md); needs generate(..., tokenizer=...)
-    structured_output: dict | None = None
 
 
 class HostSlots:
