@@ -7,6 +7,7 @@ before anything runs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -41,7 +42,7 @@ def run(config, prompts, refs, params, model=None, **kw):
 
 
 def with_temperature(params, temperature):
-    return [RequestParams(p.seed, p.max_dec_len, temperature, p.top_p, p.top_k, p.structured_output) for p in params]
+    return [dataclasses.replace(p, temperature=temperature) for p in params]
 
 
 def check_outputs(outputs, params):
@@ -78,7 +79,7 @@ def test_free_requests_share_the_batch_untouched():
     prompts, refs, params = sc.workload(10, MIXED)
     config = cfg(method="ngram", num_speculative_tokens=3, verify_strategy="target_match")
     mixed = run(config, prompts, refs, params)
-    free = [RequestParams(p.seed, p.max_dec_len, p.temperature, p.top_p, p.top_k) for p in params]
+    free = [dataclasses.replace(p, structured_output=None) for p in params]
     alone = run(config, prompts, refs, free, tokenizer=None)
     for i, p in enumerate(params):
         if p.structured_output is None:
@@ -320,7 +321,7 @@ def test_forbidden_tree_nodes_never_reach_the_target(monkeypatch):
         step = constrain(self, state)
         cut.append(step.cut_drafts)
         tokens, parents = state.draft_tree_tokens.numpy(), state.draft_tree_parents.numpy()
-        rows = np.diff(state.cu_seqlens_q_output.numpy())
+        rows = state.seq_lens_this_time.numpy().reshape(-1)  # a decode slot's nodes (packed again after this call)
         history, prompt, generated = state.token_ids_all.numpy(), state.prompt_lens.numpy(), state.step_idx.numpy()
         for slot, request in enumerate(state.request_of_slot):
             if request not in grammars or rows[slot] <= 1 or state.seq_lens_encoder.numpy()[slot] > 0:
@@ -341,3 +342,24 @@ def test_forbidden_tree_nodes_never_reach_the_target(monkeypatch):
     run(cfg(method="mtp", num_speculative_tokens=3, verify_strategy="greedy", tree=TREE), prompts, refs, params,
         model=target, draft_model=ReplayDraftHead(refs, v, end_token=sc.END, peak=0.6))
     assert sum(cut) > 0 and len(checked) > 0
+
+
+def test_a_missing_tokenizer_file_is_named(tmp_path):
+    prompts, refs, params = sc.workload(2, ("regex",))
+    with pytest.raises(StructuredOutputError, match="tokenizer: cannot read .*nope.json"):
+        run(cfg(method="none"), prompts, refs, params, tokenizer=str(tmp_path / "nope.json"))
+
+
+def test_grammars_apply_after_the_logit_parameters():
+    """Penalties and a logit bias toward a token the grammar forbids: the grammar still wins, and speculation
+    changes nothing."""
+    prompts, refs, params = sc.workload(6, ("schema", "regex", None))
+    banned_by_grammar = sc.encode("Z")[0]
+    params = [dataclasses.replace(p, repetition_penalty=1.3, presence_penalty=0.2,
+                                  logit_bias={banned_by_grammar: 100.0} if p.structured_output else {})
+              for p in params]
+    off = run(cfg(method="none"), prompts, refs, params)
+    on = run(cfg(method="ngram", num_speculative_tokens=3, verify_strategy="target_match"), prompts, refs, params)
+    for a, b in zip(on.outputs, off.outputs):
+        np.testing.assert_array_equal(a, b)
+    check_outputs(on.outputs, params)

@@ -143,7 +143,7 @@ def run(args, config) -> int:
     spec = {"json_schema": work.schema}
 
     def params(constrained: bool):
-        return [RequestParams(args.seed + i, 256, temperature, args.top_p, 0, spec if constrained else None)
+        return [RequestParams(args.seed + i, 256, temperature, args.top_p, structured_output=spec if constrained else None)
                 for i in range(requests)]
 
     def go(label, cfg, constrained=True):

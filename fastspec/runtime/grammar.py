@@ -17,6 +17,7 @@ llguidance (``pip install fastspec[grammar]``) is imported only when a request h
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -55,7 +56,10 @@ class GrammarTokenizer:
     def __init__(self, tokenizer: Any, end_token: int) -> None:
         llg = _llguidance()
         if isinstance(tokenizer, (str, Path)):
-            text = Path(tokenizer).read_text()
+            try:
+                text = Path(tokenizer).read_text()
+            except OSError as error:
+                raise StructuredOutputError(f"tokenizer: cannot read {tokenizer}: {error.strerror}") from error
         elif hasattr(tokenizer, "to_str"):
             text = tokenizer.to_str()
         else:
@@ -156,6 +160,8 @@ class GrammarBatch:
         self.matchers: dict[int, Any] = {}
         self.requests: dict[int, Any] = {}
         self._executor = llg.LLExecutor()
+        self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastspec-grammar")
+        self._pending = None  # the step's mask job, its row count and place (masks_ready)
         self._host_mask = np.zeros((self.max_rows, tokenizer.words), np.int32)
         self._host_index = np.full(self.max_rows, -1, np.int32)
         self.token_bitmask = paddle.to_tensor(self._host_mask, place=place)
@@ -164,39 +170,45 @@ class GrammarBatch:
 
     # -- requests ---------------------------------------------------------------------------
 
-    def insert(self, slot: int, constraint: StructuredOutput, request: Any) -> None:
-        """Starts ``slot``'s matcher (before the state takes the request; a failure leaves everything as it was)."""
+    def insert(self, slot: int, constraint: StructuredOutput, request: Any, output: Sequence[int] = ()) -> None:
+        """Starts ``slot``'s matcher (before the state takes the request; a failure leaves everything as it was);
+        ``output``: what a resumed request already generated, which the matcher consumes."""
         llg = _llguidance()
         matcher = llg.LLMatcher(self.tokenizer.llg, constraint.grammar, log_level=0)
         if matcher.is_error():
             raise StructuredOutputError(f"request {request}: structured_output {constraint.kind}: {matcher.get_error()}")
-        self.matchers[slot] = matcher
         self.requests[slot] = request
+        try:
+            self._advance(slot, matcher, np.asarray(output, np.int64))
+        except RuntimeError:
+            del self.requests[slot]
+            raise
+        self.matchers[slot] = matcher
 
     def free(self, slot: int) -> None:
         self.matchers.pop(slot, None)
         self.requests.pop(slot, None)
 
-    def accepting(self, slot: int) -> bool:
-        return self.matchers[slot].is_accepting()
-
     # -- one step ---------------------------------------------------------------------------
 
     def constrain(self, state) -> StepGrammar:
         """After the proposer ran and the rows were packed, before the target: one host read of the state.
+        The matchers are the background job's until ``masks_ready``.
 
         1. each constrained matcher consumes the tokens the previous step emitted (``accept_tokens``);
         2. a decoding slot's drafts are cut at the first one its grammar forbids (a tree: each forbidden node
            with its subtree); with ``grammar_drafts`` the tokens the grammar forces next become a chain's
            drafts when the proposer's do not already extend them;
         3. changed drafts and their counts are written back (``changed``: the caller packs the rows again);
-        4. every constrained row's bitmask is computed (llguidance's parallel batch calls over the slots'
-           drafts; a tree's node by node) and uploaded with the row index (-1 for every other row).
+        4. every constrained row's index is uploaded (-1 for every other row) and its bitmask computed in the
+           background (llguidance's parallel batch calls over the slots' drafts; a tree's node by node) while
+           the model runs; ``masks_ready`` waits for them and uploads them.
         """
         step = StepGrammar()
+        self.masks_ready()  # a step whose masks were never used (its finish did not run) still ends its job
         self._host_index[:] = -1
         if not self.matchers:
-            paddle.assign(self._host_index, output=self.bitmask_index)
+            _upload(self._host_index, self.bitmask_index)
             self.last = step
             return step
         k = state.num_speculative_tokens
@@ -220,7 +232,7 @@ class GrammarBatch:
                 new_rows[slot] = self._prune(matcher, drafts[slot], int(rows[slot]), width, step)
                 work.append((slot, matcher, None))
             else:
-                proposed = [int(t) for t in drafts[slot, 1 : rows[slot]]]
+                proposed = drafts[slot, 1 : rows[slot]].tolist()
                 kept, allowed, cut, forced = self._drafts(matcher, proposed, k, int(max_dec[slot] - step_idx[slot] - 1))
                 step.cut_drafts += cut
                 step.grammar_drafts += forced
@@ -233,7 +245,7 @@ class GrammarBatch:
         if step.changed:
             self._write_drafts(state, drafts, rows, new_rows)
         step.mask_rows = self._masks(state, work, drafts, new_rows, width)
-        paddle.assign(self._host_index, output=self.bitmask_index)
+        _upload(self._host_index, self.bitmask_index)
         self.last = step
         return step
 
@@ -248,30 +260,45 @@ class GrammarBatch:
         return len(keep)
 
     def _masks(self, state, work, drafts: np.ndarray, rows: np.ndarray, width: int) -> int:
-        """Every constrained row's mask into the host buffer, its index into ``_host_index``, then the upload."""
+        """Every constrained row's index into ``_host_index``; its mask is computed in the background (while the
+        runner runs its model) and uploaded by ``masks_ready``. Returns the count of mask rows."""
         cu = np.concatenate([[0], np.cumsum(rows)])
         base = 0
-        masks = _llguidance().numpy
-        with_drafts, without = [], []  # llguidance's two parallel batch calls (the first takes no empty list)
+        trees, with_drafts, without = [], [], []  # llguidance's batch calls: the first takes no empty list
         for slot, matcher, valid in work:
             count = int(rows[slot]) if valid is None else 1 + len(valid)
             self._host_index[cu[slot] : cu[slot] + count] = np.arange(base, base + count, dtype=np.int32)
             if valid is None:  # a tree: node by node
                 tree = drafts[slot]
-                tree_masks(matcher, tree[:width], tree[width : 2 * width], count,
-                           lambda m, node, at=base: masks.fill_next_token_bitmask(m, self._host_mask, at + node))
+                trees.append((matcher, tree[:width].copy(), tree[width : 2 * width].copy(), count, base))
             elif valid:
                 with_drafts.append((matcher, base, valid))
             else:
                 without.append((matcher, base))
             base += count
+        if base:
+            self._pending = (self._background.submit(self._fill, trees, with_drafts, without, base), base, state.place)
+        return base
+
+    def _fill(self, trees, with_drafts, without, base: int) -> None:
+        """The masks into the host buffer (llguidance's batch calls drop the GIL and run on its own threads)."""
+        masks = _llguidance().numpy
+        for matcher, tokens, parents, count, at in trees:
+            tree_masks(matcher, tokens, parents, count,
+                       lambda m, node, at=at: masks.fill_next_token_bitmask(m, self._host_mask, at + node))
         if with_drafts:
             masks.fill_next_token_bitmask_par_with_draft_tokens(self._executor, with_drafts, self._host_mask[:base])
         if without:
             masks.fill_next_token_bitmask_par(self._executor, without, self._host_mask[:base])
-        if base:
-            self.token_bitmask[:base] = paddle.to_tensor(self._host_mask[:base], place=state.place)
-        return base
+
+    def masks_ready(self) -> None:
+        """Waits for the step's masks and uploads them into ``token_bitmask``: before the sampler (``SpecStep.finish``)."""
+        if self._pending is None:
+            return
+        job, base, place = self._pending
+        self._pending = None
+        job.result()  # an llguidance error surfaces here
+        self.token_bitmask[:base] = paddle.to_tensor(self._host_mask[:base], place=place)
 
     def _read(self, state) -> np.ndarray:
         """The step's one host read, int64: the drafts (a chain's ``[B, K + 1]``; a tree's tokens, parents and
@@ -306,17 +333,23 @@ class GrammarBatch:
         """The changed drafts and draft counts back to the device (the caller packs the rows again)."""
         if state.trees:
             n = state.num_tree_nodes
-            paddle.assign(drafts[:, :n].astype(np.int64), output=state.draft_tree_tokens)
-            paddle.assign(drafts[:, n : 2 * n].astype(np.int32), output=state.draft_tree_parents)
-            paddle.assign(drafts[:, 2 * n :].astype(np.int32), output=state.draft_tree_depths)
+            _upload(drafts[:, :n], state.draft_tree_tokens)
+            _upload(drafts[:, n : 2 * n], state.draft_tree_parents)
+            _upload(drafts[:, 2 * n :], state.draft_tree_depths)
         else:
-            paddle.assign(drafts.astype(np.int64), output=state.draft_tokens)
-        decode = new_rows != rows
-        lengths = np.where(decode, new_rows, 0).astype(np.int32)
-        current = paddle.to_tensor(lengths, place=state.place)
-        mask = paddle.to_tensor(decode, place=state.place)
-        paddle.assign(paddle.where(mask, current, state.seq_lens_this_time.reshape([-1])).reshape(
+            _upload(drafts, state.draft_tokens)
+        changed = new_rows != rows
+        lengths = paddle.to_tensor(np.where(changed, new_rows, 0).astype(np.int32), place=state.place)
+        mask = paddle.to_tensor(changed, place=state.place)
+        paddle.assign(paddle.where(mask, lengths, state.seq_lens_this_time.reshape([-1])).reshape(
             state.seq_lens_this_time.shape), output=state.seq_lens_this_time)
+
+
+def _upload(array: np.ndarray, tensor: paddle.Tensor) -> None:
+    """A host array into a device tensor in place, in the tensor's dtype (one copy: ``paddle.assign`` of a
+    numpy array inspects it element by element)."""
+    source = paddle.to_tensor(np.ascontiguousarray(array), place=tensor.place)
+    paddle.assign(source.astype(tensor.dtype).reshape(tensor.shape), output=tensor)
 
 
 def make_grammar_batch(params: Sequence[Any], tokenizer: Any, state, config) -> tuple[GrammarBatch | None, list]:
@@ -331,10 +364,14 @@ def make_grammar_batch(params: Sequence[Any], tokenizer: Any, state, config) -> 
     end_token = int(state.end_tokens.numpy()[0])
     grammar_tokenizer = GrammarTokenizer(tokenizer, end_token) if tokenizer is not None else None
     compiled = [None if s is None else StructuredOutput.compile(s, grammar_tokenizer, i) for i, s in enumerate(specs)]
+    return grammar_batch(grammar_tokenizer, state, config), compiled
+
+
+def grammar_batch(grammar_tokenizer: GrammarTokenizer, state, config) -> GrammarBatch:
+    """The ``GrammarBatch`` of a state and config (what ``make_grammar_batch`` and ``SpecEngine`` build)."""
     # a chain's REJECTION / BLOCK: the first forbidden draft stays (its rejection draws from the residual);
     # a tree's REJECTION judges one-hot drafts, whose residual a forbidden child leaves unchanged: cut it
     probability = config.speculative and config.verify_strategy in ("rejection", "block") and not state.trees
-    batch = GrammarBatch(grammar_tokenizer, state.max_num_seqs, state.rows_per_slot, state.place,
-                         grammar_drafts=config.grammar_drafts and not probability and not state.trees,
-                         keep_first_forbidden=probability)
-    return batch, compiled
+    return GrammarBatch(grammar_tokenizer, state.max_num_seqs, state.rows_per_slot, state.place,
+                        grammar_drafts=config.grammar_drafts and not probability and not state.trees,
+                        keep_first_forbidden=probability)

@@ -58,8 +58,8 @@ class SpecStep:
         controller: an adaptive draft-length controller: ``plan`` opens ``prepare``, ``observe``
             closes ``finish`` (its host-side ``reset_slot`` / ``refresh_costs`` stay between steps).
         grammar: the run's ``GrammarBatch`` when a request has structured output: after the prepare program
-            it cuts and extends the constrained slots' drafts and writes their masks (``constrain``);
-            where drafts changed the rows are packed and recorded again.
+            it cuts and extends the constrained slots' drafts and starts their masks (``constrain``; where
+            drafts changed the rows are packed and recorded again); ``finish`` waits for the masks.
 
     Raises:
         ValueError: an unknown mode, a proposer that cannot sit in a static step, or a draft
@@ -159,6 +159,8 @@ class SpecStep:
         else:
             args = (self._record, self.pad_rows(logits)) + (
                 (self.pad_rows(hidden.astype("float32")),) if self.observes else ())
+        if self.grammar is not None:
+            self.grammar.masks_ready()  # computed while the model ran
         with paddle.no_grad():
             device_status = self._run("finish", self._finish, args)
         status = StepStatus.read(device_status, self.state.num_speculative_tokens, self._extra_widths)
