@@ -67,8 +67,10 @@ __global__ void __launch_bounds__(kThreads) process_logits_kernel(ProcessLogitsP
         __syncthreads();
         for (int64_t k = 0; owner && k < m; ++k) {
           if (tile[k] != mine) continue;
-          if (start + k < i) owner = false;  // an earlier position owns it
-          else if (start + k >= h.prompt_end) ++count;
+          if (start + k < i)
+            owner = false;  // an earlier position owns it
+          else if (start + k >= h.prompt_end)
+            ++count;
         }
       }
       if (owner) row[mine] = penalized_logit(row[mine], count, repetition, presence, frequency);

@@ -123,8 +123,9 @@ class LogitTables:
         self.logit_bias_values = full([b, w.logit_bias], 0.0, "float32")
         self.bad_words = full([b, w.bad_words], -1, "int64")
 
-    def write(self, slot: int, params: Any) -> None:
-        """Slot ``slot``'s rows of every table from a checked request's parameters."""
+    def write(self, slot: int, params: Any, copy: Any) -> None:
+        """Slot ``slot``'s rows of every table from a checked request's parameters; ``copy`` turns a host
+        array into a device tensor (``SpecState.staging``: nothing kept per call)."""
         w = self.widths
         self.repetition_penalty[slot] = params.repetition_penalty
         self.presence_penalty[slot] = params.presence_penalty
@@ -137,7 +138,7 @@ class LogitTables:
             ids[k], values[k] = token, min(max(float(bias), -LOGIT_BIAS_LIMIT), LOGIT_BIAS_LIMIT)
         for name, row in (("stop_token_ids", stops), ("logit_bias_ids", ids), ("logit_bias_values", values),
                           ("bad_words", bad_words_row(params.bad_words, w.bad_words))):
-            getattr(self, name)[slot] = paddle.to_tensor(row, place=getattr(self, name).place)
+            getattr(self, name)[slot] = copy(row)
 
     def apply(self, logits: paddle.Tensor, state: Any, rows: paddle.Tensor) -> paddle.Tensor:
         """``logits`` as float32 with every row's parameters applied, each row with its own history (the

@@ -265,7 +265,7 @@ class SpecState:
         self.accept_tokens[slot] = -1
         self.ngram_anchor[slot] = -1  # a new request copies from nowhere yet
         self.request_of_slot[slot] = request_id
-        self.logit_tables.write(slot, params)
+        self.logit_tables.write(slot, params, self.staging)
         self.host.insert(slot, prompt, done)
         return slot
 
