@@ -82,11 +82,11 @@ def test_an_xtdk_compiles_the_kernels_for_the_device(setup_ops, monkeypatch, tmp
     commands = setup_ops.planned_commands(["--cuda", "off"])
     xtdk = xpu_kernel_compiles(commands)["clang++"]
     arrays = {path.name for path in (ROOT / "custom_ops" / "xpu").glob("*.xpu")}
-    assert len(arrays) == 10 and {Path(cmd[cmd.index("-c") + 1]).name for cmd in xtdk} == arrays  # not the probes
+    assert len(arrays) == 11 and {Path(cmd[cmd.index("-c") + 1]).name for cmd in xtdk} == arrays  # not the probes
     for cmd in xtdk:
         assert {"--xpu-arch=xpu3", "-std=c++11", "-DFASTSPEC_XTDK", "-D__XPU3__", "-fxpu-launch-return"} <= set(cmd)
     launchers = [cmd for cmd in commands if "--xpu-host-only" in cmd]
-    assert len(launchers) == 7 and all(cmd[cmd.index("-x") + 1] == "xpu" for cmd in launchers)
+    assert len(launchers) == 8 and all(cmd[cmd.index("-x") + 1] == "xpu" for cmd in launchers)
     op_library = next(cmd for cmd in commands if cmd[:2] == ["g++", "-shared"] and "-lxpurt" in cmd)
     assert any(arg.endswith(".device.bin.o") for arg in op_library)
     paddle_ops = next(cmd for cmd in commands if cmd[-3].endswith("paddle_ops.cc"))
@@ -141,7 +141,7 @@ from fastspec import reference as ref
 from bench.workloads import ngram_inputs
 from tests.ngram_cases import ARRAY_NAMES
 
-print(ctypes.CDLL(kernels.module().__file__).fastspec_simd_level())
+print(ctypes.CDLL(arrays.module().__file__).fastspec_simd_level())
 rng = np.random.default_rng(7)
 vocab, rows = 20000, 6
 peaked = np.exp(rng.normal(0, 5, (rows // 2, vocab)))
@@ -156,17 +156,17 @@ bid = np.arange(rows, dtype=np.int32)
 cu = np.arange(rows + 1, dtype=np.int32)
 for probs in (p32, (p32.view(np.uint32) >> 16).astype(np.uint16), p32.astype(np.float16)):
     ids, scores, lens = np.empty((rows, 16), np.int64), np.empty((rows, 16), np.float32), np.empty(rows, np.int32)
-    kernels.top_p_candidates(probs, top_p, bid, ids, scores, lens, max_candidate_len=16)
+    arrays.top_p_candidates(probs, top_p, bid, ids, scores, lens, max_candidate_len=16)
     want = ref.top_p_candidates(probs, top_p, bid, max_candidate_len=16)
     for got, exp in zip((ids, scores, lens), want):
         assert np.array_equal(got.view(np.uint8), np.ascontiguousarray(exp).view(np.uint8)), probs.dtype
     tokens = np.empty(rows, np.int64)
-    kernels.sample_tokens(probs, top_p, top_k, seed, step, bid, cu, tokens)
+    arrays.sample_tokens(probs, top_p, top_k, seed, step, bid, cu, tokens)
     assert np.array_equal(tokens, ref.sample_tokens(probs, top_p, top_k, seed, step, bid, cu)), probs.dtype
 for kind in ("nomatch", "text"):
     a = ngram_inputs(kind, 4, 3000)
     drafts, lens = ref.ngram_match(*(a[n].copy() for n in ARRAY_NAMES), max_ngram_size=5)
-    kernels.ngram_match(*(a[n] for n in ARRAY_NAMES), max_ngram_size=5)
+    arrays.ngram_match(*(a[n] for n in ARRAY_NAMES), max_ngram_size=5)
     assert np.array_equal(a["draft_tokens"], drafts) and np.array_equal(a["seq_lens_this_time"], lens), kind
 """
 
