@@ -52,7 +52,7 @@ def inputs(batch: int, history: int, vocab: int, seed: int = 0) -> dict[str, np.
 
 
 def cpu_rows(batches: list[int], history: int, vocab: int) -> list[dict]:
-    from fastspec import arrays as kernels
+    import fastspec.arrays
 
     print(f"CPU; K = {K}, V = {vocab}, {history}-token histories; floor = one read of the logits with the "
           "kernels' threads; ratio = time / floor")
@@ -66,7 +66,7 @@ def cpu_rows(batches: list[int], history: int, vocab: int) -> list[dict]:
                 arrays["repetition_penalty"][:] = 1.0
                 arrays["presence_penalty"][:] = 0.0
                 arrays["frequency_penalty"][:] = 0.0
-            launch = kernels.prepare("process_logits", *(arrays[n] for n in NAMES))
+            launch = fastspec.arrays.prepare("process_logits", *(arrays[n] for n in NAMES))
             seconds = median_seconds(launch, repeat=10, warmup=1, budget_s=20.0)
             print(f"{batch:4d} {batch * (K + 1):6d} {penalties:>10} {fmt_time(seconds)} {fmt_time(floor)} "
                   f"{seconds / floor:6.2f}", flush=True)

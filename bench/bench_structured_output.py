@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What grammar masks cost a speculative step, on CPU: the host side (llguidance) and the op.
 
-    python bench/bench_structured_output.py                  # B = 1, 32, 256; K = 5
-    python bench/bench_structured_output.py --batches 1,32 --vocab 8000
+    python -m bench.bench_structured_output                  # B = 1, 32, 256; K = 5
+    python -m bench.bench_structured_output --batches 1,32 --vocab 8000
 
 Every slot decodes under the demo's JSON schema (configs/release_note.schema.json) with a byte-level BPE
 tokenizer trained on the project's text (``--vocab`` ids at most; BPE stops when the text has no more
@@ -29,14 +29,11 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json  # noqa: E402
-from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors  # noqa: E402
+from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json
+from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
 
 K = 5
 ACCEPTED = 3  # tokens a slot keeps per simulated step

@@ -63,10 +63,10 @@ def cases(seed: int, count: int, **kw) -> list[tuple[dict[str, np.ndarray], dict
 
 def run_arrays(arrays: dict[str, np.ndarray], attrs: dict, **options) -> np.ndarray:
     """The op through fastspec.arrays on copies; the logits after the call."""
-    from fastspec import arrays as kernels
+    import fastspec.arrays
 
     c = {name: np.ascontiguousarray(value).copy() for name, value in arrays.items()}
-    kernels.apply_token_bitmask(*(c[name] for name in NAMES), **attrs, **options)
+    fastspec.arrays.apply_token_bitmask(*(c[name] for name in NAMES), **attrs, **options)
     return c["logits"]
 
 

@@ -104,10 +104,10 @@ def cases(seed: int, count: int, **kw) -> list[dict[str, np.ndarray]]:
 
 def run_arrays(arrays: dict[str, np.ndarray], **options) -> np.ndarray:
     """The op through fastspec.arrays on a copy of the logits; the logits after the call."""
-    from fastspec import arrays as kernels
+    import fastspec.arrays
 
     c = {name: None if value is None else np.ascontiguousarray(value).copy() for name, value in arrays.items()}
-    kernels.process_logits(*(c[name] for name in NAMES), **options)
+    fastspec.arrays.process_logits(*(c[name] for name in NAMES), **options)
     return c["logits"]
 
 

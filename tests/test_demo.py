@@ -14,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 def test_demo_short_mode(tmp_path):
     out = tmp_path / "demo"
     proc = subprocess.run(
@@ -89,6 +90,17 @@ def test_unknown_corpus_is_rejected():
         copy_edit_workload(1, 60, corpus="elsewhere")
 
 
+def test_demo_stream_serves_and_prints_tokens_as_they_come(tmp_path, capsys):
+    """--stream: the requests through a SpecEngine, one line per request and step, checked against spec off."""
+    from fastspec.demo import cli
+
+    assert cli.main(["--short", "--stream", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if "] request " in line]
+    assert any(" +" in line for line in lines) and sum("done (" in line for line in lines) == 2
+    assert "lossless check: PASS (2/2 streamed outputs identical to spec off)" in out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["lossless"] == "PASS" and summary["stream"]["identical_to_spec_off"] == 2
 def test_demo_penalties_stay_lossless(tmp_path):
     """--repetition-penalty, --presence-penalty and --frequency-penalty reach every request, and spec on
     still emits spec off's tokens (the lossless check); they change what is written."""

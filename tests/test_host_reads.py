@@ -105,6 +105,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("method, step_mode", CASES, ids=[f"{m}-{s}" for m, s in CASES])
+@pytest.mark.slow
 def test_at_most_one_host_read_per_step(method, step_mode):
     run(method, step_mode)  # warm: a static program's build happens outside the count
     with counted_reads() as reads:

@@ -5,6 +5,8 @@ On the fixed builtin corpus (fastspec/demo/data/), like tests/test_demo.py.
 
 import json
 
+import pytest
+
 from fastspec.demo import cli
 
 
@@ -26,6 +28,7 @@ def test_demo_method_mtp_rejection_short(tmp_path):
     assert summary["spec_on"]["mean_accepted_length"] > 1.5
 
 
+@pytest.mark.slow
 def test_demo_method_eagle3_with_the_static_step(tmp_path, capsys):
     """The README's eagle3 command: the demo's target exposes its aux states through the mixin."""
     assert cli.main(["--short", "--corpus", "builtin", "--method", "eagle3", "--static-step", "--no-plot",

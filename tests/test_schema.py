@@ -75,3 +75,14 @@ def test_docstring_example_runs(front_end, name):
     for test in finder.find(fn, name, globs={}):
         runner.run(test)
     assert runner.failures == 0 and runner.tries > 2
+
+
+def test_every_shape_symbol_has_its_params_field():
+    """A size the schema names reaches the kernels only through SIZES (the generated builders fill that
+    field): a symbol missing there leaves its field 0 without a compile error."""
+    from fastspec.core.schema import SIZES
+
+    for op in SCHEMAS.values():
+        for tensor in op.tensors:
+            for dim in (d for alt in tensor.shapes for d in alt if d.symbol and d.symbol not in op.attr_names):
+                assert dim.symbol in SIZES or f"{dim.symbol} + 1" in SIZES, (op.name, tensor.name, str(dim))

@@ -46,6 +46,30 @@ def test_insert_errors():
         SpecState(1, 8, 1, end_tokens=[])
 
 
+def test_insert_keeps_every_bit_of_a_seed():
+    state = SpecState(3, 8, 1, end_tokens=[0], place="cpu")
+    seeds = [2**62 + 1, 2**62, -(2**63) + 3]  # a Python int written into an element would pass through float64
+    for seed in seeds:
+        state.insert([1], RequestParams(seed=seed, max_dec_len=2))
+    assert state.seed.numpy().tolist() == seeds
+
+
+def test_insert_a_resumed_request_with_its_output():
+    """A preempted request comes back with its output: a prefill of prompt + output at the same positions."""
+    state = SpecState(2, 12, 2, end_tokens=[0], place="cpu")
+    state.insert([7, 7], RequestParams(seed=1, max_dec_len=4), request_id="x")
+    slot = state.insert([4, 5, 6], RequestParams(seed=3, max_dec_len=6), request_id="y", output=[8, 9])
+    assert slot == 1 and state.request_of_slot == ["x", "y"]
+    assert state.token_ids_all.numpy()[1, :6].tolist() == [4, 5, 6, 8, 9, -1]
+    assert (int(state.prompt_lens[1]), int(state.step_idx[1]), int(state.seq_lens_encoder[1])) == (3, 2, 5)
+    assert int(state.seq_lens_this_time[1]) == 5 and int(state.seq_lens_decoder[1]) == 0
+    assert state.output(1).tolist() == [8, 9]
+    state.free(1)
+    with pytest.raises(ValueError, match="an output of 4 tokens leaves nothing to generate \\(max_dec_len 4\\)"):
+        state.insert([4], RequestParams(seed=3, max_dec_len=4), output=[1, 2, 3, 4])
+    assert state.free_slots == [1]
+
+
 def test_steps_update_tensors_in_place():
     """Allocated once: proposer + sampler steps leave every buffer where it was (CUDA Graph friendly)."""
     state = SpecState(2, 24, 3, end_tokens=[0], place="cpu")

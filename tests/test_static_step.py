@@ -65,6 +65,7 @@ CASES = [("ngram", s) for s in ("greedy", "target_match", "topp")] + [
 
 
 @pytest.mark.parametrize("method, strategy", CASES, ids=[f"{m}-{s}" for m, s in CASES])
+@pytest.mark.slow
 def test_static_steps_equal_the_eager_steps_bit_for_bit(method, strategy):
     eager, eager_steps = run(method, strategy, None)
     static, static_steps = run(method, strategy, "static")
@@ -80,6 +81,7 @@ def test_static_steps_equal_the_eager_steps_bit_for_bit(method, strategy):
 
 
 @pytest.mark.parametrize("method, strategy", [("ngram", "topp"), ("hybrid", "rejection"), ("eagle3", "target_match")])
+@pytest.mark.slow
 def test_the_adaptive_controller_inside_the_static_step(method, strategy):
     """plan opens the prepare program and observe closes the finish program: same plans, same bits."""
     eager, eager_steps = run(method, strategy, None, adaptive=True)
@@ -93,6 +95,7 @@ def test_the_adaptive_controller_inside_the_static_step(method, strategy):
     assert len(np.unique(plans)) > 1  # the controller really varied the draft lengths
 
 
+@pytest.mark.slow
 def test_greedy_static_step_equals_spec_off():
     off, _ = run("naive", "topp", None, greedy=True)
     on, _ = run("mtp", "greedy", "static", greedy=True)
@@ -100,6 +103,7 @@ def test_greedy_static_step_equals_spec_off():
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow
 def test_spec_step_eager_mode_runs_the_same_code():
     eager, _ = run("hybrid", "rejection", "eager")
     static, _ = run("hybrid", "rejection", "static")

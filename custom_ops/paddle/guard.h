@@ -174,7 +174,7 @@ class Call {
   explicit Call(const OpSpec& spec)
       : spec_(spec), refs_(spec.num_tensors), tensors_(spec.num_tensors),
         attrs_(spec.num_attrs > 0 ? spec.num_attrs : 1), dims_(spec.num_symbols, -1),
-        bound_(spec.num_symbols, false), source_(spec.num_symbols) {}
+        bound_(spec.num_symbols, false), source_(spec.num_symbols, 0) {}
 
   void input(int index, const paddle::Tensor& t) { set(index, t); }
   void input(int index, const paddle::optional<paddle::Tensor>& t) {
@@ -190,7 +190,7 @@ class Call {
     const int64_t strategy = spec_.strategy_attr >= 0 ? attrs_[spec_.strategy_attr] : -1;
     int first_multi = -1;
     std::vector<int> absent_needed;  // tensors the call needs that came absent (or empty)
-    std::vector<int> checked;        // the present tensors the call reads, in schema order
+    int first = -1;                  // the first present tensor the call reads
     for (int i = 0; i < spec_.num_inputs; ++i) {
       const TensorSpec& ts = spec_.tensors[i];
       fastspec::TensorRef& ref = refs_[i];
@@ -220,15 +220,15 @@ class Call {
         }
       }
       bind(i, t.shape());
-      checked.push_back(i);
+      if (first < 0) first = i;
     }
-    for (int i : checked) {
-      const paddle::Place& first = tensors_[checked[0]].place();
-      if (tensors_[i].place() == first) continue;
+    for (int i = first + 1; first >= 0 && i < spec_.num_inputs; ++i) {  // present now: read by the call
+      const paddle::Place& place = tensors_[first].place();
+      if (!refs_[i].present || tensors_[i].place() == place) continue;
       const std::string device = device_name(tensors_[i].place());
-      fail(std::string("argument '") + spec_.tensors[i].name + "' is on " + device + ", not on " + device_name(first),
+      fail(std::string("argument '") + spec_.tensors[i].name + "' is on " + device + ", not on " + device_name(place),
            Record("device", spec_.tensors[i].name).text("actual", device)
-               .text("other", spec_.tensors[checked[0]].name).text("other_device", device_name(first)));
+               .text("other", spec_.tensors[first].name).text("other_device", device_name(place)));
     }
     for (int i : absent_needed) expect_may_be_empty(spec_.tensors[i]);
     for (int s = 0; s < spec_.num_symbols; ++s) {
@@ -237,21 +237,23 @@ class Call {
       if ((r.lo != kNoBound && dims_[s] < r.lo) || (r.hi != kNoBound && dims_[s] > r.hi)) {
         fail(std::string(spec_.symbols[s]) + " = " + std::to_string(dims_[s]) + " is out of range",
              Record("symbol_range").number("actual", dims_[s]).text("symbol", spec_.symbols[s])
-                 .text("source", source_[s]));
+                 .text("source", source_of(s)));
       }
     }
   }
 
   // The devices' limits on the sizes (after the attribute ranges, as the Python checks).
   void check_limits() const {
-    const std::string backend = device_name(tensors_[first_present()].place());
+    const paddle::Place& place = tensors_[first_present()].place();
+    if (spec_.num_limits == 0 || place.GetType() == phi::AllocationType::CPU) return;  // no CPU limits
+    const std::string backend = device_name(place);
     for (int l = 0; l < spec_.num_limits; ++l) {
       const Limit& limit = spec_.limits[l];
       const int s = limit.symbol;
       if (backend.rfind(limit.backend, 0) != 0 || !bound_[s] || dims_[s] <= limit.limit) continue;
       fail(std::string(spec_.symbols[s]) + " = " + std::to_string(dims_[s]) + " exceeds the " + limit.backend +
                " limit of " + std::to_string(limit.limit),
-           Record("limit").number("actual", dims_[s]).text("symbol", spec_.symbols[s]).text("source", source_[s])
+           Record("limit").number("actual", dims_[s]).text("symbol", spec_.symbols[s]).text("source", source_of(s))
                .text("backend", limit.backend));
     }
   }
@@ -366,13 +368,13 @@ class Call {
         if (!bound_[d.symbol]) {
           bound = value;
           bound_[d.symbol] = true;
-          source_[d.symbol] = ts.name;
+          source_[d.symbol] = index;
         } else if (bound != value) {
           fail(std::string("argument '") + ts.name + "' has shape " + shape_text(shape) + ", which disagrees with " +
                    spec_.symbols[d.symbol] + " = " + std::to_string(bound),
                Record("size", ts.name).number("actual", shape[a]).number("axis", a)
                    .text("symbol", spec_.symbols[d.symbol]).number("offset", d.offset)
-                   .number("expected", bound + d.offset).text("source", source_[d.symbol]));
+                   .number("expected", bound + d.offset).text("source", source_of(d.symbol)));
         }
       }
       return;
@@ -410,7 +412,8 @@ class Call {
   std::vector<int64_t> attrs_;
   std::vector<int64_t> dims_;
   std::vector<bool> bound_;  // dims_[s] was set by a tensor
-  std::vector<std::string> source_;  // the tensor that set it
+  std::vector<int> source_;  // the tensor that set it
+  const char* source_of(int symbol) const { return spec_.tensors[source_[symbol]].name; }
 };
 
 }  // namespace fastspec_paddle

@@ -25,6 +25,9 @@ _CALLS: dict[str, Callable[[], tuple[Arrays, dict[str, Any]]]] = {}
 
 def _example(*ops: str) -> Callable:
     def register(build: Callable[[], tuple[Arrays, dict[str, Any]]]) -> Callable:
+        written = set(ops) & set(_CALLS)
+        if written:  # a merge that kept two calls of one op: the later would win unseen
+            raise ValueError(f"a second example call of {sorted(written)}")
         _CALLS.update(dict.fromkeys(ops, build))
         return build
 

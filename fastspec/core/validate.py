@@ -49,7 +49,7 @@ def _check_attr(op: OpSchema, attr: Attr, value: Any) -> Any:
     if attr.kind == "str" and isinstance(value, enum.Enum):
         value = value.value
     wrong = {"int": not isinstance(value, int) or isinstance(value, bool), "bool": not isinstance(value, bool),
-             "str": not isinstance(value, str)}[attr.kind]
+             "str": not isinstance(value, str)}.get(attr.kind, False)
     if wrong:
         raise error(op, Refusal("attr_type", attr.name, type(value).__name__, {"kind": attr.kind}))
     value = int(value) if attr.kind == "int" else value.lower() if attr.kind == "str" else value

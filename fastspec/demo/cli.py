@@ -7,6 +7,7 @@
     python -m fastspec.demo --method eagle3   # an EAGLE3 head over the target's aux hidden states
     python -m fastspec.demo --tree     # draft trees (top-k per depth) against the chain, method mtp by default
     python -m fastspec.demo --tree --method suffix   # the suffix cache's trees against its chains
+    python -m fastspec.demo --stream   # serve the requests through a SpecEngine, streaming tokens as they come
     python -m fastspec.demo --structured-output json   # JSON-schema requests, spec off vs on, grammar drafts
 
 Runs the same requests with speculation off and on, prints a summary table (mean accepted
@@ -79,6 +80,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--tree", action="store_true",
                    help="also run draft trees (the head's top-k per depth, or the suffix cache's, docs/trees.md) and show "
                         "them against the chain (method mtp unless --method eagle3 or suffix; skips the adaptive run)")
+    p.add_argument("--stream", action="store_true",
+                   help="serve the requests through a SpecEngine (one arriving per step) and print each request's tokens "
+                        "as they are accepted, then check them against spec off (docs/serving.md); skips the comparisons")
     p.add_argument("--tree-top-k", type=int_range(1, 16), default=2,
                    help="--tree: candidates per depth (method suffix: continuations per node; default 2)")
     p.add_argument("--tree-nodes", type=int_range(2, MAX_TREE_NODES), default=8,
@@ -188,7 +192,6 @@ def run_one(label, model, workload, config, args, max_model_len, warmup=False, d
             cost_model=None):
     from fastspec.runtime.generation import default_params, generate
 
-    s = config.sampling
     count = 1 if warmup else len(workload.prompts)
     params = [dataclasses.replace(p, max_dec_len=4 if warmup else len(workload.references[i]) + 8)
               for i, p in enumerate(default_params(config, count))]
@@ -310,6 +313,19 @@ def main(argv=None) -> int:
              if config.method in ("mtp", "eagle3") else "")
           + (f", aux layers {list(model.aux_layer_ids)}" if config.method == "eagle3" else ""))
 
+    if args.stream:
+        from fastspec.demo.stream import stream
+
+        verdict, streamed = stream(model, workload, config, args, max_model_len, draft_model=draft_model)
+        out = Path(args.out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise UserError(f"--out {out}: cannot create the folder: {error.strerror or error}") from error
+        (out / "summary.json").write_text(json.dumps({"args": vars(args), "config": config.to_dict(), "stream": streamed,
+                                                      "lossless": verdict}, indent=2, default=str))
+        print(f"wrote {out / 'summary.json'}")
+        return 0 if verdict != "FAIL" else 1
     spec_off = config.replace(method="none", num_speculative_tokens=0)
     step_mode = "static" if args.static_step else None
     for warm in (spec_off, config):  # first calls pay one-time costs; keep them out of the timings

@@ -170,14 +170,20 @@ class GrammarBatch:
 
     # -- requests ---------------------------------------------------------------------------
 
-    def insert(self, slot: int, constraint: StructuredOutput, request: Any) -> None:
-        """Starts ``slot``'s matcher (before the state takes the request; a failure leaves everything as it was)."""
+    def insert(self, slot: int, constraint: StructuredOutput, request: Any, output: Sequence[int] = ()) -> None:
+        """Starts ``slot``'s matcher (before the state takes the request; a failure leaves everything as it was);
+        ``output``: what a resumed request already generated, which the matcher consumes."""
         llg = _llguidance()
         matcher = llg.LLMatcher(self.tokenizer.llg, constraint.grammar, log_level=0)
         if matcher.is_error():
             raise StructuredOutputError(f"request {request}: structured_output {constraint.kind}: {matcher.get_error()}")
-        self.matchers[slot] = matcher
         self.requests[slot] = request
+        try:
+            self._advance(slot, matcher, np.asarray(output, np.int64))
+        except RuntimeError:
+            del self.requests[slot]
+            raise
+        self.matchers[slot] = matcher
 
     def free(self, slot: int) -> None:
         self.matchers.pop(slot, None)
@@ -358,10 +364,14 @@ def make_grammar_batch(params: Sequence[Any], tokenizer: Any, state, config) -> 
     end_token = int(state.end_tokens.numpy()[0])
     grammar_tokenizer = GrammarTokenizer(tokenizer, end_token) if tokenizer is not None else None
     compiled = [None if s is None else StructuredOutput.compile(s, grammar_tokenizer, i) for i, s in enumerate(specs)]
+    return grammar_batch(grammar_tokenizer, state, config), compiled
+
+
+def grammar_batch(grammar_tokenizer: GrammarTokenizer, state, config) -> GrammarBatch:
+    """The ``GrammarBatch`` of a state and config (what ``make_grammar_batch`` and ``SpecEngine`` build)."""
     # a chain's REJECTION / BLOCK: the first forbidden draft stays (its rejection draws from the residual);
     # a tree's REJECTION judges one-hot drafts, whose residual a forbidden child leaves unchanged: cut it
     probability = config.speculative and config.verify_strategy in ("rejection", "block") and not state.trees
-    batch = GrammarBatch(grammar_tokenizer, state.max_num_seqs, state.rows_per_slot, state.place,
-                         grammar_drafts=config.grammar_drafts and not probability and not state.trees,
-                         keep_first_forbidden=probability)
-    return batch, compiled
+    return GrammarBatch(grammar_tokenizer, state.max_num_seqs, state.rows_per_slot, state.place,
+                        grammar_drafts=config.grammar_drafts and not probability and not state.trees,
+                        keep_first_forbidden=probability)

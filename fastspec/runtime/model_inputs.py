@@ -59,7 +59,8 @@ def build_model_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple] 
     rows = (cu[1:] - cu[:-1]).astype("int64")
     start = state.prompt_lens + state.step_idx  # a decode slot's first draft column
     prefill = state.seq_lens_encoder > 0
-    lengths = paddle.where(rows > 0, paddle.where(prefill, state.prompt_lens, start + rows - 1), paddle.zeros_like(rows))
+    # a prefill's one row sits after the prompt (and the output a resumed request already has): start - 1
+    lengths = paddle.where(rows > 0, paddle.where(prefill, start, start + rows - 1), paddle.zeros_like(rows))
     # drafts into the grid: column c of slot b holds draft c - start[b] when 0 <= c - start[b] < rows[b] - 1
     k = state.num_speculative_tokens
     offset = state._column_index - start.unsqueeze(-1)
@@ -70,7 +71,7 @@ def build_model_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple] 
     row_slot = state.batch_id_per_token_output
     slot = paddle.clip(row_slot, min=0)
     index = state._row_index - paddle.gather(cu, slot)  # the row's index among its slot's rows
-    last = paddle.gather(paddle.where(prefill, state.prompt_lens - 1, start - 1), slot)
+    last = paddle.gather(start - 1, slot)
     row_pos = paddle.where(row_slot >= 0, last + index.astype("int64"), paddle.zeros_like(last))
     inputs = ModelInputs(tokens=tokens, lengths=lengths, row_slot=row_slot, row_pos=row_pos,
                          prompt_lens=state.prompt_lens, request_ids=list(state.request_of_slot))
@@ -94,11 +95,11 @@ def _tree_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple]]:
     row_slot, row_pos, row_col, drafted = [], [], [], {}
     for b in np.flatnonzero(rows > 0):
         p, s, n = int(prompt_lens[b]), int(step_idx[b]), int(rows[b])
-        if enc[b] > 0:  # prefill: one row, after the whole prompt
-            lengths[b] = p
+        if enc[b] > 0:  # prefill: one row, after the prompt (and the output a resumed request already has)
+            lengths[b] = p + s
             row_slot.append(b)
-            row_pos.append(p - 1)
-            row_col.append(p - 1)
+            row_pos.append(p + s - 1)
+            row_col.append(p + s - 1)
             drafted[b] = (False, nodes[b, :1], parents[b, :1], depths[b, :1])
             continue
         tokens[b, p + s : p + s + n - 1] = nodes[b, 1:n]

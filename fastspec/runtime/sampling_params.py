@@ -18,9 +18,9 @@ import paddle
 from fastspec import ops
 
 LOGIT_BIAS_LIMIT = 100.0  # a bias is clamped to [-100, 100], as the OpenAI API does
-# The parameters a request may set, each with the value that turns it off.
-NEUTRAL = {"repetition_penalty": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0, "min_p": 0.0,
-           "logit_bias": {}, "bad_words": [], "min_tokens": 0, "stop_token_ids": [], "stop": [], "logprobs": None}
+# Parameters a request may name but that nothing applies yet: any value but the one that turns them
+# off is refused, so that no request silently gets less than it asked for.
+NOT_APPLIED_YET = {"min_p": 0.0, "stop_token_ids": [], "stop": [], "logprobs": None}
 
 
 class InvalidRequestError(ValueError):
@@ -40,7 +40,8 @@ def check_request(params: Any, request: Any, vocab_size: int | None = None,
                   widths: TableWidths | None = None) -> None:
     """Raises ``InvalidRequestError`` naming ``request`` and the parameter when one is out of range:
     a repetition penalty <= 0, a penalty that is not finite, min_p outside [0, 1], a token id outside
-    the vocabulary, an empty sequence, a negative min_tokens or logprobs, a list over its width."""
+    the vocabulary, an empty sequence, a negative min_tokens or logprobs, a list over its width; and a
+    parameter of ``NOT_APPLIED_YET`` set to anything but its neutral value."""
     widths = widths or TableWidths()
 
     def fail(name: str, message: str) -> None:
@@ -87,6 +88,9 @@ def check_request(params: Any, request: Any, vocab_size: int | None = None,
     sequences("stop", params.stop)
     if params.logprobs is not None and (not isinstance(params.logprobs, (int, np.integer)) or params.logprobs < 0):
         fail("logprobs", f"must be None or an integer >= 0, got {params.logprobs!r}")
+    for name, off in NOT_APPLIED_YET.items():
+        if getattr(params, name) != off:
+            fail(name, f"is not applied yet: only {off!r} is taken, got {getattr(params, name)!r}")
 
 
 def bad_words_row(bad_words: Sequence[Sequence[int]], width: int) -> np.ndarray:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Iterator, Sequence
+from typing import Hashable, Iterator, Sequence
 
 import numpy as np
 import paddle
@@ -36,12 +36,37 @@ class RequestParams:
     logit_bias: dict[int, float] = field(default_factory=dict)  # token id -> added to its logit, clamped to [-100, 100]
     bad_words: list[list[int]] = field(default_factory=list)  # a sequence's last token is banned after the rest
     min_tokens: int = 0  # end and stop tokens are banned until this many tokens are out
+    # not applied yet: only the neutral value is taken (fastspec.runtime.sampling_params.NOT_APPLIED_YET)
     stop_token_ids: list[int] = field(default_factory=list)  # end the request like an end token
     stop: list[list[int]] = field(default_factory=list)  # token sequences that end the request after them
     logprobs: int | None = None  # n >= 0: each token's log-probability and the n most likely
     # a grammar the output must follow: exactly one of json_schema (a dict or JSON string), json_object (True),
     # regex, lark (docs/structured_output.md); needs generate(..., tokenizer=...)
     structured_output: dict | None = None
+
+
+class HostCopies:
+    """Host arrays as device tensors, for a write into a buffer that follows at once.
+
+    Paddle 3.3's ``paddle.to_tensor`` keeps about 112 bytes per call for the life of the process,
+    which a server inserting requests for days cannot afford; refilling one staging tensor per shape
+    and dtype with ``set_value`` keeps nothing (and every bit of an int64). The tensor returned is
+    the staging tensor itself: the next call of the same shape overwrites it.
+    """
+
+    def __init__(self, place) -> None:
+        self.place = place
+        self._staging: dict = {}
+
+    def __call__(self, array) -> paddle.Tensor:
+        array = np.ascontiguousarray(array)
+        key = (array.shape, array.dtype.str)
+        staging = self._staging.get(key)
+        if staging is None:
+            staging = self._staging[key] = paddle.to_tensor(array, place=self.place)
+        else:
+            staging.set_value(array)
+        return staging
 
 
 class HostSlots:
@@ -61,10 +86,12 @@ class HostSlots:
         self.decoder = np.zeros(b, np.int64)
         self._kept: list[list[np.ndarray]] = [[] for _ in range(b)]
 
-    def insert(self, slot: int, prompt: np.ndarray) -> None:
-        self.prompts[slot], self._kept[slot] = prompt.copy(), []
+    def insert(self, slot: int, prompt: np.ndarray, output: np.ndarray | None = None) -> None:
+        """``output``: what a resumed request already generated (its prefill covers prompt + output)."""
+        done = [] if output is None or len(output) == 0 else [np.asarray(output, np.int64).copy()]
+        self.prompts[slot], self._kept[slot] = prompt.copy(), done
         self.stopped[slot], self.blocked[slot] = False, False
-        self.encoder[slot], self.decoder[slot] = len(prompt), 0
+        self.encoder[slot], self.decoder[slot] = len(prompt) + sum(map(len, done)), 0
 
     def free(self, slot: int) -> None:
         self.prompts[slot], self._kept[slot] = None, []
@@ -167,8 +194,9 @@ class SpecState:
         self.accept_nodes = full([b, k + 1], -1, "int32") if n else None
         self.num_rows = 0  # packed output rows of the current step (host int)
         self._free = list(range(b))
-        self.request_of_slot: list[int | None] = [None] * b
+        self.request_of_slot: list = [None] * b  # the caller's request id, None when free
         self.host = HostSlots(b)  # what the host knows of each slot without reading the device
+        self.staging = HostCopies(self.place)  # host-to-device writes between steps
         self.vocab_size = vocab_size  # token ids a request names are checked against it when known
         self.logit_tables = LogitTables(b, self.place, table_widths)  # penalties, bias, bans (sampling_params.py)
         self._phases: tuple | None = None  # slot_phases within phases_fixed
@@ -179,18 +207,26 @@ class SpecState:
     def free_slots(self) -> list[int]:
         return list(self._free)
 
-    def insert(self, prompt: Sequence[int], params: RequestParams, request_id: int | None = None) -> int:
+    def insert(self, prompt: Sequence[int], params: RequestParams, request_id: Hashable = None,
+               output: Sequence[int] | None = None) -> int:
         """Puts a request into a free slot as a prefill; returns the slot.
+
+        ``output``: the tokens the request already generated (a preempted request resuming). They
+        go in after the prompt and ``step_idx`` starts at their count, so the prefill recomputes
+        prompt + output and the request goes on at the positions (and so the random draws) where
+        it stopped; ``prompt_lens`` stays the prompt's.
 
         Raises:
             RuntimeError: no free slot.
-            ValueError: empty prompt, or prompt + max_dec_len longer than max_model_len.
+            ValueError: empty prompt, prompt + max_dec_len longer than max_model_len, or an output
+                that already reached max_dec_len.
             InvalidRequestError: a sampling parameter out of range (``check_request``); nothing changes.
         """
         if not self._free:
             raise RuntimeError("SpecState.insert: no free slot (max_num_seqs reached)")
         prompt = np.asarray(prompt, dtype=np.int64).reshape(-1)
-        p = len(prompt)
+        done = np.zeros(0, np.int64) if output is None else np.asarray(output, dtype=np.int64).reshape(-1)
+        p, s = len(prompt), len(done)
         if p == 0:
             raise ValueError("SpecState.insert: the prompt is empty")
         if p + params.max_dec_len > self.max_model_len:
@@ -198,15 +234,20 @@ class SpecState:
                 f"SpecState.insert: prompt length {p} + max_dec_len {params.max_dec_len} exceeds "
                 f"max_model_len {self.max_model_len}"
             )
+        if s >= params.max_dec_len:
+            raise ValueError(f"SpecState.insert: an output of {s} tokens leaves nothing to generate "
+                             f"(max_dec_len {params.max_dec_len})")
         check_request(params, request_id, self.vocab_size, self.logit_tables.widths)
         slot = self._free.pop(0)
         row = np.full(self.max_model_len, -1, dtype=np.int64)
         row[:p] = prompt
-        self.token_ids_all[slot] = self._tensor(row)
+        row[p : p + s] = done
+        self.token_ids_all[slot] = self.staging(row)
         self.prompt_lens[slot] = p
-        self.step_idx[slot] = 0
+        self.step_idx[slot] = s
         self.max_dec_len[slot] = params.max_dec_len
-        self.seed[slot] = params.seed
+        # through an int64 tensor: a Python int assigned to an element goes through float64 (53 bits)
+        self.seed[slot] = self.staging(np.array(params.seed, dtype=np.int64))
         self.temperature[slot] = params.temperature
         self.top_p[slot] = params.top_p
         self.top_k[slot] = params.top_k
@@ -214,9 +255,9 @@ class SpecState:
         self.sample_temperature[slot] = 1.0 if greedy else params.temperature
         self.sample_top_p[slot] = 0.0 if greedy else params.top_p
         self.sample_top_k[slot] = 1 if greedy else params.top_k
-        self.seq_lens_encoder[slot] = p
+        self.seq_lens_encoder[slot] = p + s
         self.seq_lens_decoder[slot] = 0
-        self.seq_lens_this_time[slot] = p
+        self.seq_lens_this_time[slot] = p + s
         self.accept_num[slot] = 0
         self.stop_flags[slot] = False
         self.is_block_step[slot] = False
@@ -225,7 +266,7 @@ class SpecState:
         self.ngram_anchor[slot] = -1  # a new request copies from nowhere yet
         self.request_of_slot[slot] = request_id
         self.logit_tables.write(slot, params)
-        self.host.insert(slot, prompt)
+        self.host.insert(slot, prompt, done)
         return slot
 
     def finished_slots(self, status=None) -> list[int]:

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ROWS = [c.name for c in cases()]
 
 
+@pytest.mark.slow
 def test_check_passes_here():
     proc = subprocess.run([sys.executable, "-m", "fastspec", "check"], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)

@@ -146,6 +146,7 @@ BENCH_ERRORS = {  # one bad value per script, checked where it is parsed
     "bench_ngram_match": (["--lens", "4096,x"], "argument --lens: every item must be an integer, got 'x'"),
     "bench_rejection_target": (["--k", "65"], "argument --k: must be an integer in [0, 64], got 65"),
     "bench_suffix": (["--requests", "0"], "argument --requests: must be an integer >= 1, got 0"),
+    "bench_soak": (["--slots", "0"], "argument --slots: must be an integer in [1, 1024], got 0"),
     "bench_structured_output": (["--vocab", "10"], "argument --vocab: must be an integer in [300, 200000], got 10"),
     "bench_sampling": (["--rows", "-1"], "argument --rows: every item must be an integer >= 1, got -1"),
     "bench_verify_update": (["--calls", "0"], "argument --calls: must be an integer >= 1, got 0"),

@@ -83,6 +83,7 @@ def test_top_k_top_p_probs_matches_the_reference(device, dtype, vocab):
 
 
 @devices
+@pytest.mark.slow
 def test_large_vocabulary_matches_the_reference(device):
     """Rows of 151936 entries: every worker strides over hundreds of entries per pass."""
     probs, *args = large_vocab_case(np.random.default_rng(5), *device.large_vocab_rows)
@@ -95,6 +96,7 @@ def test_large_vocabulary_matches_the_reference(device):
 
 
 @devices
+@pytest.mark.slow
 def test_many_rows_equal_the_cpu_kernels(device):
     """Rows spread over many clusters or blocks: the emulated kernels against the CPU kernels
     (which the CPU tests hold to the reference)."""

@@ -55,6 +55,7 @@ class KernelLoop:
 
 @pytest.mark.parametrize("device", DEVICES, ids=str)
 @pytest.mark.parametrize("strategy", ["greedy", "target_match", "topp"])
+@pytest.mark.slow
 def test_fifty_steps_equal_the_cpu_loop(device: EmulatedDevice, strategy: str) -> None:
     """STEPS propose / sample / verify / update steps on an emulated device, the launch options
     changing from step to step, equal the CPU loop's tensors after every step."""

@@ -23,6 +23,7 @@ REFERENCES = {"rejection": ref.verify_rejection, "block": ref.verify_block}
 
 @devices
 @pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.slow
 def test_verify_random_batches_match_the_reference(device, strategy):
     rng = np.random.default_rng(100 * STRATEGIES.index(strategy))  # the CPU tests' first chunk
     for case in range(device.random_cases):

@@ -22,6 +22,7 @@ def _report(findings: list[dict]) -> str:
 
 
 @pytest.mark.parametrize("target", list(TARGETS))
+@pytest.mark.slow
 def test_quick_campaign_finds_nothing(target):
     tally = run_range(target, seed=1, start=0, stop=QUICK_CASES)
     assert tally.cases == QUICK_CASES

@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 
 import numpy as np
 
-from fastspec import arrays as kernels
+import fastspec.arrays
 from tests import bitmask_cases as cases
 from tests.helpers.cuda import capture, copy_into, target, tensor
 
@@ -26,7 +26,7 @@ def logits_on_device(host: np.ndarray) -> torch.Tensor:
 
 def run_cuda(arrays: dict) -> np.ndarray:
     logits = logits_on_device(arrays["logits"])
-    kernels.apply_token_bitmask(logits, tensor(arrays["token_bitmask"]), tensor(arrays["bitmask_index"]), **target.kw)
+    fastspec.arrays.apply_token_bitmask(logits, tensor(arrays["token_bitmask"]), tensor(arrays["bitmask_index"]), **target.kw)
     target.synchronize()
     if logits.dtype == torch.bfloat16:
         return logits.view(torch.int16).cpu().numpy().view(np.uint16)
@@ -57,7 +57,7 @@ def test_graph_replay():
 
     def step() -> None:
         device["logits"].copy_(source)
-        kernels.apply_token_bitmask(device["logits"], device["token_bitmask"], device["bitmask_index"])
+        fastspec.arrays.apply_token_bitmask(device["logits"], device["token_bitmask"], device["bitmask_index"])
 
     graph = capture(step)
     for i in range(3):

@@ -14,14 +14,14 @@ pytestmark = pytest.mark.needs_gpu
 
 import numpy as np
 
-from fastspec import arrays as kernels
+import fastspec.arrays
 from tests import logits_cases as cases
 from tests.helpers.cuda import replay_on_new_inputs, shaped_like, to_device
 
 
 def run_cuda(arrays: dict) -> np.ndarray:
     tensors = to_device(arrays)
-    kernels.process_logits(*(tensors[name] for name in cases.NAMES))
+    fastspec.arrays.process_logits(*(tensors[name] for name in cases.NAMES))
     torch.cuda.synchronize()
     return tensors["logits"].cpu().numpy()
 
@@ -49,7 +49,7 @@ def test_a_captured_call_replays_on_new_inputs():
     tensors = to_device(first)
 
     def step() -> None:
-        kernels.process_logits(*(tensors[name] for name in cases.NAMES))
+        fastspec.arrays.process_logits(*(tensors[name] for name in cases.NAMES))
 
     new = [shaped_like(cases.case(rng, **shape), first) for _ in range(4)]  # new contents, the captured shapes
 

@@ -139,6 +139,7 @@ def test_sample_large_vocab():
     assert np.array_equal(cuda_sample(dev(probs), top_p, top_k, seed, step, batch_id, cu), expected)
 
 
+@pytest.mark.slow
 def test_cuda_matches_cpu_kernel_on_many_rows():
     """Many rows at a mid vocabulary: the CUDA kernel against the CPU kernel (itself tested against the reference)."""
     rng = np.random.default_rng(99)

@@ -66,6 +66,7 @@ def test_near_uniform_rows_and_large_top_k():
     assert_bits(cuda_probs(dev(probs), top_p, top_k, batch_id), ref.top_k_top_p_probs(probs, top_p, top_k, batch_id))
 
 
+@pytest.mark.slow
 def test_cuda_matches_cpu_kernel_on_many_rows():
     """Many rows at a mid vocabulary: the CUDA kernel against the CPU kernel (itself tested against the reference)."""
     rng = np.random.default_rng(99)

@@ -71,6 +71,7 @@ def test_random_batches_match_the_reference(dtype, strategy):
 
 
 @strategies
+@pytest.mark.slow
 def test_large_vocab_and_batch(strategy):
     rng = np.random.default_rng(3)
     p, q = random_rows(rng, 4, 32000), random_rows(rng, 3, 32000, zero_fraction=0.5)

@@ -9,7 +9,7 @@ import paddle
 import pytest
 
 import fastspec.ops as ops
-from fastspec import arrays as kernels
+import fastspec.arrays
 from fastspec import reference as ref
 from fastspec.reference.bitmask import allowed_tokens
 from tests import bitmask_cases as cases
@@ -36,16 +36,16 @@ def test_the_rules_by_hand():
     logits = np.array([[1.0, 2.0, 3.0, 4.0]] * 4, np.float32)
     mask = np.array([[0b0101], [-1], [0]], np.int32)
     out = logits.copy()
-    kernels.apply_token_bitmask(out, mask, np.array([0, 1, 2, -1], np.int32))
+    fastspec.arrays.apply_token_bitmask(out, mask, np.array([0, 1, 2, -1], np.int32))
     inf = float("inf")
     assert out.tolist() == [[1.0, -inf, 3.0, -inf], [1.0, 2.0, 3.0, 4.0], [-inf] * 4, [1.0, 2.0, 3.0, 4.0]]
     # tokens past the mask's 32 W are forbidden; an index outside [0, M) leaves the row alone
     wide = np.zeros((2, 40), np.float32)
-    kernels.apply_token_bitmask(wide, np.array([[-1]], np.int32), np.array([0, 1], np.int32))
+    fastspec.arrays.apply_token_bitmask(wide, np.array([[-1]], np.int32), np.array([0, 1], np.int32))
     assert np.isneginf(wide[0, 32:]).all() and (wide[0, :32] == 0).all() and (wide[1] == 0).all()
     # bit 31 of a word (the sign bit of the int32) is token 31
     row = np.zeros((1, 32), np.float32)
-    kernels.apply_token_bitmask(row, np.array([[np.int32(-2**31)]], np.int32), np.zeros(1, np.int32))
+    fastspec.arrays.apply_token_bitmask(row, np.array([[np.int32(-2**31)]], np.int32), np.zeros(1, np.int32))
     assert np.isneginf(row[0, :31]).all() and row[0, 31] == 0
 
 
@@ -54,7 +54,7 @@ def test_kept_entries_keep_their_bits():
     patterns = np.array([0x7FC00001, 0xFFC12345, 0x80000000, 0x7F800000, 0xFF800000, 0x3F800000], np.uint32)
     logits = np.tile(patterns.view(np.float32), (2, 1))
     out = logits.copy()
-    kernels.apply_token_bitmask(out, np.array([[0b110101]], np.int32), np.array([0, -1], np.int32))
+    fastspec.arrays.apply_token_bitmask(out, np.array([[0b110101]], np.int32), np.array([0, -1], np.int32))
     bits = out.view(np.uint32)
     assert (bits[1] == patterns).all()
     keep = [0, 2, 4, 5]

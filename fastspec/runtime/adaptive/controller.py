@@ -101,6 +101,7 @@ class DraftLengthController:
         self._probe = self._tensor(np.zeros(1, dtype=np.int64))  # the probe schedule's step counter
         self._worth = self._tensor(np.zeros((b, k + 1), dtype=np.float32))  # the plan's workspace
         self._ranking = self._tensor(np.zeros((b, k + 1), dtype=np.int32))
+        self._fresh_row, self._found_row = self._tensor(self._fresh), self._tensor(np.ones(1, dtype=np.float32))
         self._cost_version: int | None = None
         self.refresh_costs()
 
@@ -115,8 +116,8 @@ class DraftLengthController:
 
     def reset_slot(self, slot: int) -> None:
         """A request enters or leaves ``slot``: back to the prior, not decoding until its prefill ran."""
-        self.acceptance[slot] = self._tensor(self._fresh)
-        self.found[slot] = self._tensor(np.ones(1, dtype=np.float32))
+        self.acceptance[slot] = self._fresh_row  # copied in: built once (a tensor built per call costs memory)
+        self.found[slot] = self._found_row
 
     def refresh_costs(self) -> None:
         """Re-reads the cost curve into the device table when the cost model has changed."""

@@ -58,6 +58,10 @@ class Proposer(ABC):
         """Device tensors (``[B]`` or ``[B, w]``, integer) the step adds to its status for ``observe_accepted``."""
         return []
 
+    def release_slot(self, slot: int) -> None:
+        """The request in ``slot`` left before finishing (aborted, or preempted to resume later in some
+        slot): forget what is kept for it (default: nothing; drafts never change what a request emits)."""
+
     def __init__(self, num_speculative_tokens: int) -> None:
         if num_speculative_tokens < 1:
             raise ValueError(f"{type(self).__name__}: num_speculative_tokens must be >= 1, got {num_speculative_tokens}")

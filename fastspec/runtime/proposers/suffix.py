@@ -18,7 +18,8 @@ The cache lives on the host, so the work is split around the step's programs:
 - ``observe_accepted(state, status)`` (after the step): folds every slot's kept tokens
   (``accept_tokens[:accept_num]`` of the step's status, the step's one read) into the cache in one native call, scores both drafters'
   drafts against them (with n-gram), and stops finished requests, whose outputs stay in the
-  global tree for later requests.
+  global tree for later requests; ``release_slot`` (an aborted or preempted request) drops the
+  request's tree and keeps nothing of it. A resumed request starts over with its prompt and output.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from fastspec.runtime.proposers.ngram import NgramProposer
 from fastspec.runtime.proposers.tree import TreeProposal
 from fastspec.runtime.state import SpecState
 from fastspec.runtime.step_status import StepStatus
-from fastspec.runtime.suffix import SuffixCache
+from fastspec.runtime.suffix import SuffixCache, SuffixRequestError
 
 
 class SuffixProposer(Proposer):
@@ -88,7 +89,8 @@ class SuffixProposer(Proposer):
         if new.size:
             self._stop_slots(new[self._keys[new] >= 0])  # a slot reused without a stop seen
             for slot in new.tolist():  # once per request
-                self.cache.start_request(self._serial, host.prompts[slot])
+                # a resumed request starts over with its prompt and the output it already has
+                self.cache.start_request(self._serial, np.concatenate([host.prompts[slot], host.output(slot)]))
                 self._keys[slot], self._requests[slot] = self.cache.key(self._serial), self._serial
                 self._serial += 1
             if self._choice is not None:
@@ -100,11 +102,11 @@ class SuffixProposer(Proposer):
             self._draft_trees(keys, state)
             return
         tokens, lens, _ = self.cache.speculate_batch(keys, np.full(keys.shape, k, np.int32), k, **self.rule)
-        paddle.assign(paddle.to_tensor(tokens, place=state.place), output=self.draft_buffer)
-        paddle.assign(paddle.to_tensor(lens, place=state.place), output=self.draft_lens)
+        paddle.assign(state.staging(tokens), output=self.draft_buffer)
+        paddle.assign(state.staging(lens), output=self.draft_lens)
         if self._choice is not None:
             self._offered = (tokens, lens, decode)
-            paddle.assign(paddle.to_tensor(self._choice.preference(), place=state.place), output=self.preference)
+            paddle.assign(state.staging(self._choice.preference()), output=self.preference)
 
     def _draft_trees(self, keys: np.ndarray, state: SpecState) -> None:
         count = self.tree_buffers.tokens.shape[1]
@@ -113,7 +115,7 @@ class SuffixProposer(Proposer):
             max_spec_depth=self.num_speculative_tokens, **self.rule)
         for host, buffer in zip((tokens, parents, probs), (self.tree_buffers.tokens, self.tree_buffers.parents,
                                                            self.tree_buffers.scores)):
-            paddle.assign(paddle.to_tensor(host, place=state.place), output=buffer)
+            paddle.assign(state.staging(host), output=buffer)
 
     def observe_accepted(self, state: SpecState, status: StepStatus) -> None:
         if self._keys.size == 0:
@@ -130,6 +132,18 @@ class SuffixProposer(Proposer):
     def status_fields(self, state: SpecState) -> list[paddle.Tensor]:
         """The step's anchored n-gram drafts, scored against the kept tokens in ``observe_accepted``."""
         return [self.ngram_buffer, self.ngram_lens] if self.ngram is not None else []
+
+    def release_slot(self, slot: int) -> None:
+        """An aborted or preempted request: its own tree goes, and its unfinished output is not cached."""
+        if self._keys.size == 0 or self._keys[slot] < 0:
+            return
+        request = self._requests[slot]
+        self._stop_slots(np.array([slot]))
+        if self.cache.max_cached_requests != 0:
+            try:
+                self.cache.evict_cached_response(request)
+            except SuffixRequestError:
+                pass  # already evicted (the cache's bound)
 
     def _stop_slots(self, slots: np.ndarray) -> None:
         for slot in slots.tolist():
