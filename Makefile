@@ -5,7 +5,7 @@
 # pytest, PyTorch, ruff, clang-format) and build the native code first (cached: a second run rebuilds
 # nothing). CUDA kernels are compiled whenever a CUDA toolkit is found; BUILD_FLAGS="--cuda on"
 # makes that mandatory (CI).
-#   make lint        ruff check (CI); tools/format.sh formats Python and C++
+#   make lint        ruff check and tools/format.sh --check (CI); tools/format.sh formats Python and C++
 #   make fuzz        the fuzzer's long campaign under ASan + UBSan (docs/fuzzing.md)
 #   make fuzz-short  its short campaign (CI)
 
@@ -45,6 +45,7 @@ test: setup-test build
 
 lint: setup-test
 	$(PY) -m ruff check .
+	PYTHON=$(PY) tools/format.sh --check
 
 bench: build
 	$(PY) -m bench.bench_ngram_match

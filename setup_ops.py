@@ -89,9 +89,7 @@ def find_cuda_home() -> tuple[Path | None, str]:
             if (home / "bin" / "nvcc").is_file():
                 return home, f"{var}={home}"
             return None, f"{var}={home} has no bin/nvcc"
-    candidates = [Path("/usr/local/cuda")] + sorted(
-        (Path(p) for p in glob.glob("/usr/local/cuda-*")), reverse=True
-    )
+    candidates = [Path("/usr/local/cuda")] + sorted((Path(p) for p in glob.glob("/usr/local/cuda-*")), reverse=True)
     for home in candidates:
         if (home / "bin" / "nvcc").is_file():
             return home, f"found {home} (set CUDA_HOME to choose another)"
@@ -111,7 +109,11 @@ def find_xtdk() -> tuple[Path | None, str]:
 
 def cuda_archs() -> list[str]:
     """The CUDA architectures to compile for: FASTSPEC_CUDA_ARCHS (";" or "," between them), else 80 and 90."""
-    return [a.strip() for a in os.environ.get("FASTSPEC_CUDA_ARCHS", DEFAULT_ARCHS).replace(",", ";").split(";") if a.strip()]
+    return [
+        a.strip()
+        for a in os.environ.get("FASTSPEC_CUDA_ARCHS", DEFAULT_ARCHS).replace(",", ";").split(";")
+        if a.strip()
+    ]
 
 
 def march_flags(native: bool = False) -> list[str]:
@@ -161,9 +163,16 @@ class Builder:
     """Compiles and links the libraries into lib_dir. With dry_run, only records
     every command it would run (cached objects included) in self.commands."""
 
-    def __init__(self, jobs: int, cuda_home: Path | None, march: list[str] | None = None,
-                 lib_dir: Path = LIB_DIR, dry_run: bool = False, xtdk: Path | None = None,
-                 sanitize: bool = False):
+    def __init__(
+        self,
+        jobs: int,
+        cuda_home: Path | None,
+        march: list[str] | None = None,
+        lib_dir: Path = LIB_DIR,
+        dry_run: bool = False,
+        xtdk: Path | None = None,
+        sanitize: bool = False,
+    ):
         self.jobs = jobs
         self.sanitize = sanitize
         self.cuda_home = cuda_home
@@ -214,8 +223,16 @@ class Builder:
         archs = cuda_archs()
         gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
         gencode.append(f"-gencode=arch=compute_{archs[-1]},code=compute_{archs[-1]}")
-        return ["-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-DFASTSPEC_WITH_CUDA", f"-I{INCLUDE}", f"-I{GENERATED}",
-                *gencode]
+        return [
+            "-std=c++17",
+            "-O3",
+            "-Xcompiler",
+            "-fPIC",
+            "-DFASTSPEC_WITH_CUDA",
+            f"-I{INCLUDE}",
+            f"-I{GENERATED}",
+            *gencode,
+        ]
 
     def kernel_units(self, xpu: str = "emulated") -> list[tuple[Path, list[str], list[str]]]:
         """Every kernel compile unit; the XPU kernels "emulated" (for the host) or "xtdk" (for the device)."""
@@ -237,15 +254,17 @@ class Builder:
         instrument = [] if self.sanitize else ["-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0"]
         kernels = sources("cuda", ".cu") + sources("cuda/emulation", ".cu")
         kernel_flags = flags + ["-x", "c++", "-DFASTSPEC_WITH_CUDA", "-DFASTSPEC_CUDA_EMULATION", *instrument]
-        return ([(src, ["g++"], kernel_flags) for src in kernels]
-                + [(src, ["g++"], flags) for src in sources("cuda/emulation", ".cc")])
+        return [(src, ["g++"], kernel_flags) for src in kernels] + [
+            (src, ["g++"], flags) for src in sources("cuda/emulation", ".cc")
+        ]
 
     def emulated_xpu_units(self) -> list[tuple[Path, list[str], list[str]]]:
         """The .xpu kernels, their launchers and the emulation, compiled by g++ for the host."""
         flags = self.cxx_flags() + [f"-I{OPS / 'xpu'}"]
         kernels = sources("xpu", ".xpu") + sources("xpu/emulation", ".xpu")
-        return ([(src, ["g++"], flags + ["-x", "c++"]) for src in kernels]
-                + [(src, ["g++"], flags) for src in sources("xpu/host", ".cc") + sources("xpu/emulation", ".cc")])
+        return [(src, ["g++"], flags + ["-x", "c++"]) for src in kernels] + [
+            (src, ["g++"], flags) for src in sources("xpu/host", ".cc") + sources("xpu/emulation", ".cc")
+        ]
 
     def xtdk_flags(self) -> list[str]:
         """XPU_NOTES.md §6: the flags FastDeploy and Paddle compile XPU3 kernels with."""
@@ -253,16 +272,31 @@ class Builder:
         xre = os.environ.get("XRE_PATH")
         if xre:
             includes.append(f"-I{Path(xre) / 'include'}")
-        return ["-std=c++11", "-O2", "-fno-builtin", "-fPIC", "--target=x86_64-baidu-linux-gnu", "-DFASTSPEC_XTDK",
-                "-D__XPU3__", "-fxpu-launch-return", "-Wno-int-to-void-pointer-cast", "-Wno-int-to-pointer-cast",
-                "-mllvm", "--xpu-inline-cost", "-mllvm", "--xpu-inline-hot-call", *includes]
+        return [
+            "-std=c++11",
+            "-O2",
+            "-fno-builtin",
+            "-fPIC",
+            "--target=x86_64-baidu-linux-gnu",
+            "-DFASTSPEC_XTDK",
+            "-D__XPU3__",
+            "-fxpu-launch-return",
+            "-Wno-int-to-void-pointer-cast",
+            "-Wno-int-to-pointer-cast",
+            "-mllvm",
+            "--xpu-inline-cost",
+            "-mllvm",
+            "--xpu-inline-hot-call",
+            *includes,
+        ]
 
     def xtdk_units(self) -> list[tuple[Path, list[str], list[str]]]:
         """The .xpu kernels for the device (and their launch stubs), the launchers in XTDK's host mode."""
         clang = [str(self.xtdk / "bin" / "clang++")]
         flags = self.xtdk_flags()
-        return ([(src, clang, flags + ["--xpu-arch=xpu3"]) for src in sources("xpu", ".xpu")]
-                + [(src, clang, flags + ["-x", "xpu", "--xpu-host-only"]) for src in sources("xpu/host", ".cc")])
+        return [(src, clang, flags + ["--xpu-arch=xpu3"]) for src in sources("xpu", ".xpu")] + [
+            (src, clang, flags + ["-x", "xpu", "--xpu-host-only"]) for src in sources("xpu/host", ".cc")
+        ]
 
     def xpu_link_flags(self) -> list[str]:
         if not self.xtdk:
@@ -294,8 +328,11 @@ class Builder:
         (the library itself answers only once Paddle has loaded it)."""
         if self.dry_run:
             return
-        facts = {"cuda_archs": cuda_archs() if self.cuda_home else [], "xtdk": bool(self.xtdk),
-                 "march": " ".join(self.march)}
+        facts = {
+            "cuda_archs": cuda_archs() if self.cuda_home else [],
+            "xtdk": bool(self.xtdk),
+            "march": " ".join(self.march),
+        }
         path.write_text(json.dumps(facts) + "\n")
 
     def xtdk_device_objects(self, objects: list[Path]) -> list[Path]:
@@ -329,21 +366,35 @@ class Builder:
         objects += self.xtdk_device_objects(objects)
         lib_dirs = find_paddle_libraries(False)
         link = [f"-L{d}" for d in lib_dirs] + [f"-Wl,-rpath,{d}" for d in lib_dirs]
-        link += ["-Wl,--no-as-needed", "-l:libpaddle.so", "-Wl,--as-needed", *self.cuda_link_flags(),
-                 *self.xpu_link_flags()]
+        link += [
+            "-Wl,--no-as-needed",
+            "-l:libpaddle.so",
+            "-Wl,--as-needed",
+            *self.cuda_link_flags(),
+            *self.xpu_link_flags(),
+        ]
         self.link(objects, self.lib_dir / "fastspec_ops.so", link)
         self.write_facts(self.lib_dir / OPS_FACTS)
 
     def build_bindings(self) -> None:
         import pybind11  # noqa: PLC0415
 
-        flags = self.cxx_flags() + [f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}", "-fvisibility=hidden",
-                                    f"-I{OPS / 'cuda'}"]
+        flags = self.cxx_flags() + [
+            f"-I{pybind11.get_include()}",
+            f"-I{sysconfig.get_paths()['include']}",
+            "-fvisibility=hidden",
+            f"-I{OPS / 'cuda'}",
+        ]
         if self.cuda_home:  # the archs, for build_info() (custom_ops/bindings/build_info.cc)
-            flags += ["-DFASTSPEC_WITH_CUDA", f"-I{self.cuda_home / 'include'}",
-                      f'-DFASTSPEC_CUDA_ARCH_LIST="{";".join(cuda_archs())}"']
+            flags += [
+                "-DFASTSPEC_WITH_CUDA",
+                f"-I{self.cuda_home / 'include'}",
+                f'-DFASTSPEC_CUDA_ARCH_LIST="{";".join(cuda_archs())}"',
+            ]
         units = self.kernel_units() + [(src, ["g++"], flags) for src in sources("bindings", ".cc")]
-        units += [(src, ["g++"], self.cxx_flags()) for src in sources("suffix", ".cc")]  # the suffix-decoding host cache
+        units += [
+            (src, ["g++"], self.cxx_flags()) for src in sources("suffix", ".cc")
+        ]  # the suffix-decoding host cache
         objects = self.compile(units)
         suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
         self.link(objects, self.lib_dir / f"fastspec_kernels{suffix}", self.cuda_link_flags())
@@ -351,21 +402,38 @@ class Builder:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", nargs="?", default="install", choices=["install", "build"],
-                        help="both build in place into fastspec/_lib (default: install)")
-    parser.add_argument("--cuda", choices=["auto", "on", "off"], default="auto",
-                        help="auto: build CUDA kernels when a toolkit is found; on: require it")
-    parser.add_argument("--bindings-only", action="store_true",
-                        help="build only the pybind11 bindings (no Paddle needed)")
-    parser.add_argument("--jobs", type=int, default=int(os.environ.get("FASTSPEC_BUILD_JOBS") or os.cpu_count() or 1),
-                        help="parallel compiles (default: FASTSPEC_BUILD_JOBS, else the CPU count)")
-    parser.add_argument("--native", action="store_true",
-                        help="-march=native: for this machine's CPU only (default: portable)")
-    parser.add_argument("--sanitize", action="store_true",
-                        help="with --bindings-only: the bindings under ASan + UBSan (CUDA off) into build/sanitize/, "
-                             "for the fuzzer (docs/fuzzing.md)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="print the compiler and linker commands, run nothing")
+    parser.add_argument(
+        "command",
+        nargs="?",
+        default="install",
+        choices=["install", "build"],
+        help="both build in place into fastspec/_lib (default: install)",
+    )
+    parser.add_argument(
+        "--cuda",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="auto: build CUDA kernels when a toolkit is found; on: require it",
+    )
+    parser.add_argument(
+        "--bindings-only", action="store_true", help="build only the pybind11 bindings (no Paddle needed)"
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=int(os.environ.get("FASTSPEC_BUILD_JOBS") or os.cpu_count() or 1),
+        help="parallel compiles (default: FASTSPEC_BUILD_JOBS, else the CPU count)",
+    )
+    parser.add_argument(
+        "--native", action="store_true", help="-march=native: for this machine's CPU only (default: portable)"
+    )
+    parser.add_argument(
+        "--sanitize",
+        action="store_true",
+        help="with --bindings-only: the bindings under ASan + UBSan (CUDA off) into build/sanitize/, "
+        "for the fuzzer (docs/fuzzing.md)",
+    )
+    parser.add_argument("--dry-run", action="store_true", help="print the compiler and linker commands, run nothing")
     return parser.parse_args(argv)
 
 
@@ -395,8 +463,9 @@ def build(args: argparse.Namespace, lib_dir: Path = LIB_DIR, skip_ops_without_pa
         raise SystemExit(f"[setup_ops] --cuda on, but {why}")
     xtdk, xpu_why = find_xtdk()
     generate()
-    builder = Builder(max(1, args.jobs), cuda_home, march_flags(args.native), lib_dir, args.dry_run, xtdk,
-                      sanitize=args.sanitize)
+    builder = Builder(
+        max(1, args.jobs), cuda_home, march_flags(args.native), lib_dir, args.dry_run, xtdk, sanitize=args.sanitize
+    )
 
     built, skipped = [], []
     if not args.bindings_only:
@@ -407,23 +476,29 @@ def build(args: argparse.Namespace, lib_dir: Path = LIB_DIR, skip_ops_without_pa
         elif skip_ops_without_paddle:
             skipped.append(f"the Paddle op library fastspec_ops.so: Paddle is not importable here ({missing})")
         else:
-            raise SystemExit(f"[setup_ops] Paddle is needed for the op library ({missing}); "
-                             "use --bindings-only to build the pybind11 bindings alone")
+            raise SystemExit(
+                f"[setup_ops] Paddle is needed for the op library ({missing}); "
+                "use --bindings-only to build the pybind11 bindings alone"
+            )
     builder.build_bindings()
     built.append("pybind11 bindings")
     if args.dry_run:
         return builder
     if args.sanitize:
-        log(f"built the pybind11 bindings with ASan + UBSan into {lib_dir.relative_to(ROOT)}/ (CUDA off); "
-            "the fuzzer loads them: python -m tests.fuzz --sanitize")
+        log(
+            f"built the pybind11 bindings with ASan + UBSan into {lib_dir.relative_to(ROOT)}/ (CUDA off); "
+            "the fuzzer loads them: python -m tests.fuzz --sanitize"
+        )
         return builder
 
     log(f"built {' and '.join(built)}")
     for what in skipped:
         log(f"WARNING: skipped {what}")
     log(f"backends: CPU (always); {cpu_report(builder.march)}")
-    log(f"backends: CUDA {'yes' if cuda_home else 'skipped'}: {why}"
-        + (f"; archs {';'.join(cuda_archs())}" if cuda_home else ""))
+    log(
+        f"backends: CUDA {'yes' if cuda_home else 'skipped'}: {why}"
+        + (f"; archs {';'.join(cuda_archs())}" if cuda_home else "")
+    )
     log("backends: XPU emulated (host threads) in the pybind11 bindings, always")
     log("backends: CUDA emulated (host fibers) in the pybind11 bindings, always")
     if xtdk and "paddle ops" in built:
@@ -436,8 +511,10 @@ def build(args: argparse.Namespace, lib_dir: Path = LIB_DIR, skip_ops_without_pa
 def cpu_report(march: list[str]) -> str:
     if march:
         return f"{' '.join(march)}: only for CPUs with that instruction set (others may stop on an illegal instruction)"
-    return (f"portable (no -march); SIMD chosen at run time: {host_simd_level()} on this machine "
-            "(FASTSPEC_SIMD=off|avx2 caps it)")
+    return (
+        f"portable (no -march); SIMD chosen at run time: {host_simd_level()} on this machine "
+        "(FASTSPEC_SIMD=off|avx2 caps it)"
+    )
 
 
 def planned_commands(argv: list[str] | None = None) -> list[list[str]]:
@@ -447,8 +524,9 @@ def planned_commands(argv: list[str] | None = None) -> list[list[str]]:
     return build(args).commands
 
 
-def build_into(lib_dir: Path, jobs: int | None = None, cuda: str = "auto", native: bool = False,
-               require_paddle: bool = False) -> None:
+def build_into(
+    lib_dir: Path, jobs: int | None = None, cuda: str = "auto", native: bool = False, require_paddle: bool = False
+) -> None:
     """The build for ``pip install`` (setup.py): both libraries into lib_dir, or
     the bindings alone, with a warning, where Paddle is not importable (pip's
     isolated build environment) unless require_paddle."""

@@ -52,7 +52,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 from bench.common import RESULTS
 from fastspec.cli.errors import ArgumentParser, int_list, int_range, load_config, readable_file, user_errors
 from fastspec.demo.models import ReplayModel
@@ -110,8 +109,13 @@ class DynamicKProposer(NgramProposer):
     static_step_safe = False
 
     def __init__(self, config: SpeculativeConfig, k_by_decoding: np.ndarray) -> None:
-        super().__init__(config.num_speculative_tokens, config.max_ngram_size, config.min_ngram_size,
-                         config.token_budget, anchored=config.anchored)
+        super().__init__(
+            config.num_speculative_tokens,
+            config.max_ngram_size,
+            config.min_ngram_size,
+            config.token_budget,
+            anchored=config.anchored,
+        )
         self.k_by_decoding = k_by_decoding
 
     def propose(self, state: SpecState):
@@ -154,9 +158,14 @@ class Run:
 
     def row(self, cost: RooflineCost) -> dict:
         seconds = float(np.sum(cost.seconds(self.rows)))
-        return {"tokens_per_s": self.tokens / seconds, "simulated_s": seconds, "tokens": self.tokens,
-                "steps": len(self.rows), "drafts_per_request_step": self.summary["offered_per_request_step"],
-                "acceptance_rate": self.summary["acceptance_rate"]}
+        return {
+            "tokens_per_s": self.tokens / seconds,
+            "simulated_s": seconds,
+            "tokens": self.tokens,
+            "steps": len(self.rows),
+            "drafts_per_request_step": self.summary["offered_per_request_step"],
+            "acceptance_rate": self.summary["acceptance_rate"],
+        }
 
 
 def run(workload, config: SpeculativeConfig, batch: int, cost: RooflineCost | None = None, proposer=None) -> Run:
@@ -165,9 +174,19 @@ def run(workload, config: SpeculativeConfig, batch: int, cost: RooflineCost | No
     model = ReplayModel(workload.references, workload.tokenizer.vocab_size, end_token=workload.tokenizer.END, peak=PEAK)
     length = max(len(p) for p in workload.prompts) + max(len(r) for r in workload.references.values()) + 8
     trace = AcceptanceTrace()
-    result = generate(model, workload.prompts, config, max_num_seqs=batch, max_model_len=length,
-                      end_tokens=[workload.tokenizer.END], place="cpu", params=params, trace=trace,
-                      cost_model=cost if config.adaptive.enabled else None, proposer=proposer)
+    result = generate(
+        model,
+        workload.prompts,
+        config,
+        max_num_seqs=batch,
+        max_model_len=length,
+        end_tokens=[workload.tokenizer.END],
+        place="cpu",
+        params=params,
+        trace=trace,
+        cost_model=cost if config.adaptive.enabled else None,
+        proposer=proposer,
+    )
     rows = np.array([s.rows for s in trace.steps], dtype=np.float64)
     return Run(rows, trace.tokens, trace.summary(), result.stats, result.outputs)
 
@@ -182,8 +201,11 @@ def cell_verdict(rows: list[dict]) -> dict:
     """adaptive / off and adaptive / the best fixed K of one cell (and / dynamic when it ran)."""
     rate = {r["policy"]: r["tokens_per_s"] for r in rows}
     best = max(rate[p] for p in FIXED)
-    verdict = {"vs_off": rate["adaptive"] / rate["off"], "vs_best_fixed": rate["adaptive"] / best,
-               "best_fixed": max(FIXED, key=lambda p: rate[p])}
+    verdict = {
+        "vs_off": rate["adaptive"] / rate["off"],
+        "vs_best_fixed": rate["adaptive"] / best,
+        "best_fixed": max(FIXED, key=lambda p: rate[p]),
+    }
     if "dynamic" in rate:
         verdict["vs_dynamic"] = rate["adaptive"] / rate["dynamic"]
     verdict["ok"] = verdict["vs_off"] >= MIN_RATIO_OFF and verdict["vs_best_fixed"] >= MIN_RATIO_BEST
@@ -194,7 +216,9 @@ def summarize(rows: list[dict]) -> list[str]:
     """Per split: the cells, the lowest ratios and where, the misses."""
     cells: dict[tuple, list] = {}
     for r in rows:
-        cells.setdefault((r["split"], r["gpu"], r["launch_us"], r["target_model"], r["workload"], r["batch"]), []).append(r)
+        cells.setdefault(
+            (r["split"], r["gpu"], r["launch_us"], r["target_model"], r["workload"], r["batch"]), []
+        ).append(r)
     lines = []
     for split in ("train", "heldout"):
         mine = {k: cell_verdict(v) for k, v in cells.items() if k[0] == split}
@@ -203,14 +227,21 @@ def summarize(rows: list[dict]) -> list[str]:
         worst_off = min(mine, key=lambda k: mine[k]["vs_off"])
         worst_best = min(mine, key=lambda k: mine[k]["vs_best_fixed"])
         misses = [k for k, v in mine.items() if not v["ok"]]
-        lines.append(f"  {split:>7}: {len(mine)} cells, min adaptive/off {mine[worst_off]['vs_off']:.3f} ({_name(worst_off)}), "
-                     f"min adaptive/best fixed {mine[worst_best]['vs_best_fixed']:.3f} ({_name(worst_best)}), "
-                     f"{len(misses)} missed")
-        lines += [f"      MISSED {_name(k)}: /off {mine[k]['vs_off']:.3f}, /best fixed {mine[k]['vs_best_fixed']:.3f} "
-                  f"({mine[k]['best_fixed']})" for k in misses]
+        lines.append(
+            f"  {split:>7}: {len(mine)} cells, min adaptive/off {mine[worst_off]['vs_off']:.3f} ({_name(worst_off)}), "
+            f"min adaptive/best fixed {mine[worst_best]['vs_best_fixed']:.3f} ({_name(worst_best)}), "
+            f"{len(misses)} missed"
+        )
+        lines += [
+            f"      MISSED {_name(k)}: /off {mine[k]['vs_off']:.3f}, /best fixed {mine[k]['vs_best_fixed']:.3f} "
+            f"({mine[k]['best_fixed']})"
+            for k in misses
+        ]
         dyn = [v["vs_dynamic"] for v in mine.values() if "vs_dynamic" in v]
         if dyn:
-            lines.append(f"           adaptive / dynamic K: min {min(dyn):.3f}, max {max(dyn):.3f} over {len(dyn)} cells")
+            lines.append(
+                f"           adaptive / dynamic K: min {min(dyn):.3f}, max {max(dyn):.3f} over {len(dyn)} cells"
+            )
     return lines
 
 
@@ -228,8 +259,10 @@ def plot(path: Path, rows: list[dict]) -> None:
     for r in rows:
         cells.setdefault((r["gpu"], r["launch_us"], r["target_model"], r["workload"], r["batch"]), []).append(r)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for (ax, field, floor, label) in ((axes[0], "vs_off", MIN_RATIO_OFF, "adaptive / spec off"),
-                                      (axes[1], "vs_best_fixed", MIN_RATIO_BEST, "adaptive / best fixed K")):
+    for ax, field, floor, label in (
+        (axes[0], "vs_off", MIN_RATIO_OFF, "adaptive / spec off"),
+        (axes[1], "vs_best_fixed", MIN_RATIO_BEST, "adaptive / best fixed K"),
+    ):
         for i, name in enumerate(WORKLOADS):
             keys = [k for k in cells if k[3] == name]
             x = [np.log2(k[4]) + 0.25 * (i - 1) for k in keys]
@@ -245,8 +278,16 @@ def plot(path: Path, rows: list[dict]) -> None:
     plt.close(fig)
 
 
-def run_cell(task: tuple[str, int], base: SpeculativeConfig, regimes: list[Regime], chunk_tokens: int, seed: int,
-             dynamic_all: bool, total: int, start: float) -> tuple[list[dict], bool]:
+def run_cell(
+    task: tuple[str, int],
+    base: SpeculativeConfig,
+    regimes: list[Regime],
+    chunk_tokens: int,
+    seed: int,
+    dynamic_all: bool,
+    total: int,
+    start: float,
+) -> tuple[list[dict], bool]:
     """Every policy of one (workload, B) under every regime; returns the rows and whether every
     policy's outputs equalled spec off's. Prints a line per regime."""
     name, batch = task
@@ -256,22 +297,29 @@ def run_cell(task: tuple[str, int], base: SpeculativeConfig, regimes: list[Regim
     rows = []
     for regime in regimes:
         cost = regime.cost()
-        adaptive = base.replace(adaptive={"target_model": regime.target_model, "gpu": regime.gpu,
-                                          "launch_us": regime.launch_us})
+        adaptive = base.replace(
+            adaptive={"target_model": regime.target_model, "gpu": regime.gpu, "launch_us": regime.launch_us}
+        )
         runs[(regime, "adaptive")] = run(workload, policy_config(adaptive, "adaptive"), batch, cost)
         if name == "mixed" or dynamic_all:
             table = k_by_decoding(cost, batch, *per_position(fixed["k5"].stats))
             config = policy_config(base, "dynamic")
             runs[(regime, "dynamic")] = run(workload, config, batch, proposer=DynamicKProposer(config, table))
-        cell = [{**regime.key(), "workload": name, "batch": batch, "policy": p, **r.row(cost)}
-                for (owner, p), r in runs.items() if owner in (None, regime)]
+        cell = [
+            {**regime.key(), "workload": name, "batch": batch, "policy": p, **r.row(cost)}
+            for (owner, p), r in runs.items()
+            if owner in (None, regime)
+        ]
         rows += cell
         verdict = cell_verdict(cell)
-        print(f"  [{time.perf_counter() - start:5.0f} s] {regime.split:>7} {regime.gpu:>8} {regime.launch_us:3.0f}us "
-              f"{regime.target_model:>12} {name:>5} B={batch:<3}: adaptive / off {verdict['vs_off']:.3f}, / best fixed "
-              f"{verdict['vs_best_fixed']:.3f} ({verdict['best_fixed']})"
-              + (f", / dynamic {verdict['vs_dynamic']:.3f}" if "vs_dynamic" in verdict else "")
-              + ("" if verdict["ok"] else "  MISSED"), flush=True)
+        print(
+            f"  [{time.perf_counter() - start:5.0f} s] {regime.split:>7} {regime.gpu:>8} {regime.launch_us:3.0f}us "
+            f"{regime.target_model:>12} {name:>5} B={batch:<3}: adaptive / off {verdict['vs_off']:.3f}, / best fixed "
+            f"{verdict['vs_best_fixed']:.3f} ({verdict['best_fixed']})"
+            + (f", / dynamic {verdict['vs_dynamic']:.3f}" if "vs_dynamic" in verdict else "")
+            + ("" if verdict["ok"] else "  MISSED"),
+            flush=True,
+        )
     lossless = True
     for (owner, p), r in runs.items():
         if not all(np.array_equal(a, b) for a, b in zip(fixed["off"].outputs, r.outputs)):
@@ -285,38 +333,66 @@ def run_cell(task: tuple[str, int], base: SpeculativeConfig, regimes: list[Regim
 def main(argv=None) -> int:
     parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--grid", default="smoke", choices=sorted(GRIDS))
-    parser.add_argument("--config", type=readable_file, default=str(BASE_CONFIG), help="the adaptive policy's YAML (its adaptive section)")
+    parser.add_argument(
+        "--config",
+        type=readable_file,
+        default=str(BASE_CONFIG),
+        help="the adaptive policy's YAML (its adaptive section)",
+    )
     parser.add_argument("--gpu", help="only these GPUs of the grid (comma-separated)")
     parser.add_argument("--launch-us", help="only these launch costs of the grid (comma-separated)")
     parser.add_argument("--target-model", help="only these targets of the grid (comma-separated)")
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--batches", type=int_list(1), help="instead of the grid's batch sizes (comma-separated)")
-    parser.add_argument("--dynamic-all", action="store_true", help="the per-batch-size K on every workload, not only mixed")
+    parser.add_argument(
+        "--dynamic-all", action="store_true", help="the per-batch-size K on every workload, not only mixed"
+    )
     parser.add_argument("--chunk-tokens", type=int_range(1), default=100, help="tokens per prompt chunk and reference")
     parser.add_argument("--seed", type=int_range(0), default=0)
-    parser.add_argument("--jobs", type=int_range(1), default=1, help="(workload, B) pairs run at once, one process each")
-    parser.add_argument("--out", help="results file name under bench/results/ (no suffix; default: adaptive for the "
-                        "full grid, adaptive_<grid> otherwise, so a smaller run never replaces the full results)")
+    parser.add_argument(
+        "--jobs", type=int_range(1), default=1, help="(workload, B) pairs run at once, one process each"
+    )
+    parser.add_argument(
+        "--out",
+        help="results file name under bench/results/ (no suffix; default: adaptive for the "
+        "full grid, adaptive_<grid> otherwise, so a smaller run never replaces the full results)",
+    )
     args = parser.parse_args(argv)
 
     regimes, batches = GRIDS[args.grid]
     keep = lambda value, allowed, cast=str: allowed is None or value in {cast(v) for v in allowed.split(",")}  # noqa: E731
-    regimes = [r for r in regimes if keep(r.gpu, args.gpu) and keep(r.launch_us, args.launch_us, float)
-               and keep(r.target_model, args.target_model)]
+    regimes = [
+        r
+        for r in regimes
+        if keep(r.gpu, args.gpu)
+        and keep(r.launch_us, args.launch_us, float)
+        and keep(r.target_model, args.target_model)
+    ]
     batches = list(args.batches) if args.batches else list(batches)
     workloads = args.workloads.split(",")
     base = load_config(args.config, "--config")
     total = len(workloads) * len(batches) * (len(FIXED) + len(regimes) * 2)
-    print(f"bench_adaptive: grid {args.grid}, {len(regimes)} regimes x {len(workloads)} workloads x B {batches}: "
-          f"up to {total} runs (simulated times, measured acceptance)", flush=True)
+    print(
+        f"bench_adaptive: grid {args.grid}, {len(regimes)} regimes x {len(workloads)} workloads x B {batches}: "
+        f"up to {total} runs (simulated times, measured acceptance)",
+        flush=True,
+    )
 
     tasks = sorted(((name, batch) for name in workloads for batch in batches), key=lambda t: -t[1])  # longest first
     start = time.perf_counter()
-    work = partial(run_cell, base=base, regimes=regimes, chunk_tokens=args.chunk_tokens, seed=args.seed,
-                   dynamic_all=args.dynamic_all, total=total, start=start)
+    work = partial(
+        run_cell,
+        base=base,
+        regimes=regimes,
+        chunk_tokens=args.chunk_tokens,
+        seed=args.seed,
+        dynamic_all=args.dynamic_all,
+        total=total,
+        start=start,
+    )
     rows, lossless = [], True
     pool = multiprocessing.get_context("fork").Pool(args.jobs) if args.jobs > 1 else None
-    for cell_rows, same in (pool.imap_unordered(work, tasks) if pool else map(work, tasks)):
+    for cell_rows, same in pool.imap_unordered(work, tasks) if pool else map(work, tasks):
         rows += cell_rows
         lossless &= same
     if pool:
@@ -330,7 +406,9 @@ def main(argv=None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     args.out = args.out or ("adaptive" if args.grid == "full" else f"adaptive_{args.grid}")
     out = RESULTS / f"{args.out}.json"
-    out.write_text(f'{{"grid": "{args.grid}", "rows": [\n' + ",\n".join(json.dumps(r) for r in rows) + "\n]}\n")  # a row a line
+    out.write_text(
+        f'{{"grid": "{args.grid}", "rows": [\n' + ",\n".join(json.dumps(r) for r in rows) + "\n]}\n"
+    )  # a row a line
     plot(RESULTS / f"{args.out}.png", rows)
     print(f"wrote {out} and {out.with_suffix('.png')} ({time.perf_counter() - start:.0f} s)")
     return 0 if lossless else 1

@@ -18,7 +18,6 @@ import sys
 
 import numpy as np
 
-
 from bench.common import fmt_time, machine, median_seconds, write_json
 from fastspec.cli.errors import ArgumentParser, user_errors
 
@@ -58,10 +57,15 @@ def main(argv=None) -> int:
             times = {name: median_seconds(fn, repeat=400, warmup=20, budget_s=3.0) for name, fn in parts.items()}
             total = sum(times.values())
             records.append({"batch": batch, "k": K, **{f"{n}_s": t for n, t in times.items()}, "per_step_s": total})
-            print(f"B={batch:<4} K={K}: plan {fmt_time(times['plan'])}  observe {fmt_time(times['observe'])}  "
-                  f"per step {fmt_time(total)}", flush=True)
-    path = write_json("adaptive_controller", {"benchmark": "adaptive_controller", "device": "cpu",
-                                              "machine": machine(), "records": records})
+            print(
+                f"B={batch:<4} K={K}: plan {fmt_time(times['plan'])}  observe {fmt_time(times['observe'])}  "
+                f"per step {fmt_time(total)}",
+                flush=True,
+            )
+    path = write_json(
+        "adaptive_controller",
+        {"benchmark": "adaptive_controller", "device": "cpu", "machine": machine(), "records": records},
+    )
     print(f"wrote {path}")
     return 0
 

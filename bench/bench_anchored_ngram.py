@@ -37,7 +37,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 from bench.common import machine, write_json
 from fastspec.cli.errors import ArgumentParser, UserError, int_range, user_errors
 from fastspec.reference import ngram_match
@@ -50,8 +49,9 @@ TOKEN = re.compile(r"[A-Za-z_]\w*|\d+|\s+|[^\w\s]")
 
 
 def git(repo: str, *args: str) -> str:
-    return subprocess.run(["git", "-C", repo, *args], check=True, capture_output=True, text=True,
-                          errors="replace").stdout
+    return subprocess.run(
+        ["git", "-C", repo, *args], check=True, capture_output=True, text=True, errors="replace"
+    ).stdout
 
 
 def modified_files(repo: str) -> list[tuple[str, str]]:
@@ -106,10 +106,20 @@ def simulate(prompt: np.ndarray, output: np.ndarray, max_n: int, min_n: int, anc
     steps = drafting = 0
     while s < total:
         # SPEC order; the slot decodes (encoder 0, decoder p + s cached tokens), draft row fresh
-        result = ngram_match(row, prompt_len, np.array([s], np.int64), draft_num,
-                             np.zeros((1, K + 1), np.int64), np.ones(1, np.int32), encoder,
-                             np.array([p + s], np.int32), max_dec_len,
-                             max_ngram_size=max_n, min_ngram_size=min_n, ngram_anchor=anchor)
+        result = ngram_match(
+            row,
+            prompt_len,
+            np.array([s], np.int64),
+            draft_num,
+            np.zeros((1, K + 1), np.int64),
+            np.ones(1, np.int32),
+            encoder,
+            np.array([p + s], np.int32),
+            max_dec_len,
+            max_ngram_size=max_n,
+            min_ngram_size=min_n,
+            ngram_anchor=anchor,
+        )
         drafts = result[0][0, 1 : int(result[1][0])]
         if anchored:
             anchor = result[2]
@@ -123,8 +133,13 @@ def simulate(prompt: np.ndarray, output: np.ndarray, max_n: int, min_n: int, anc
         s += ok + 1
         steps += 1
         drafting += len(drafts) > 0
-    return {"steps": steps, "tokens": total - 1, "drafting_steps": drafting,
-            "offered": offered[1:], "accepted": accepted[1:]}
+    return {
+        "steps": steps,
+        "tokens": total - 1,
+        "drafting_steps": drafting,
+        "offered": offered[1:],
+        "accepted": accepted[1:],
+    }
 
 
 def summarize(max_n: int, min_n: int, anchored: bool, runs: list[dict]) -> dict:
@@ -133,12 +148,15 @@ def summarize(max_n: int, min_n: int, anchored: bool, runs: list[dict]) -> dict:
     offered = sum(r["offered"] for r in runs)
     accepted = sum(r["accepted"] for r in runs)
     return {
-        "max_ngram_size": max_n, "min_ngram_size": min_n, "anchored": anchored,
+        "max_ngram_size": max_n,
+        "min_ngram_size": min_n,
+        "anchored": anchored,
         "mean_accepted_length": tokens / steps,
         "draft_rate": sum(r["drafting_steps"] for r in runs) / steps,
         "position_acceptance": [float(a / o) if o else None for a, o in zip(accepted, offered)],
         "position_offered": offered.tolist(),
-        "steps": steps, "tokens": tokens,
+        "steps": steps,
+        "tokens": tokens,
     }
 
 
@@ -146,8 +164,10 @@ def print_table(records: list[dict]) -> None:
     print(f"{'rule':>6} {'anchor':>6} {'tok/step':>8} {'drafts':>7}  P(accept draft i), i = 1..{K}")
     for r in records:
         acc = " ".join(f"{a:5.3f}" if a is not None else "  -  " for a in r["position_acceptance"])
-        print(f"{r['max_ngram_size']:>3},{r['min_ngram_size']:<2} {'on' if r['anchored'] else 'off':>6} "
-              f"{r['mean_accepted_length']:8.3f} {r['draft_rate']:7.3f}  {acc}")
+        print(
+            f"{r['max_ngram_size']:>3},{r['min_ngram_size']:<2} {'on' if r['anchored'] else 'off':>6} "
+            f"{r['mean_accepted_length']:8.3f} {r['draft_rate']:7.3f}  {acc}"
+        )
 
 
 @user_errors()
@@ -180,11 +200,20 @@ def main(argv=None) -> int:
 
     records = [summarize(*rule, runs[rule]) for rule in rules]
     print_table(records)
-    payload = {"benchmark": "anchored_ngram", "repo_commit": head, "pairs": len(pairs), "k": K,
-               "max_tokens": args.max_tokens, "seed": args.seed, "tokenizer": TOKEN.pattern,
-               "prompt_tokens": int(sum(len(p["prompt"]) for p in pairs)),
-               "output_tokens": int(sum(r["tokens"] + 1 for r in runs[rules[0]])),
-               "wall_s": time.perf_counter() - start, "machine": machine(), "records": records}
+    payload = {
+        "benchmark": "anchored_ngram",
+        "repo_commit": head,
+        "pairs": len(pairs),
+        "k": K,
+        "max_tokens": args.max_tokens,
+        "seed": args.seed,
+        "tokenizer": TOKEN.pattern,
+        "prompt_tokens": int(sum(len(p["prompt"]) for p in pairs)),
+        "output_tokens": int(sum(r["tokens"] + 1 for r in runs[rules[0]])),
+        "wall_s": time.perf_counter() - start,
+        "machine": machine(),
+        "records": records,
+    }
     path = write_json("anchored_ngram", payload)
     print(f"wrote {path}")
     return 0

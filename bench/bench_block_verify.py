@@ -32,7 +32,6 @@ from argparse import RawDescriptionHelpFormatter
 
 import numpy as np
 
-
 from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json
 from fastspec.cli.errors import ArgumentParser, choice_list, int_range, user_errors
 
@@ -55,8 +54,21 @@ def demo_run(flags: list[str], strategy: str, seed: int, requests: int, chunk: i
     from fastspec.demo.models import ReplayModel, TinyTransformer
     from fastspec.demo.workload import copy_edit_workload
 
-    args = demo.parse_args([*flags, "--strategy", strategy, "--seed", str(seed), "--corpus", "builtin",
-                            "--requests", str(requests), "--chunk-tokens", str(chunk)])
+    args = demo.parse_args(
+        [
+            *flags,
+            "--strategy",
+            strategy,
+            "--seed",
+            str(seed),
+            "--corpus",
+            "builtin",
+            "--requests",
+            str(requests),
+            "--chunk-tokens",
+            str(chunk),
+        ]
+    )
     config = demo.make_config(args)
     workload = copy_edit_workload(requests, chunk, seed=seed, corpus="builtin")
     max_model_len = max(len(p) for p in workload.prompts) + max(len(r) for r in workload.references.values()) + 8
@@ -71,10 +83,20 @@ def demo_run(flags: list[str], strategy: str, seed: int, requests: int, chunk: i
     from fastspec.runtime.state import RequestParams
 
     s = config.sampling
-    params = [RequestParams(s.seed + i, len(workload.references[i]) + 8, s.temperature, s.top_p, s.top_k)
-              for i in range(len(workload.prompts))]
-    result = generate(model, workload.prompts, config, max_num_seqs=args.batch_size, max_model_len=max_model_len,
-                      end_tokens=[workload.tokenizer.END], params=params, draft_model=head)
+    params = [
+        RequestParams(s.seed + i, len(workload.references[i]) + 8, s.temperature, s.top_p, s.top_k)
+        for i in range(len(workload.prompts))
+    ]
+    result = generate(
+        model,
+        workload.prompts,
+        config,
+        max_num_seqs=args.batch_size,
+        max_model_len=max_model_len,
+        end_tokens=[workload.tokenizer.END],
+        params=params,
+        draft_model=head,
+    )
     return config, result.stats
 
 
@@ -95,17 +117,26 @@ def acceptance_rows(names: list[str], seeds: int, requests: int, chunk: int) -> 
             error = statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else float("nan")
             return statistics.fmean(values), error
 
-        row = {"workload": name, "demo_flags": WORKLOADS[name], "k": config.num_speculative_tokens,
-               "temperature": config.sampling.temperature, "top_p": config.sampling.top_p, "seeds": seeds,
-               "requests": requests, "chunk_tokens": chunk}
+        row = {
+            "workload": name,
+            "demo_flags": WORKLOADS[name],
+            "k": config.num_speculative_tokens,
+            "temperature": config.sampling.temperature,
+            "top_p": config.sampling.top_p,
+            "seeds": seeds,
+            "requests": requests,
+            "chunk_tokens": chunk,
+        }
         for key, values in (*lengths.items(), ("gain", gains)):
             mean, error = summary(values)
             row[key] = {"mean_accepted_length" if key != "gain" else "mean": mean, "stderr": error, "per_seed": values}
         for strategy in STRATEGIES:
             row[strategy]["acceptance_per_position"] = np.mean(per_position[strategy], axis=0).round(4).tolist()
         rows.append(row)
-        cells = [f"{row[k].get('mean_accepted_length', row[k].get('mean')):7.3f} ± {row[k]['stderr']:.3f}"
-                 for k in (*STRATEGIES, "gain")]
+        cells = [
+            f"{row[k].get('mean_accepted_length', row[k].get('mean')):7.3f} ± {row[k]['stderr']:.3f}"
+            for k in (*STRATEGIES, "gain")
+        ]
         print(f"{name:<20} {row['k']:>2} " + " ".join(f"{c:>16}" for c in cells))
     return rows
 
@@ -121,25 +152,49 @@ def op_rows(batch: int = 64, k: int = 5, vocab: int = 32000) -> list[dict]:
     rows = []
     print(f"\nverify_draft_tokens on the CPU, B = {batch}, K = {k}, V = {vocab}: floor {fmt_time(floor)}")
     for strategy in STRATEGIES:
+
         def call():
-            fastspec.arrays.verify_draft_tokens(*(None if n is None else arrays[n] for n in positional), strategy=strategy,
-                                        target_probs=arrays["target_probs"], draft_probs=arrays["draft_probs"])
+            fastspec.arrays.verify_draft_tokens(
+                *(None if n is None else arrays[n] for n in positional),
+                strategy=strategy,
+                target_probs=arrays["target_probs"],
+                draft_probs=arrays["draft_probs"],
+            )
 
         seconds = median_seconds(call)
         mean_length = float(arrays["accept_num"].mean())
-        rows.append({"strategy": strategy, "batch": batch, "k": k, "vocab": vocab, "seconds": seconds,
-                     "floor_seconds": floor, "ratio": seconds / floor, "mean_accepted_length": mean_length})
-        print(f"  {strategy:<10} {fmt_time(seconds)}  floor {fmt_time(floor)}  ratio {seconds / floor:6.2f}  "
-              f"(mean accepted length {mean_length:.2f})")
+        rows.append(
+            {
+                "strategy": strategy,
+                "batch": batch,
+                "k": k,
+                "vocab": vocab,
+                "seconds": seconds,
+                "floor_seconds": floor,
+                "ratio": seconds / floor,
+                "mean_accepted_length": mean_length,
+            }
+        )
+        print(
+            f"  {strategy:<10} {fmt_time(seconds)}  floor {fmt_time(floor)}  ratio {seconds / floor:6.2f}  "
+            f"(mean accepted length {mean_length:.2f})"
+        )
     return rows
 
 
 @user_errors()
 def main(argv=None) -> int:
-    p = ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
-                       formatter_class=RawDescriptionHelpFormatter)
-    p.add_argument("--workloads", type=choice_list(WORKLOADS), default=DEFAULT_WORKLOADS,
-                   help="comma-separated: " + ", ".join(WORKLOADS))
+    p = ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--workloads",
+        type=choice_list(WORKLOADS),
+        default=DEFAULT_WORKLOADS,
+        help="comma-separated: " + ", ".join(WORKLOADS),
+    )
     p.add_argument("--seeds", type=int_range(1, 50), default=3, help="demo seeds per workload and strategy")
     p.add_argument("--requests", type=int_range(1), default=16, help="requests per run (the demo's default)")
     p.add_argument("--chunk-tokens", type=int_range(1), default=320, help="file tokens per prompt (the demo's default)")

@@ -102,8 +102,9 @@ def _per_call(fn: Callable[[], Any], calls: int) -> float:
     return (time.perf_counter() - start) / calls
 
 
-def interleaved(make: Callable[[], dict[str, Callable[[], Any]]], rounds: int, repeats: int,
-                calls: int) -> dict[str, float]:
+def interleaved(
+    make: Callable[[], dict[str, Callable[[], Any]]], rounds: int, repeats: int, calls: int
+) -> dict[str, float]:
     """Median seconds per call of each function ``make()`` returns (built afresh each round): in
     every round, ``repeats`` runs of ``calls`` calls of each, the order reversed every other run
     so that none always follows another. Round 0 warms up."""
@@ -118,8 +119,9 @@ def interleaved(make: Callable[[], dict[str, Callable[[], Any]]], rounds: int, r
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def measure(pair: Callable[..., tuple], op_name: str, batch: int, attrs: dict, rounds: int, repeats: int,
-            calls: int) -> tuple[float, float]:
+def measure(
+    pair: Callable[..., tuple], op_name: str, batch: int, attrs: dict, rounds: int, repeats: int, calls: int
+) -> tuple[float, float]:
     """Medians of (public, raw) seconds per call, interleaved on the same fresh arrays each round."""
     base = inputs(op_name, batch, attrs)
 
@@ -147,10 +149,27 @@ def controller_step(batch: int, rounds: int, repeats: int, calls: int) -> dict:
     state.stop_flags[:] = False  # every slot decodes: 3 rows (2 drafts), 2 tokens kept
     state.cu_seqlens_q_output[:] = paddle.to_tensor((np.arange(batch + 1) * 3).astype(np.int32))
     state.accept_num[:] = paddle.full([batch], 2, "int32")
-    plan_args = [ctl.acceptance, ctl.found, ctl._cost, ctl.rates, state.seq_lens_encoder, state.stop_flags,
-                 state.is_block_step, ctl._probe, state.draft_token_num, ctl._worth, ctl._ranking]
-    observe_args = [ctl.acceptance, ctl.found, state.draft_token_num, state.cu_seqlens_q_output, state.accept_num,
-                    ctl.rates]
+    plan_args = [
+        ctl.acceptance,
+        ctl.found,
+        ctl._cost,
+        ctl.rates,
+        state.seq_lens_encoder,
+        state.stop_flags,
+        state.is_block_step,
+        ctl._probe,
+        state.draft_token_num,
+        ctl._worth,
+        ctl._ranking,
+    ]
+    observe_args = [
+        ctl.acceptance,
+        ctl.found,
+        state.draft_token_num,
+        state.cu_seqlens_q_output,
+        state.accept_num,
+        ctl.rates,
+    ]
     _, ngram_attrs = example_call("ngram_match")
     ngram = inputs("ngram_match", batch, ngram_attrs)
 
@@ -163,15 +182,23 @@ def controller_step(batch: int, rounds: int, repeats: int, calls: int) -> dict:
         _C_ops._run_custom_op("fastspec_adaptive_observe", *observe_args)
 
     def make() -> dict[str, Callable[[], Any]]:
-        raw_ngram = paddle_pair("ngram_match", {k: None if v is None else v.copy() for k, v in ngram.items()},
-                                ngram_attrs)[1]
+        raw_ngram = paddle_pair(
+            "ngram_match", {k: None if v is None else v.copy() for k, v in ngram.items()}, ngram_attrs
+        )[1]
         return {"step": step, "raw_plan_observe": raw_plan_observe, "raw_ngram_match": raw_ngram}
 
     times = interleaved(make, rounds, repeats, calls)
     step_s, own_s, ngram_s = times["step"], times["raw_plan_observe"], times["raw_ngram_match"]
-    return {"batch": batch, "K": CONTROLLER_K, "step_us": step_s * 1e6, "raw_plan_observe_us": own_s * 1e6,
-            "raw_ngram_match_us": ngram_s * 1e6, "step_over_raw_plan_observe": step_s / own_s,
-            "step_in_raw_ngram_match_calls": step_s / ngram_s, "target_raw_calls": CONTROLLER_TARGET}
+    return {
+        "batch": batch,
+        "K": CONTROLLER_K,
+        "step_us": step_s * 1e6,
+        "raw_plan_observe_us": own_s * 1e6,
+        "raw_ngram_match_us": ngram_s * 1e6,
+        "step_over_raw_plan_observe": step_s / own_s,
+        "step_in_raw_ngram_match_calls": step_s / ngram_s,
+        "target_raw_calls": CONTROLLER_TARGET,
+    }
 
 
 def _flag(value: float, target: float) -> str:
@@ -186,8 +213,9 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int_range(1, 50), default=10, help="timed runs of each side per round")
     parser.add_argument("--calls", type=int_range(1, 1000), default=20, help="calls per timed run")
     parser.add_argument("--front-ends", type=choice_list(["paddle", "arrays"]), default="paddle,arrays")
-    parser.add_argument("--ops", type=choice_list([label for label, _, _ in CASES]),
-                        help="comma-separated labels to run (default: all)")
+    parser.add_argument(
+        "--ops", type=choice_list([label for label, _, _ in CASES]), help="comma-separated labels to run (default: all)"
+    )
     parser.add_argument("--tag", default="", help="suffix of the JSON file name")
     parser.add_argument("--no-controller", action="store_true", help="skip the controller's step")
     args = parser.parse_args(argv)
@@ -204,26 +232,53 @@ def main(argv=None) -> int:
             for label, op_name, attrs in cases:
                 public, raw = measure(pairs[front_end], op_name, batch, attrs, args.rounds, args.repeats, args.calls)
                 ratio = public / raw
-                print(f"{label:34} {front_end:9} {batch:4d} {public * 1e6:8.1f}us {raw * 1e6:8.1f}us "
-                      f"{ratio:6.2f}{_flag(ratio, targets[front_end])}", flush=True)
-                rows.append({"op": label, "front_end": front_end, "batch": batch, "public_us": public * 1e6,
-                             "raw_us": raw * 1e6, "ratio": ratio})
+                print(
+                    f"{label:34} {front_end:9} {batch:4d} {public * 1e6:8.1f}us {raw * 1e6:8.1f}us "
+                    f"{ratio:6.2f}{_flag(ratio, targets[front_end])}",
+                    flush=True,
+                )
+                rows.append(
+                    {
+                        "op": label,
+                        "front_end": front_end,
+                        "batch": batch,
+                        "public_us": public * 1e6,
+                        "raw_us": raw * 1e6,
+                        "ratio": ratio,
+                    }
+                )
     controller = None
     if not args.no_controller:
         controller = controller_step(CONTROLLER_BATCH, args.rounds, args.repeats, args.calls)
         own, ngram = controller["step_over_raw_plan_observe"], controller["step_in_raw_ngram_match_calls"]
-        print(f"controller step (plan + observe), B = {CONTROLLER_BATCH}, K = {CONTROLLER_K}: {controller['step_us']:.1f}us; "
-              f"raw adaptive_plan + adaptive_observe {controller['raw_plan_observe_us']:.1f}us "
-              f"(step {own:.2f}x{_flag(own, PADDLE_TARGET)}); "
-              f"one raw ngram_match {controller['raw_ngram_match_us']:.1f}us "
-              f"(step = {ngram:.2f} calls{_flag(ngram, CONTROLLER_TARGET)})", flush=True)
-    path = write_json(f"call_overhead{args.tag}", {
-        "raw": {"paddle": "paddle._C_ops._run_custom_op('fastspec_<op>', ...)",
-                "arrays": "fastspec.arrays.prepare(<op>, ...)()"},
-        "method": {"rounds": args.rounds, "repeats": args.repeats, "calls": args.calls,
-                   "order": "public and raw runs alternate (ABBA) on the same fresh arrays; medians over runs"},
-        "targets": targets, "inputs": "fastspec.core.examples.example_call(op, B)", "machine": machine(), "rows": rows,
-        "controller": controller})
+        print(
+            f"controller step (plan + observe), B = {CONTROLLER_BATCH}, K = {CONTROLLER_K}: {controller['step_us']:.1f}us; "
+            f"raw adaptive_plan + adaptive_observe {controller['raw_plan_observe_us']:.1f}us "
+            f"(step {own:.2f}x{_flag(own, PADDLE_TARGET)}); "
+            f"one raw ngram_match {controller['raw_ngram_match_us']:.1f}us "
+            f"(step = {ngram:.2f} calls{_flag(ngram, CONTROLLER_TARGET)})",
+            flush=True,
+        )
+    path = write_json(
+        f"call_overhead{args.tag}",
+        {
+            "raw": {
+                "paddle": "paddle._C_ops._run_custom_op('fastspec_<op>', ...)",
+                "arrays": "fastspec.arrays.prepare(<op>, ...)()",
+            },
+            "method": {
+                "rounds": args.rounds,
+                "repeats": args.repeats,
+                "calls": args.calls,
+                "order": "public and raw runs alternate (ABBA) on the same fresh arrays; medians over runs",
+            },
+            "targets": targets,
+            "inputs": "fastspec.core.examples.example_call(op, B)",
+            "machine": machine(),
+            "rows": rows,
+            "controller": controller,
+        },
+    )
     print(f"wrote {path}")
     return 0
 

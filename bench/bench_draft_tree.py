@@ -21,7 +21,6 @@ from argparse import RawDescriptionHelpFormatter
 
 import numpy as np
 
-
 from bench.common import fmt_time, machine, median_seconds, write_json
 from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
 from fastspec.core.schema import MAX_TREE_NODES, SCHEMAS
@@ -35,12 +34,17 @@ def build_inputs(batch: int, rng: np.random.Generator) -> dict:
     count = DEPTH * PER_DEPTH
     parents = np.full((batch, count), -1, np.int32)
     parents[:, PER_DEPTH:] = (np.arange(PER_DEPTH, count) // PER_DEPTH - 1) * PER_DEPTH + rng.integers(
-        0, PER_DEPTH, (batch, count - PER_DEPTH))
-    return {"candidate_tokens": rng.integers(0, VOCAB, (batch, count)).astype(np.int64),
-            "candidate_parents": parents,
-            "candidate_scores": -np.cumsum(rng.random((batch, count)), axis=1).astype(np.float32),
-            "draft_tree_tokens": np.zeros((batch, NODES), np.int64), "seq_lens_this_time": np.ones(batch, np.int32),
-            "seq_lens_encoder": np.zeros(batch, np.int32), "seq_lens_decoder": np.full(batch, 100, np.int32)}
+        0, PER_DEPTH, (batch, count - PER_DEPTH)
+    )
+    return {
+        "candidate_tokens": rng.integers(0, VOCAB, (batch, count)).astype(np.int64),
+        "candidate_parents": parents,
+        "candidate_scores": -np.cumsum(rng.random((batch, count)), axis=1).astype(np.float32),
+        "draft_tree_tokens": np.zeros((batch, NODES), np.int64),
+        "seq_lens_this_time": np.ones(batch, np.int32),
+        "seq_lens_encoder": np.zeros(batch, np.int32),
+        "seq_lens_decoder": np.full(batch, 100, np.int32),
+    }
 
 
 def full_tree(width: int, depth: int) -> np.ndarray:
@@ -56,8 +60,7 @@ def full_tree(width: int, depth: int) -> np.ndarray:
     return np.array(parents, np.int32)
 
 
-def verify_inputs(batch: int, parents: np.ndarray, strategy: str, rng: np.random.Generator,
-                  vocab: int = VOCAB) -> dict:
+def verify_inputs(batch: int, parents: np.ndarray, strategy: str, rng: np.random.Generator, vocab: int = VOCAB) -> dict:
     n = len(parents)
     rows = batch * n
     p = rng.dirichlet(np.full(vocab, 0.3), size=rows)
@@ -70,16 +73,24 @@ def verify_inputs(batch: int, parents: np.ndarray, strategy: str, rng: np.random
         tokens[:, node] = np.minimum((cumulative[:, parents[node]] < u).sum(axis=1), vocab - 1)
     targets = rng.integers(0, vocab, rows).astype(np.int64)
     rejection = strategy == "rejection"
-    return {"accept_tokens": np.zeros((batch, int(_depths(parents).max()) + 1), np.int64),
-            "accept_num": np.zeros(batch, np.int32), "draft_tree_tokens": tokens,
-            "draft_tree_parents": np.tile(parents, (batch, 1)), "target_tokens": None if rejection else targets,
-            "seed": np.arange(batch, dtype=np.int64) * 7919 + 1, "step_idx": np.arange(batch, dtype=np.int64) % 997,
-            "stop_flags": np.zeros(batch, bool), "is_block_step": np.zeros(batch, bool),
-            "seq_lens_encoder": np.zeros(batch, np.int32), "seq_lens_this_time": np.full(batch, n, np.int32),
-            "cu_seqlens_q_output": np.arange(0, rows + 1, n, dtype=np.int32),
-            "max_dec_len": np.full(batch, 10**9, np.int64), "end_tokens": np.array([vocab], np.int64),
-            "target_probs": p.astype(np.float32) if rejection else None,
-            "draft_probs": q.astype(np.float32) if rejection else None}
+    return {
+        "accept_tokens": np.zeros((batch, int(_depths(parents).max()) + 1), np.int64),
+        "accept_num": np.zeros(batch, np.int32),
+        "draft_tree_tokens": tokens,
+        "draft_tree_parents": np.tile(parents, (batch, 1)),
+        "target_tokens": None if rejection else targets,
+        "seed": np.arange(batch, dtype=np.int64) * 7919 + 1,
+        "step_idx": np.arange(batch, dtype=np.int64) % 997,
+        "stop_flags": np.zeros(batch, bool),
+        "is_block_step": np.zeros(batch, bool),
+        "seq_lens_encoder": np.zeros(batch, np.int32),
+        "seq_lens_this_time": np.full(batch, n, np.int32),
+        "cu_seqlens_q_output": np.arange(0, rows + 1, n, dtype=np.int32),
+        "max_dec_len": np.full(batch, 10**9, np.int64),
+        "end_tokens": np.array([vocab], np.int64),
+        "target_probs": p.astype(np.float32) if rejection else None,
+        "draft_probs": q.astype(np.float32) if rejection else None,
+    }
 
 
 def _depths(parents: np.ndarray) -> np.ndarray:
@@ -97,12 +108,16 @@ def first_child_chain(arrays: dict, parents: np.ndarray) -> dict:
     batch, n, m = len(arrays["seed"]), len(parents), len(path)
     rows = (np.arange(batch)[:, None] * n + np.array(path)).reshape(-1)
     chain = dict(arrays)
-    chain.update(accept_tokens=np.zeros_like(arrays["accept_tokens"]), accept_num=np.zeros(batch, np.int32),
-                 draft_tree_tokens=arrays["draft_tree_tokens"][:, path].copy(),
-                 draft_tree_parents=np.tile(np.arange(-1, m - 1, dtype=np.int32), (batch, 1)),
-                 seq_lens_this_time=np.full(batch, m, np.int32),
-                 cu_seqlens_q_output=np.arange(0, batch * m + 1, m, dtype=np.int32),
-                 target_probs=arrays["target_probs"][rows], draft_probs=arrays["draft_probs"][rows])
+    chain.update(
+        accept_tokens=np.zeros_like(arrays["accept_tokens"]),
+        accept_num=np.zeros(batch, np.int32),
+        draft_tree_tokens=arrays["draft_tree_tokens"][:, path].copy(),
+        draft_tree_parents=np.tile(np.arange(-1, m - 1, dtype=np.int32), (batch, 1)),
+        seq_lens_this_time=np.full(batch, m, np.int32),
+        cu_seqlens_q_output=np.arange(0, batch * m + 1, m, dtype=np.int32),
+        target_probs=arrays["target_probs"][rows],
+        draft_probs=arrays["draft_probs"][rows],
+    )
     return chain
 
 
@@ -112,16 +127,19 @@ def timing_rows(batches: list[int]) -> list[dict]:
     rng = np.random.default_rng(0)
     floor = median_seconds(lambda: fastspec.arrays.module().rand64(0, 0, 1), repeat=5000, budget_s=0.5)
     print(f"CPU; floor = one no-op call into C++ through the bindings: {fmt_time(floor)}")
-    print("bindings: fastspec.arrays from Python; kernel: the C++ call with prebuilt arguments "
-          "(fastspec.arrays.prepare); ratio = kernel / floor")
+    print(
+        "bindings: fastspec.arrays from Python; kernel: the C++ call with prebuilt arguments "
+        "(fastspec.arrays.prepare); ratio = kernel / floor"
+    )
     print(f"{'op':28} {'B':>4} {'bindings':>12} {'kernel':>12} {'floor':>12} {'ratio':>6}")
     rows = []
     tree = full_tree(2, 3)[:NODES]
     for batch in batches:
         cases = [("build_draft_tree", build_inputs(batch, rng), {"max_depth": DEPTH})]
         for strategy in ("greedy", "rejection"):
-            cases.append((f"verify_draft_tree ({strategy})", verify_inputs(batch, tree, strategy, rng),
-                          {"strategy": strategy}))
+            cases.append(
+                (f"verify_draft_tree ({strategy})", verify_inputs(batch, tree, strategy, rng), {"strategy": strategy})
+            )
         for name, arrays, attrs in cases:
             op = name.split(" ")[0]
             names = BUILD_NAMES if op == "build_draft_tree" else VERIFY_NAMES
@@ -129,8 +147,10 @@ def timing_rows(batches: list[int]) -> list[dict]:
             bind = median_seconds(lambda: call(*(arrays[n] for n in names), **attrs), repeat=1000, budget_s=1.0)
             launch = fastspec.arrays.prepare(op, *(arrays[n] for n in names), **attrs)
             kernel = median_seconds(launch, repeat=2000, budget_s=1.0)
-            print(f"{name:28} {batch:4d} {fmt_time(bind)} {fmt_time(kernel)} {fmt_time(floor)} "
-                  f"{kernel / floor:6.2f}", flush=True)
+            print(
+                f"{name:28} {batch:4d} {fmt_time(bind)} {fmt_time(kernel)} {fmt_time(floor)} {kernel / floor:6.2f}",
+                flush=True,
+            )
             rows.append({"op": name, "batch": batch, "bindings_s": bind, "kernel_call_s": kernel, "floor_s": floor})
     return rows
 
@@ -152,10 +172,16 @@ def acceptance_rows(widths: list[int], depth: int, slots: int) -> list[dict]:
         chain = fastspec.arrays.verify_draft_tree(*(chain_arrays[n] for n in VERIFY_NAMES), strategy="rejection")
         t, c = float(tree.accept_num.mean()), float(chain.accept_num.mean())
         print(f"{width:5d} {len(parents):6d} {c:8.3f} {t:8.3f} {t / c - 1:+7.1%}", flush=True)
-        rows.append({"width": width, "depth": depth, "nodes": len(parents), "chain_tokens_per_step": c,
-                     "tree_tokens_per_step": t})
+        rows.append(
+            {
+                "width": width,
+                "depth": depth,
+                "nodes": len(parents),
+                "chain_tokens_per_step": c,
+                "tree_tokens_per_step": t,
+            }
+        )
     return rows
-
 
 
 @user_errors()
@@ -169,8 +195,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     timing = timing_rows(args.batches)
     acceptance = acceptance_rows(args.widths, args.depth, args.slots)
-    path = write_json(f"draft_tree_cpu{args.tag}", {"ops": ["build_draft_tree", "verify_draft_tree"], "device": "cpu",
-                                                     "machine": machine(), "rows": timing, "acceptance": acceptance})
+    path = write_json(
+        f"draft_tree_cpu{args.tag}",
+        {
+            "ops": ["build_draft_tree", "verify_draft_tree"],
+            "device": "cpu",
+            "machine": machine(),
+            "rows": timing,
+            "acceptance": acceptance,
+        },
+    )
     print(f"wrote {path}")
     return 0
 

@@ -93,8 +93,10 @@ def sampling_inputs(kind: str, batch: int, vocab: int, top_k: int, rng: np.rando
     rows = batch * (K + 1)
     return {
         "probs": probability_rows(kind, rows, vocab, rng),
-        "top_p": np.full(batch, TOP_P, np.float32), "top_k": np.full(batch, top_k, np.int32),
-        "seed": np.arange(batch, dtype=np.int64) + 1, "step_idx": np.full(batch, 10, np.int64),
+        "top_p": np.full(batch, TOP_P, np.float32),
+        "top_k": np.full(batch, top_k, np.int32),
+        "seed": np.arange(batch, dtype=np.int64) + 1,
+        "step_idx": np.full(batch, 10, np.int64),
         "batch_id_per_token_output": np.repeat(np.arange(batch, dtype=np.int32), K + 1),
         "cu_seqlens_q_output": (np.arange(batch + 1) * (K + 1)).astype(np.int32),
     }
@@ -110,10 +112,14 @@ def verify_inputs(kind: str, batch: int, vocab: int, rng: np.random.Generator) -
     draft_tokens = np.zeros((batch, K + 1), np.int64)
     draft_tokens[:, 1:] = q.reshape(batch, K + 1, vocab)[:, :K].argmax(axis=2)
     return {
-        "accept_tokens": np.full((batch, K + 1), -1, np.int64), "accept_num": np.zeros(batch, np.int32),
-        "draft_tokens": draft_tokens, "target_probs": p, "draft_probs": q,
-        **decode_slots(batch, K + 1, seed=np.arange(batch, dtype=np.int64) + 7, step_idx=np.full(batch, 10),
-                       end_token=vocab),
+        "accept_tokens": np.full((batch, K + 1), -1, np.int64),
+        "accept_num": np.zeros(batch, np.int32),
+        "draft_tokens": draft_tokens,
+        "target_probs": p,
+        "draft_probs": q,
+        **decode_slots(
+            batch, K + 1, seed=np.arange(batch, dtype=np.int64) + 7, step_idx=np.full(batch, 10), end_token=vocab
+        ),
     }
 
 
@@ -123,29 +129,55 @@ class Table:
     def __init__(self, device: Device) -> None:
         self.device, self.rows = device, []
 
-    def add(self, op: str, workload: str, batch: int, eager: float, graph: float | None, floor: float,
-            peer: str = "", peer_s: float | None = None) -> None:
+    def add(
+        self,
+        op: str,
+        workload: str,
+        batch: int,
+        eager: float,
+        graph: float | None,
+        floor: float,
+        peer: str = "",
+        peer_s: float | None = None,
+    ) -> None:
         best = min(eager, graph) if graph is not None else eager
-        row = {"op": op, "workload": workload, "batch": batch, "eager_s": eager, "graph_s": graph,
-               "floor_s": floor, "ratio": best / floor, "peer": peer, "peer_s": peer_s,
-               "vs_peer": (eager / peer_s) if peer_s else None}
+        row = {
+            "op": op,
+            "workload": workload,
+            "batch": batch,
+            "eager_s": eager,
+            "graph_s": graph,
+            "floor_s": floor,
+            "ratio": best / floor,
+            "peer": peer,
+            "peer_s": peer_s,
+            "vs_peer": (eager / peer_s) if peer_s else None,
+        }
         self.rows.append(row)
         peer_text = f"  {peer} {fmt_time(peer_s)} (x{eager / peer_s:.2f})" if peer_s else ""
         graph_text = fmt_time(graph) if graph is not None else " " * 12
-        print(f"{op:34} {workload:14} {batch:4d} {fmt_time(eager)} {graph_text} {fmt_time(floor)} "
-              f"{best / floor:6.2f}{peer_text}", flush=True)
+        print(
+            f"{op:34} {workload:14} {batch:4d} {fmt_time(eager)} {graph_text} {fmt_time(floor)} "
+            f"{best / floor:6.2f}{peer_text}",
+            flush=True,
+        )
 
     def markdown(self) -> str:
-        lines = [f"GPU: {self.device.name}. Times are CUDA-event medians; ratio = the better of eager and graph "
-                 "over the floor; vs peer = fastspec eager / peer (below 1: fastspec is faster).", "",
-                 "| op | workload | B | eager | graph | floor | ratio | peer | peer time | vs peer |",
-                 "|---|---|---:|---:|---:|---:|---:|---|---:|---:|"]
+        lines = [
+            f"GPU: {self.device.name}. Times are CUDA-event medians; ratio = the better of eager and graph "
+            "over the floor; vs peer = fastspec eager / peer (below 1: fastspec is faster).",
+            "",
+            "| op | workload | B | eager | graph | floor | ratio | peer | peer time | vs peer |",
+            "|---|---|---:|---:|---:|---:|---:|---|---:|---:|",
+        ]
         for r in self.rows:
             graph = fmt_time(r["graph_s"]).strip() if r["graph_s"] is not None else "-"
             peer_s = fmt_time(r["peer_s"]).strip() if r["peer_s"] else "-"
             vs = f"{r['vs_peer']:.2f}" if r["vs_peer"] else "-"
-            lines.append(f"| {r['op']} | {r['workload']} | {r['batch']} | {fmt_time(r['eager_s']).strip()} | {graph} | "
-                         f"{fmt_time(r['floor_s']).strip()} | {r['ratio']:.2f} | {r['peer'] or '-'} | {peer_s} | {vs} |")
+            lines.append(
+                f"| {r['op']} | {r['workload']} | {r['batch']} | {fmt_time(r['eager_s']).strip()} | {graph} | "
+                f"{fmt_time(r['floor_s']).strip()} | {r['ratio']:.2f} | {r['peer'] or '-'} | {peer_s} | {vs} |"
+            )
         return "\n".join(lines) + "\n"
 
 
@@ -199,13 +231,23 @@ def sampling_rows(device: Device, table: Table, batches: list[int], vocab: int, 
                     arrays.sample_tokens(**t, tokens=tokens, **device.kw)
 
                 def target():
-                    arrays.top_k_top_p_probs(**{n: t[n] for n in ("probs", "top_p", "top_k",
-                                                                   "batch_id_per_token_output")},
-                                             target_probs=renormed, **device.kw)
+                    arrays.top_k_top_p_probs(
+                        **{n: t[n] for n in ("probs", "top_p", "top_k", "batch_id_per_token_output")},
+                        target_probs=renormed,
+                        **device.kw,
+                    )
 
                 def candidates():
-                    arrays.top_p_candidates(probs, t["top_p"], t["batch_id_per_token_output"], ids, scores, lens,
-                                            max_candidate_len=64, **device.kw)
+                    arrays.top_p_candidates(
+                        probs,
+                        t["top_p"],
+                        t["batch_id_per_token_output"],
+                        ids,
+                        scores,
+                        lens,
+                        max_candidate_len=64,
+                        **device.kw,
+                    )
 
                 def torch_sort_sample():  # the hand-written runner sampler: sort, cumsum, mask, multinomial
                     ordered, order = torch.sort(probs, dim=-1, descending=True)
@@ -215,12 +257,18 @@ def sampling_rows(device: Device, table: Table, batches: list[int], vocab: int, 
                     return torch.gather(order, 1, torch.multinomial(ordered * keep, 1))
 
                 if fi is not None:
-                    fi_sample = ("flashinfer top_k_top_p_sampling",
-                                 lambda: fi.top_k_top_p_sampling_from_probs(probs, row_k, row_p,
-                                                                            filter_apply_order="joint"))
-                    fi_target = ("flashinfer top_p_renorm", lambda: fi.top_p_renorm_probs(probs, row_p)) if not top_k \
-                        else ("flashinfer top_k+top_p renorm",
-                              lambda: fi.top_p_renorm_probs(fi.top_k_renorm_probs(probs, row_k), row_p))
+                    fi_sample = (
+                        "flashinfer top_k_top_p_sampling",
+                        lambda: fi.top_k_top_p_sampling_from_probs(probs, row_k, row_p, filter_apply_order="joint"),
+                    )
+                    fi_target = (
+                        ("flashinfer top_p_renorm", lambda: fi.top_p_renorm_probs(probs, row_p))
+                        if not top_k
+                        else (
+                            "flashinfer top_k+top_p renorm",
+                            lambda: fi.top_p_renorm_probs(fi.top_k_renorm_probs(probs, row_k), row_p),
+                        )
+                    )
                 else:
                     fi_sample = fi_target = ("", None)
                 jobs = [("sample_tokens", sample, fi_sample), ("top_k_top_p_probs", target, fi_target)]
@@ -253,13 +301,23 @@ def verify_rows(device: Device, table: Table, batches: list[int], vocab: int, fi
 
                 def peer_fn():
                     fi.chain_speculative_sampling(draft_probs, draft_ids, target_probs, deterministic=True)
+
             peer_s = peer_seconds(device, peer_fn, peer) if peer_fn is not None else None
             for strategy in ("rejection", "block"):
+
                 def verify(strategy=strategy):
                     arrays.verify_draft_tokens(**t, strategy=strategy, **device.kw)
 
-                table.add(f"verify_draft_tokens {strategy}", kind, batch, device.seconds(verify),
-                          device.graph_seconds(verify), floor, peer, peer_s)
+                table.add(
+                    f"verify_draft_tokens {strategy}",
+                    kind,
+                    batch,
+                    device.seconds(verify),
+                    device.graph_seconds(verify),
+                    floor,
+                    peer,
+                    peer_s,
+                )
 
 
 def bitmask_rows(device: Device, table: Table, batches: list[int], vocab: int) -> None:
@@ -276,7 +334,7 @@ def bitmask_rows(device: Device, table: Table, batches: list[int], vocab: int) -
             rows = batch * (K + 1)
             mask = np.where(rng.random((rows, words)) < clear, 0, -1).astype(np.int32)
             mixed = rng.random((rows, words)) < 0.01
-            mask[mixed] = rng.integers(-2**31, 2**31, int(mixed.sum()), dtype=np.int64).astype(np.int32)
+            mask[mixed] = rng.integers(-(2**31), 2**31, int(mixed.sum()), dtype=np.int64).astype(np.int32)
             logits = device.tensor(rng.normal(0, 1, (rows, vocab)).astype(np.float32))
             t = {"token_bitmask": device.tensor(mask), "bitmask_index": device.tensor(np.arange(rows, dtype=np.int32))}
             shifts = torch.arange(32, dtype=torch.int32, device=logits.device)
@@ -290,8 +348,16 @@ def bitmask_rows(device: Device, table: Table, batches: list[int], vocab: int) -
 
             floor = (rows * vocab * 4 + mask.nbytes) / device.read_bandwidth()
             peer_s = peer_seconds(device, peer_fn, "torch unpack + masked_fill_")
-            table.add("apply_token_bitmask", kind, batch, device.seconds(op), device.graph_seconds(op), floor,
-                      "torch unpack + masked_fill_", peer_s)
+            table.add(
+                "apply_token_bitmask",
+                kind,
+                batch,
+                device.seconds(op),
+                device.graph_seconds(op),
+                floor,
+                "torch unpack + masked_fill_",
+                peer_s,
+            )
 
 
 def launch_bound_rows(device: Device, table: Table) -> None:
@@ -320,11 +386,19 @@ def batch_256_rows(device: Device, table: Table) -> None:
 
     rng = np.random.default_rng(2)
     floor = device.launch_floor()
-    calls = [("adaptive_plan", *plan_case(rng, b=256, k=K)), ("adaptive_observe", *observe_case(rng, b=256, k=K)),
-             ("build_draft_tree", build_inputs(256, rng), {"max_depth": 5})]
+    calls = [
+        ("adaptive_plan", *plan_case(rng, b=256, k=K)),
+        ("adaptive_observe", *observe_case(rng, b=256, k=K)),
+        ("build_draft_tree", build_inputs(256, rng), {"max_depth": 5}),
+    ]
     for strategy in ("greedy", "rejection"):
-        calls.append((f"verify_draft_tree {strategy}", tree_inputs(256, full_tree(2, 3)[:NODES], strategy, rng),
-                      {"strategy": strategy}))
+        calls.append(
+            (
+                f"verify_draft_tree {strategy}",
+                tree_inputs(256, full_tree(2, 3)[:NODES], strategy, rng),
+                {"strategy": strategy},
+            )
+        )
     for name, a, attrs in calls:
         t = {n: device.tensor(v) for n, v in a.items()}
         op = name.split()[0]
@@ -338,8 +412,11 @@ def batch_256_rows(device: Device, table: Table) -> None:
 @user_errors()
 def main(argv=None) -> int:
     parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
-    parser.add_argument("--emulate", action="store_true",
-                        help="dry run on the CPU through the CUDA emulator (small sizes, no graphs, no FlashInfer)")
+    parser.add_argument(
+        "--emulate",
+        action="store_true",
+        help="dry run on the CPU through the CUDA emulator (small sizes, no graphs, no FlashInfer)",
+    )
     parser.add_argument("--batches", type=int_list(1), default=None, help="default 1,8,64,256 (emulated: 1,2)")
     parser.add_argument("--vocab", type=int_list(1), default=None, help="default 151936 (emulated: 2048)")
     args = parser.parse_args(argv)
@@ -356,8 +433,10 @@ def main(argv=None) -> int:
     vocab = (args.vocab or [2048 if args.emulate else VOCAB])[0]
     fi, setup = (None, "emulated: no FlashInfer") if args.emulate else flashinfer_sampling()
     peer_setup_s = setup if fi is not None else None
-    print(f"device: {device.name}; FlashInfer: "
-          + (f"first call (JIT build) {peer_setup_s:.1f} s" if fi is not None else f"not used ({setup})"))
+    print(
+        f"device: {device.name}; FlashInfer: "
+        + (f"first call (JIT build) {peer_setup_s:.1f} s" if fi is not None else f"not used ({setup})")
+    )
     print(f"{'op':34} {'workload':14} {'B':>4} {'eager':>12} {'graph':>12} {'floor':>12} {'ratio':>6}  peer")
     table = Table(device)
     start = time.perf_counter()
@@ -367,10 +446,20 @@ def main(argv=None) -> int:
     launch_bound_rows(device, table)
     batch_256_rows(device, table)
     slug = re.sub(r"[^a-z0-9]+", "_", device.name.lower()).strip("_")
-    path = write_json(f"gpu_{slug}", {"device": device.name, "K": K, "vocab": vocab, "top_p": TOP_P,
-                                     "flashinfer": getattr(sys.modules.get("flashinfer"), "__version__", None),
-                                     "peer_setup_s": peer_setup_s, "wall_s": time.perf_counter() - start,
-                                     "machine": machine(), "rows": table.rows})
+    path = write_json(
+        f"gpu_{slug}",
+        {
+            "device": device.name,
+            "K": K,
+            "vocab": vocab,
+            "top_p": TOP_P,
+            "flashinfer": getattr(sys.modules.get("flashinfer"), "__version__", None),
+            "peer_setup_s": peer_setup_s,
+            "wall_s": time.perf_counter() - start,
+            "machine": machine(),
+            "rows": table.rows,
+        },
+    )
     markdown = RESULTS / f"gpu_{slug}.md"
     markdown.write_text(table.markdown())
     print(f"wrote {path} and {markdown}")

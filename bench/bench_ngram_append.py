@@ -14,8 +14,17 @@ from __future__ import annotations
 import sys
 from argparse import RawDescriptionHelpFormatter
 
-
-from bench.common import NGRAM_WORKLOADS, cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, device, fmt_time, machine, median_seconds, write_json
+from bench.common import (
+    NGRAM_WORKLOADS,
+    cpu_read_seconds,
+    cuda_read_bandwidth,
+    cuda_seconds,
+    device,
+    fmt_time,
+    machine,
+    median_seconds,
+    write_json,
+)
 from bench.workloads import ngram_inputs
 from fastspec.cli.errors import ArgumentParser, choice_list, int_list, user_errors
 from fastspec.core.schema import SCHEMAS
@@ -90,11 +99,23 @@ def main(argv=None) -> int:
                     eager, replay = cuda_runners(arrays, "ngram_append")
                     row["time_s"], row["graph_s"] = cuda_seconds(eager), cuda_seconds(replay)
                     row["peer_s"] = cuda_seconds(cuda_runners(arrays, "ngram_match")[0])
-                print(f"{workload:8} {batch:4d} {max_len:7d} {fmt_time(row['time_s'])} {fmt_time(floor)} "
-                      f"{row['time_s'] / floor:6.2f} {fmt_time(row['peer_s'])}", flush=True)
+                print(
+                    f"{workload:8} {batch:4d} {max_len:7d} {fmt_time(row['time_s'])} {fmt_time(floor)} "
+                    f"{row['time_s'] / floor:6.2f} {fmt_time(row['peer_s'])}",
+                    flush=True,
+                )
                 rows.append(row)
-    path = write_json(f"ngram_append_{args.device}", {"op": "ngram_append", "device": args.device, "attrs": ATTRS,
-                                                       "read_bandwidth_Bps": bandwidth, "machine": machine(), "rows": rows})
+    path = write_json(
+        f"ngram_append_{args.device}",
+        {
+            "op": "ngram_append",
+            "device": args.device,
+            "attrs": ATTRS,
+            "read_bandwidth_Bps": bandwidth,
+            "machine": machine(),
+            "rows": rows,
+        },
+    )
     print(f"wrote {path}")
     return 0
 

@@ -13,8 +13,17 @@ from __future__ import annotations
 import sys
 from argparse import RawDescriptionHelpFormatter
 
-
-from bench.common import NGRAM_WORKLOADS, cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, device, fmt_time, machine, median_seconds, write_json
+from bench.common import (
+    NGRAM_WORKLOADS,
+    cpu_read_seconds,
+    cuda_read_bandwidth,
+    cuda_seconds,
+    device,
+    fmt_time,
+    machine,
+    median_seconds,
+    write_json,
+)
 from bench.workloads import ngram_inputs
 from fastspec.cli.errors import ArgumentParser, choice_list, int_list, user_errors
 from fastspec.core.schema import SCHEMAS
@@ -58,8 +67,10 @@ def main(argv=None) -> int:
 
         threads = fastspec.arrays.module().num_threads()
         bandwidth = None
-        print(f"CPU, {threads} thread(s) (set FASTSPEC_NUM_THREADS to change); "
-              "floor = reading token_ids_all once with the same threads")
+        print(
+            f"CPU, {threads} thread(s) (set FASTSPEC_NUM_THREADS to change); "
+            "floor = reading token_ids_all once with the same threads"
+        )
     else:
         threads = None
         bandwidth = cuda_read_bandwidth()
@@ -83,8 +94,11 @@ def main(argv=None) -> int:
                     row["time_s"] = cuda_seconds(eager)
                     row["graph_s"] = cuda_seconds(replay)
                     extra = f" {fmt_time(row['graph_s'])} {row['graph_s'] / floor:6.2f}"
-                print(f"{workload:8} {batch:4d} {max_len:7d} {fmt_time(row['time_s'])} {fmt_time(floor)} "
-                      f"{row['time_s'] / floor:6.2f}{extra}", flush=True)
+                print(
+                    f"{workload:8} {batch:4d} {max_len:7d} {fmt_time(row['time_s'])} {fmt_time(floor)} "
+                    f"{row['time_s'] / floor:6.2f}{extra}",
+                    flush=True,
+                )
                 rows.append(row)
 
     if args.device == "cpu":
@@ -94,8 +108,18 @@ def main(argv=None) -> int:
         rows.append({"workload": "overhead", "batch": 256, "max_model_len": 16, "time_s": overhead})
 
     name = f"ngram_match_{args.device}" + (f"_{threads}t" if args.device == "cpu" else "") + args.tag
-    path = write_json(name, {"op": "ngram_match", "device": args.device, "threads": threads,
-                             "read_bandwidth_Bps": bandwidth, "attrs": ATTRS, "machine": machine(), "rows": rows})
+    path = write_json(
+        name,
+        {
+            "op": "ngram_match",
+            "device": args.device,
+            "threads": threads,
+            "read_bandwidth_Bps": bandwidth,
+            "attrs": ATTRS,
+            "machine": machine(),
+            "rows": rows,
+        },
+    )
     print(f"wrote {path}")
     return 0
 

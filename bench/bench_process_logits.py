@@ -38,15 +38,20 @@ def inputs(batch: int, history: int, vocab: int, seed: int = 0) -> dict[str, np.
     return {
         "logits": rng.standard_normal((rows, vocab), dtype=np.float32),
         "token_ids_all": rng.integers(0, common, (batch, history + 64)).astype(np.int64),
-        "prompt_lens": np.full(batch, prompt, np.int64), "step_idx": np.full(batch, output, np.int64),
+        "prompt_lens": np.full(batch, prompt, np.int64),
+        "step_idx": np.full(batch, output, np.int64),
         "draft_tokens": rng.integers(0, common, (batch, K + 1)).astype(np.int64),
         "batch_id_per_token_output": np.repeat(np.arange(batch), K + 1).astype(np.int32),
         "cu_seqlens_q_output": (np.arange(batch + 1) * (K + 1)).astype(np.int32),
-        "repetition_penalty": np.full(batch, 1.1, np.float32), "presence_penalty": np.full(batch, 0.5, np.float32),
-        "frequency_penalty": np.full(batch, 0.3, np.float32), "min_tokens": np.full(batch, output + 3, np.int64),
-        "end_tokens": np.array([vocab - 1], np.int64), "stop_token_ids": np.full((batch, 2), 7, np.int64),
+        "repetition_penalty": np.full(batch, 1.1, np.float32),
+        "presence_penalty": np.full(batch, 0.5, np.float32),
+        "frequency_penalty": np.full(batch, 0.3, np.float32),
+        "min_tokens": np.full(batch, output + 3, np.int64),
+        "end_tokens": np.array([vocab - 1], np.int64),
+        "stop_token_ids": np.full((batch, 2), 7, np.int64),
         "logit_bias_ids": rng.integers(0, vocab, (batch, 16)).astype(np.int64),
-        "logit_bias_values": rng.uniform(-5, 5, (batch, 16)).astype(np.float32), "bad_words": words,
+        "logit_bias_values": rng.uniform(-5, 5, (batch, 16)).astype(np.float32),
+        "bad_words": words,
         "draft_parents": None,
     }
 
@@ -54,8 +59,10 @@ def inputs(batch: int, history: int, vocab: int, seed: int = 0) -> dict[str, np.
 def cpu_rows(batches: list[int], history: int, vocab: int) -> list[dict]:
     import fastspec.arrays
 
-    print(f"CPU; K = {K}, V = {vocab}, {history}-token histories; floor = one read of the logits with the "
-          "kernels' threads; ratio = time / floor")
+    print(
+        f"CPU; K = {K}, V = {vocab}, {history}-token histories; floor = one read of the logits with the "
+        "kernels' threads; ratio = time / floor"
+    )
     print(f"{'B':>4} {'rows':>6} {'penalties':>10} {'time':>12} {'floor':>12} {'ratio':>6}")
     rows = []
     for batch in batches:
@@ -68,10 +75,21 @@ def cpu_rows(batches: list[int], history: int, vocab: int) -> list[dict]:
                 arrays["frequency_penalty"][:] = 0.0
             launch = fastspec.arrays.prepare("process_logits", *(arrays[n] for n in NAMES))
             seconds = median_seconds(launch, repeat=10, warmup=1, budget_s=20.0)
-            print(f"{batch:4d} {batch * (K + 1):6d} {penalties:>10} {fmt_time(seconds)} {fmt_time(floor)} "
-                  f"{seconds / floor:6.2f}", flush=True)
-            rows.append({"batch": batch, "rows": batch * (K + 1), "penalties": penalties, "seconds": seconds,
-                         "floor_s": floor, "ratio": seconds / floor})
+            print(
+                f"{batch:4d} {batch * (K + 1):6d} {penalties:>10} {fmt_time(seconds)} {fmt_time(floor)} "
+                f"{seconds / floor:6.2f}",
+                flush=True,
+            )
+            rows.append(
+                {
+                    "batch": batch,
+                    "rows": batch * (K + 1),
+                    "penalties": penalties,
+                    "seconds": seconds,
+                    "floor_s": floor,
+                    "ratio": seconds / floor,
+                }
+            )
     return rows
 
 
@@ -84,9 +102,18 @@ def main(argv=None) -> int:
     parser.add_argument("--tag", default="", help="suffix of the JSON file name")
     args = parser.parse_args(argv)
     rows = cpu_rows(args.batches, args.history, args.vocab)
-    path = write_json(f"process_logits_cpu{args.tag}",
-                      {"op": "process_logits", "device": "cpu", "K": K, "vocab": args.vocab, "history": args.history,
-                       "machine": machine(), "rows": rows})
+    path = write_json(
+        f"process_logits_cpu{args.tag}",
+        {
+            "op": "process_logits",
+            "device": "cpu",
+            "K": K,
+            "vocab": args.vocab,
+            "history": args.history,
+            "machine": machine(),
+            "rows": rows,
+        },
+    )
     print(f"wrote {path}")
     return 0
 

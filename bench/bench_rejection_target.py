@@ -41,7 +41,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 from bench.common import device, fmt_time, machine, median_seconds, write_json
 from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors
 from tests.helpers.sampling_cases import softmax
@@ -58,8 +57,12 @@ def inputs(kind: str, batch: int, k: int, vocab: int, seed: int = 0) -> dict[str
     probs = np.empty((rows, vocab), np.float32)
     for t in range(rows):
         probs[t] = softmax(rng.normal(0.0, SIGMA[kind], vocab))
-    return {"probs": probs, "top_p": np.full(batch, TOP_P, np.float32), "top_k": np.zeros(batch, np.int32),
-            "batch_id": np.repeat(np.arange(batch, dtype=np.int32), k + 1)}
+    return {
+        "probs": probs,
+        "top_p": np.full(batch, TOP_P, np.float32),
+        "top_k": np.zeros(batch, np.int32),
+        "batch_id": np.repeat(np.arange(batch, dtype=np.int32), k + 1),
+    }
 
 
 # ---- the two paths on Paddle (CPU) ------------------------------------------------------------
@@ -127,8 +130,8 @@ def cpu_step(variant: str, a: dict[str, np.ndarray]):
     tensors, or "kernel": the op's CPU kernel through fastspec.arrays into one output buffer, reused."""
     import paddle
 
-    import fastspec.ops as ops
     import fastspec.arrays
+    import fastspec.ops as ops
 
     if variant == "kernel":
         out = np.zeros_like(a["probs"])
@@ -161,13 +164,32 @@ def measure_memory(variant: str, kind: str, batch: int, k: int, vocab: int) -> d
     before = _status_kb("VmRSS")
     out = step()
     peak = _status_kb("VmHWM")
-    return {"variant": variant, "kind": kind, "batch": batch, "rows": batch * (k + 1), "extra_bytes": (peak - before) * 1024,
-            "output_bytes": int(np.prod(out.shape)) * 4}
+    return {
+        "variant": variant,
+        "kind": kind,
+        "batch": batch,
+        "rows": batch * (k + 1),
+        "extra_bytes": (peak - before) * 1024,
+        "output_bytes": int(np.prod(out.shape)) * 4,
+    }
 
 
 def memory_in_subprocess(variant: str, kind: str, batch: int, k: int, vocab: int) -> dict:
-    cmd = [sys.executable, "-m", "bench.bench_rejection_target", "--measure-memory", variant, "--kinds", kind,
-           "--batch", str(batch), "--k", str(k), "--vocab", str(vocab)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench.bench_rejection_target",
+        "--measure-memory",
+        variant,
+        "--kinds",
+        kind,
+        "--batch",
+        str(batch),
+        "--k",
+        str(k),
+        "--vocab",
+        str(vocab),
+    ]
     root = Path(__file__).resolve().parent.parent  # where `bench` is a package
     result = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=root)
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -178,8 +200,10 @@ def run_cpu(args) -> dict:
 
     threads = fastspec.arrays.module().num_threads()
     rows = args.batch * (args.k + 1)
-    print(f"CPU, {threads} thread(s); B = {args.batch}, K = {args.k}, T = {rows}, V = {args.vocab}, float32, "
-          f"top_p {TOP_P}, top_k 0; old path measured at B = {args.old_batches} and extrapolated linearly in T")
+    print(
+        f"CPU, {threads} thread(s); B = {args.batch}, K = {args.k}, T = {rows}, V = {args.vocab}, float32, "
+        f"top_p {TOP_P}, top_k 0; old path measured at B = {args.old_batches} and extrapolated linearly in T"
+    )
     print(f"{'kind':8} {'path':6} {'B':>4} {'T':>5} {'time':>12} {'floor':>12} {'ratio':>7} {'extra memory':>14}  note")
     old_batches = args.old_batches
     results = []
@@ -192,34 +216,69 @@ def run_cpu(args) -> dict:
 
         def report(path: str, batch: int, sec: float, extra: int, note: str) -> None:
             floor = floor_for(batch)
-            print(f"{kind:8} {path:6} {batch:4d} {batch * (args.k + 1):5d} {fmt_time(sec)} {fmt_time(floor)} "
-                  f"{sec / floor:7.1f} {extra / 2**20:11.0f} MiB  {note}", flush=True)
-            results.append({"kind": kind, "path": path, "batch": batch, "rows": batch * (args.k + 1), "time_s": sec,
-                            "floor_s": floor, "extra_bytes": extra, "note": note})
+            print(
+                f"{kind:8} {path:6} {batch:4d} {batch * (args.k + 1):5d} {fmt_time(sec)} {fmt_time(floor)} "
+                f"{sec / floor:7.1f} {extra / 2**20:11.0f} MiB  {note}",
+                flush=True,
+            )
+            results.append(
+                {
+                    "kind": kind,
+                    "path": path,
+                    "batch": batch,
+                    "rows": batch * (args.k + 1),
+                    "time_s": sec,
+                    "floor_s": floor,
+                    "extra_bytes": extra,
+                    "note": note,
+                }
+            )
 
-        for path, note in (("new", "measured: the Paddle op, its output allocated by each call"),
-                           ("kernel", "measured: the op's kernel alone, output buffer reused")):
+        for path, note in (
+            ("new", "measured: the Paddle op, its output allocated by each call"),
+            ("kernel", "measured: the op's kernel alone, output buffer reused"),
+        ):
             mem = memory_in_subprocess(path, kind, args.batch, args.k, args.vocab)
             report(path, args.batch, median_seconds(cpu_step(path, a), repeat=10), mem["extra_bytes"], note)
         per_row_sec, per_row_mem = [], []
         for batch in old_batches:
-            small = {"probs": a["probs"][: batch * (args.k + 1)], "top_p": a["top_p"][:batch],
-                     "top_k": a["top_k"][:batch], "batch_id": a["batch_id"][: batch * (args.k + 1)]}
+            small = {
+                "probs": a["probs"][: batch * (args.k + 1)],
+                "top_p": a["top_p"][:batch],
+                "top_k": a["top_k"][:batch],
+                "batch_id": a["batch_id"][: batch * (args.k + 1)],
+            }
             sec = median_seconds(cpu_step("old", small), repeat=3, warmup=1, budget_s=0.0)
             mem = memory_in_subprocess("old", kind, batch, args.k, args.vocab)
             report("old", batch, sec, mem["extra_bytes"], "measured: the argsort path (Paddle ops)")
             per_row_sec.append(sec / (batch * (args.k + 1)))
             per_row_mem.append(mem["extra_bytes"] / (batch * (args.k + 1)))
         if old_batches[-1] != args.batch:
-            report("old", args.batch, per_row_sec[-1] * rows, int(per_row_mem[-1] * rows),
-                   f"EXTRAPOLATED from B = {old_batches[-1]} (x{rows / (old_batches[-1] * (args.k + 1)):.0f})")
-        check = {"probs": a["probs"][: old_batches[-1] * (args.k + 1)], "top_p": a["top_p"][: old_batches[-1]],
-                 "top_k": a["top_k"][: old_batches[-1]], "batch_id": a["batch_id"][: old_batches[-1] * (args.k + 1)]}
-        same = np.array_equal(cpu_step("old", check)().numpy().view(np.uint32),
-                              cpu_step("new", check)().numpy().view(np.uint32))
+            report(
+                "old",
+                args.batch,
+                per_row_sec[-1] * rows,
+                int(per_row_mem[-1] * rows),
+                f"EXTRAPOLATED from B = {old_batches[-1]} (x{rows / (old_batches[-1] * (args.k + 1)):.0f})",
+            )
+        check = {
+            "probs": a["probs"][: old_batches[-1] * (args.k + 1)],
+            "top_p": a["top_p"][: old_batches[-1]],
+            "top_k": a["top_k"][: old_batches[-1]],
+            "batch_id": a["batch_id"][: old_batches[-1] * (args.k + 1)],
+        }
+        same = np.array_equal(
+            cpu_step("old", check)().numpy().view(np.uint32), cpu_step("new", check)().numpy().view(np.uint32)
+        )
         print(f"{kind:8} old and new target_probs at B = {old_batches[-1]}: {'identical bits' if same else 'DIFFER'}")
-        results.append({"kind": kind, "identical_bits_at_batch": old_batches[-1], "identical": bool(same),
-                        "read_bandwidth_Bps": read_bandwidth})
+        results.append(
+            {
+                "kind": kind,
+                "identical_bits_at_batch": old_batches[-1],
+                "identical": bool(same),
+                "read_bandwidth_Bps": read_bandwidth,
+            }
+        )
     return {"device": "cpu", "threads": threads, "rows": results}
 
 
@@ -255,15 +314,17 @@ def old_target_torch(probs, rows, top_p, top_k, max_num_seqs: int):
 def run_cuda(args) -> dict:
     import torch
 
-    from bench.common import cuda_read_bandwidth, cuda_seconds
     import fastspec.arrays
+    from bench.common import cuda_read_bandwidth, cuda_seconds
     from tests.helpers.cuda import capture
 
     bandwidth = cuda_read_bandwidth()
     rows = args.batch * (args.k + 1)
     floor = 2 * rows * args.vocab * 4 / bandwidth
-    print(f"CUDA; read bandwidth {bandwidth / 1e9:.0f} GB/s; B = {args.batch}, K = {args.k}, T = {rows}, "
-          f"V = {args.vocab}; floor = (probs read + target_probs written) / bandwidth = {fmt_time(floor)}")
+    print(
+        f"CUDA; read bandwidth {bandwidth / 1e9:.0f} GB/s; B = {args.batch}, K = {args.k}, T = {rows}, "
+        f"V = {args.vocab}; floor = (probs read + target_probs written) / bandwidth = {fmt_time(floor)}"
+    )
     results = []
     for kind in args.kinds:
         a = inputs(kind, args.batch, args.k, args.vocab)
@@ -281,10 +342,21 @@ def run_cuda(args) -> dict:
             torch.cuda.synchronize()
             extra = torch.cuda.max_memory_allocated() - base
             sec = cuda_seconds(fn, repeat=20)
-            print(f"{kind:8} {path:12} {fmt_time(sec)} ratio {sec / floor:6.2f}  extra memory {extra / 2**20:8.0f} MiB",
-                  flush=True)
-            results.append({"kind": kind, "path": path, "batch": args.batch, "rows": rows, "time_s": sec,
-                            "floor_s": floor, "extra_bytes": extra})
+            print(
+                f"{kind:8} {path:12} {fmt_time(sec)} ratio {sec / floor:6.2f}  extra memory {extra / 2**20:8.0f} MiB",
+                flush=True,
+            )
+            results.append(
+                {
+                    "kind": kind,
+                    "path": path,
+                    "batch": args.batch,
+                    "rows": rows,
+                    "time_s": sec,
+                    "floor_s": floor,
+                    "extra_bytes": extra,
+                }
+            )
         print(f"{kind:8} old and new target_probs: {'identical bits' if same else 'DIFFER'}")
         results.append({"kind": kind, "identical": bool(same)})
     return {"device": "cuda", "read_bandwidth_Bps": bandwidth, "rows": results}
@@ -298,7 +370,9 @@ def main(argv=None) -> int:
     parser.add_argument("--k", type=int_range(0, 64), default=5, help="K, drafts per request")
     parser.add_argument("--vocab", type=int_range(1), default=VOCAB)
     parser.add_argument("--kinds", type=choice_list(tuple(SIGMA)), default="peaked,uniform")
-    parser.add_argument("--old-batches", type=int_list(1), default="16,64", help="CPU: the batches the old path is measured at")
+    parser.add_argument(
+        "--old-batches", type=int_list(1), default="16,64", help="CPU: the batches the old path is measured at"
+    )
     parser.add_argument("--measure-memory", metavar="VARIANT", help=SUPPRESS)  # the subprocess's job
     args = parser.parse_args(argv)
     if args.measure_memory:

@@ -28,8 +28,16 @@ from argparse import RawDescriptionHelpFormatter
 
 import numpy as np
 
-
-from bench.common import cpu_read_seconds, cuda_read_bandwidth, cuda_seconds, device, fmt_time, machine, median_seconds, write_json
+from bench.common import (
+    cpu_read_seconds,
+    cuda_read_bandwidth,
+    cuda_seconds,
+    device,
+    fmt_time,
+    machine,
+    median_seconds,
+    write_json,
+)
 from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors
 from tests.helpers.sampling_cases import KINDS, make_probs
 
@@ -52,6 +60,7 @@ def inputs(kind: str, rows: int, vocab: int, seed: int = 0) -> dict:
 
 
 # ---- CPU ------------------------------------------------------------------------------------
+
 
 def cpu_runners(a: dict, k: int):
     import paddle
@@ -96,8 +105,10 @@ def cuda_runners(a: dict, k: int):
         return arrays.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], ids, scores, lens, max_candidate_len=k)
 
     def sample():
-        return arrays.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"], t["batch_id"],
-                                     t["cu"], tokens)
+        return arrays.sample_tokens(
+            t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"], t["batch_id"], t["cu"], tokens
+        )
+
     peers = {}
 
     def torch_sort_top_p():  # the usual PyTorch top-p: sort, cumsum, mask, renormalise, multinomial
@@ -113,7 +124,8 @@ def cuda_runners(a: dict, k: int):
 
         top_p_t = t["top_p"]
         peers["flashinfer_top_p_sampling_from_probs"] = lambda: flashinfer.sampling.top_p_sampling_from_probs(
-            t["probs"], top_p_t)
+            t["probs"], top_p_t
+        )
     except Exception as error:  # noqa: BLE001
         print(f"FlashInfer not available: {error}")
     return cand, sample, capture(cand).replay, capture(sample).replay, peers
@@ -154,8 +166,10 @@ def decode_grid(args) -> int:
     import fastspec.ops as ops
 
     results = []
-    print("CPU, decode batch sizes: each Paddle op beside paddle.sum over the same rows (interleaved medians); "
-          f"target ratio <= {DECODE_TARGET}")
+    print(
+        "CPU, decode batch sizes: each Paddle op beside paddle.sum over the same rows (interleaved medians); "
+        f"target ratio <= {DECODE_TARGET}"
+    )
     print(f"{'V':>7} {'T':>3} {'kind':9} {'top_p':>5} {'op':18} {'time':>12} {'sum':>12} {'ratio':>6}")
     for vocab in (32000, 151936):
         for rows in (1, 4, 24, 64):
@@ -179,16 +193,38 @@ def decode_grid(args) -> int:
                     }
                     for op, (fn, op_args, attrs) in calls.items():
                         sec, base = interleaved(functools.partial(fn, *op_args, **attrs), floor, args.pairs)
-                        print(f"{vocab:7d} {rows:3d} {kind:9} {p:5.1f} {op:18} {fmt_time(sec)} {fmt_time(base)} "
-                              f"{sec / base:6.2f}", flush=True)
-                        results.append({"vocab": vocab, "rows": rows, "kind": kind, "top_p": p, "op": op,
-                                        "time_s": sec, "sum_s": base, "ratio": sec / base})
+                        print(
+                            f"{vocab:7d} {rows:3d} {kind:9} {p:5.1f} {op:18} {fmt_time(sec)} {fmt_time(base)} "
+                            f"{sec / base:6.2f}",
+                            flush=True,
+                        )
+                        results.append(
+                            {
+                                "vocab": vocab,
+                                "rows": rows,
+                                "kind": kind,
+                                "top_p": p,
+                                "op": op,
+                                "time_s": sec,
+                                "sum_s": base,
+                                "ratio": sec / base,
+                            }
+                        )
     worst = max(results, key=lambda r: r["ratio"])
-    print(f"worst ratio {worst['ratio']:.2f} ({worst['op']}, V {worst['vocab']}, T {worst['rows']}, {worst['kind']}, "
-          f"top_p {worst['top_p']})")
-    path = write_json("sampling_decode_cpu" + args.tag, {"target_ratio": DECODE_TARGET, "max_candidate_len": args.k,
-                                                         "floor": "paddle.sum(probs, axis=-1), interleaved",
-                                                         "machine": machine(), "rows": results})
+    print(
+        f"worst ratio {worst['ratio']:.2f} ({worst['op']}, V {worst['vocab']}, T {worst['rows']}, {worst['kind']}, "
+        f"top_p {worst['top_p']})"
+    )
+    path = write_json(
+        "sampling_decode_cpu" + args.tag,
+        {
+            "target_ratio": DECODE_TARGET,
+            "max_candidate_len": args.k,
+            "floor": "paddle.sum(probs, axis=-1), interleaved",
+            "machine": machine(),
+            "rows": results,
+        },
+    )
     print(f"wrote {path}")
     return 0
 
@@ -214,8 +250,10 @@ def main(argv=None) -> int:
 
         threads = arrays.module().num_threads()
         bandwidth = None
-        print(f"CPU, {threads} thread(s) (FASTSPEC_NUM_THREADS); floor = reading probs once with the same threads; "
-              f"baseline = numpy argpartition top-{args.k} + argsort of those")
+        print(
+            f"CPU, {threads} thread(s) (FASTSPEC_NUM_THREADS); floor = reading probs once with the same threads; "
+            f"baseline = numpy argpartition top-{args.k} + argsort of those"
+        )
         print(f"{'kind':8} {'T':>4} {'op':18} {'time':>12} {'floor':>12} {'ratio':>6} {'baseline':>12} {'speed-up':>8}")
     else:
         threads = None
@@ -233,10 +271,22 @@ def main(argv=None) -> int:
                 base = median_seconds(baseline, repeat=10)
                 for op, fn in (("top_p_candidates", cand), ("sample_tokens", sample)):
                     sec = median_seconds(fn)
-                    print(f"{kind:8} {rows:4d} {op:18} {fmt_time(sec)} {fmt_time(floor)} {sec / floor:6.1f} "
-                          f"{fmt_time(base)} {base / sec:7.1f}x", flush=True)
-                    results.append({"kind": kind, "rows": rows, "vocab": args.vocab, "op": op, "time_s": sec,
-                                    "floor_s": floor, "argpartition_s": base})
+                    print(
+                        f"{kind:8} {rows:4d} {op:18} {fmt_time(sec)} {fmt_time(floor)} {sec / floor:6.1f} "
+                        f"{fmt_time(base)} {base / sec:7.1f}x",
+                        flush=True,
+                    )
+                    results.append(
+                        {
+                            "kind": kind,
+                            "rows": rows,
+                            "vocab": args.vocab,
+                            "op": op,
+                            "time_s": sec,
+                            "floor_s": floor,
+                            "argpartition_s": base,
+                        }
+                    )
             else:
                 floor = probs.nbytes / bandwidth
                 cand, sample, cand_graph, sample_graph, peers = cuda_runners(a, args.k)
@@ -251,13 +301,32 @@ def main(argv=None) -> int:
                     gsec = cuda_seconds(graph) if graph is not None else None
                     extra = f" {fmt_time(gsec)} {gsec / floor:6.2f}" if gsec is not None else ""
                     print(f"{kind:8} {rows:4d} {op:38} {fmt_time(sec)} {sec / floor:6.2f}{extra}", flush=True)
-                    results.append({"kind": kind, "rows": rows, "vocab": args.vocab, "op": op, "time_s": sec,
-                                    "graph_s": gsec, "floor_s": floor})
+                    results.append(
+                        {
+                            "kind": kind,
+                            "rows": rows,
+                            "vocab": args.vocab,
+                            "op": op,
+                            "time_s": sec,
+                            "graph_s": gsec,
+                            "floor_s": floor,
+                        }
+                    )
 
     name = f"sampling_{args.device}" + (f"_{threads}t" if args.device == "cpu" else "") + args.tag
-    path = write_json(name, {"ops": ["top_p_candidates", "sample_tokens"], "device": args.device, "threads": threads,
-                             "read_bandwidth_Bps": bandwidth, "top_p": TOP_P, "max_candidate_len": args.k,
-                             "machine": machine(), "rows": results})
+    path = write_json(
+        name,
+        {
+            "ops": ["top_p_candidates", "sample_tokens"],
+            "device": args.device,
+            "threads": threads,
+            "read_bandwidth_Bps": bandwidth,
+            "top_p": TOP_P,
+            "max_candidate_len": args.k,
+            "machine": machine(),
+            "rows": results,
+        },
+    )
     print(f"wrote {path}")
     return 0
 

@@ -41,16 +41,26 @@ MAX_PROMPT, MAX_OUTPUT = 48, 64
 def parse_args(argv=None):
     p = ArgumentParser(prog="bench_soak.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--requests", type=int_range(1), default=20000, help="requests to serve (default 20,000)")
-    p.add_argument("--seconds", type=float_range(0.0), default=0.0,
-                   help="stop adding requests after this many seconds, then drain (0: no limit)")
+    p.add_argument(
+        "--seconds",
+        type=float_range(0.0),
+        default=0.0,
+        help="stop adding requests after this many seconds, then drain (0: no limit)",
+    )
     p.add_argument("--slots", type=int_range(1, 1024), default=64, help="max_num_seqs (default 64)")
     p.add_argument("--k", type=int_range(1, 8), default=3, help="num_speculative_tokens (default 3)")
     p.add_argument("--max-cached", type=int_range(0), default=500, help="suffix.max_cached_requests (default 500)")
     p.add_argument("--abort-rate", type=float_range(0.0, 1.0), default=0.1, help="chance a step aborts a live request")
-    p.add_argument("--preempt-rate", type=float_range(0.0, 1.0), default=0.05, help="chance a step preempts one by hand")
+    p.add_argument(
+        "--preempt-rate", type=float_range(0.0, 1.0), default=0.05, help="chance a step preempts one by hand"
+    )
     p.add_argument("--fail-rate", type=float_range(0.0, 1.0), default=0.002, help="chance a model call raises")
-    p.add_argument("--verify-every", type=int_range(0), default=500,
-                   help="compare every n-th finished request with it run alone (0: none)")
+    p.add_argument(
+        "--verify-every",
+        type=int_range(0),
+        default=500,
+        help="compare every n-th finished request with it run alone (0: none)",
+    )
     p.add_argument("--seed", type=int_range(0), default=0)
     p.add_argument("--no-plot", action="store_true")
     return p.parse_args(argv)
@@ -68,10 +78,14 @@ class Requests:
             prompt = rng.integers(3, VOCAB, size=int(rng.integers(2, MAX_PROMPT))).tolist() + [SEP]
             ref = np.resize(prompt[:-1], MAX_OUTPUT)
             ref[rng.random(MAX_OUTPUT) < 0.1] = rng.integers(3, VOCAB)
-            ref[int(rng.integers(1, 2 * MAX_OUTPUT)):] = END  # about half end before their max_dec_len
+            ref[int(rng.integers(1, 2 * MAX_OUTPUT)) :] = END  # about half end before their max_dec_len
             self.refs[i] = ref.tolist()
-            params = RequestParams(seed=int(rng.integers(0, 2**62)), max_dec_len=int(rng.integers(1, MAX_OUTPUT)),
-                                   temperature=float(rng.choice([0.0, 1.0])), top_p=float(rng.choice([1.0, 0.9])))
+            params = RequestParams(
+                seed=int(rng.integers(0, 2**62)),
+                max_dec_len=int(rng.integers(1, MAX_OUTPUT)),
+                temperature=float(rng.choice([0.0, 1.0])),
+                top_p=float(rng.choice([1.0, 0.9])),
+            )
             self._made[i] = (prompt, params)
 
     def make(self, i: int) -> tuple[list, RequestParams]:
@@ -104,14 +118,20 @@ def rss_mb() -> float:
 
 
 def config(args) -> SpeculativeConfig:
-    return SpeculativeConfig.from_dict({
-        "method": "suffix", "num_speculative_tokens": args.k, "verify_strategy": "target_match",
-        "suffix": {"max_cached_requests": args.max_cached}})
+    return SpeculativeConfig.from_dict(
+        {
+            "method": "suffix",
+            "num_speculative_tokens": args.k,
+            "verify_strategy": "target_match",
+            "suffix": {"max_cached_requests": args.max_cached},
+        }
+    )
 
 
 def alone(replay: ReplayModel, i: int, prompt, params) -> list:
-    engine = SpecEngine(replay, SpeculativeConfig(),
-                        max_num_seqs=1, max_model_len=MAX_PROMPT + MAX_OUTPUT + 1, end_tokens=[END])
+    engine = SpecEngine(
+        replay, SpeculativeConfig(), max_num_seqs=1, max_model_len=MAX_PROMPT + MAX_OUTPUT + 1, end_tokens=[END]
+    )
     engine.add_request(i, prompt, params)
     tokens = []
     while engine.has_unfinished():
@@ -126,8 +146,9 @@ def soak(args) -> dict:
     model = FlakyReplay(replay, args.fail_rate, args.seed)
     length = MAX_PROMPT + MAX_OUTPUT + 1
     budget = args.slots * (MAX_PROMPT + MAX_OUTPUT) // 3  # about two thirds of the slots' worst case: preemptions
-    engine = SpecEngine(model, config(args), max_num_seqs=args.slots, max_model_len=length, end_tokens=[END],
-                        kv_budget_tokens=budget)
+    engine = SpecEngine(
+        model, config(args), max_num_seqs=args.slots, max_model_len=length, end_tokens=[END], kv_budget_tokens=budget
+    )
     cache = engine.proposer.cache
     rng = np.random.default_rng(args.seed)
     added, finished, aborted, preempted, verified, retried, steps = 0, 0, 0, 0, 0, 0, 0
@@ -169,10 +190,16 @@ def soak(args) -> dict:
                 aborted += 1
                 continue
             finished += 1
-            if not tokens or tokens[-1] != END or len(tokens) > params.max_dec_len or \
-                    (out.finish_reason == "length") != (len(tokens) == params.max_dec_len):
-                raise AssertionError(f"request {out.request_id} incomplete: {len(tokens)} tokens, reason "
-                                     f"{out.finish_reason}, max_dec_len {params.max_dec_len}")
+            if (
+                not tokens
+                or tokens[-1] != END
+                or len(tokens) > params.max_dec_len
+                or (out.finish_reason == "length") != (len(tokens) == params.max_dec_len)
+            ):
+                raise AssertionError(
+                    f"request {out.request_id} incomplete: {len(tokens)} tokens, reason "
+                    f"{out.finish_reason}, max_dec_len {params.max_dec_len}"
+                )
             if args.verify_every and finished % args.verify_every == 0:
                 expected = alone(replay, out.request_id, prompt, params)
                 if tokens != expected:
@@ -181,24 +208,49 @@ def soak(args) -> dict:
         if steps % 200 == 0:
             engine.check_invariants()
         if steps % 20 == 0:
-            samples.append({"seconds": time.perf_counter() - start, "added": added, "finished": finished + aborted,
-                            "rss_mb": rss_mb(), "cache_bytes": cache.memory_bytes(),
-                            "cached_requests": len(cache.cached_requests), "running": engine.num_running,
-                            "waiting": engine.num_waiting})
+            samples.append(
+                {
+                    "seconds": time.perf_counter() - start,
+                    "added": added,
+                    "finished": finished + aborted,
+                    "rss_mb": rss_mb(),
+                    "cache_bytes": cache.memory_bytes(),
+                    "cached_requests": len(cache.cached_requests),
+                    "running": engine.num_running,
+                    "waiting": engine.num_waiting,
+                }
+            )
     wall = time.perf_counter() - start
     engine.check_invariants()
-    leaks = {"slots_in_use": args.slots - len(engine.state.free_slots), "live_requests": int(engine.has_unfinished()),
-             "cache_active": len(cache.active_requests), "cached_over_bound":
-             max(0, len(cache.cached_requests) - args.max_cached)}
+    leaks = {
+        "slots_in_use": args.slots - len(engine.state.free_slots),
+        "live_requests": int(engine.has_unfinished()),
+        "cache_active": len(cache.active_requests),
+        "cached_over_bound": max(0, len(cache.cached_requests) - args.max_cached),
+    }
     model_time = model.seconds
     step_time = wall / max(steps, 1)
     return {
-        "requests": added, "finished": finished, "aborted": aborted, "preempted_by_hand": preempted,
-        "reasons": reasons, "preemptions": engine.num_preemptions, "model_failures_retried": retried, "verified_alone": verified, "steps": steps,
-        "wall_s": wall, "requests_per_s": (finished + aborted) / wall, "tokens_per_s": engine.stats.generated_tokens / wall,
-        "mean_accepted_length": engine.stats.mean_accepted_length, "kv_budget_tokens": budget,
-        "step_ms": 1e3 * step_time, "model_ms_per_step": 1e3 * model_time / max(steps, 1),
-        "stage_time_s": dict(engine.stats.stage_time), "leaks": leaks, "rss": rss_summary(samples), "samples": samples,
+        "requests": added,
+        "finished": finished,
+        "aborted": aborted,
+        "preempted_by_hand": preempted,
+        "reasons": reasons,
+        "preemptions": engine.num_preemptions,
+        "model_failures_retried": retried,
+        "verified_alone": verified,
+        "steps": steps,
+        "wall_s": wall,
+        "requests_per_s": (finished + aborted) / wall,
+        "tokens_per_s": engine.stats.generated_tokens / wall,
+        "mean_accepted_length": engine.stats.mean_accepted_length,
+        "kv_budget_tokens": budget,
+        "step_ms": 1e3 * step_time,
+        "model_ms_per_step": 1e3 * model_time / max(steps, 1),
+        "stage_time_s": dict(engine.stats.stage_time),
+        "leaks": leaks,
+        "rss": rss_summary(samples),
+        "samples": samples,
     }
 
 
@@ -210,8 +262,13 @@ def rss_summary(samples: list) -> dict:
     warm = [s for s in samples if s["added"] >= 0.1 * total] or samples
     q = max(1, len(warm) // 4)
     first, last = float(np.median([s["rss_mb"] for s in warm[:q]])), float(np.median([s["rss_mb"] for s in warm[-q:]]))
-    return {"samples": len(samples), "first_quarter_mb": first, "last_quarter_mb": last, "growth_mb": last - first,
-            "peak_mb": max(s["rss_mb"] for s in samples)}
+    return {
+        "samples": len(samples),
+        "first_quarter_mb": first,
+        "last_quarter_mb": last,
+        "growth_mb": last - first,
+        "peak_mb": max(s["rss_mb"] for s in samples),
+    }
 
 
 def plot(path: Path, samples: list) -> None:
@@ -240,17 +297,29 @@ def main(argv=None) -> int:
     result = soak(args)
     ok = not any(result["leaks"].values())
     growth = result["rss"].get("growth_mb")
-    print(f"soak: {result['requests']} requests ({result['finished']} finished, {result['aborted']} aborted), "
-          f"{result['steps']} steps in {result['wall_s']:.1f} s: {result['requests_per_s']:.1f} requests/s, "
-          f"{result['tokens_per_s']:.0f} tokens/s, mean accepted length {result['mean_accepted_length']:.2f}")
-    print(f"  step {result['step_ms']:.2f} ms, floor (the model's own time) {result['model_ms_per_step']:.2f} ms, "
-          f"ratio {result['step_ms'] / max(result['model_ms_per_step'], 1e-9):.1f}x")
-    print(f"  reasons {result['reasons']}, preemptions {result['preemptions']} ({result['preempted_by_hand']} by hand, "
-          f"the rest by the KV budget {result['kv_budget_tokens']}), model failures retried "
-          f"{result['model_failures_retried']}, verified against running alone {result['verified_alone']}")
-    print(f"  leaks {result['leaks']} ({'none' if ok else 'LEAK'}); resident memory after warm-up "
-          + (f"{result['rss']['first_quarter_mb']:.0f} -> {result['rss']['last_quarter_mb']:.0f} MB "
-             f"(growth {growth:+.1f} MB)" if growth is not None else "(too few samples)"))
+    print(
+        f"soak: {result['requests']} requests ({result['finished']} finished, {result['aborted']} aborted), "
+        f"{result['steps']} steps in {result['wall_s']:.1f} s: {result['requests_per_s']:.1f} requests/s, "
+        f"{result['tokens_per_s']:.0f} tokens/s, mean accepted length {result['mean_accepted_length']:.2f}"
+    )
+    print(
+        f"  step {result['step_ms']:.2f} ms, floor (the model's own time) {result['model_ms_per_step']:.2f} ms, "
+        f"ratio {result['step_ms'] / max(result['model_ms_per_step'], 1e-9):.1f}x"
+    )
+    print(
+        f"  reasons {result['reasons']}, preemptions {result['preemptions']} ({result['preempted_by_hand']} by hand, "
+        f"the rest by the KV budget {result['kv_budget_tokens']}), model failures retried "
+        f"{result['model_failures_retried']}, verified against running alone {result['verified_alone']}"
+    )
+    print(
+        f"  leaks {result['leaks']} ({'none' if ok else 'LEAK'}); resident memory after warm-up "
+        + (
+            f"{result['rss']['first_quarter_mb']:.0f} -> {result['rss']['last_quarter_mb']:.0f} MB "
+            f"(growth {growth:+.1f} MB)"
+            if growth is not None
+            else "(too few samples)"
+        )
+    )
     payload = {"machine": machine(), "args": {k: v for k, v in vars(args).items() if k != "debug"}, **result}
     path = write_json("soak", payload)
     if not args.no_plot and result["samples"]:

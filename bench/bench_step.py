@@ -31,9 +31,29 @@ from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
 
 TARGET = 1.5
 TOKEN, PROMPT, MAX_DEC = 7, 32, 4000
-OPERATORS = ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__floordiv__",
-             "__mod__", "__neg__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__and__", "__or__",
-             "__invert__", "__getitem__", "__setitem__")
+OPERATORS = (
+    "__add__",
+    "__radd__",
+    "__sub__",
+    "__rsub__",
+    "__mul__",
+    "__rmul__",
+    "__truediv__",
+    "__floordiv__",
+    "__mod__",
+    "__neg__",
+    "__eq__",
+    "__ne__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__and__",
+    "__or__",
+    "__invert__",
+    "__getitem__",
+    "__setitem__",
+)
 
 
 def fixed_logits(rows: int, vocab: int):
@@ -51,8 +71,9 @@ def make_step(batch: int, k: int):
     from fastspec.runtime.state import RequestParams, SpecState
     from fastspec.runtime.step import SpecStep
 
-    config = SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": k,
-                                          "verify_strategy": "target_match"})
+    config = SpeculativeConfig.from_dict(
+        {"method": "ngram", "num_speculative_tokens": k, "verify_strategy": "target_match"}
+    )
     state = SpecState(batch, PROMPT + MAX_DEC, k, [0], "cpu")
     for i in range(batch):
         state.insert([TOKEN] * PROMPT, RequestParams(seed=i + 1, max_dec_len=MAX_DEC, temperature=1.0), request_id=i)
@@ -78,6 +99,7 @@ def recorded_ops(calls: list, counts: dict):
             calls.append((name, signature.bind(*args, **kwargs).arguments))
             counts["fastspec"] = counts.get("fastspec", 0) + 1
             return fn(*args, **kwargs)
+
         return call
 
     def count(name, fn):
@@ -86,6 +108,7 @@ def recorded_ops(calls: list, counts: dict):
             by_name = counts.setdefault("by_name", {})
             by_name[name] = by_name.get(name, 0) + 1
             return fn(*args, **kwargs)
+
         return call
 
     for name, fn in saved_ops.items():
@@ -177,10 +200,21 @@ def measure(batch: int, k: int, vocab: int, rounds: int, steps: int) -> dict:
             paddle.nn.functional.softmax(logits / ones, axis=-1)
             softmax.append(time.perf_counter() - t0)
     h, r = statistics.median(host), statistics.median(raw)
-    return {"B": batch, "K": k, "V": vocab, "rows": rows, "max_rows": step.max_rows, "host_s": h, "raw_sum_s": r,
-            "ratio": h / r, "raw_by_op_s": {n: statistics.median(v) for n, v in per_op.items()},
-            "softmax_s": statistics.median(softmax), "paddle_ops_per_step": counts.get("paddle", 0),
-            "fastspec_ops_per_step": counts.get("fastspec", 0), "paddle_ops_by_name": counts.get("by_name", {})}
+    return {
+        "B": batch,
+        "K": k,
+        "V": vocab,
+        "rows": rows,
+        "max_rows": step.max_rows,
+        "host_s": h,
+        "raw_sum_s": r,
+        "ratio": h / r,
+        "raw_by_op_s": {n: statistics.median(v) for n, v in per_op.items()},
+        "softmax_s": statistics.median(softmax),
+        "paddle_ops_per_step": counts.get("paddle", 0),
+        "fastspec_ops_per_step": counts.get("fastspec", 0),
+        "paddle_ops_by_name": counts.get("by_name", {}),
+    }
 
 
 @user_errors()
@@ -197,18 +231,33 @@ def main(argv=None) -> int:
 
     threads = arrays.module().num_threads()
     print(f"eager step, ngram K={args.k}, TARGET_MATCH, V={args.vocab}, fixed logits; {threads} fastspec thread(s)")
-    print(f"{'B':>4} {'rows':>5} {'host':>10} {'raw ops':>10} {'ratio':>6} {'softmax':>10} {'paddle ops':>10}  raw by op")
+    print(
+        f"{'B':>4} {'rows':>5} {'host':>10} {'raw ops':>10} {'ratio':>6} {'softmax':>10} {'paddle ops':>10}  raw by op"
+    )
     results = []
     for batch in args.batches:
         r = measure(batch, args.k, args.vocab, args.rounds, args.steps)
         results.append(r)
         by_op = ", ".join(f"{n} {1e6 * s:.0f} us" for n, s in r["raw_by_op_s"].items())
-        print(f"{batch:4d} {r['rows']:5d} {1e3 * r['host_s']:8.3f}ms {1e3 * r['raw_sum_s']:8.3f}ms {r['ratio']:6.2f} "
-              f"{1e3 * r['softmax_s']:8.3f}ms {r['paddle_ops_per_step']:10d}  {by_op}", flush=True)
-    path = write_json(f"step{args.tag}", {"target_ratio": TARGET, "threads": threads, "machine": machine(),
-                                           "method": {"rounds": args.rounds, "steps": args.steps,
-                                                      "order": "steps and raw-call sums alternate; medians"},
-                                           "rows": results})
+        print(
+            f"{batch:4d} {r['rows']:5d} {1e3 * r['host_s']:8.3f}ms {1e3 * r['raw_sum_s']:8.3f}ms {r['ratio']:6.2f} "
+            f"{1e3 * r['softmax_s']:8.3f}ms {r['paddle_ops_per_step']:10d}  {by_op}",
+            flush=True,
+        )
+    path = write_json(
+        f"step{args.tag}",
+        {
+            "target_ratio": TARGET,
+            "threads": threads,
+            "machine": machine(),
+            "method": {
+                "rounds": args.rounds,
+                "steps": args.steps,
+                "order": "steps and raw-call sums alternate; medians",
+            },
+            "rows": results,
+        },
+    )
     print(f"wrote {path}")
     return 0
 

@@ -61,8 +61,9 @@ class Simulation:
         self.docs = [tokenizer.encode(documents[i % len(documents)]).ids for i in range(batch)]
         length = max(len(d) for d in self.docs) + 64
         self.state = SpecState(batch, length, K, [0], "cpu")
-        config = SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": K,
-                                              "verify_strategy": "greedy"})
+        config = SpeculativeConfig.from_dict(
+            {"method": "ngram", "num_speculative_tokens": K, "verify_strategy": "greedy"}
+        )
         params = [RequestParams(i, length - 8, structured_output={"json_schema": schema}) for i in range(batch)]
         self.grammar, compiled = make_grammar_batch(params, tokenizer, self.state, config)
         for slot in range(batch):
@@ -130,8 +131,10 @@ def measure(batch: int, tokenizer, schema, documents, steps: int) -> dict:
         reads.append(counter["n"])
         # the mask batch call alone, again on the same states (it rolls the drafts back itself)
         drafts = sim.state.draft_tokens.numpy()
-        batch_call = [(m, slot * (K + 1), [int(t) for t in drafts[slot, 1:] if t >= 0])
-                      for slot, m in sim.grammar.matchers.items()]
+        batch_call = [
+            (m, slot * (K + 1), [int(t) for t in drafts[slot, 1:] if t >= 0])
+            for slot, m in sim.grammar.matchers.items()
+        ]
         from llguidance.numpy import fill_next_token_bitmask_par_with_draft_tokens
 
         t0 = time.perf_counter()
@@ -146,10 +149,20 @@ def measure(batch: int, tokenizer, schema, documents, steps: int) -> dict:
     read = cpu_read_seconds(logits_np.reshape(-1)[: logits_np.size // 2 * 2])  # whole 8-byte words
     mask_bytes = rows * sim.grammar.tokenizer.words * 4
     floor = read * (1 + mask_bytes / logits_np.nbytes)
-    return {"batch": batch, "k": K, "rows": rows, "vocab": sim.vocab, "host_s": float(np.median(host)),
-            "before_model_s": float(np.median(before)),
-            "masks_s": float(np.median(masks)), "op_s": op, "op_floor_s": floor, "op_ratio": op / floor,
-            "host_reads_per_step": int(max(reads)), "constrained_rows": sim.grammar.last.mask_rows}
+    return {
+        "batch": batch,
+        "k": K,
+        "rows": rows,
+        "vocab": sim.vocab,
+        "host_s": float(np.median(host)),
+        "before_model_s": float(np.median(before)),
+        "masks_s": float(np.median(masks)),
+        "op_s": op,
+        "op_floor_s": floor,
+        "op_ratio": op / floor,
+        "host_reads_per_step": int(max(reads)),
+        "constrained_rows": sim.grammar.last.mask_rows,
+    }
 
 
 @user_errors()
@@ -169,12 +182,17 @@ def main(argv=None) -> int:
         for batch in args.batches:
             r = measure(batch, tokenizer, schema, documents, args.steps)
             records.append(r)
-            print(f"B={batch:<4} rows {r['rows']:5d}: host {fmt_time(r['host_s'])} (before the model "
-                  f"{fmt_time(r['before_model_s'])}; masks {fmt_time(r['masks_s'])})  "
-                  f"op {fmt_time(r['op_s'])} floor {fmt_time(r['op_floor_s'])} ratio {r['op_ratio']:.1f}  "
-                  f"host reads {r['host_reads_per_step']}", flush=True)
-    path = write_json("structured_output", {"benchmark": "structured_output", "device": "cpu", "machine": machine(),
-                                            "records": records})
+            print(
+                f"B={batch:<4} rows {r['rows']:5d}: host {fmt_time(r['host_s'])} (before the model "
+                f"{fmt_time(r['before_model_s'])}; masks {fmt_time(r['masks_s'])})  "
+                f"op {fmt_time(r['op_s'])} floor {fmt_time(r['op_floor_s'])} ratio {r['op_ratio']:.1f}  "
+                f"host reads {r['host_reads_per_step']}",
+                flush=True,
+            )
+    path = write_json(
+        "structured_output",
+        {"benchmark": "structured_output", "device": "cpu", "machine": machine(), "records": records},
+    )
     print(f"wrote {path}")
     return 0
 

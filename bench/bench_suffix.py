@@ -71,6 +71,7 @@ MAX_FILE_TOKENS = 8000
 
 # -- workloads -------------------------------------------------------------------------------
 
+
 def load_requests(limit: int, seed: int, max_output: int, rev: str) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
     """{"file": [(prompt, output)], "diff": [...]}: the same sampled edits, in history order."""
     before = ancestors(rev)
@@ -88,7 +89,12 @@ def load_requests(limit: int, seed: int, max_output: int, rev: str) -> dict[str,
         if len(chosen) == limit:
             break
         old, new = git(str(ROOT), "show", f"{commit}^:{path}"), git(str(ROOT), "show", f"{commit}:{path}")
-        if old == new or not old or len(TOKEN.findall(old)) > MAX_FILE_TOKENS or len(TOKEN.findall(new)) > MAX_FILE_TOKENS:
+        if (
+            old == new
+            or not old
+            or len(TOKEN.findall(old)) > MAX_FILE_TOKENS
+            or len(TOKEN.findall(new)) > MAX_FILE_TOKENS
+        ):
             continue
         chosen.append((commit, path, old, new))
     chosen.sort(key=lambda c: order[(c[0], c[1])])
@@ -108,6 +114,7 @@ def ancestors(rev: str) -> set[str]:
 
 # -- drafters: start / draft / update / stop ---------------------------------------------------
 
+
 class Anchored:
     """Anchored n-gram through the native ngram_match op, one slot."""
 
@@ -122,15 +129,29 @@ class Anchored:
         self.row[0, : self.p] = prompt
         self.s = 0
         self.anchor = np.full(1, -1, np.int64)
-        self.fixed = dict(prompt_lens=np.array([self.p], np.int64), draft_token_num=np.array([self.k], np.int32),
-                          seq_lens_encoder=np.zeros(1, np.int32), max_dec_len=np.array([1 << 40], np.int64))
+        self.fixed = dict(
+            prompt_lens=np.array([self.p], np.int64),
+            draft_token_num=np.array([self.k], np.int32),
+            seq_lens_encoder=np.zeros(1, np.int32),
+            max_dec_len=np.array([1 << 40], np.int64),
+        )
 
     def draft(self) -> np.ndarray:
         drafts = np.zeros((1, self.k + 1), np.int64)
         now = np.ones(1, np.int32)
-        arrays.ngram_match(self.row, self.fixed["prompt_lens"], np.array([self.s], np.int64), self.fixed["draft_token_num"],
-                            drafts, now, self.fixed["seq_lens_encoder"], np.array([self.p + self.s], np.int32),
-                            self.fixed["max_dec_len"], self.anchor, max_ngram_size=self.n)
+        arrays.ngram_match(
+            self.row,
+            self.fixed["prompt_lens"],
+            np.array([self.s], np.int64),
+            self.fixed["draft_token_num"],
+            drafts,
+            now,
+            self.fixed["seq_lens_encoder"],
+            np.array([self.p + self.s], np.int32),
+            self.fixed["max_dec_len"],
+            self.anchor,
+            max_ngram_size=self.n,
+        )
         return drafts[0, 1 : int(now[0])]
 
     def update(self, kept: np.ndarray) -> None:
@@ -155,7 +176,7 @@ class Suffix:
         self.cache.start_request(self.req, self.context)
 
     def draft(self) -> np.ndarray:
-        d = self.cache.speculate(self.req, self.context[-self.depth:], max_spec_tokens=self.k, **self.rule)
+        d = self.cache.speculate(self.req, self.context[-self.depth :], max_spec_tokens=self.k, **self.rule)
         return np.asarray(d.token_ids, dtype=np.int64)
 
     def update(self, kept: np.ndarray) -> None:
@@ -178,8 +199,13 @@ class SuffixTree(Suffix):
     def draft(self) -> tuple[np.ndarray, np.ndarray]:
         count = TREE_NODES - 1
         tokens, parents, _, lens, _ = self.cache.speculate_tree_batch(
-            np.array([self.cache.key(self.req)]), np.array([count], np.int32), count, tree_width=self.width,
-            max_spec_depth=self.k, **self.rule)
+            np.array([self.cache.key(self.req)]),
+            np.array([count], np.int32),
+            count,
+            tree_width=self.width,
+            max_spec_depth=self.k,
+            **self.rule,
+        )
         return tokens[0, : lens[0]], parents[0, : lens[0]]
 
 
@@ -225,8 +251,12 @@ class Longer:
 
 
 def ours(k: int, cfg: SuffixConfig, name: str = "suffix", kind: type = Suffix, *extra, **cache) -> Suffix:
-    rule = dict(max_spec_factor=cfg.max_spec_factor, max_spec_offset=cfg.max_spec_offset, min_token_prob=cfg.min_token_prob)
-    return kind(name, SuffixCache(cfg.max_tree_depth, cfg.max_cached_requests, **cache), k, rule, cfg.max_tree_depth, *extra)
+    rule = dict(
+        max_spec_factor=cfg.max_spec_factor, max_spec_offset=cfg.max_spec_offset, min_token_prob=cfg.min_token_prob
+    )
+    return kind(
+        name, SuffixCache(cfg.max_tree_depth, cfg.max_cached_requests, **cache), k, rule, cfg.max_tree_depth, *extra
+    )
 
 
 def arctic(k: int, module) -> Suffix:
@@ -236,6 +266,7 @@ def arctic(k: int, module) -> Suffix:
 
 # -- simulation -----------------------------------------------------------------------------
 
+
 class Tally:
     """One drafter's counts and CPU time over a run."""
 
@@ -244,9 +275,13 @@ class Tally:
         self.draft_cpu = self.update_cpu = 0.0
 
     def result(self) -> dict:
-        return {"mean_accepted_length": self.tokens / self.steps, "steps": self.steps, "tokens": self.tokens,
-                "cpu_us_per_draft": 1e6 * self.draft_cpu / max(self.drafts, 1),
-                "cpu_us_per_update": 1e6 * self.update_cpu / max(self.updates, 1)}
+        return {
+            "mean_accepted_length": self.tokens / self.steps,
+            "steps": self.steps,
+            "tokens": self.tokens,
+            "cpu_us_per_draft": 1e6 * self.draft_cpu / max(self.drafts, 1),
+            "cpu_us_per_update": 1e6 * self.update_cpu / max(self.updates, 1),
+        }
 
 
 def accepted(proposal, truth: np.ndarray) -> int:
@@ -311,15 +346,23 @@ def memory(drafter) -> dict | None:
     if not (isinstance(drafter, Suffix) and isinstance(drafter.cache, SuffixCache)):
         return None
     core = drafter.cache._core
-    return {"tokens": int(core.global_tokens()), "nodes": int(core.global_nodes()),
-            "bytes_per_token": drafter.cache.memory_bytes() / max(int(core.global_tokens()), 1)}
+    return {
+        "tokens": int(core.global_tokens()),
+        "nodes": int(core.global_nodes()),
+        "bytes_per_token": drafter.cache.memory_bytes() / max(int(core.global_tokens()), 1),
+    }
 
 
 def drafters(k: int, arctic_module) -> list:
     cfg = SuffixConfig()
-    out = [Anchored(k), ours(k, cfg), ours(k, cfg, "suffix+anchored", Chosen, anchored_ngram=MAX_NGRAM_SIZE),
-           Longer("longer of the two", Anchored(k), ours(k, cfg)),
-           ours(k, cfg, "suffix tree", SuffixTree, TREE_WIDTH_ALL), ours(k, cfg, "suffix tree top-2", SuffixTree, 2)]
+    out = [
+        Anchored(k),
+        ours(k, cfg),
+        ours(k, cfg, "suffix+anchored", Chosen, anchored_ngram=MAX_NGRAM_SIZE),
+        Longer("longer of the two", Anchored(k), ours(k, cfg)),
+        ours(k, cfg, "suffix tree", SuffixTree, TREE_WIDTH_ALL),
+        ours(k, cfg, "suffix tree top-2", SuffixTree, 2),
+    ]
     if arctic_module is not None:
         out.append(arctic(k, arctic_module))
     return out
@@ -353,7 +396,9 @@ def main(argv=None) -> int:
     module = load_arctic(args.arctic)
     workloads = load_requests(args.requests, args.seed, args.max_output, args.rev)
     results = {}
-    print(f"{'workload':8} {'K':>3} {'method':17} {'accepted':>9} {'draft us':>9} {'update us':>10}  (medians of {args.rounds} rounds)")
+    print(
+        f"{'workload':8} {'K':>3} {'method':17} {'accepted':>9} {'draft us':>9} {'update us':>10}  (medians of {args.rounds} rounds)"
+    )
     for name, requests in workloads.items():
         for k in KS:
             rounds = []
@@ -371,14 +416,24 @@ def main(argv=None) -> int:
                     r["global_tree"] = tree
                 results.setdefault(name, {}).setdefault(f"K={k}", {})[drafter.name] = r
                 size = f"  {tree['bytes_per_token']:.0f} B/cached token" if tree else ""
-                print(f"{name:8} {k:3} {drafter.name:17} {r['mean_accepted_length']:9.3f} {r['cpu_us_per_draft']:9.1f} "
-                      f"{r['cpu_us_per_update']:10.1f}{size}")
-    payload = {"machine": machine(), "requests": args.requests, "max_output": args.max_output, "seed": args.seed,
-               "rounds": args.rounds, "cpu_time": "time.process_time per call, median over rounds; methods side by side",
-               "rev": args.rev,
-               "output_tokens": {n: int(sum(len(o) for _, o in w)) for n, w in workloads.items()},
-               "suffix_config": vars(SuffixConfig()), "tree_nodes": TREE_NODES, "arctic": module is not None,
-               "results": results}
+                print(
+                    f"{name:8} {k:3} {drafter.name:17} {r['mean_accepted_length']:9.3f} {r['cpu_us_per_draft']:9.1f} "
+                    f"{r['cpu_us_per_update']:10.1f}{size}"
+                )
+    payload = {
+        "machine": machine(),
+        "requests": args.requests,
+        "max_output": args.max_output,
+        "seed": args.seed,
+        "rounds": args.rounds,
+        "cpu_time": "time.process_time per call, median over rounds; methods side by side",
+        "rev": args.rev,
+        "output_tokens": {n: int(sum(len(o) for _, o in w)) for n, w in workloads.items()},
+        "suffix_config": vars(SuffixConfig()),
+        "tree_nodes": TREE_NODES,
+        "arctic": module is not None,
+        "results": results,
+    }
     print(f"wrote {write_json(args.out, payload)}")
     return 0
 

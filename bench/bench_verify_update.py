@@ -18,7 +18,6 @@ from argparse import RawDescriptionHelpFormatter
 
 import numpy as np
 
-
 from bench.common import cuda_seconds, device, fmt_time, machine, median_seconds, write_json
 from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
 from fastspec.core.schema import SCHEMAS
@@ -47,10 +46,17 @@ def verify_inputs(batch: int, strategy: str, seed: int = 0) -> tuple[dict, dict]
         "draft_tokens": draft_tokens,
         "target_tokens": None if topp else targets,
         "candidate_ids": cand_ids if topp else None,
-        "candidate_scores": np.sort(rng.random((rows, K_CAND)).astype(np.float32), axis=1)[:, ::-1].copy() if topp else None,
+        "candidate_scores": np.sort(rng.random((rows, K_CAND)).astype(np.float32), axis=1)[:, ::-1].copy()
+        if topp
+        else None,
         "candidate_lens": np.full(rows, K_CAND, np.int32) if topp else None,
-        **decode_slots(batch, K + 1, seed=rng.integers(0, 2**62, size=batch, dtype=np.int64),
-                       step_idx=np.full(batch, 10), end_token=END),
+        **decode_slots(
+            batch,
+            K + 1,
+            seed=rng.integers(0, 2**62, size=batch, dtype=np.int64),
+            step_idx=np.full(batch, 10),
+            end_token=END,
+        ),
     }
     return arrays, {"strategy": strategy}
 
@@ -80,33 +86,44 @@ def update_inputs(batch: int, max_model_len: int, seed: int = 0) -> dict:
 def cpu_rows(batches: list[int]) -> list[dict]:
     import paddle
 
-    import fastspec.ops as ops
     import fastspec.arrays
+    import fastspec.ops as ops
 
     floor = median_seconds(lambda: fastspec.arrays.module().rand64(0, 0, 1), repeat=5000, budget_s=0.5)
     print(f"CPU; floor = one no-op call into C++ through the bindings: {fmt_time(floor)}")
-    print("paddle op: fastspec.ops from Python; bindings: fastspec.arrays from Python (argument marshalling "
-          "included); kernel: the C++ call with prebuilt arguments (fastspec.arrays.prepare); ratio = kernel / floor")
+    print(
+        "paddle op: fastspec.ops from Python; bindings: fastspec.arrays from Python (argument marshalling "
+        "included); kernel: the C++ call with prebuilt arguments (fastspec.arrays.prepare); ratio = kernel / floor"
+    )
     print(f"{'op':22} {'B':>4} {'paddle op':>12} {'bindings':>12} {'kernel':>12} {'floor':>12} {'ratio':>6}")
     rows = []
     for batch in batches:
         for strategy in ("greedy", "topp"):
             arrays, attrs = verify_inputs(batch, strategy)
             tensors = {n: None if v is None else paddle.to_tensor(v) for n, v in arrays.items()}
-            op = median_seconds(lambda: ops.verify_draft_tokens(*(tensors[n] for n in VERIFY_NAMES), **attrs),
-                                repeat=2000, budget_s=1.0)
-            bind = median_seconds(lambda: fastspec.arrays.verify_draft_tokens(*(arrays[n] for n in VERIFY_NAMES), **attrs),
-                                  repeat=2000, budget_s=1.0)
+            op = median_seconds(
+                lambda: ops.verify_draft_tokens(*(tensors[n] for n in VERIFY_NAMES), **attrs), repeat=2000, budget_s=1.0
+            )
+            bind = median_seconds(
+                lambda: fastspec.arrays.verify_draft_tokens(*(arrays[n] for n in VERIFY_NAMES), **attrs),
+                repeat=2000,
+                budget_s=1.0,
+            )
             launch = fastspec.arrays.prepare("verify_draft_tokens", *(arrays[n] for n in VERIFY_NAMES), **attrs)
             kernel = median_seconds(launch, repeat=5000, budget_s=1.0)
             rows.append(_report(f"verify ({strategy})", batch, op, bind, kernel, floor))
         arrays = update_inputs(batch, 1 << 15)
         tensors = {n: paddle.to_tensor(v) for n, v in arrays.items()}
-        op = median_seconds(lambda: ops.update_model_status(*(tensors[n] for n in UPDATE_NAMES)), repeat=1000, budget_s=1.0)
+        op = median_seconds(
+            lambda: ops.update_model_status(*(tensors[n] for n in UPDATE_NAMES)), repeat=1000, budget_s=1.0
+        )
         arrays = update_inputs(batch, 1 << 15)
         has_running = np.zeros(1, np.bool_)
-        bind = median_seconds(lambda: fastspec.arrays.update_model_status(*(arrays[n] for n in UPDATE_NAMES), has_running),
-                              repeat=1000, budget_s=1.0)
+        bind = median_seconds(
+            lambda: fastspec.arrays.update_model_status(*(arrays[n] for n in UPDATE_NAMES), has_running),
+            repeat=1000,
+            budget_s=1.0,
+        )
         assert has_running[0], "the benchmark's requests must keep running"
         arrays = update_inputs(batch, 1 << 15)
         launch = fastspec.arrays.prepare("update_model_status", *(arrays[n] for n in UPDATE_NAMES), has_running)
@@ -116,10 +133,19 @@ def cpu_rows(batches: list[int]) -> list[dict]:
 
 
 def _report(name: str, batch: int, op: float, bind: float, kernel: float, floor: float) -> dict:
-    print(f"{name:22} {batch:4d} {fmt_time(op)} {fmt_time(bind)} {fmt_time(kernel)} {fmt_time(floor)} "
-          f"{kernel / floor:6.2f}", flush=True)
-    return {"op": name, "batch": batch, "paddle_op_s": op, "bindings_s": bind, "kernel_call_s": kernel,
-            "floor_s": floor}
+    print(
+        f"{name:22} {batch:4d} {fmt_time(op)} {fmt_time(bind)} {fmt_time(kernel)} {fmt_time(floor)} "
+        f"{kernel / floor:6.2f}",
+        flush=True,
+    )
+    return {
+        "op": name,
+        "batch": batch,
+        "paddle_op_s": op,
+        "bindings_s": bind,
+        "kernel_call_s": kernel,
+        "floor_s": floor,
+    }
 
 
 # --- CUDA --------------------------------------------------------------------
@@ -134,8 +160,10 @@ def cuda_rows(batches: list[int], calls: int) -> list[dict]:
     empty = torch.empty(1, device="cuda")
     empty_graph = capture(lambda: [empty.zero_() for _ in range(calls)])
     floor = cuda_seconds(empty_graph.replay) / calls
-    print(f"CUDA; floor = one tiny kernel node in a graph: {fmt_time(floor)}; per-call times are "
-          f"medians of {calls} back-to-back calls (eager) or graph nodes (replay)")
+    print(
+        f"CUDA; floor = one tiny kernel node in a graph: {fmt_time(floor)}; per-call times are "
+        f"medians of {calls} back-to-back calls (eager) or graph nodes (replay)"
+    )
     print(f"{'op':22} {'B':>4} {'eager/call':>12} {'1 eager':>12} {'graph/call':>12} {'floor':>12} {'ratio':>6}")
     rows = []
     for batch in batches:
@@ -143,21 +171,42 @@ def cuda_rows(batches: list[int], calls: int) -> list[dict]:
         for strategy in ("greedy", "topp"):
             arrays, attrs = verify_inputs(batch, strategy)
             t = to_device({n: v for n, v in arrays.items() if v is not None})
-            steps.append((f"verify ({strategy})",
-                          lambda t=t, attrs=attrs: fastspec.arrays.verify_draft_tokens(*(t.get(n) for n in VERIFY_NAMES), **attrs)))
+            steps.append(
+                (
+                    f"verify ({strategy})",
+                    lambda t=t, attrs=attrs: fastspec.arrays.verify_draft_tokens(
+                        *(t.get(n) for n in VERIFY_NAMES), **attrs
+                    ),
+                )
+            )
         t = to_device(update_inputs(batch, 1 << 16))  # room for every timed call (no request ends)
         has_running = torch.zeros(1, dtype=torch.bool, device="cuda")
-        steps.append(("update_model_status",
-                      lambda t=t: fastspec.arrays.update_model_status(*(t[n] for n in UPDATE_NAMES), has_running)))
+        steps.append(
+            (
+                "update_model_status",
+                lambda t=t: fastspec.arrays.update_model_status(*(t[n] for n in UPDATE_NAMES), has_running),
+            )
+        )
         for name, step in steps:
             one = cuda_seconds(step)
             eager = cuda_seconds(lambda: [step() for _ in range(calls)], repeat=20) / calls
             graph = capture(lambda: [step() for _ in range(calls)])
             replay = cuda_seconds(graph.replay, repeat=20) / calls
-            print(f"{name:22} {batch:4d} {fmt_time(eager)} {fmt_time(one)} {fmt_time(replay)} {fmt_time(floor)} "
-                  f"{replay / floor:6.2f}", flush=True)
-            rows.append({"op": name, "batch": batch, "eager_per_call_s": eager, "eager_single_s": one,
-                         "graph_per_call_s": replay, "floor_s": floor})
+            print(
+                f"{name:22} {batch:4d} {fmt_time(eager)} {fmt_time(one)} {fmt_time(replay)} {fmt_time(floor)} "
+                f"{replay / floor:6.2f}",
+                flush=True,
+            )
+            rows.append(
+                {
+                    "op": name,
+                    "batch": batch,
+                    "eager_per_call_s": eager,
+                    "eager_single_s": one,
+                    "graph_per_call_s": replay,
+                    "floor_s": floor,
+                }
+            )
     return rows
 
 
@@ -171,9 +220,17 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     batches = args.batches
     rows = cpu_rows(batches) if args.device == "cpu" else cuda_rows(batches, args.calls)
-    path = write_json(f"verify_update_{args.device}{args.tag}",
-                      {"ops": ["verify_draft_tokens", "update_model_status"], "device": args.device, "K": K,
-                       "candidates": K_CAND, "machine": machine(), "rows": rows})
+    path = write_json(
+        f"verify_update_{args.device}{args.tag}",
+        {
+            "ops": ["verify_draft_tokens", "update_model_status"],
+            "device": args.device,
+            "K": K,
+            "candidates": K_CAND,
+            "machine": machine(),
+            "rows": rows,
+        },
+    )
     print(f"wrote {path}")
     return 0
 

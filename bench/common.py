@@ -28,8 +28,10 @@ def device(text: str) -> str:
         from fastspec import arrays
 
         if not arrays.module().with_cuda:
-            raise argparse.ArgumentTypeError("cuda: these bindings were built without CUDA (no toolkit found when "
-                                             "`python setup_ops.py` ran; see `python -m fastspec info`)")
+            raise argparse.ArgumentTypeError(
+                "cuda: these bindings were built without CUDA (no toolkit found when "
+                "`python setup_ops.py` ran; see `python -m fastspec info`)"
+            )
         try:
             import torch
         except ImportError:
@@ -67,7 +69,11 @@ def cpu_read_seconds(array: np.ndarray) -> float:
 
 
 def machine() -> dict:
-    return {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "python": platform.python_version()}
+    return {
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+    }
 
 
 def write_json(name: str, payload: dict) -> Path:

@@ -32,7 +32,7 @@ def new_name(old: str) -> str | None:
     """``fastspec.proposers.ngram`` -> ``fastspec.runtime.proposers.ngram``; None if ``old`` did not move."""
     for prefix, target in MOVED.items():
         if old == prefix or old.startswith(prefix + "."):
-            return target + old[len(prefix):]
+            return target + old[len(prefix) :]
     return None
 
 
@@ -54,10 +54,13 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder):
         new = new_name(fullname)
         if new is None:
             return None
-        warnings.warn(f"{fullname} moved to {new}; the old path will be removed in fastspec 0.3",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"{fullname} moved to {new}; the old path will be removed in fastspec 0.3", DeprecationWarning, stacklevel=2
+        )
         spec = importlib.util.find_spec(new)
-        return importlib.util.spec_from_loader(fullname, _Alias(new), is_package=spec.submodule_search_locations is not None)
+        return importlib.util.spec_from_loader(
+            fullname, _Alias(new), is_package=spec.submodule_search_locations is not None
+        )
 
 
 def install() -> None:

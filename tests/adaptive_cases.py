@@ -9,8 +9,19 @@ import numpy as np
 
 from fastspec.reference.adaptive import controller_rates
 
-PLAN_NAMES = ("acceptance", "found", "step_cost", "rates", "seq_lens_encoder", "stop_flags", "is_block_step",
-              "probe_step", "draft_token_num", "worth", "ranking")
+PLAN_NAMES = (
+    "acceptance",
+    "found",
+    "step_cost",
+    "rates",
+    "seq_lens_encoder",
+    "stop_flags",
+    "is_block_step",
+    "probe_step",
+    "draft_token_num",
+    "worth",
+    "ranking",
+)
 OBSERVE_NAMES = ("acceptance", "found", "draft_token_num", "cu_seqlens_q_output", "accept_num", "rates")
 
 
@@ -26,8 +37,9 @@ def _acceptance(rng: np.random.Generator, b: int, k: int, wild: bool) -> np.ndar
     return acc
 
 
-def plan_case(rng: np.random.Generator, b: int | None = None, k: int | None = None,
-              wild: bool = False) -> tuple[dict[str, np.ndarray], dict]:
+def plan_case(
+    rng: np.random.Generator, b: int | None = None, k: int | None = None, wild: bool = False
+) -> tuple[dict[str, np.ndarray], dict]:
     b = b or int(rng.integers(1, 40))
     k = k or int(rng.integers(1, 7))
     found = rng.choice(np.array([1.0, 0.5, 0.25, 0.0, 0.8], np.float32), b)
@@ -48,7 +60,7 @@ def plan_case(rng: np.random.Generator, b: int | None = None, k: int | None = No
         "seq_lens_encoder": np.where(rng.random(b) < 0.2, rng.integers(1, 50, b), 0).astype(np.int32),
         "stop_flags": rng.random(b) < 0.1,
         "is_block_step": rng.random(b) < 0.1,
-        "probe_step": rng.integers(-2**63, 2**63 - 1, 1, dtype=np.int64) if wild else rng.integers(0, 100, 1),
+        "probe_step": rng.integers(-(2**63), 2**63 - 1, 1, dtype=np.int64) if wild else rng.integers(0, 100, 1),
         "draft_token_num": rng.integers(-3, k + 3, b).astype(np.int32),
         "worth": rng.random((b, k + 1)).astype(np.float32),
         "ranking": rng.integers(-5, 5, (b, k + 1)).astype(np.int32),
@@ -66,8 +78,9 @@ def rise_against_slot_order(acceptance: np.ndarray, run: int) -> None:
     acceptance[:run, 1] = 0.5 + 1e-6 * np.arange(run)
 
 
-def observe_case(rng: np.random.Generator, b: int | None = None, k: int | None = None,
-                 wild: bool = False) -> tuple[dict[str, np.ndarray], dict]:
+def observe_case(
+    rng: np.random.Generator, b: int | None = None, k: int | None = None, wild: bool = False
+) -> tuple[dict[str, np.ndarray], dict]:
     b = b or int(rng.integers(1, 40))
     k = k or int(rng.integers(1, 7))
     rows = rng.integers(0, k + 2, b)

@@ -33,18 +33,25 @@ def _words(rng: np.random.Generator, masks: int, words: int) -> np.ndarray:
     random = rng.integers(INT32.min, INT32.max, (masks, words), dtype=np.int64, endpoint=True)
     one_bit = (np.int64(1) << rng.integers(0, 32, (masks, words))).astype(np.uint32).view(np.int32)
     sparse = np.where(rng.random((masks, words)) < 0.7, 0, random)
-    out = np.select([kind == 0, kind == 1, kind == 2, kind == 3], [np.full_like(random, -1), np.zeros_like(random),
-                                                                   one_bit.astype(np.int64), sparse], random)
+    out = np.select(
+        [kind == 0, kind == 1, kind == 2, kind == 3],
+        [np.full_like(random, -1), np.zeros_like(random), one_bit.astype(np.int64), sparse],
+        random,
+    )
     dense = rng.random((masks, words)) < 0.3  # some all-set words inside any mask: the skip paths
     out[dense] = -1
     return out.astype(np.int32)
 
 
-def case(rng: np.random.Generator, rows: int | None = None, vocab: int | None = None,
-         dtype: str | None = None) -> tuple[dict[str, np.ndarray], dict]:
+def case(
+    rng: np.random.Generator, rows: int | None = None, vocab: int | None = None, dtype: str | None = None
+) -> tuple[dict[str, np.ndarray], dict]:
     rows = int(rng.integers(0, 12)) if rows is None else rows
-    vocab = int(rng.choice([1, 31, 32, 33, 64, 100, 1023, 1024, 1025, 2100, int(rng.integers(1, 3000))])) \
-        if vocab is None else vocab
+    vocab = (
+        int(rng.choice([1, 31, 32, 33, 64, 100, 1023, 1024, 1025, 2100, int(rng.integers(1, 3000))]))
+        if vocab is None
+        else vocab
+    )
     dtype = dtype or str(rng.choice(DTYPES))
     natural = (vocab + 31) // 32
     words = max(1, natural + int(rng.choice([0, 0, 0, -1, 1, -natural // 2])))  # narrower masks forbid the tail
@@ -52,8 +59,11 @@ def case(rng: np.random.Generator, rows: int | None = None, vocab: int | None = 
     index = rng.integers(-2, masks + 2, rows)
     wild = rng.random(rows) < 0.1
     index[wild] = rng.choice(np.array([INT32.min, INT32.max, -1, masks]), int(wild.sum()))
-    return {"logits": _logits(rng, rows, vocab, dtype), "token_bitmask": _words(rng, masks, words),
-            "bitmask_index": index.astype(np.int32)}, {}
+    return {
+        "logits": _logits(rng, rows, vocab, dtype),
+        "token_bitmask": _words(rng, masks, words),
+        "bitmask_index": index.astype(np.int32),
+    }, {}
 
 
 def cases(seed: int, count: int, **kw) -> list[tuple[dict[str, np.ndarray], dict]]:

@@ -80,9 +80,17 @@ def _draw(rng: np.random.Generator, rows: np.ndarray) -> np.ndarray:
     return np.minimum((cdf <= u[:, None]).sum(axis=1), rows.shape[1] - 1)
 
 
-def markov_generation(verify: Callable[[dict, str], tuple[np.ndarray, np.ndarray]], strategy: str,
-                      target: np.ndarray, draft: np.ndarray, *, sequences: int, length: int, k: int,
-                      seed: int = 0) -> np.ndarray:
+def markov_generation(
+    verify: Callable[[dict, str], tuple[np.ndarray, np.ndarray]],
+    strategy: str,
+    target: np.ndarray,
+    draft: np.ndarray,
+    *,
+    sequences: int,
+    length: int,
+    k: int,
+    seed: int = 0,
+) -> np.ndarray:
     """``[sequences, length]`` tokens generated with ``K = k`` drafts per step. ``target`` and
     ``draft`` are ``[V + 1, V]`` next-token tables (row ``V``: the start of a sequence).
     ``verify(arrays, strategy)`` runs verify_draft_tokens on the arrays of

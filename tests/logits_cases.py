@@ -13,8 +13,15 @@ from fastspec.core.schema import SCHEMAS
 NAMES = SCHEMAS["process_logits"].input_names
 
 
-def case(rng: np.random.Generator, b: int | None = None, k: int | None = None, vocab: int | None = None,
-         max_len: int | None = None, wild: bool = False, tree: bool | None = None) -> dict[str, np.ndarray]:
+def case(
+    rng: np.random.Generator,
+    b: int | None = None,
+    k: int | None = None,
+    vocab: int | None = None,
+    max_len: int | None = None,
+    wild: bool = False,
+    tree: bool | None = None,
+) -> dict[str, np.ndarray]:
     b = b or int(rng.integers(1, 8))
     k = int(rng.integers(0, 6)) if k is None else k
     vocab = vocab or int(rng.integers(2, 40))
@@ -60,12 +67,12 @@ def case(rng: np.random.Generator, b: int | None = None, k: int | None = None, v
     bad = np.full((b, width), -1, np.int64)
     for s in range(b):
         start = min(max(int(prompt[s]), 0), max_len)
-        out = [int(x) for x in history[s, start:start + min(max(int(step[s]), 0), max_len - start)]]
+        out = [int(x) for x in history[s, start : start + min(max(int(step[s]), 0), max_len - start)]]
         words: list[int] = []
         while len(words) < width:
             n = int(rng.integers(0, 5))
             if 1 < n <= len(out) + 1 and rng.random() < 0.6:  # the output's tail: it matches
-                prefix = out[len(out) - (n - 1):]
+                prefix = out[len(out) - (n - 1) :]
             else:
                 prefix = [int(x) for x in rng.integers(0, vocab, max(n - 1, 0))]
             words += (prefix + [int(rng.integers(0, high))] if n else []) + [-1] * int(rng.integers(1, 3))
@@ -73,14 +80,24 @@ def case(rng: np.random.Generator, b: int | None = None, k: int | None = None, v
     if wild:
         bad[rng.random(bad.shape) < 0.05] = -7
     arrays = {
-        "logits": logits, "token_ids_all": history, "prompt_lens": prompt.astype(np.int64),
-        "step_idx": step.astype(np.int64), "draft_tokens": drafts, "batch_id_per_token_output": batch_id,
-        "cu_seqlens_q_output": cu, "repetition_penalty": penalty(1.0, 0.5, 2.5),
-        "presence_penalty": penalty(0.0, -1.0, 2.0), "frequency_penalty": penalty(0.0, -1.0, 2.0),
+        "logits": logits,
+        "token_ids_all": history,
+        "prompt_lens": prompt.astype(np.int64),
+        "step_idx": step.astype(np.int64),
+        "draft_tokens": drafts,
+        "batch_id_per_token_output": batch_id,
+        "cu_seqlens_q_output": cu,
+        "repetition_penalty": penalty(1.0, 0.5, 2.5),
+        "presence_penalty": penalty(0.0, -1.0, 2.0),
+        "frequency_penalty": penalty(0.0, -1.0, 2.0),
         "min_tokens": np.where(rng.random(b) < 0.1 * wild, 2**63 - 1, rng.integers(-2, max_len + cols + 2, b)),
         "end_tokens": rng.integers(low, high, int(rng.integers(1, 4))).astype(np.int64),
-        "stop_token_ids": np.where(rng.random((b, stops)) < 0.4, -1, rng.integers(0, high, (b, stops))).astype(np.int64),
-        "logit_bias_ids": bias_ids, "logit_bias_values": bias_values, "bad_words": bad,
+        "stop_token_ids": np.where(rng.random((b, stops)) < 0.4, -1, rng.integers(0, high, (b, stops))).astype(
+            np.int64
+        ),
+        "logit_bias_ids": bias_ids,
+        "logit_bias_values": bias_values,
+        "bad_words": bad,
         "draft_parents": tree_parents(rng, b, cols, wild) if tree else None,
     }
     return arrays
@@ -122,5 +139,7 @@ def assert_bit_equal(actual: np.ndarray, expected: np.ndarray, context: str = ""
     assert actual.dtype == expected.dtype and actual.shape == expected.shape, context
     same = (actual.view(np.uint32) == expected.view(np.uint32)) | (np.isnan(actual) & np.isnan(expected))
     bad = np.argwhere(~same)
-    assert not len(bad), f"process_logits {context}: {len(bad)} entries differ, first at {bad[0].tolist()}: " \
-                         f"{actual[tuple(bad[0])]} != {expected[tuple(bad[0])]}"
+    assert not len(bad), (
+        f"process_logits {context}: {len(bad)} entries differ, first at {bad[0].tolist()}: "
+        f"{actual[tuple(bad[0])]} != {expected[tuple(bad[0])]}"
+    )

@@ -17,7 +17,9 @@ ARRAY_NAMES = (
 )
 
 
-def random_case(rng: np.random.Generator, *, batch: int | None = None, max_model_len: int | None = None) -> tuple[dict, dict]:
+def random_case(
+    rng: np.random.Generator, *, batch: int | None = None, max_model_len: int | None = None
+) -> tuple[dict, dict]:
     """A batch mixing every slot kind, planted repeats, binding budgets and out-of-range values.
 
     Returns ``(arrays, attrs)``: arrays by their documented names, attrs as keywords.
@@ -85,7 +87,9 @@ def spec_example() -> tuple[dict, dict]:
 
 def random_anchors(rng: np.random.Generator, arrays: dict) -> np.ndarray:
     """Valid, stale, -1, past the known tokens, negative and extreme anchors."""
-    known = np.clip(arrays["prompt_lens"].reshape(-1) + arrays["step_idx"].reshape(-1), 0, arrays["token_ids_all"].shape[1])
+    known = np.clip(
+        arrays["prompt_lens"].reshape(-1) + arrays["step_idx"].reshape(-1), 0, arrays["token_ids_all"].shape[1]
+    )
     kinds = rng.integers(0, 6, known.shape[0])
     anchors = np.where(kinds == 0, -1, 0)
     anchors = np.where(kinds == 1, rng.integers(0, np.maximum(known, 1)), anchors)  # anywhere in the known tokens

@@ -10,9 +10,21 @@ from tests.helpers.slot_inputs import decode_slots
 
 # Inputs of verify_rejection / verify_draft_tokens(strategy="rejection"), in order.
 ARRAY_NAMES = (
-    "accept_tokens", "accept_num", "draft_tokens", "target_probs", "draft_probs", "seed", "step_idx",
-    "stop_flags", "is_block_step", "seq_lens_encoder", "seq_lens_this_time", "cu_seqlens_q_output",
-    "reasoning_status", "max_dec_len", "end_tokens",
+    "accept_tokens",
+    "accept_num",
+    "draft_tokens",
+    "target_probs",
+    "draft_probs",
+    "seed",
+    "step_idx",
+    "stop_flags",
+    "is_block_step",
+    "seq_lens_encoder",
+    "seq_lens_this_time",
+    "cu_seqlens_q_output",
+    "reasoning_status",
+    "max_dec_len",
+    "end_tokens",
 )
 
 END = 10**6  # an end token outside every test vocabulary: never drawn
@@ -36,8 +48,13 @@ def distribution_case(p_rows: np.ndarray, q_rows: np.ndarray, slots: int, *, see
         "draft_tokens": drafts,
         "target_probs": np.tile(p_rows.astype(np.float32), (slots, 1)),
         "draft_probs": np.tile(q_full, (slots, 1)),
-        **decode_slots(slots, k + 1, seed=np.arange(slots, dtype=np.int64) * 1_000_003 + seed * 7919 + 11,
-                       step_idx=(np.arange(slots, dtype=np.int64) * 13) % 997, end_token=END),
+        **decode_slots(
+            slots,
+            k + 1,
+            seed=np.arange(slots, dtype=np.int64) * 1_000_003 + seed * 7919 + 11,
+            step_idx=(np.arange(slots, dtype=np.int64) * 13) % 997,
+            end_token=END,
+        ),
     }
 
 

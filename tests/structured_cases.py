@@ -60,8 +60,12 @@ def workload(count: int, constraints=("schema",)):
         refs[i] = encode(doc)
         prompts.append(encode("Fill the record: " + doc.replace("1", "2") + "\nRecord: "))
         kind = constraints[i % len(constraints)]
-        spec = {"schema": {"json_schema": SCHEMA}, "object": {"json_object": True},
-                "regex": {"regex": r"[a-z]{2,8}( [0-9]{1,3})?"}, None: None}[kind]
+        spec = {
+            "schema": {"json_schema": SCHEMA},
+            "object": {"json_object": True},
+            "regex": {"regex": r"[a-z]{2,8}( [0-9]{1,3})?"},
+            None: None,
+        }[kind]
         params.append(RequestParams(seed=11 + i, max_dec_len=96, temperature=1.0, top_p=0.9, structured_output=spec))
     return prompts, refs, params
 

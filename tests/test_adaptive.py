@@ -173,7 +173,6 @@ def test_drafts_planned_but_not_found_teach_nothing_about_acceptance():
     assert float(ctl.found.numpy()[0, 0]) == pytest.approx(0.7)
 
 
-
 def test_positions_behind_a_rejected_draft_learn_nothing():
     ctl = controller(1, LineCost(1.0, 0.0))  # flat: every draft with a chance is taken
     state = new_state(1)
@@ -216,6 +215,7 @@ def test_rows_the_proposer_leaves_empty_go_to_drafts_that_exist():
     ctl.plan(state)
     assert state.draft_token_num.numpy()[1] == 4
     assert ctl.found.numpy()[:, 0].tolist() == pytest.approx([0.7**12, 1.0], rel=1e-4)
+
 
 ROOFLINE = RooflineCost.named("llama-3.1-8b", "h100-sxm")  # flat up to 295 tokens per step
 
@@ -373,9 +373,22 @@ def test_every_step_is_the_references(seed):
     for step_index in range(40):
         state.seq_lens_encoder[:] = paddle.to_tensor((rng.random(b) < 0.15).astype(np.int32) * 7)
         state.stop_flags[:] = paddle.to_tensor(rng.random(b) < 0.1)
-        plan_inputs = [host(t) for t in (ctl.acceptance, ctl.found, ctl._cost, ctl.rates, state.seq_lens_encoder,
-                                         state.stop_flags, state.is_block_step, ctl._probe, state.draft_token_num,
-                                         ctl._worth, ctl._ranking)]
+        plan_inputs = [
+            host(t)
+            for t in (
+                ctl.acceptance,
+                ctl.found,
+                ctl._cost,
+                ctl.rates,
+                state.seq_lens_encoder,
+                state.stop_flags,
+                state.is_block_step,
+                ctl._probe,
+                state.draft_token_num,
+                ctl._worth,
+                ctl._ranking,
+            )
+        ]
         want = ref.adaptive_plan(*plan_inputs, probe_interval=ctl.probe_interval)
         ctl.plan(state)
         got = [host(t) for t in (ctl._probe, state.draft_token_num, ctl._worth, ctl._ranking)]
@@ -389,8 +402,17 @@ def test_every_step_is_the_references(seed):
         kept = np.where(running, 1 + rng.integers(0, offered + 1), 0)
         state.cu_seqlens_q_output[:] = paddle.to_tensor(np.concatenate([[0], np.cumsum(rows)]).astype(np.int32))
         state.accept_num[:] = paddle.to_tensor(kept.astype(np.int32))
-        observe_inputs = [host(t) for t in (ctl.acceptance, ctl.found, state.draft_token_num,
-                                            state.cu_seqlens_q_output, state.accept_num, ctl.rates)]
+        observe_inputs = [
+            host(t)
+            for t in (
+                ctl.acceptance,
+                ctl.found,
+                state.draft_token_num,
+                state.cu_seqlens_q_output,
+                state.accept_num,
+                ctl.rates,
+            )
+        ]
         want = ref.adaptive_observe(*observe_inputs)
         ctl.observe(state)
         np.testing.assert_array_equal(host(ctl.acceptance), want[0], err_msg=f"observe, step {step_index}")

@@ -12,8 +12,13 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_off_by_default_and_parsed_like_sampling():
     assert SpeculativeConfig.from_dict(None).adaptive == AdaptiveConfig()
     assert not AdaptiveConfig().enabled
-    c = SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": 3,
-                                     "adaptive": {"enabled": True, "cost_model": "Roofline", "gpu": "H200"}})
+    c = SpeculativeConfig.from_dict(
+        {
+            "method": "ngram",
+            "num_speculative_tokens": 3,
+            "adaptive": {"enabled": True, "cost_model": "Roofline", "gpu": "H200"},
+        }
+    )
     assert (c.adaptive.enabled, c.adaptive.cost_model, c.adaptive.gpu) == (True, "roofline", "h200")
     assert c.adaptive.probe_interval == AdaptiveConfig().probe_interval  # keys left out keep their defaults
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec.runtime.config import SpeculativeConfig
-from fastspec.runtime.adaptive.cost_model import MeasuredCost
 from fastspec.demo.draft_models import ReplayDraftHead, ReplayHiddenStates
 from fastspec.demo.models import ReplayModel
 from fastspec.demo.workload import continuation_workload, copy_edit_workload
+from fastspec.runtime.adaptive.cost_model import MeasuredCost
+from fastspec.runtime.adaptive.trace import AcceptanceTrace
+from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.generation import generate
 from fastspec.runtime.state import RequestParams
-from fastspec.runtime.adaptive.trace import AcceptanceTrace
 from tests.test_adaptive import LineCost
 
 STEEP = LineCost(0.02, 0.01)  # a draft costs half a request's share of the step: drafts must earn it
@@ -26,22 +26,39 @@ def workload(kind: str = "copy"):
 
 def run(work, config, *, batch=3, trace=None, cost_model=None, draft_model=None, wrap=None):
     s = config.sampling
-    params = [RequestParams(s.seed + i, len(work.references[i]) + 6, s.temperature, s.top_p, s.top_k)
-              for i in range(len(work.prompts))]
+    params = [
+        RequestParams(s.seed + i, len(work.references[i]) + 6, s.temperature, s.top_p, s.top_k)
+        for i in range(len(work.prompts))
+    ]
     model = ReplayModel(work.references, work.tokenizer.vocab_size, end_token=work.tokenizer.END, peak=0.85, seed=1)
     length = max(map(len, work.prompts)) + max(map(len, work.references.values())) + 8
-    return generate(wrap(model) if wrap else model, work.prompts, config, max_num_seqs=batch, max_model_len=length,
-                    end_tokens=[work.tokenizer.END], place="cpu", params=params, trace=trace, cost_model=cost_model,
-                    draft_model=draft_model)
+    return generate(
+        wrap(model) if wrap else model,
+        work.prompts,
+        config,
+        max_num_seqs=batch,
+        max_model_len=length,
+        end_tokens=[work.tokenizer.END],
+        place="cpu",
+        params=params,
+        trace=trace,
+        cost_model=cost_model,
+        draft_model=draft_model,
+    )
 
 
 def config(method="ngram", strategy="greedy", temperature=0.0, adaptive=None, k=5):
-    return SpeculativeConfig.from_dict({
-        "method": method, "num_speculative_tokens": k if method != "none" else 0, "verify_strategy": strategy,
-        "anchored": True, "max_ngram_size": 5,
-        "sampling": {"temperature": temperature, "top_p": 1.0, "seed": 3},
-        "adaptive": adaptive or {"enabled": False},
-    })
+    return SpeculativeConfig.from_dict(
+        {
+            "method": method,
+            "num_speculative_tokens": k if method != "none" else 0,
+            "verify_strategy": strategy,
+            "anchored": True,
+            "max_ngram_size": 5,
+            "sampling": {"temperature": temperature, "top_p": 1.0, "seed": 3},
+            "adaptive": adaptive or {"enabled": False},
+        }
+    )
 
 
 def assert_same(a, b):
@@ -57,8 +74,9 @@ def test_adaptive_emits_exactly_what_spec_off_emits(kind, strategy, temperature)
     off = run(work, config("none", strategy, temperature))
     fixed_trace, adaptive_trace = AcceptanceTrace(), AcceptanceTrace()
     fixed = run(work, config("ngram", strategy, temperature), trace=fixed_trace)
-    adaptive = run(work, config("ngram", strategy, temperature, adaptive={"enabled": True}),
-                   trace=adaptive_trace, cost_model=STEEP)
+    adaptive = run(
+        work, config("ngram", strategy, temperature, adaptive={"enabled": True}), trace=adaptive_trace, cost_model=STEEP
+    )
     assert_same(fixed, off)
     assert_same(adaptive, off)
     # the controller did choose: fewer drafts than fixed K, and counts between 0 and K
@@ -71,8 +89,11 @@ def test_adaptive_with_the_measured_cost_is_lossless_and_fits_the_forwards():
     work = workload("copy")
     off = run(work, config("none", "target_match", 1.0))
     cost = MeasuredCost(refit_every=4)
-    on = run(work, config("ngram", "target_match", 1.0, adaptive={"enabled": True, "cost_model": "measured"}),
-             cost_model=cost)
+    on = run(
+        work,
+        config("ngram", "target_match", 1.0, adaptive={"enabled": True, "cost_model": "measured"}),
+        cost_model=cost,
+    )
     assert_same(on, off)
     assert cost.version > 0 and cost.intercept > 0  # the runner's forwards were timed and fitted
 
@@ -82,8 +103,14 @@ def test_adaptive_with_a_draft_model_is_lossless():
     off = run(work, config("none"))
     head = ReplayDraftHead(work.references, work.tokenizer.vocab_size, end_token=work.tokenizer.END, peak=0.9)
     trace = AcceptanceTrace()
-    on = run(work, config("mtp", k=3, adaptive={"enabled": True}), trace=trace, cost_model=STEEP,
-             draft_model=head, wrap=ReplayHiddenStates)
+    on = run(
+        work,
+        config("mtp", k=3, adaptive={"enabled": True}),
+        trace=trace,
+        cost_model=STEEP,
+        draft_model=head,
+        wrap=ReplayHiddenStates,
+    )
     assert_same(on, off)
     assert trace.summary()["offered"] > 0
 

@@ -86,7 +86,10 @@ def test_explicit_indices_equal_layer_inputs_including_embeddings():
     np.testing.assert_array_equal(plain_model_out.numpy(), hidden.numpy())  # collecting changes nothing
 
 
-@pytest.mark.parametrize("ids, error", [((0, 6), ValueError), ((1, 1), ValueError), ((-1,), ValueError), ((), ValueError), ((1.0,), TypeError)])
+@pytest.mark.parametrize(
+    "ids, error",
+    [((0, 6), ValueError), ((1, 1), ValueError), ((-1,), ValueError), ((), ValueError), ((1.0,), TypeError)],
+)
 def test_bad_indices(ids, error):
     with pytest.raises(error, match="layer"):
         TinyDecoder(5).configure_aux_hidden_states(ids)

@@ -69,7 +69,7 @@ def test_the_emulated_xpu_kernels_are_always_built(setup_ops, monkeypatch):
     assert set(by_compiler) == {"g++"}  # no XTDK here: the host emulation only
     names = {Path(cmd[cmd.index("-c") + 1]).name for cmd in by_compiler["g++"]}
     assert {"ngram_match.xpu", "sample_tokens.xpu", "verify_draft_tokens.xpu", "probes.xpu"} <= names
-    assert all(cmd[cmd.index("-c") - 2:cmd.index("-c")] == ["-x", "c++"] for cmd in by_compiler["g++"])
+    assert all(cmd[cmd.index("-c") - 2 : cmd.index("-c")] == ["-x", "c++"] for cmd in by_compiler["g++"])
 
 
 def test_an_xtdk_compiles_the_kernels_for_the_device(setup_ops, monkeypatch, tmp_path):
@@ -94,9 +94,14 @@ def test_an_xtdk_compiles_the_kernels_for_the_device(setup_ops, monkeypatch, tmp
 
 
 def test_dry_run_prints_the_commands():
-    result = subprocess.run([sys.executable, "setup_ops.py", "--dry-run", "--bindings-only", "--cuda", "off"],
-                            cwd=ROOT, capture_output=True, text=True, check=True,
-                            env={**os.environ, "FASTSPEC_MARCH": ""})
+    result = subprocess.run(
+        [sys.executable, "setup_ops.py", "--dry-run", "--bindings-only", "--cuda", "off"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "FASTSPEC_MARCH": ""},
+    )
     lines = result.stdout.splitlines()
     assert any(line.startswith("g++ ") and "find_token.cc" in line for line in lines)
     assert lines[-1].startswith("g++ -shared")
@@ -116,8 +121,11 @@ def test_the_sanitized_bindings_are_a_separate_build(setup_ops, monkeypatch):
     assert sources and all(flags <= set(cmd) and "-O3" not in cmd for cmd in sources)
     # no CUDA: no nvcc, and the .cu files only as the host emulation compiles them (uninstrumented here)
     assert not any("nvcc" in cmd[0] for cmd in commands)
-    assert all("-DFASTSPEC_CUDA_EMULATION" in cmd and "-fsanitize=thread" not in cmd for cmd in commands
-               if "-DFASTSPEC_WITH_CUDA" in cmd or ("-c" in cmd and Path(cmd[cmd.index("-c") + 1]).suffix == ".cu"))
+    assert all(
+        "-DFASTSPEC_CUDA_EMULATION" in cmd and "-fsanitize=thread" not in cmd
+        for cmd in commands
+        if "-DFASTSPEC_WITH_CUDA" in cmd or ("-c" in cmd and Path(cmd[cmd.index("-c") + 1]).suffix == ".cu")
+    )
     [link] = [cmd for cmd in commands if cmd[:2] == ["g++", "-shared"]]
     assert "-fsanitize=address,undefined" in link
     output = Path(link[link.index("-o") + 1])

@@ -23,7 +23,14 @@ def test_every_yaml_loads(path):
 
 def test_defaults_and_case_insensitive_names():
     assert SpeculativeConfig.from_dict(None).method == "none"
-    c = SpeculativeConfig.from_dict({"method": "NGram", "num_speculative_tokens": 4, "verify_strategy": "Target_Match", "accept_policy": "REJECT_ALL"})
+    c = SpeculativeConfig.from_dict(
+        {
+            "method": "NGram",
+            "num_speculative_tokens": 4,
+            "verify_strategy": "Target_Match",
+            "accept_policy": "REJECT_ALL",
+        }
+    )
     assert (c.method, c.verify_strategy, c.accept_policy) == ("ngram", "target_match", "reject_all")
 
 
@@ -45,11 +52,16 @@ INVALID = [
     ({"method": "ngram", "num_speculative_tokens": True}, "num_speculative_tokens must be an integer"),
     ({"method": "ngram", "num_speculative_tokens": -1}, r"num_speculative_tokens must be in \[0, 64\], got -1"),
     ({"method": "ngram", "num_speculative_tokens": 0}, "method 'ngram' needs num_speculative_tokens >= 1"),
-    ({"method": "naive", "num_speculative_tokens": 3}, "method 'naive' proposes no drafts: num_speculative_tokens must be 0, got 3"),
+    (
+        {"method": "naive", "num_speculative_tokens": 3},
+        "method 'naive' proposes no drafts: num_speculative_tokens must be 0, got 3",
+    ),
     ({"method": "none", "num_speculative_tokens": 1}, "method 'none' proposes no drafts"),
     ({"verify_strategy": "beam"}, "verify_strategy must be one of"),
-    ({"method": "suffix", "num_speculative_tokens": 2, "verify_strategy": "BLOCK"},
-     "verify_strategy 'block' needs draft probabilities"),
+    (
+        {"method": "suffix", "num_speculative_tokens": 2, "verify_strategy": "BLOCK"},
+        "verify_strategy 'block' needs draft probabilities",
+    ),
     ({"accept_policy": "sometimes"}, "accept_policy must be one of"),
     ({"max_candidate_len": 0}, r"max_candidate_len must be in \[1, 1024\], got 0"),
     ({"max_candidate_len": 2000}, r"max_candidate_len must be in \[1, 1024\], got 2000"),
@@ -81,10 +93,16 @@ def test_invalid_yaml_names_the_file(tmp_path):
         load_config(path)
 
 
-@pytest.mark.parametrize("ids, message", [
-    ([], "non-empty"), (3, "non-empty"), ([1, -1], r"aux_layer_ids\[1\]"), ([1, 1.5], r"aux_layer_ids\[1\]"),
-    ([2, 2], "repeat"),
-])
+@pytest.mark.parametrize(
+    "ids, message",
+    [
+        ([], "non-empty"),
+        (3, "non-empty"),
+        ([1, -1], r"aux_layer_ids\[1\]"),
+        ([1, 1.5], r"aux_layer_ids\[1\]"),
+        ([2, 2], "repeat"),
+    ],
+)
 def test_bad_aux_layer_ids(ids, message):
     with pytest.raises(ConfigError, match=message):
         SpeculativeConfig.from_dict({"method": "eagle3", "num_speculative_tokens": 2, "aux_layer_ids": ids})
@@ -92,8 +110,15 @@ def test_bad_aux_layer_ids(ids, message):
 
 @pytest.mark.parametrize("strategy", ["rejection", "Block"])
 def test_eagle3_takes_the_draft_model_keys_and_rejection(strategy):
-    config = SpeculativeConfig.from_dict({"method": "eagle3", "num_speculative_tokens": 3, "num_model_steps": 2,
-                                          "verify_strategy": strategy, "aux_layer_ids": [0, 4]})
+    config = SpeculativeConfig.from_dict(
+        {
+            "method": "eagle3",
+            "num_speculative_tokens": 3,
+            "num_model_steps": 2,
+            "verify_strategy": strategy,
+            "aux_layer_ids": [0, 4],
+        }
+    )
     assert config.speculative and config.aux_layer_ids == [0, 4] and config.verify_strategy == strategy.lower()
     with pytest.raises(ConfigError, match="num_model_steps"):
         SpeculativeConfig.from_dict({"method": "eagle3", "num_speculative_tokens": 3, "num_model_steps": 4})

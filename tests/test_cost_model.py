@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from fastspec.runtime.config import AdaptiveConfig
 from fastspec.runtime.adaptive.cost_model import MeasuredCost, RooflineCost, make_cost_model
+from fastspec.runtime.config import AdaptiveConfig
 
 
 def test_roofline_of_an_8b_model_on_an_h100():
@@ -42,5 +42,7 @@ def test_measured_cost_is_flat_until_two_counts_and_never_slopes_down():
 
 def test_make_cost_model_follows_the_config():
     assert isinstance(make_cost_model(AdaptiveConfig()), MeasuredCost)
-    roofline = make_cost_model(AdaptiveConfig(cost_model="roofline", target_model="qwen2.5-7b", gpu="a100-sxm", launch_us=0.0))
+    roofline = make_cost_model(
+        AdaptiveConfig(cost_model="roofline", target_model="qwen2.5-7b", gpu="a100-sxm", launch_us=0.0)
+    )
     assert roofline.seconds([1])[0] == pytest.approx(7.61e9 * 2 / 2.039e12)

@@ -19,7 +19,10 @@ def test_demo_short_mode(tmp_path):
     out = tmp_path / "demo"
     proc = subprocess.run(
         [sys.executable, "-m", "fastspec.demo", "--short", "--out", str(out)],  # --short picks the builtin corpus
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "lossless check" in proc.stdout and "PASS" in proc.stdout
@@ -101,6 +104,8 @@ def test_demo_stream_serves_and_prints_tokens_as_they_come(tmp_path, capsys):
     assert "lossless check: PASS (2/2 streamed outputs identical to spec off)" in out
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["lossless"] == "PASS" and summary["stream"]["identical_to_spec_off"] == 2
+
+
 def test_demo_penalties_stay_lossless(tmp_path):
     """--repetition-penalty, --presence-penalty and --frequency-penalty reach every request, and spec on
     still emits spec off's tokens (the lossless check); they change what is written."""
@@ -108,8 +113,22 @@ def test_demo_penalties_stay_lossless(tmp_path):
 
     base = ["--short", "--corpus", "builtin", "--no-plot", "--no-adaptive", "--temperature", "0"]
     assert cli.main([*base, "--out", str(tmp_path / "plain")]) == 0
-    assert cli.main([*base, "--repetition-penalty", "1.3", "--presence-penalty", "0.2", "--frequency-penalty",
-                     "0.1", "--out", str(tmp_path / "penalised")]) == 0
+    assert (
+        cli.main(
+            [
+                *base,
+                "--repetition-penalty",
+                "1.3",
+                "--presence-penalty",
+                "0.2",
+                "--frequency-penalty",
+                "0.1",
+                "--out",
+                str(tmp_path / "penalised"),
+            ]
+        )
+        == 0
+    )
     plain, penalised = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("plain", "penalised"))
     assert penalised["lossless"] == "PASS"
     assert penalised["config"]["sampling"]["repetition_penalty"] == 1.3

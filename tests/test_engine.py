@@ -8,15 +8,16 @@ import pytest
 from fastspec.runtime.engine import ModelCallError, RequestError, RequestOutput, SpecEngine
 from fastspec.runtime.generation import generate
 from fastspec.runtime.state import RequestParams
-from tests.helpers.serving import END, V, ContextReplayModel, alone, config, copy_workload, max_len
+from tests.helpers.serving import END, ContextReplayModel, V, alone, config, copy_workload, max_len
 
 N = 6
 
 
 def make(work, proposer="ngram", strategy="target_match", batch=3, **kw):
     model = kw.pop("model", None) or ContextReplayModel(work.refs, V, end_token=END, peak=0.8)
-    return SpecEngine(model, config(proposer, strategy), max_num_seqs=batch, max_model_len=max_len(work),
-                      end_tokens=[END], **kw)
+    return SpecEngine(
+        model, config(proposer, strategy), max_num_seqs=batch, max_model_len=max_len(work), end_tokens=[END], **kw
+    )
 
 
 def run_all(engine, outputs=None, reasons=None, limit=1000):
@@ -57,9 +58,15 @@ def test_streamed_tokens_make_up_generate_outputs_and_reasons(work, expected):
     assert sorted(o.request_id for o in first) == [0, 1, 2]  # three slots: the first three prefill, one token each
     assert all(len(o.new_tokens) == 1 for o in first)
     outputs, reasons = run_all(engine, {o.request_id: list(o.new_tokens) for o in first})
-    result = generate(ContextReplayModel(work.refs, V, end_token=END, peak=0.8), [work.prompts[i] for i in range(N)],
-                      config("ngram", "target_match"), max_num_seqs=3, max_model_len=max_len(work), end_tokens=[END],
-                      params=[work.params[i] for i in range(N)])
+    result = generate(
+        ContextReplayModel(work.refs, V, end_token=END, peak=0.8),
+        [work.prompts[i] for i in range(N)],
+        config("ngram", "target_match"),
+        max_num_seqs=3,
+        max_model_len=max_len(work),
+        end_tokens=[END],
+        params=[work.params[i] for i in range(N)],
+    )
     for i in range(N):
         assert outputs[i] == result.outputs[i].tolist() == expected[i]
         hit_length = len(outputs[i]) == work.params[i].max_dec_len
@@ -100,9 +107,15 @@ def test_bad_calls_get_named_errors_and_change_nothing(work, expected):
     before = (engine.running_ids(), engine.num_waiting, engine.held_tokens(), engine.state.free_slots)
     long = [5] * max_len(work)
     bad = [
-        (lambda: engine.add_request(0, work.prompts[0], work.params[0]), r"add_request: request 0 is already in the engine"),
+        (
+            lambda: engine.add_request(0, work.prompts[0], work.params[0]),
+            r"add_request: request 0 is already in the engine",
+        ),
         (lambda: engine.add_request(2, [1, 2], work.params[2]), r"request 2 is already"),
-        (lambda: engine.add_request(9, long, RequestParams(1, 4)), r"request 9: prompt length \d+ \+ max_dec_len 4 exceeds max_model_len"),
+        (
+            lambda: engine.add_request(9, long, RequestParams(1, 4)),
+            r"request 9: prompt length \d+ \+ max_dec_len 4 exceeds max_model_len",
+        ),
         (lambda: engine.add_request(9, [], RequestParams(1, 4)), r"request 9: the prompt must be a non-empty"),
         (lambda: engine.add_request(9, [3, -1], RequestParams(1, 4)), r"request 9: the prompt holds token id -1"),
         (lambda: engine.add_request(9, [3.5], RequestParams(1, 4)), r"request 9: the prompt must be"),
@@ -147,7 +160,7 @@ def test_kv_budget_preempts_the_newest_and_resumes_it(work, expected):
         engine.check_invariants()
         now = set(engine.running_ids()) | set(reasons)
         gone = sorted(running - now)  # left the batch without finishing: preempted
-        assert gone == sorted(running)[len(running) - len(gone):], (gone, running)  # the newest arrivals go first
+        assert gone == sorted(running)[len(running) - len(gone) :], (gone, running)  # the newest arrivals go first
         preempted += gone
     assert preempted, "the budget never preempted anything"
     assert max(held) <= budget
@@ -190,7 +203,9 @@ def test_a_model_error_advances_nothing_and_the_engine_goes_on(work, expected, p
     from tests.helpers.serving import target_and_head
 
     base, head = target_and_head(proposer, work.refs)
-    engine = make(work, proposer=proposer, batch=3, model=FlakyModel(base, failing_calls=[1, 4, 5, 9]), draft_model=head)
+    engine = make(
+        work, proposer=proposer, batch=3, model=FlakyModel(base, failing_calls=[1, 4, 5, 9]), draft_model=head
+    )
     add_all(engine, work)
     outputs, failures, given_up = {}, 0, None
     while engine.has_unfinished():

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fastspec.runtime.engine import SpecEngine
-from tests.helpers.serving import (END, PROPOSERS, alone, config, copy_workload, max_len, serve, target_and_head)
+from tests.helpers.serving import END, PROPOSERS, alone, config, copy_workload, max_len, serve, target_and_head
 
 STRATEGIES = {"greedy": 0.0, "target_match": 1.0}
 CHECKED, DECOYS = 10, 4
@@ -26,8 +26,15 @@ def test_outputs_equal_each_request_run_alone_without_speculation(proposer, stra
     length = max_len(work) + int(rng.integers(0, 8))
     batch = int(rng.choice([1, 2, 3, 5, 8, 16, 64]))
     model, head = target_and_head(proposer, work.refs)
-    engine = SpecEngine(model, config(proposer, strategy), max_num_seqs=batch, max_model_len=length, end_tokens=[END],
-                        kv_budget_tokens=None if case % 3 == 0 else 3 * length, draft_model=head)
+    engine = SpecEngine(
+        model,
+        config(proposer, strategy),
+        max_num_seqs=batch,
+        max_model_len=length,
+        end_tokens=[END],
+        kv_budget_tokens=None if case % 3 == 0 else 3 * length,
+        draft_model=head,
+    )
     served = serve(engine, work, ids, decoys, rng)
 
     expected = alone(work, ids, length)
@@ -55,8 +62,15 @@ def test_a_static_step_serves_the_same_outputs():
     ids, decoys = range(CHECKED), range(CHECKED, CHECKED + DECOYS)
     length = max_len(work)
     model, _ = target_and_head("suffix", work.refs)
-    engine = SpecEngine(model, config("suffix", "target_match"), max_num_seqs=4, max_model_len=length, end_tokens=[END],
-                        kv_budget_tokens=2 * length, step_mode="static")
+    engine = SpecEngine(
+        model,
+        config("suffix", "target_match"),
+        max_num_seqs=4,
+        max_model_len=length,
+        end_tokens=[END],
+        kv_budget_tokens=2 * length,
+        step_mode="static",
+    )
     served = serve(engine, work, ids, decoys, rng)
     expected = alone(work, ids, length)
     assert {i: served.streamed[i] for i in ids} == {i: expected[i] for i in ids}
@@ -74,11 +88,26 @@ def test_structured_output_survives_preemption():
 
     prompts, refs, params = sc.workload(6, ("schema", "object", "regex", None))
     model = ReplayModel(refs, sc.vocab_size(), end_token=sc.END, peak=0.9)
-    off = generate(model, prompts, SpeculativeConfig(), params=params, end_tokens=[sc.END], max_num_seqs=1,
-                   tokenizer=sc.tokenizer())
-    config = SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": 4, "verify_strategy": "target_match"})
-    engine = SpecEngine(model, config, max_num_seqs=3, max_model_len=max(map(len, prompts)) + 96, end_tokens=[sc.END],
-                        tokenizer=sc.tokenizer())
+    off = generate(
+        model,
+        prompts,
+        SpeculativeConfig(),
+        params=params,
+        end_tokens=[sc.END],
+        max_num_seqs=1,
+        tokenizer=sc.tokenizer(),
+    )
+    config = SpeculativeConfig.from_dict(
+        {"method": "ngram", "num_speculative_tokens": 4, "verify_strategy": "target_match"}
+    )
+    engine = SpecEngine(
+        model,
+        config,
+        max_num_seqs=3,
+        max_model_len=max(map(len, prompts)) + 96,
+        end_tokens=[sc.END],
+        tokenizer=sc.tokenizer(),
+    )
     for i, (prompt, p) in enumerate(zip(prompts, params)):
         engine.add_request(i, prompt, p)
     streamed, steps = {}, 0

@@ -30,9 +30,12 @@ def test_slots_keep_their_rows():
     arrays, _ = example_call("verify_draft_tree", 6, seed=5)
     cu, base_cu = arrays["cu_seqlens_q_output"], base["cu_seqlens_q_output"]
     for j in range(6):
-        rows = arrays["target_tokens"][cu[j]:cu[j + 1]]
-        assert any(np.array_equal(rows, base["target_tokens"][base_cu[b]:base_cu[b + 1]])
-                   and np.array_equal(arrays["draft_tree_parents"][j], base["draft_tree_parents"][b]) for b in range(2))
+        rows = arrays["target_tokens"][cu[j] : cu[j + 1]]
+        assert any(
+            np.array_equal(rows, base["target_tokens"][base_cu[b] : base_cu[b + 1]])
+            and np.array_equal(arrays["draft_tree_parents"][j], base["draft_tree_parents"][b])
+            for b in range(2)
+        )
 
 
 def test_every_call_gets_fresh_arrays():

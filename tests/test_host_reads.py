@@ -19,8 +19,20 @@ from tests.test_runner import copy_task
 
 V, K, SLOTS = 64, 3, 2
 AUX_IDS = (1, 2, 4)
-READS = ("numpy", "item", "tolist", "__bool__", "__int__", "__float__", "__index__", "__array__", "__format__",
-         "__repr__", "__str__", "__nonzero__")
+READS = (
+    "numpy",
+    "item",
+    "tolist",
+    "__bool__",
+    "__int__",
+    "__float__",
+    "__index__",
+    "__array__",
+    "__format__",
+    "__repr__",
+    "__str__",
+    "__nonzero__",
+)
 
 
 @contextlib.contextmanager
@@ -37,6 +49,7 @@ def counted_reads():
                 return original(self, *args, **kwargs)
             finally:
                 depth[0] -= 1
+
         return read
 
     for name in READS:
@@ -78,12 +91,17 @@ def run(method, step_mode, counter=None, strategy="target_match", **changes):
     elif method == "eagle3":
         model = ReplayAuxHiddenStates(model, AUX_IDS, num_layers=4)
         head = ReplayEagle3Head(refs, V, AUX_IDS, end_token=0, peak=0.8)
-    config = SpeculativeConfig.from_dict({
-        "method": {"hybrid": "mtp", "anchored": "ngram"}.get(method, method),
-        "num_speculative_tokens": 0 if method == "naive" else K, "verify_strategy": strategy,
-        "num_model_steps": 1 if method == "hybrid" else 0, "aux_layer_ids": list(AUX_IDS),
-        "anchored": method == "anchored", **changes,
-    })
+    config = SpeculativeConfig.from_dict(
+        {
+            "method": {"hybrid": "mtp", "anchored": "ngram"}.get(method, method),
+            "num_speculative_tokens": 0 if method == "naive" else K,
+            "verify_strategy": strategy,
+            "num_model_steps": 1 if method == "hybrid" else 0,
+            "aux_layer_ids": list(AUX_IDS),
+            "anchored": method == "anchored",
+            **changes,
+        }
+    )
     per_step = []
     progress = None
     if counter is not None:
@@ -92,15 +110,35 @@ def run(method, step_mode, counter=None, strategy="target_match", **changes):
         def progress(*_):
             per_step.append(counter[0] - last[0])
             last[0] = counter[0]
-    result = generate(model, prompts, config, max_num_seqs=SLOTS, end_tokens=[0], params=params, draft_model=head,
-                      step_mode=step_mode, progress=progress)
+
+    result = generate(
+        model,
+        prompts,
+        config,
+        max_num_seqs=SLOTS,
+        end_tokens=[0],
+        params=params,
+        draft_model=head,
+        step_mode=step_mode,
+        progress=progress,
+    )
     return result, per_step
 
 
 CASES = [
-    ("naive", "eager"), ("naive", "static"), ("ngram", "eager"), ("ngram", "static"), ("anchored", "eager"),
-    ("anchored", "static"), ("suffix", "eager"), ("suffix", "static"), ("mtp", "eager"), ("mtp", "static"),
-    ("hybrid", "eager"), ("eagle3", "eager"), ("eagle3", "static"),
+    ("naive", "eager"),
+    ("naive", "static"),
+    ("ngram", "eager"),
+    ("ngram", "static"),
+    ("anchored", "eager"),
+    ("anchored", "static"),
+    ("suffix", "eager"),
+    ("suffix", "static"),
+    ("mtp", "eager"),
+    ("mtp", "static"),
+    ("hybrid", "eager"),
+    ("eagle3", "eager"),
+    ("eagle3", "static"),
 ]
 
 
@@ -119,8 +157,13 @@ def test_at_most_one_host_read_per_step(method, step_mode):
 
 def test_suffix_with_anchored_ngram_and_adaptive_read_once_per_step():
     with counted_reads() as reads:
-        result, per_step = run("suffix", "eager", reads, suffix={"with_anchored_ngram": True},
-                               adaptive={"enabled": True, "cost_model": "roofline", "launch_us": 0.0})
+        result, per_step = run(
+            "suffix",
+            "eager",
+            reads,
+            suffix={"with_anchored_ngram": True},
+            adaptive={"enabled": True, "cost_model": "roofline", "launch_us": 0.0},
+        )
     assert max(per_step) <= 1, f"reads per step: {per_step}"
     off, _ = run("naive", "eager")
     for a, b in zip(off.outputs, result.outputs):
@@ -139,8 +182,15 @@ def test_outputs_from_the_statuses_equal_the_state_history():
                 seen[request] = (state.output(slot), state.host.output(slot))
 
     config = SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": K})
-    result = generate(ReplayModel(refs, V, end_token=0), prompts, config, max_num_seqs=SLOTS, end_tokens=[0],
-                      params=params, on_step=on_step)
+    result = generate(
+        ReplayModel(refs, V, end_token=0),
+        prompts,
+        config,
+        max_num_seqs=SLOTS,
+        end_tokens=[0],
+        params=params,
+        on_step=on_step,
+    )
     for request, (device, host) in seen.items():
         np.testing.assert_array_equal(host, device)
         np.testing.assert_array_equal(result.outputs[request], device)

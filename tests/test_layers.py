@@ -18,10 +18,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # module prefix -> layer rank (the longest prefix wins); lower ranks never import higher ones
 LAYERS = {
-    "fastspec": 0, "fastspec._moved": 0, "fastspec.core": 0, "fastspec.reference": 0,
-    "fastspec.ops": 1, "fastspec.arrays": 1, "fastspec._lib": 1,
-    "fastspec.runtime": 2, "fastspec.suffix": 2,
-    "fastspec.demo": 3, "fastspec.cli": 3, "fastspec.__main__": 3,
+    "fastspec": 0,
+    "fastspec._moved": 0,
+    "fastspec.core": 0,
+    "fastspec.reference": 0,
+    "fastspec.ops": 1,
+    "fastspec.arrays": 1,
+    "fastspec._lib": 1,
+    "fastspec.runtime": 2,
+    "fastspec.suffix": 2,
+    "fastspec.demo": 3,
+    "fastspec.cli": 3,
+    "fastspec.__main__": 3,
 }
 LAYER_NAMES = ["core", "front end", "runtime", "demo / command line"]
 BUILD_TIME = "tools"  # imports core (to generate C++ from the schema); nothing in the library imports it
@@ -59,8 +67,15 @@ def imported(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, st
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
             # `from fastspec import ops` imports the module fastspec.ops
-            found += [(node.lineno, f"{base}.{alias.name}" if layer_of(f"{base}.{alias.name}") is not None
-                       and base == "fastspec" else base) for alias in node.names]
+            found += [
+                (
+                    node.lineno,
+                    f"{base}.{alias.name}"
+                    if layer_of(f"{base}.{alias.name}") is not None and base == "fastspec"
+                    else base,
+                )
+                for alias in node.names
+            ]
     return found
 
 
@@ -170,8 +185,10 @@ def wrong_way_imports(root: Path) -> list[str]:
                 if target_rank is None:
                     problems.append(f"{where}:{line}: imports {target}, which is in no layer (an old path?)")
                 elif target_rank > rank:
-                    problems.append(f"{where}:{line}: the {LAYER_NAMES[rank]} module {module} imports {target} "
-                                    f"from the {LAYER_NAMES[target_rank]} layer above it")
+                    problems.append(
+                        f"{where}:{line}: the {LAYER_NAMES[rank]} module {module} imports {target} "
+                        f"from the {LAYER_NAMES[target_rank]} layer above it"
+                    )
     return problems
 
 
@@ -191,15 +208,42 @@ def plant(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-@pytest.mark.parametrize("path, source, expected", [
-    ("fastspec/core/schema.py", "def f():\n    from fastspec.runtime.state import SpecState\n", "core module fastspec.core.schema imports fastspec.runtime.state"),
-    ("fastspec/ops/__init__.py", "from fastspec import runtime\n", "front end module fastspec.ops imports fastspec.runtime"),
-    ("fastspec/runtime/step.py", "from ..demo import cli\n", "runtime module fastspec.runtime.step imports fastspec.demo"),
-    ("fastspec/arrays/__init__.py", "from tools.codegen import DTYPE_CODES\n", "imports tools.codegen, which is not part of the library"),
-    ("fastspec/runtime/sampler.py", "import tests.helpers.cuda\n", "imports tests.helpers.cuda, which is not part of the library"),
-    ("fastspec/runtime/state.py", "from fastspec.config import X\n", "imports fastspec.config, which is in no layer"),
-    ("fastspec/extra.py", "import numpy\n", "module fastspec.extra belongs to no layer"),
-])
+@pytest.mark.parametrize(
+    "path, source, expected",
+    [
+        (
+            "fastspec/core/schema.py",
+            "def f():\n    from fastspec.runtime.state import SpecState\n",
+            "core module fastspec.core.schema imports fastspec.runtime.state",
+        ),
+        (
+            "fastspec/ops/__init__.py",
+            "from fastspec import runtime\n",
+            "front end module fastspec.ops imports fastspec.runtime",
+        ),
+        (
+            "fastspec/runtime/step.py",
+            "from ..demo import cli\n",
+            "runtime module fastspec.runtime.step imports fastspec.demo",
+        ),
+        (
+            "fastspec/arrays/__init__.py",
+            "from tools.codegen import DTYPE_CODES\n",
+            "imports tools.codegen, which is not part of the library",
+        ),
+        (
+            "fastspec/runtime/sampler.py",
+            "import tests.helpers.cuda\n",
+            "imports tests.helpers.cuda, which is not part of the library",
+        ),
+        (
+            "fastspec/runtime/state.py",
+            "from fastspec.config import X\n",
+            "imports fastspec.config, which is in no layer",
+        ),
+        ("fastspec/extra.py", "import numpy\n", "module fastspec.extra belongs to no layer"),
+    ],
+)
 def test_a_planted_wrong_way_import_is_reported(tmp_path, path, source, expected):
     root = plant(tmp_path, {"fastspec/__init__.py": "", "fastspec/core/__init__.py": "", path: source})
     problems = wrong_way_imports(root)
@@ -207,38 +251,60 @@ def test_a_planted_wrong_way_import_is_reported(tmp_path, path, source, expected
 
 
 def test_imports_down_the_layers_are_allowed(tmp_path):
-    root = plant(tmp_path, {
-        "fastspec/__init__.py": "from fastspec.core.errors import E\n",
-        "fastspec/runtime/sampler.py": "from fastspec import ops\nfrom fastspec.core import schema\nfrom . import state\n",
-        "fastspec/demo/cli.py": "from fastspec.runtime.generation import generate\n",
-        "tools/codegen.py": "from fastspec.core.schema import SCHEMAS\n",
-    })
+    root = plant(
+        tmp_path,
+        {
+            "fastspec/__init__.py": "from fastspec.core.errors import E\n",
+            "fastspec/runtime/sampler.py": "from fastspec import ops\nfrom fastspec.core import schema\nfrom . import state\n",
+            "fastspec/demo/cli.py": "from fastspec.runtime.generation import generate\n",
+            "tools/codegen.py": "from fastspec.core.schema import SCHEMAS\n",
+        },
+    )
     assert wrong_way_imports(root) == []
 
 
-@pytest.mark.parametrize("files, expected", [
-    ({"fastspec/reference/a.py": "from fastspec.reference.b import f\n",
-      "fastspec/reference/b.py": "def f():\n    from fastspec.reference import a\n"},
-     "fastspec.reference.a -> fastspec.reference.b -> fastspec.reference.a"),
-    ({"fastspec/cli/__init__.py": "from fastspec.cli.check import run\n",
-      "fastspec/cli/check.py": "from . import FAMILIES\n"},
-     "fastspec.cli -> fastspec.cli.check -> fastspec.cli"),
-    ({"fastspec/runtime/a.py": "import fastspec.runtime.b\n", "fastspec/runtime/b.py": "from .c import x\n",
-      "fastspec/runtime/c.py": "from fastspec.runtime import a\n"},
-     "fastspec.runtime.a -> fastspec.runtime.b -> fastspec.runtime.c -> fastspec.runtime.a"),
-])
+@pytest.mark.parametrize(
+    "files, expected",
+    [
+        (
+            {
+                "fastspec/reference/a.py": "from fastspec.reference.b import f\n",
+                "fastspec/reference/b.py": "def f():\n    from fastspec.reference import a\n",
+            },
+            "fastspec.reference.a -> fastspec.reference.b -> fastspec.reference.a",
+        ),
+        (
+            {
+                "fastspec/cli/__init__.py": "from fastspec.cli.check import run\n",
+                "fastspec/cli/check.py": "from . import FAMILIES\n",
+            },
+            "fastspec.cli -> fastspec.cli.check -> fastspec.cli",
+        ),
+        (
+            {
+                "fastspec/runtime/a.py": "import fastspec.runtime.b\n",
+                "fastspec/runtime/b.py": "from .c import x\n",
+                "fastspec/runtime/c.py": "from fastspec.runtime import a\n",
+            },
+            "fastspec.runtime.a -> fastspec.runtime.b -> fastspec.runtime.c -> fastspec.runtime.a",
+        ),
+    ],
+)
 def test_a_planted_import_circle_is_reported(tmp_path, files, expected):
     root = plant(tmp_path, {"fastspec/__init__.py": "", **files})
     assert import_cycles(root) == [expected]
 
 
 def test_imports_without_a_circle_pass(tmp_path):
-    root = plant(tmp_path, {
-        "fastspec/__init__.py": "from fastspec.core import errors\n",
-        "fastspec/core/__init__.py": "from fastspec.core.errors import E\n",
-        "fastspec/core/errors.py": "class E(Exception):\n    pass\n",
-        "fastspec/reference/__init__.py": "from fastspec.reference.verify import v\n",
-        "fastspec/reference/verify.py": "from fastspec.reference.slots import s\nfrom fastspec.core import errors\n",
-        "fastspec/reference/slots.py": "import numpy\n",
-    })
+    root = plant(
+        tmp_path,
+        {
+            "fastspec/__init__.py": "from fastspec.core import errors\n",
+            "fastspec/core/__init__.py": "from fastspec.core.errors import E\n",
+            "fastspec/core/errors.py": "class E(Exception):\n    pass\n",
+            "fastspec/reference/__init__.py": "from fastspec.reference.verify import v\n",
+            "fastspec/reference/verify.py": "from fastspec.reference.slots import s\nfrom fastspec.core import errors\n",
+            "fastspec/reference/slots.py": "import numpy\n",
+        },
+    )
     assert import_cycles(root) == []

@@ -25,6 +25,7 @@ def test_a_submodule_of_an_old_package_moves_with_it(monkeypatch):
     with pytest.warns(DeprecationWarning) as warned:
         ngram = importlib.import_module("fastspec.proposers.ngram")
     assert "fastspec.proposers.ngram moved to fastspec.runtime.proposers.ngram" in [
-        str(w.message).split(";")[0] for w in warned]
+        str(w.message).split(";")[0] for w in warned
+    ]
     assert ngram is importlib.import_module("fastspec.runtime.proposers.ngram")
     assert new_name("fastspec.kernelsx") is None and new_name("fastspec.arrays") is None

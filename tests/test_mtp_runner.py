@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec.runtime.config import SpeculativeConfig
 from fastspec.demo.draft_models import GridHiddenStates, ReplayDraftHead, ReplayHiddenStates, TinyDraftHead
 from fastspec.demo.models import ReplayModel, TinyTransformer
-from fastspec.runtime.proposers import DraftModelProposer, ExtractHiddenStatesProposer
+from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.generation import generate
+from fastspec.runtime.proposers import DraftModelProposer, ExtractHiddenStatesProposer
 from tests.test_runner import copy_task
 
 V = 64
@@ -58,8 +58,9 @@ def replay_setup(n=3, seed=0):
 def run_replay(config, chained=True, steps=None, **kw):
     prompts, refs, target = replay_setup()
     head = ReplayDraftHead(refs, V, end_token=0, peak=0.9)
-    proposer = DraftModelProposer.from_config(config, head, chain_hidden_states=chained,
-                                              **({"num_model_steps": steps} if steps else {}))
+    proposer = DraftModelProposer.from_config(
+        config, head, chain_hidden_states=chained, **({"num_model_steps": steps} if steps else {})
+    )
     return generate(target, prompts, config, proposer=proposer, end_tokens=[0], **kw)
 
 
@@ -77,8 +78,13 @@ def test_chained_hidden_states_draft_further_than_unchained():
 
 
 def test_hybrid_drafts_and_config_keys():
-    config = cfg(method="mtp", num_speculative_tokens=4, num_model_steps=1, verify_strategy="greedy",
-                 sampling={"max_dec_len": 50})
+    config = cfg(
+        method="mtp",
+        num_speculative_tokens=4,
+        num_model_steps=1,
+        verify_strategy="greedy",
+        sampling={"max_dec_len": 50},
+    )
     prompts, refs, target = replay_setup()
     off = generate(target, prompts, cfg(method="none", sampling={"max_dec_len": 50}), end_tokens=[0])
     on = run_replay(config)
@@ -120,8 +126,14 @@ def test_extract_hidden_states_through_the_runner():
     proposer = ExtractHiddenStatesProposer(1)
     config = cfg(method="mtp", num_speculative_tokens=1, verify_strategy="greedy", sampling={"max_dec_len": 8})
     on = generate(target, prompts, config, proposer=proposer, max_num_seqs=2, max_model_len=max_len, end_tokens=[0])
-    off = generate(target, prompts, cfg(method="none", sampling={"max_dec_len": 8}), max_num_seqs=2,
-                   max_model_len=max_len, end_tokens=[0])
+    off = generate(
+        target,
+        prompts,
+        cfg(method="none", sampling={"max_dec_len": 8}),
+        max_num_seqs=2,
+        max_model_len=max_len,
+        end_tokens=[0],
+    )
     assert_same_outputs(on, off)
     for request, out in enumerate(on.outputs):
         records = proposer.records[request]

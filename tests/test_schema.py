@@ -36,7 +36,9 @@ def test_constants_agree_with_the_kernels_and_the_reference():
     assert (STREAM_TARGET, STREAM_DRAFT) == (ref.STREAM_TARGET, ref.STREAM_DRAFT)
     assert tuple(s.value for s in VerifyStrategy) == STRATEGIES
     # the reference keeps its own copies (it is the independent contract): tie them to the schema
-    from fastspec.reference import sampling as ref_sampling, verify as ref_verify
+    from fastspec.reference import sampling as ref_sampling
+    from fastspec.reference import verify as ref_verify
+
     assert ref_sampling.MAX_CANDIDATE_LEN == MAX_CANDIDATE_LEN
     assert ref_verify.STRATEGIES == STRATEGIES
 
@@ -49,20 +51,33 @@ def test_registered_paddle_op_matches_the_schema(name):
     op = SCHEMAS[name]
     proto = OpProtoHolder.instance().get_op_proto(f"fastspec_{name}")
     assert [i.name.removesuffix("@OPTIONAL") for i in proto.inputs] == list(op.input_names)
-    assert [o.name.removesuffix("@OPTIONAL") for o in proto.outputs] == [f"{t.name}_out" for t in op.inputs if t.inplace] + list(op.output_names)
+    assert [o.name.removesuffix("@OPTIONAL") for o in proto.outputs] == [
+        f"{t.name}_out" for t in op.inputs if t.inplace
+    ] + list(op.output_names)
     assert [a.name for a in proto.attrs if a.name not in DEFAULT_OP_ATTR_NAMES] == list(op.attr_names)
 
 
 @pytest.mark.parametrize("name", list(SCHEMAS))
 def test_signatures_follow_the_spec_order(name):
     op = SCHEMAS[name]
-    launch = ("num_threads", "stream", "backend", "xpu_grid", "xpu_reverse_clusters", "cuda_block_order",
-              "cuda_shuffle_seed")
+    launch = (
+        "num_threads",
+        "stream",
+        "backend",
+        "xpu_grid",
+        "xpu_reverse_clusters",
+        "cuda_block_order",
+        "cuda_shuffle_seed",
+    )
     for front_end, extra in ((ops, ()), (kernels, op.output_names + launch)):
         assert getattr(front_end, name).__name__ == name  # each public name holds its own op
         params = list(inspect.signature(getattr(front_end, name)).parameters)
-        assert params == [*op.input_names, *(n for n in extra if n in op.output_names), *op.attr_names,
-                          *(n for n in extra if n not in op.output_names)]
+        assert params == [
+            *op.input_names,
+            *(n for n in extra if n in op.output_names),
+            *op.attr_names,
+            *(n for n in extra if n not in op.output_names),
+        ]
 
 
 @pytest.mark.parametrize("front_end", [ops, kernels], ids=["paddle", "kernels"])

@@ -9,10 +9,29 @@ from fastspec.runtime.proposers import NgramProposer
 from fastspec.runtime.sampler import Sampler
 from fastspec.runtime.state import RequestParams, SpecState
 
-TENSORS = ("token_ids_all", "prompt_lens", "step_idx", "max_dec_len", "seed", "seq_lens_encoder", "seq_lens_decoder",
-           "seq_lens_this_time", "accept_num", "draft_token_num", "top_k", "reasoning_status", "stop_flags",
-           "is_block_step", "temperature", "top_p", "draft_tokens", "accept_tokens", "end_tokens",
-           "cu_seqlens_q_output", "batch_id_per_token_output")
+TENSORS = (
+    "token_ids_all",
+    "prompt_lens",
+    "step_idx",
+    "max_dec_len",
+    "seed",
+    "seq_lens_encoder",
+    "seq_lens_decoder",
+    "seq_lens_this_time",
+    "accept_num",
+    "draft_token_num",
+    "top_k",
+    "reasoning_status",
+    "stop_flags",
+    "is_block_step",
+    "temperature",
+    "top_p",
+    "draft_tokens",
+    "accept_tokens",
+    "end_tokens",
+    "cu_seqlens_q_output",
+    "batch_id_per_token_output",
+)
 
 
 def test_insert_pack_output_free():
@@ -76,7 +95,9 @@ def test_steps_update_tensors_in_place():
     addresses = {name: getattr(state, name).data_ptr() for name in TENSORS}
     state.insert([3, 4, 5, 3, 4, 5, 3], RequestParams(seed=1, max_dec_len=8, temperature=0.0), request_id=0)
     proposer = NgramProposer(3)
-    sampler = Sampler(SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": 3, "verify_strategy": "greedy"}))
+    sampler = Sampler(
+        SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": 3, "verify_strategy": "greedy"})
+    )
     rng = np.random.default_rng(0)
     for _ in range(3):
         proposer(state)

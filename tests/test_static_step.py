@@ -8,20 +8,32 @@ import numpy as np
 import paddle
 import pytest
 
-from fastspec.runtime.config import SpeculativeConfig
 from fastspec.demo.draft_models import ReplayAuxHiddenStates, ReplayDraftHead, ReplayEagle3Head, ReplayHiddenStates
 from fastspec.demo.models import ReplayModel
-from fastspec.runtime.proposers import ExtractHiddenStatesProposer
+from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.generation import generate
+from fastspec.runtime.proposers import ExtractHiddenStatesProposer
 from fastspec.runtime.sampler import Sampler
 from fastspec.runtime.state import RequestParams, SpecState
 from fastspec.runtime.step import SpecStep
 from tests.test_runner import copy_task
 
 V, K, SLOTS, MIN_STEPS = 64, 3, 2, 30
-SNAPSHOT = ("accept_tokens", "accept_num", "draft_tokens", "seq_lens_this_time", "seq_lens_encoder",
-            "seq_lens_decoder", "step_idx", "stop_flags", "token_ids_all", "ngram_anchor", "cu_seqlens_q_output",
-            "batch_id_per_token_output", "draft_token_num")
+SNAPSHOT = (
+    "accept_tokens",
+    "accept_num",
+    "draft_tokens",
+    "seq_lens_this_time",
+    "seq_lens_encoder",
+    "seq_lens_decoder",
+    "step_idx",
+    "stop_flags",
+    "token_ids_all",
+    "ngram_anchor",
+    "cu_seqlens_q_output",
+    "batch_id_per_token_output",
+    "draft_token_num",
+)
 AUX_IDS = (1, 2, 4)
 
 
@@ -37,7 +49,9 @@ def target_and_head(method: str, refs):
     if method in ("mtp", "hybrid"):
         return ReplayHiddenStates(model), ReplayDraftHead(refs, V, end_token=0, peak=0.8)
     if method == "eagle3":
-        return ReplayAuxHiddenStates(model, AUX_IDS, num_layers=4), ReplayEagle3Head(refs, V, AUX_IDS, end_token=0, peak=0.8)
+        return ReplayAuxHiddenStates(model, AUX_IDS, num_layers=4), ReplayEagle3Head(
+            refs, V, AUX_IDS, end_token=0, peak=0.8
+        )
     return model, None
 
 
@@ -46,22 +60,38 @@ def run(method: str, strategy: str, step_mode: str | None, greedy: bool = False,
     if greedy:
         params = [RequestParams(p.seed, p.max_dec_len, 0.0) for p in params]
     target, head = target_and_head(method, refs)
-    config = SpeculativeConfig.from_dict({
-        "method": "mtp" if method == "hybrid" else method, "num_speculative_tokens": 0 if method == "naive" else K,
-        "num_model_steps": 1 if method == "hybrid" else 0, "verify_strategy": strategy, "max_candidate_len": 4,
-        "aux_layer_ids": list(AUX_IDS),
-        # a deterministic cost (the roofline, not measured times) so both runs plan the same
-        "adaptive": {"enabled": adaptive, "cost_model": "roofline", "probe_interval": 4, "launch_us": 0.0},
-    })
+    config = SpeculativeConfig.from_dict(
+        {
+            "method": "mtp" if method == "hybrid" else method,
+            "num_speculative_tokens": 0 if method == "naive" else K,
+            "num_model_steps": 1 if method == "hybrid" else 0,
+            "verify_strategy": strategy,
+            "max_candidate_len": 4,
+            "aux_layer_ids": list(AUX_IDS),
+            # a deterministic cost (the roofline, not measured times) so both runs plan the same
+            "adaptive": {"enabled": adaptive, "cost_model": "roofline", "probe_interval": 4, "launch_us": 0.0},
+        }
+    )
     steps = []
-    result = generate(target, prompts, config, max_num_seqs=SLOTS, end_tokens=[0], params=params, draft_model=head,
-                      step_mode=step_mode, on_step=lambda s: steps.append({n: getattr(s, n).numpy().copy() for n in SNAPSHOT}))
+    result = generate(
+        target,
+        prompts,
+        config,
+        max_num_seqs=SLOTS,
+        end_tokens=[0],
+        params=params,
+        draft_model=head,
+        step_mode=step_mode,
+        on_step=lambda s: steps.append({n: getattr(s, n).numpy().copy() for n in SNAPSHOT}),
+    )
     return result, steps
 
 
-CASES = [("ngram", s) for s in ("greedy", "target_match", "topp")] + [
-    (m, s) for m in ("hybrid", "mtp", "eagle3") for s in ("greedy", "target_match", "topp", "rejection")
-] + [("mtp", "block"), ("naive", "topp")]
+CASES = (
+    [("ngram", s) for s in ("greedy", "target_match", "topp")]
+    + [(m, s) for m in ("hybrid", "mtp", "eagle3") for s in ("greedy", "target_match", "topp", "rejection")]
+    + [("mtp", "block"), ("naive", "topp")]
+)
 
 
 @pytest.mark.parametrize("method, strategy", CASES, ids=[f"{m}-{s}" for m, s in CASES])

@@ -16,8 +16,24 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_structured_output_demo(tmp_path):
     out = tmp_path / "demo"
-    proc = subprocess.run([sys.executable, "-m", "fastspec.demo", "--structured-output", "json", "--short",
-                           "--requests", "6", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fastspec.demo",
+            "--structured-output",
+            "json",
+            "--short",
+            "--requests",
+            "6",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "6/6 outputs parse and validate" in proc.stdout and "PASS" in proc.stdout
     summary = json.loads((out / "structured_output.json").read_text())
@@ -28,6 +44,21 @@ def test_structured_output_demo(tmp_path):
 
 
 def test_structured_output_needs_speculation(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "fastspec.demo", "--structured-output", "json", "--method", "none",
-                           "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fastspec.demo",
+            "--structured-output",
+            "json",
+            "--method",
+            "none",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "drafts nothing" in proc.stderr

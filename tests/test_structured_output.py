@@ -66,8 +66,12 @@ def test_ngram_speculation_is_lossless_under_grammars(strategy, temperature, gra
     prompts, refs, params = sc.workload(12, MIXED)
     params = with_temperature(params, temperature)
     off = run(cfg(method="none"), prompts, refs, params)
-    on = run(cfg(method="ngram", num_speculative_tokens=4, verify_strategy=strategy, grammar_drafts=grammar_drafts),
-             prompts, refs, params)
+    on = run(
+        cfg(method="ngram", num_speculative_tokens=4, verify_strategy=strategy, grammar_drafts=grammar_drafts),
+        prompts,
+        refs,
+        params,
+    )
     for i, (a, b) in enumerate(zip(on.outputs, off.outputs)):
         np.testing.assert_array_equal(a, b, err_msg=f"request {i}")
     check_outputs(on.outputs, params)
@@ -95,8 +99,14 @@ def test_draft_model_speculation_is_lossless_under_grammars(strategy, temperatur
     v = sc.vocab_size()
     target = ReplayHiddenStates(ReplayModel(refs, v, end_token=sc.END, peak=0.9))
     off = run(cfg(method="none"), prompts, refs, params, model=target)
-    on = run(cfg(method="mtp", num_speculative_tokens=3, verify_strategy=strategy), prompts, refs, params,
-             model=target, draft_model=ReplayDraftHead(refs, v, end_token=sc.END, peak=0.8))
+    on = run(
+        cfg(method="mtp", num_speculative_tokens=3, verify_strategy=strategy),
+        prompts,
+        refs,
+        params,
+        model=target,
+        draft_model=ReplayDraftHead(refs, v, end_token=sc.END, peak=0.8),
+    )
     for i, (a, b) in enumerate(zip(on.outputs, off.outputs)):
         np.testing.assert_array_equal(a, b, err_msg=f"request {i}")
     check_outputs(on.outputs, params)
@@ -110,8 +120,11 @@ class RowCounter:
     def __init__(self, model, params, tokenizer):
         self.model, self.params = model, params
         self.llg = GrammarTokenizer(tokenizer, sc.END).llg
-        self.grammars = {i: StructuredOutput.compile(p.structured_output, GrammarTokenizer(tokenizer, sc.END), i)
-                         for i, p in enumerate(params) if p.structured_output is not None}
+        self.grammars = {
+            i: StructuredOutput.compile(p.structured_output, GrammarTokenizer(tokenizer, sc.END), i)
+            for i, p in enumerate(params)
+            if p.structured_output is not None
+        }
         self.rows = 0
         self.draft_rows = 0
 
@@ -260,10 +273,19 @@ def test_probability_strategies_keep_the_distribution_under_a_grammar(strategy):
     params = [RequestParams(100 + i, 8, 1.0, structured_output={"regex": f"[{letters}]{{2}}"}) for i in range(n)]
     target = ReplayHiddenStates(ReplayModel(target_refs, v, end_token=sc.END, peak=0.5))
     kw = dict(max_num_seqs=300)
-    off = generate(target, prompts, cfg(method="none"), params=params, end_tokens=[sc.END], tokenizer=sc.tokenizer(), **kw)
-    on = generate(target, prompts, cfg(method="mtp", num_speculative_tokens=2, verify_strategy=strategy), params=params,
-                  end_tokens=[sc.END], tokenizer=sc.tokenizer(), draft_model=ReplayDraftHead(draft_refs, v, sc.END, 0.7),
-                  **kw)
+    off = generate(
+        target, prompts, cfg(method="none"), params=params, end_tokens=[sc.END], tokenizer=sc.tokenizer(), **kw
+    )
+    on = generate(
+        target,
+        prompts,
+        cfg(method="mtp", num_speculative_tokens=2, verify_strategy=strategy),
+        params=params,
+        end_tokens=[sc.END],
+        tokenizer=sc.tokenizer(),
+        draft_model=ReplayDraftHead(draft_refs, v, sc.END, 0.7),
+        **kw,
+    )
     words = [f"{a}{b}" for a in letters for b in letters]
     counts = np.zeros((2, len(words)), np.int64)
     for row, res in enumerate((off, on)):
@@ -296,8 +318,14 @@ def test_draft_trees_are_lossless_under_grammars(strategy, temperature):
     v = sc.vocab_size()
     target = ReplayHiddenStates(ReplayModel(refs, v, end_token=sc.END, peak=0.9))
     off = run(cfg(method="none"), prompts, refs, params, model=target)
-    on = run(cfg(method="mtp", num_speculative_tokens=3, verify_strategy=strategy, tree=TREE), prompts, refs, params,
-             model=target, draft_model=ReplayDraftHead(refs, v, end_token=sc.END, peak=0.8))
+    on = run(
+        cfg(method="mtp", num_speculative_tokens=3, verify_strategy=strategy, tree=TREE),
+        prompts,
+        refs,
+        params,
+        model=target,
+        draft_model=ReplayDraftHead(refs, v, end_token=sc.END, peak=0.8),
+    )
     for i, (a, b) in enumerate(zip(on.outputs, off.outputs)):
         np.testing.assert_array_equal(a, b, err_msg=f"request {i}")
     check_outputs(on.outputs, params)
@@ -311,8 +339,11 @@ def test_forbidden_tree_nodes_never_reach_the_target(monkeypatch):
     params = with_temperature(params, 0.0)
     v = sc.vocab_size()
     target = ReplayHiddenStates(ReplayModel(refs, v, end_token=sc.END, peak=0.9))
-    grammars = {i: StructuredOutput.compile(p.structured_output, GrammarTokenizer(sc.tokenizer(), sc.END), i)
-                for i, p in enumerate(params) if p.structured_output is not None}
+    grammars = {
+        i: StructuredOutput.compile(p.structured_output, GrammarTokenizer(sc.tokenizer(), sc.END), i)
+        for i, p in enumerate(params)
+        if p.structured_output is not None
+    }
     llg = GrammarTokenizer(sc.tokenizer(), sc.END).llg
     cut, checked = [], []
     constrain = GrammarBatch.constrain
@@ -339,8 +370,14 @@ def test_forbidden_tree_nodes_never_reach_the_target(monkeypatch):
         return step
 
     monkeypatch.setattr(GrammarBatch, "constrain", checked_constrain)
-    run(cfg(method="mtp", num_speculative_tokens=3, verify_strategy="greedy", tree=TREE), prompts, refs, params,
-        model=target, draft_model=ReplayDraftHead(refs, v, end_token=sc.END, peak=0.6))
+    run(
+        cfg(method="mtp", num_speculative_tokens=3, verify_strategy="greedy", tree=TREE),
+        prompts,
+        refs,
+        params,
+        model=target,
+        draft_model=ReplayDraftHead(refs, v, end_token=sc.END, peak=0.6),
+    )
     assert sum(cut) > 0 and len(checked) > 0
 
 
@@ -355,9 +392,15 @@ def test_grammars_apply_after_the_logit_parameters():
     changes nothing."""
     prompts, refs, params = sc.workload(6, ("schema", "regex", None))
     banned_by_grammar = sc.encode("Z")[0]
-    params = [dataclasses.replace(p, repetition_penalty=1.3, presence_penalty=0.2,
-                                  logit_bias={banned_by_grammar: 100.0} if p.structured_output else {})
-              for p in params]
+    params = [
+        dataclasses.replace(
+            p,
+            repetition_penalty=1.3,
+            presence_penalty=0.2,
+            logit_bias={banned_by_grammar: 100.0} if p.structured_output else {},
+        )
+        for p in params
+    ]
     off = run(cfg(method="none"), prompts, refs, params)
     on = run(cfg(method="ngram", num_speculative_tokens=3, verify_strategy="target_match"), prompts, refs, params)
     for a, b in zip(on.outputs, off.outputs):

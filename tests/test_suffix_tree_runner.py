@@ -29,17 +29,31 @@ def workload(count: int = 8, temperature: float = 1.0, seed: int = 3):
 
 
 def config(strategy: str, tree: bool = True) -> SpeculativeConfig:
-    return SpeculativeConfig.from_dict({
-        "method": "suffix", "num_speculative_tokens": K, "verify_strategy": strategy,
-        "suffix": {"with_anchored_ngram": False, "min_token_prob": 0.05},
-        "tree": {"enabled": tree, "top_k": TOP_K, "max_nodes": N}})
+    return SpeculativeConfig.from_dict(
+        {
+            "method": "suffix",
+            "num_speculative_tokens": K,
+            "verify_strategy": strategy,
+            "suffix": {"with_anchored_ngram": False, "min_token_prob": 0.05},
+            "tree": {"enabled": tree, "top_k": TOP_K, "max_nodes": N},
+        }
+    )
 
 
 def run(strategy: str, tree: bool | None, temperature: float, mode: str = "eager", proposer=None, on_step=None):
     prompts, refs, params = workload(temperature=temperature)
     spec = config(strategy, bool(tree)) if tree is not None else SpeculativeConfig.from_dict({})
-    return generate(ReplayModel(refs, V, end_token=END, peak=0.8), prompts, spec, max_num_seqs=3, end_tokens=[END],
-                    params=params, step_mode=mode, proposer=proposer, on_step=on_step)
+    return generate(
+        ReplayModel(refs, V, end_token=END, peak=0.8),
+        prompts,
+        spec,
+        max_num_seqs=3,
+        end_tokens=[END],
+        params=params,
+        step_mode=mode,
+        proposer=proposer,
+        on_step=on_step,
+    )
 
 
 class Recording(SuffixProposer):
@@ -59,7 +73,9 @@ def test_each_slots_tree_is_the_caches_tree_draft():
         keys, tokens, parents = proposer.drafted
         nodes, tree_parents = state.draft_tree_tokens.numpy(), state.draft_tree_parents.numpy()
         for slot in np.flatnonzero(keys >= 0):
-            n = 1 + int((tree_parents[slot, 1:] >= 0).sum())  # the built tree's nodes (the update moved seq_lens_this_time)
+            n = 1 + int(
+                (tree_parents[slot, 1:] >= 0).sum()
+            )  # the built tree's nodes (the update moved seq_lens_this_time)
             assert n == 1 + int((tokens[slot] >= 0).sum())  # every drafted node is kept (nodes <= N - 1, depth <= K)
             assert nodes[slot, 1:n].tolist() == tokens[slot, : n - 1].tolist()
             assert tree_parents[slot, 1:n].tolist() == (parents[slot, : n - 1] + 1).tolist()  # in the order drafted
@@ -69,7 +85,9 @@ def test_each_slots_tree_is_the_caches_tree_draft():
     assert len(checked) > 20 and sum(checked) > 5  # trees, not only chains
 
 
-CASES = [(s, t, m) for s, t in (("greedy", 0.0), ("target_match", 1.0), ("rejection", 0.0)) for m in ("eager", "static")]
+CASES = [
+    (s, t, m) for s, t in (("greedy", 0.0), ("target_match", 1.0), ("rejection", 0.0)) for m in ("eager", "static")
+]
 
 
 @pytest.mark.parametrize("strategy, temperature, mode", CASES, ids=[f"{s}-{m}" for s, _, m in CASES])
@@ -96,7 +114,9 @@ def test_a_suffix_tree_step_refuses_what_it_cannot_draft():
 
     state = SpecState(2, 32, K, [END], "cpu", num_tree_nodes=N)
     with pytest.raises(ValueError, match="a tree step drafts from the suffix cache alone"):
-        SpecStep(state, Sampler(config("greedy")), SuffixProposer(K, ngram=NgramProposer(K, 3, anchored=True)), mode="eager")
+        SpecStep(
+            state, Sampler(config("greedy")), SuffixProposer(K, ngram=NgramProposer(K, 3, anchored=True)), mode="eager"
+        )
     proposer = SuffixProposer(K, tree_top_k=3)
     proposer.prepare(state)
     with pytest.raises(ValueError, match="drafts trees of top_k 3, the step asks for 2"):

@@ -18,8 +18,14 @@ METHODS = {2: "suffix", 4: "mtp"}  # a host-side drafter on 2 ranks, a draft hea
 def single_process(method: str) -> dict:
     work = copy_workload(tp_ranks.N_REQUESTS, seed=7, temperature=1.0)
     model, head = target_and_head(method, work.refs)
-    engine = SpecEngine(model, config(method, "target_match"), max_num_seqs=4, max_model_len=max_len(work),
-                        end_tokens=[END], draft_model=head)
+    engine = SpecEngine(
+        model,
+        config(method, "target_match"),
+        max_num_seqs=4,
+        max_model_len=max_len(work),
+        end_tokens=[END],
+        draft_model=head,
+    )
     outputs: dict = {}
     for i in range(tp_ranks.N_REQUESTS):
         engine.add_request(i, work.prompts[i], work.params[i])

@@ -48,8 +48,13 @@ def test_the_grid_view_puts_each_node_at_its_column_with_its_own_attention():
             depths[0, i] = depths[0, parents[0, i]] + 1 if i else 0
         start = int(rng.integers(0, length - nodes + 1))
         counts = np.array([nodes, 0])
-        tree = TreeInputs(start=np.array([start, -1]), nodes=counts, mask=tree_attention_mask(parents, counts),
-                          positions=tree_positions(depths, np.array([start, 0])), row_col=np.zeros(0, np.int64))
+        tree = TreeInputs(
+            start=np.array([start, -1]),
+            nodes=counts,
+            mask=tree_attention_mask(parents, counts),
+            positions=tree_positions(depths, np.array([start, 0])),
+            row_col=np.zeros(0, np.int64),
+        )
         grid, positions = tree.grid_mask(length), tree.grid_positions(length)
         assert (grid[1] == np.tril(np.ones((length, length), bool))).all() and (positions[1] == np.arange(length)).all()
         for i in range(nodes):

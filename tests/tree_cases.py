@@ -62,10 +62,13 @@ def random_build_case(rng: np.random.Generator) -> tuple[dict, dict]:
         scores[(special >= 0.11) & (special < 0.13)] = -0.0
     enc, dec = _slot_kinds(rng, b)
     arrays = {
-        "candidate_tokens": tokens, "candidate_parents": parents, "candidate_scores": scores,
+        "candidate_tokens": tokens,
+        "candidate_parents": parents,
+        "candidate_scores": scores,
         "draft_tree_tokens": rng.integers(-1, 50, size=(b, n)).astype(np.int64),
         "seq_lens_this_time": rng.integers(0, 5, size=b).astype(np.int32),
-        "seq_lens_encoder": enc, "seq_lens_decoder": dec,
+        "seq_lens_encoder": enc,
+        "seq_lens_decoder": dec,
     }
     return arrays, {"max_depth": int(rng.integers(1, 6))}
 
@@ -96,8 +99,9 @@ def _probs(rng: np.random.Generator, rows: int, vocab: int, peaked: np.ndarray) 
     return probs
 
 
-def random_verify_tree_case(rng: np.random.Generator, *, bad_trees: bool = False,
-                            strategy: str | None = None) -> tuple[dict, dict]:
+def random_verify_tree_case(
+    rng: np.random.Generator, *, bad_trees: bool = False, strategy: str | None = None
+) -> tuple[dict, dict]:
     """A verify_draft_tree batch; ``bad_trees``: some decode slots' parents are malformed (the kernels judge
     no drafts there; the checked front ends refuse the call)."""
     strategy = strategy or str(rng.choice(["greedy", "target_match", "GREEDY", "rejection"]))
@@ -141,12 +145,18 @@ def random_verify_tree_case(rng: np.random.Generator, *, bad_trees: bool = False
     arrays = {
         "accept_tokens": rng.integers(-5, 5, size=(b, k + 1)).astype(np.int64),
         "accept_num": rng.integers(0, 3, size=b).astype(np.int32),
-        "draft_tree_tokens": tree_tokens, "draft_tree_parents": tree_parents,
+        "draft_tree_tokens": tree_tokens,
+        "draft_tree_parents": tree_parents,
         "target_tokens": None if rejection else targets,
-        "seed": rng.integers(-(2**63), 2**63 - 1, size=b, dtype=np.int64), "step_idx": step,
-        "stop_flags": rng.random(b) < 0.05, "is_block_step": rng.random(b) < 0.05,
-        "seq_lens_encoder": enc, "seq_lens_this_time": this_time,
-        "cu_seqlens_q_output": np.array(cu, np.int32), "max_dec_len": max_dec, "end_tokens": end_tokens,
+        "seed": rng.integers(-(2**63), 2**63 - 1, size=b, dtype=np.int64),
+        "step_idx": step,
+        "stop_flags": rng.random(b) < 0.05,
+        "is_block_step": rng.random(b) < 0.05,
+        "seq_lens_encoder": enc,
+        "seq_lens_this_time": this_time,
+        "cu_seqlens_q_output": np.array(cu, np.int32),
+        "max_dec_len": max_dec,
+        "end_tokens": end_tokens,
         "target_probs": _probs(rng, len(targets), vocab, targets) if rejection else None,
         "draft_probs": _probs(rng, len(targets), vocab, targets) if rejection else None,
     }
@@ -162,8 +172,9 @@ def redraft_from_q(rng: np.random.Generator, arrays: dict, *, one_hot: bool) -> 
     ``draft_probs`` row, often a new one near the target's (sampled trees), or that row made one-hot on the first child's token (deterministic
     top-k trees, the runner's ``first_child_one_hot``). Returns new arrays."""
     out = copies(arrays)
-    tokens, parents, q, p = (out[name] for name in ("draft_tree_tokens", "draft_tree_parents", "draft_probs",
-                                                     "target_probs"))
+    tokens, parents, q, p = (
+        out[name] for name in ("draft_tree_tokens", "draft_tree_parents", "draft_probs", "target_probs")
+    )
     cu, vocab = out["cu_seqlens_q_output"], q.shape[1]
     for s in range(len(out["seq_lens_this_time"])):
         nodes = min(int(out["seq_lens_this_time"][s]), tokens.shape[1], int(cu[s + 1] - cu[s]))
@@ -210,13 +221,21 @@ def widest_node_case(rng: np.random.Generator, vocab: int = 200) -> tuple[dict, 
     tokens = np.concatenate([[0], rng.choice(vocab, size=n - 1, p=q / q.sum())]).astype(np.int64)
     leaf_rows = rng.dirichlet(np.ones(vocab), size=n - 1).astype(np.float32)
     arrays = {
-        "accept_tokens": np.zeros((1, 2), np.int64), "accept_num": np.zeros(1, np.int32),
-        "draft_tree_tokens": tokens[None], "draft_tree_parents": np.concatenate([[-1], np.zeros(n - 1)])[None].astype(np.int32),
-        "target_tokens": None, "seed": rng.integers(-(2**63), 2**63 - 1, size=1, dtype=np.int64),
-        "step_idx": rng.integers(0, 50, size=1).astype(np.int64), "stop_flags": np.zeros(1, bool),
-        "is_block_step": np.zeros(1, bool), "seq_lens_encoder": np.zeros(1, np.int32),
-        "seq_lens_this_time": np.full(1, n, np.int32), "cu_seqlens_q_output": np.array([0, n], np.int32),
-        "max_dec_len": np.full(1, 1000, np.int64), "end_tokens": np.array([vocab - 1], np.int64),
-        "target_probs": np.concatenate([p[None], leaf_rows]), "draft_probs": np.concatenate([q[None], leaf_rows]),
+        "accept_tokens": np.zeros((1, 2), np.int64),
+        "accept_num": np.zeros(1, np.int32),
+        "draft_tree_tokens": tokens[None],
+        "draft_tree_parents": np.concatenate([[-1], np.zeros(n - 1)])[None].astype(np.int32),
+        "target_tokens": None,
+        "seed": rng.integers(-(2**63), 2**63 - 1, size=1, dtype=np.int64),
+        "step_idx": rng.integers(0, 50, size=1).astype(np.int64),
+        "stop_flags": np.zeros(1, bool),
+        "is_block_step": np.zeros(1, bool),
+        "seq_lens_encoder": np.zeros(1, np.int32),
+        "seq_lens_this_time": np.full(1, n, np.int32),
+        "cu_seqlens_q_output": np.array([0, n], np.int32),
+        "max_dec_len": np.full(1, 1000, np.int64),
+        "end_tokens": np.array([vocab - 1], np.int64),
+        "target_probs": np.concatenate([p[None], leaf_rows]),
+        "draft_probs": np.concatenate([q[None], leaf_rows]),
     }
     return arrays, {"strategy": "rejection"}

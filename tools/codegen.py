@@ -37,7 +37,13 @@ def _symbols(op: OpSchema) -> list[str]:
 
 
 def _cpp_bound(value: int | str | None) -> str:
-    return "fastspec_paddle::kNoBound" if value is None else f"int64_t{{{value}}}" if isinstance(value, int) else str(value)
+    return (
+        "fastspec_paddle::kNoBound"
+        if value is None
+        else f"int64_t{{{value}}}"
+        if isinstance(value, int)
+        else str(value)
+    )
 
 
 def indices_header() -> str:
@@ -48,7 +54,9 @@ def indices_header() -> str:
         attrs = [f"{a.name} = {i}" for i, a in enumerate(op.attrs)]
         for attr in op.attrs:
             attrs += [f"{attr.name}_{choice} = {i}" for i, choice in enumerate(attr.choices) if isinstance(choice, str)]
-        out.append(f"namespace attr::{op.name} {{ enum : int {{ {', '.join(attrs + [f'kCount = {len(op.attrs)}'])} }}; }}")
+        out.append(
+            f"namespace attr::{op.name} {{ enum : int {{ {', '.join(attrs + [f'kCount = {len(op.attrs)}'])} }}; }}"
+        )
     out.append("}  // namespace fastspec\n")
     return "\n".join(out)
 
@@ -65,8 +73,10 @@ def _tensor_spec(op: OpSchema, tensor: Tensor, symbols: list[str]) -> str:
         dims = ", ".join(f"{{{symbols.index(d.symbol) if d.symbol else -1}, {d.offset}}}" for d in alternative)
         shapes.append(f"{{{len(alternative)}, {{{dims}}}}}")
     flags = f"{str(tensor.optional).lower()}, {str(tensor.output).lower()}"
-    return (f'    {{"{tensor.name}", {mask}u, {str(len(tensor.dtypes) > 1).lower()}, {needed}u, {flags}, '
-            f'{len(shapes)}, {{{", ".join(shapes)}}}}},')
+    return (
+        f'    {{"{tensor.name}", {mask}u, {str(len(tensor.dtypes) > 1).lower()}, {needed}u, {flags}, '
+        f"{len(shapes)}, {{{', '.join(shapes)}}}}},"
+    )
 
 
 def _attr_type(attr: Attr) -> str:
@@ -95,8 +105,11 @@ def _declared(tensor: Tensor, name: str) -> str:
 
 def _infer_shape(op: OpSchema) -> list[str]:
     """InferShape: an in-place output keeps its input's shape; a new one is resolved from its symbols."""
-    params = [f"const {'paddle::optional<std::vector<int64_t>>' if t.optional or t.needed_by else 'std::vector<int64_t>'}& "
-              f"{t.name}" for t in op.inputs]
+    params = [
+        f"const {'paddle::optional<std::vector<int64_t>>' if t.optional or t.needed_by else 'std::vector<int64_t>'}& "
+        f"{t.name}"
+        for t in op.inputs
+    ]
     needs_attrs = any(d.symbol in op.attr_names for t in op.outputs for alt in t.shapes for d in alt)
     if needs_attrs:
         params += [f"{_attr_param(a)} {a.name}" for a in op.attrs]
@@ -109,36 +122,50 @@ def _infer_shape(op: OpSchema) -> list[str]:
             elif dim.symbol in op.attr_names:
                 dims.append(f"int64_t{{{dim.symbol}}}")
             else:  # the first required input that has the symbol
-                source, axis, offset = next((t, i, d.offset) for t in op.inputs if not (t.optional or t.needed_by)
-                                            for i, d in enumerate(t.shapes[0]) if d.symbol == dim.symbol)
+                source, axis, offset = next(
+                    (t, i, d.offset)
+                    for t in op.inputs
+                    if not (t.optional or t.needed_by)
+                    for i, d in enumerate(t.shapes[0])
+                    if d.symbol == dim.symbol
+                )
                 size = f"{source.name}[{axis}]"
                 dims.append(f"({source.name}.size() > {axis} && {size} >= 0 ? {size} - {offset} + {dim.offset} : -1)")
         results.append("std::vector<int64_t>{" + ", ".join(dims) + "}")
-    return [f"std::vector<std::vector<int64_t>> {op.name}_shape({', '.join(params)}) {{",
-            f"  return {{{', '.join(results)}}};", "}"]
+    return [
+        f"std::vector<std::vector<int64_t>> {op.name}_shape({', '.join(params)}) {{",
+        f"  return {{{', '.join(results)}}};",
+        "}",
+    ]
 
 
 def _infer_dtype(op: OpSchema) -> list[str]:
-    params = [f"{'const paddle::optional<paddle::DataType>&' if t.optional or t.needed_by else 'paddle::DataType'} "
-              f"{t.name}" for t in op.inputs]
+    params = [
+        f"{'const paddle::optional<paddle::DataType>&' if t.optional or t.needed_by else 'paddle::DataType'} {t.name}"
+        for t in op.inputs
+    ]
     results = [t.name for t in op.inputs if t.inplace and not t.optional]
     results += [f"paddle::DataType::{PADDLE_DTYPES[t.dtypes[0]]}" for t in op.outputs]
-    return [f"std::vector<paddle::DataType> {op.name}_dtype({', '.join(params)}) {{",
-            f"  return {{{', '.join(results)}}};", "}"]
+    return [
+        f"std::vector<paddle::DataType> {op.name}_dtype({', '.join(params)}) {{",
+        f"  return {{{', '.join(results)}}};",
+        "}",
+    ]
 
 
 def _kernel(op: OpSchema) -> list[str]:
     params = [_param(t) for t in op.inputs] + [f"{_attr_param(a)} {a.name}" for a in op.attrs]
     returns = "std::vector<paddle::Tensor>" if op.outputs else "void"
-    body = [f"{returns} {op.name}_kernel({', '.join(params)}) {{",
-            f"  fastspec_paddle::Call call(k{_camel(op.name)});"]
+    body = [f"{returns} {op.name}_kernel({', '.join(params)}) {{", f"  fastspec_paddle::Call call(k{_camel(op.name)});"]
     for i, tensor in enumerate(op.inputs):
         body.append(f"  call.input({i}, {tensor.name});")
     for i, attr in enumerate(op.attrs):
         if attr.kind == "str":
             choices = ", ".join(f'"{c}"' for c in attr.choices)
-            body.append(f'  call.attr({i}, fastspec_paddle::choice_index(k{_camel(op.name)}.name, "{attr.name}", '
-                        f'{attr.name}, {{{choices}}}));')
+            body.append(
+                f'  call.attr({i}, fastspec_paddle::choice_index(k{_camel(op.name)}.name, "{attr.name}", '
+                f"{attr.name}, {{{choices}}}));"
+            )
         else:
             body.append(f"  call.attr({i}, {attr.name});")
     body += _attr_checks(op, choices=True)  # the order of fastspec/core/validate.py: choices, tensors, ranges, limits
@@ -168,11 +195,15 @@ def _attr_checks(op: OpSchema, choices: bool) -> list[str]:
             continue
         if choices:
             continue
-        names = [s for s in symbols if isinstance(attr.lo, str) and s in attr.lo or isinstance(attr.hi, str) and s in attr.hi]
+        names = [
+            s for s in symbols if isinstance(attr.lo, str) and s in attr.lo or isinstance(attr.hi, str) and s in attr.hi
+        ]
         decls = "".join(f"const int64_t {s} = call.dim({symbols.index(s)}); " for s in names)
         rule = f"[{attr.lo}, {attr.hi}]"
-        lines.append(f'  {{ {decls}call.expect_range({i}, "{attr.name}", {_cpp_bound(attr.lo)}, '
-                     f'{_cpp_bound(attr.hi)}, "{rule}"); }}')
+        lines.append(
+            f'  {{ {decls}call.expect_range({i}, "{attr.name}", {_cpp_bound(attr.lo)}, '
+            f'{_cpp_bound(attr.hi)}, "{rule}"); }}'
+        )
     return lines
 
 
@@ -181,48 +212,73 @@ def _camel(name: str) -> str:
 
 
 def paddle_ops() -> str:
-    out = [HEADER, '#include "guard.h"\n', "namespace {", "", "using fastspec_paddle::max;", "using fastspec_paddle::min;", ""]
+    out = [
+        HEADER,
+        '#include "guard.h"\n',
+        "namespace {",
+        "",
+        "using fastspec_paddle::max;",
+        "using fastspec_paddle::min;",
+        "",
+    ]
     for op in SCHEMAS.values():
         symbols = _symbols(op)
         camel = _camel(op.name)
-        ranges = [f"    {{{_cpp_bound(lo)}, {_cpp_bound(hi)}}}," for lo, hi in
-                  (op.symbol_ranges.get(s, (None, None)) for s in symbols)]
+        ranges = [
+            f"    {{{_cpp_bound(lo)}, {_cpp_bound(hi)}}},"
+            for lo, hi in (op.symbol_ranges.get(s, (None, None)) for s in symbols)
+        ]
         strategy = op.attr_names.index(op.strategy_attr) if op.strategy_attr else -1
         names = ", ".join(f'"{s}"' for s in symbols)
         attr_symbols = [symbols.index(a.name) if a.kind == "int" else -1 for a in op.attrs]
-        limits = [f'{{"{backend}", {symbols.index(symbol)}, {limit}}}'
-                  for backend, by_symbol in op.device_limits.items() for symbol, limit in by_symbol.items()]
-        out += [f"const fastspec_paddle::TensorSpec k{camel}Tensors[] = {{",
-                *(_tensor_spec(op, t, symbols) for t in op.tensors), "};",
-                f"const char* const k{camel}Symbols[] = {{{names}}};",
-                f"const fastspec_paddle::Range k{camel}Ranges[] = {{", *ranges, "};",
-                f"const int k{camel}AttrSymbols[] = {{{', '.join(map(str, attr_symbols)) or '-1'}}};",
-                f"const fastspec_paddle::Limit k{camel}Limits[] = {{{', '.join(limits) or '{nullptr, 0, 0}'}}};",
-                f'const fastspec_paddle::OpSpec k{camel} = {{"{op.name}", k{camel}Tensors, {len(op.tensors)}, '
-                f"{len(op.inputs)}, k{camel}Symbols, k{camel}Ranges, {len(symbols)}, k{camel}AttrSymbols, "
-                f"{len(op.attrs)}, {strategy}, k{camel}Limits, {len(limits)}}};", ""]
+        limits = [
+            f'{{"{backend}", {symbols.index(symbol)}, {limit}}}'
+            for backend, by_symbol in op.device_limits.items()
+            for symbol, limit in by_symbol.items()
+        ]
+        out += [
+            f"const fastspec_paddle::TensorSpec k{camel}Tensors[] = {{",
+            *(_tensor_spec(op, t, symbols) for t in op.tensors),
+            "};",
+            f"const char* const k{camel}Symbols[] = {{{names}}};",
+            f"const fastspec_paddle::Range k{camel}Ranges[] = {{",
+            *ranges,
+            "};",
+            f"const int k{camel}AttrSymbols[] = {{{', '.join(map(str, attr_symbols)) or '-1'}}};",
+            f"const fastspec_paddle::Limit k{camel}Limits[] = {{{', '.join(limits) or '{nullptr, 0, 0}'}}};",
+            f'const fastspec_paddle::OpSpec k{camel} = {{"{op.name}", k{camel}Tensors, {len(op.tensors)}, '
+            f"{len(op.inputs)}, k{camel}Symbols, k{camel}Ranges, {len(symbols)}, k{camel}AttrSymbols, "
+            f"{len(op.attrs)}, {strategy}, k{camel}Limits, {len(limits)}}};",
+            "",
+        ]
         out += _kernel(op) + [""] + _infer_shape(op) + [""] + _infer_dtype(op) + [""]
     out.append("}  // namespace\n")
     for op in SCHEMAS.values():
-        inputs = ", ".join(f'paddle::Optional("{t.name}")' if t.optional or t.needed_by else f'"{t.name}"'
-                           for t in op.inputs)
-        outputs = ", ".join([_declared(t, f"{t.name}_out") for t in op.inputs if t.inplace]
-                            + [f'"{t.name}"' for t in op.outputs])
-        inplace = ", ".join(f"{{{_declared(t, t.name)}, {_declared(t, f'{t.name}_out')}}}" for t in op.inputs if t.inplace)
-        out += [f"PD_BUILD_OP(fastspec_{op.name})",
-                f"    .Inputs({{{inputs}}})",
-                f"    .Outputs({{{outputs}}})"]
+        inputs = ", ".join(
+            f'paddle::Optional("{t.name}")' if t.optional or t.needed_by else f'"{t.name}"' for t in op.inputs
+        )
+        outputs = ", ".join(
+            [_declared(t, f"{t.name}_out") for t in op.inputs if t.inplace] + [f'"{t.name}"' for t in op.outputs]
+        )
+        inplace = ", ".join(
+            f"{{{_declared(t, t.name)}, {_declared(t, f'{t.name}_out')}}}" for t in op.inputs if t.inplace
+        )
+        out += [f"PD_BUILD_OP(fastspec_{op.name})", f"    .Inputs({{{inputs}}})", f"    .Outputs({{{outputs}}})"]
         if op.attrs:
             out.append(f"    .Attrs({{{', '.join(_attr_decl(a) for a in op.attrs)}}})")
         if inplace:
             out.append(f"    .SetInplaceMap({{{inplace}}})")
-        out += [f"    .SetKernelFn(PD_KERNEL({op.name}_kernel))",
-                f"    .SetInferShapeFn(PD_INFER_SHAPE({op.name}_shape))",
-                f"    .SetInferDtypeFn(PD_INFER_DTYPE({op.name}_dtype));", ""]
+        out += [
+            f"    .SetKernelFn(PD_KERNEL({op.name}_kernel))",
+            f"    .SetInferShapeFn(PD_INFER_SHAPE({op.name}_shape))",
+            f"    .SetInferDtypeFn(PD_INFER_DTYPE({op.name}_dtype));",
+            "",
+        ]
     return "\n".join(out)
 
 
 # --- params/<op>.h: OpCall -> the op's params struct -------------------------------------
+
 
 def params_type(op: OpSchema) -> str:
     return f"{_camel(op.name)}Params"
@@ -248,13 +304,21 @@ def params_header(op: OpSchema) -> str:
     of several dtypes is ``const void*`` plus ``<name>_dtype``), every attribute, every size. A field the
     struct lacks, or a name spelt otherwise, is a compile error of the op's glue file."""
     kind = params_type(op)
-    out = [HEADER.rstrip() + f"\n// {op.name}: an OpCall to {kind} (docs/ops/ and fastspec/core/schema.py).",
-           "#pragma once\n", f'#include "fastspec/{op.params_header}"',
-           '#include "fastspec/op_call.h"', '#include "fastspec/op_schema.h"',
-           *(['#include "fastspec/prob_dtype.h"'] if any(len(t.dtypes) > 1 for t in op.tensors) else []),
-           "", "namespace fastspec {", "",
-           f"inline {kind} {op.name}_params(const OpCall& call) {{",
-           f"  namespace arg = arg::{op.name};", f"  namespace attr = attr::{op.name};", f"  {kind} params{{}};"]
+    out = [
+        HEADER.rstrip() + f"\n// {op.name}: an OpCall to {kind} (docs/ops/ and fastspec/core/schema.py).",
+        "#pragma once\n",
+        f'#include "fastspec/{op.params_header}"',
+        '#include "fastspec/op_call.h"',
+        '#include "fastspec/op_schema.h"',
+        *(['#include "fastspec/prob_dtype.h"'] if any(len(t.dtypes) > 1 for t in op.tensors) else []),
+        "",
+        "namespace fastspec {",
+        "",
+        f"inline {kind} {op.name}_params(const OpCall& call) {{",
+        f"  namespace arg = arg::{op.name};",
+        f"  namespace attr = attr::{op.name};",
+        f"  {kind} params{{}};",
+    ]
     for tensor in op.tensors:
         out.append(f"  call.read(arg::{tensor.name}, params.{tensor.name});")
         if len(tensor.dtypes) > 1:
@@ -275,23 +339,37 @@ def ops_header() -> str:
     op (custom_ops/cuda/emulation/launchers.h declares the emulated CUDA launchers with it)."""
     headers = dict.fromkeys(op.params_header for op in SCHEMAS.values())
     rows = [f"  X({op.name}, {params_type(op)})" for op in SCHEMAS.values()]
-    return "\n".join([HEADER, "#pragma once\n", *(f'#include "fastspec/{h}"' for h in headers), "",
-                      "#define FASTSPEC_OPS(X) \\", *(row + " \\" for row in rows[:-1]), rows[-1], ""])
+    return "\n".join(
+        [
+            HEADER,
+            "#pragma once\n",
+            *(f'#include "fastspec/{h}"' for h in headers),
+            "",
+            "#define FASTSPEC_OPS(X) \\",
+            *(row + " \\" for row in rows[:-1]),
+            rows[-1],
+            "",
+        ]
+    )
 
 
 def cuda_emulated_names() -> str:
     """``fastspec/cuda_emulated_names.h``: the CUDA launcher of every op renamed ``<op>_cuda_emulated`` where the
     .cu files are compiled for the host emulation (custom_ops/cuda/emulation/cuda_emu.h includes it): one
     library holds both builds. A macro cannot define macros, so these lines are written out here."""
-    return "\n".join([HEADER, "#pragma once\n", *(f"#define {op.name}_cuda {op.name}_cuda_emulated"
-                                                   for op in SCHEMAS.values()), ""])
+    return "\n".join(
+        [HEADER, "#pragma once\n", *(f"#define {op.name}_cuda {op.name}_cuda_emulated" for op in SCHEMAS.values()), ""]
+    )
 
 
 def write(out_dir: Path) -> list[Path]:
     """Writes the generated files under ``out_dir`` (only those whose text changed); returns their paths."""
-    files = {out_dir / "fastspec" / "op_schema.h": indices_header(), out_dir / "paddle_ops.cc": paddle_ops(),
-             out_dir / "fastspec" / "ops.h": ops_header(),
-             out_dir / "fastspec" / "cuda_emulated_names.h": cuda_emulated_names()}
+    files = {
+        out_dir / "fastspec" / "op_schema.h": indices_header(),
+        out_dir / "paddle_ops.cc": paddle_ops(),
+        out_dir / "fastspec" / "ops.h": ops_header(),
+        out_dir / "fastspec" / "cuda_emulated_names.h": cuda_emulated_names(),
+    }
     files.update({out_dir / "fastspec" / "params" / f"{op.name}.h": params_header(op) for op in SCHEMAS.values()})
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)

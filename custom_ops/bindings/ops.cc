@@ -38,13 +38,14 @@ void launch(const std::string& op, int backend, std::vector<fastspec::TensorRef>
     status = fastspec::run(op.c_str(), call);
   }
   if (status == fastspec::kNoKernel) {
-    throw std::invalid_argument(op + ": no " + fastspec::backend_name(call.backend) +
-                                " kernel in this build (it has " + fastspec::backends_of(op.c_str()) + ")");
+    throw std::invalid_argument(op + ": no " + fastspec::backend_name(call.backend) + " kernel in this build (it has " +
+                                fastspec::backends_of(op.c_str()) + ")");
   }
   if (status != fastspec::kOk) {
     std::string what = std::to_string(status);
     if (status == fastspec::kXpuEmulationError) what = std::string("XPU emulation: ") + fastspec::xpu_emulation_error();
-    if (status == fastspec::kCudaEmulationError) what = std::string("CUDA emulation: ") + fastspec::cuda_emulation_error();
+    if (status == fastspec::kCudaEmulationError)
+      what = std::string("CUDA emulation: ") + fastspec::cuda_emulation_error();
 #if defined(FASTSPEC_WITH_CUDA)
     if (call.backend == fastspec::Backend::kCuda) what = cudaGetErrorString(static_cast<cudaError_t>(status));
 #endif
@@ -155,8 +156,9 @@ void bind_ops(py::module_& m) {
       "linear index skip_block never runs; no arguments: no mutation");
   m.def("cuda_emulator_barrier_sites", &cuda_emu::barrier_sites,
         "every barrier site (file:line) the emulated CUDA kernels have reached so far");
-  m.def("backends", [](const std::string& op) { return std::string(fastspec::backends_of(op.c_str())); },
-        "the backends this build has a kernel of `op` for, e.g. 'cpu, cuda'");
+  m.def(
+      "backends", [](const std::string& op) { return std::string(fastspec::backends_of(op.c_str())); },
+      "the backends this build has a kernel of `op` for, e.g. 'cpu, cuda'");
 }
 
 }  // namespace fastspec_bindings

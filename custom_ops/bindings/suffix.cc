@@ -162,8 +162,8 @@ Taken quick_rule(const SuffixCache& c, py::handle max_spec_tokens, py::handle fa
     }
   }
   if (r.max_spec_factor < 0) {
-    refusal = py::dict(py::arg("rule") = "not_negative", py::arg("argument") = "max_spec_factor",
-                       py::arg("actual") = factor);
+    refusal =
+        py::dict(py::arg("rule") = "not_negative", py::arg("argument") = "max_spec_factor", py::arg("actual") = factor);
     return Taken::kRefused;
   }
   return Taken::kYes;
@@ -222,10 +222,10 @@ void bind_suffix(py::module_& m) {
               !rows) {
             throw std::invalid_argument("draft_choice_observe: arrays disagree on the number of slots");
           }
-          fastspec::suffix::draft_choice_observe(
-              averages.mutable_data(), data_of(mask), DraftRows{data_of(first), data_of(first_lens), first.shape(1)},
-              DraftRows{data_of(second), data_of(second_lens), second.shape(1)},
-              DraftRows{data_of(kept), data_of(kept_num), kept.shape(1)}, n, rate);
+          fastspec::suffix::draft_choice_observe(averages.mutable_data(), data_of(mask),
+                                                 DraftRows{data_of(first), data_of(first_lens), first.shape(1)},
+                                                 DraftRows{data_of(second), data_of(second_lens), second.shape(1)},
+                                                 DraftRows{data_of(kept), data_of(kept_num), kept.shape(1)}, n, rate);
         });
   py::class_<SuffixCache>(m, "SuffixCacheCore")
       .def(py::init([](int32_t max_depth, int64_t max_cached_requests, int64_t max_token, int32_t max_ngram_size,
@@ -254,33 +254,33 @@ void bind_suffix(py::module_& m) {
            py::arg("factor"), py::arg("offset"), py::arg("min_prob"), py::arg("tree_width") = 1,
            py::arg("max_spec_depth") = INT32_MAX)  // None: an argument left to Python; a dict: a refusal
       .def("draft", &quick_draft)  // None: an argument left to Python; a dict: a refusal
-      .def("speculate_batch",
-           [](const SuffixCache& c, const Array<int64_t>& keys, const Array<int32_t>& max_tokens, int32_t max_spec_tokens,
-              double factor, double offset, double min_prob, py::array_t<int64_t, py::array::c_style>& out_tokens,
-              py::array_t<int32_t, py::array::c_style>& out_lens, py::array_t<float, py::array::c_style>& out_scores,
-              int32_t tree_width, int32_t max_spec_depth, bool budget_caps_depth,
-              std::optional<py::array_t<int32_t, py::array::c_style>> out_parents,
-              std::optional<py::array_t<float, py::array::c_style>> out_probs) {
-             const int64_t n = keys.size();
-             const auto same_rows = [&](const auto& a) { return !a || a->size() == out_tokens.size(); };
-             if (max_tokens.size() != n || out_lens.size() != n || out_scores.size() != n || out_tokens.ndim() != 2 ||
-                 out_tokens.shape(0) != n || !same_rows(out_parents) || !same_rows(out_probs)) {
-               throw std::invalid_argument("SuffixCache.speculate_batch: arrays disagree on the number of requests");
-             }
-             SpecRule r = rule(max_spec_tokens, factor, offset, min_prob);
-             r.tree_width = tree_width;
-             r.max_spec_depth = max_spec_depth;
-             r.budget_caps_depth = budget_caps_depth;
-             c.speculate_batch(data_of(keys), data_of(max_tokens), n, r, out_tokens.mutable_data(), out_lens.mutable_data(),
-                               out_scores.mutable_data(), out_tokens.shape(1),
-                               out_parents ? out_parents->mutable_data() : nullptr,
-                               out_probs ? out_probs->mutable_data() : nullptr);
-           },
-           py::arg("keys"), py::arg("max_tokens"), py::arg("max_spec_tokens"), py::arg("factor"), py::arg("offset"),
-           py::arg("min_prob"), py::arg("out_tokens"), py::arg("out_lens"), py::arg("out_scores"),
-           py::arg("tree_width") = 1, py::arg("max_spec_depth") = INT32_MAX, py::arg("budget_caps_depth") = false,
-           py::arg("out_parents") = py::none(),
-           py::arg("out_probs") = py::none())
+      .def(
+          "speculate_batch",
+          [](const SuffixCache& c, const Array<int64_t>& keys, const Array<int32_t>& max_tokens,
+             int32_t max_spec_tokens, double factor, double offset, double min_prob,
+             py::array_t<int64_t, py::array::c_style>& out_tokens, py::array_t<int32_t, py::array::c_style>& out_lens,
+             py::array_t<float, py::array::c_style>& out_scores, int32_t tree_width, int32_t max_spec_depth,
+             bool budget_caps_depth, std::optional<py::array_t<int32_t, py::array::c_style>> out_parents,
+             std::optional<py::array_t<float, py::array::c_style>> out_probs) {
+            const int64_t n = keys.size();
+            const auto same_rows = [&](const auto& a) { return !a || a->size() == out_tokens.size(); };
+            if (max_tokens.size() != n || out_lens.size() != n || out_scores.size() != n || out_tokens.ndim() != 2 ||
+                out_tokens.shape(0) != n || !same_rows(out_parents) || !same_rows(out_probs)) {
+              throw std::invalid_argument("SuffixCache.speculate_batch: arrays disagree on the number of requests");
+            }
+            SpecRule r = rule(max_spec_tokens, factor, offset, min_prob);
+            r.tree_width = tree_width;
+            r.max_spec_depth = max_spec_depth;
+            r.budget_caps_depth = budget_caps_depth;
+            c.speculate_batch(data_of(keys), data_of(max_tokens), n, r, out_tokens.mutable_data(),
+                              out_lens.mutable_data(), out_scores.mutable_data(), out_tokens.shape(1),
+                              out_parents ? out_parents->mutable_data() : nullptr,
+                              out_probs ? out_probs->mutable_data() : nullptr);
+          },
+          py::arg("keys"), py::arg("max_tokens"), py::arg("max_spec_tokens"), py::arg("factor"), py::arg("offset"),
+          py::arg("min_prob"), py::arg("out_tokens"), py::arg("out_lens"), py::arg("out_scores"),
+          py::arg("tree_width") = 1, py::arg("max_spec_depth") = INT32_MAX, py::arg("budget_caps_depth") = false,
+          py::arg("out_parents") = py::none(), py::arg("out_probs") = py::none())
       .def("extend_batch",
            [](SuffixCache& c, const Array<int64_t>& keys, const Array<int64_t>& tokens, const Array<int32_t>& counts) {
              const int64_t n = keys.size();

@@ -34,11 +34,11 @@ py::object draft_tree_fault(const Int32s& parents, const Int32s& seq_lens_this_t
     const fastspec::TreeFault fault = fastspec::tree_fault(p + b * cols, lens[b], cols, max_depth, &node, &depth);
     if (fault == fastspec::kTreeOk) continue;
     const int64_t parent = fault == fastspec::kTreeTooManyNodes ? 0 : p[b * cols + node];
-    return py::dict(py::arg("slot") = b,
-                    py::arg("fault") = py::dict(py::arg("kind") = kFaultKinds[fault], py::arg("node") = node,
-                                                py::arg("parent") = parent, py::arg("depth") = depth,
-                                                py::arg("nodes") = lens[b], py::arg("cols") = cols,
-                                                py::arg("max_depth") = max_depth));
+    return py::dict(
+        py::arg("slot") = b,
+        py::arg("fault") = py::dict(py::arg("kind") = kFaultKinds[fault], py::arg("node") = node,
+                                    py::arg("parent") = parent, py::arg("depth") = depth, py::arg("nodes") = lens[b],
+                                    py::arg("cols") = cols, py::arg("max_depth") = max_depth));
   }
   return py::none();
 }

@@ -48,9 +48,12 @@ SimdLevel simd_level() {
 
 const char* simd_level_name(SimdLevel level) {
   switch (level) {
-    case kSimdAvx512: return "avx512";
-    case kSimdAvx2: return "avx2";
-    default: return "scalar";
+    case kSimdAvx512:
+      return "avx512";
+    case kSimdAvx2:
+      return "avx2";
+    default:
+      return "scalar";
   }
 }
 

@@ -53,10 +53,13 @@ FS_TARGET_AVX2 int64_t find_token_avx2(const int64_t* region, int64_t from, int6
 FindTokenFn resolve() {
   switch (simd_level()) {
 #if FASTSPEC_X86
-    case kSimdAvx512: return find_token_avx512;
-    case kSimdAvx2: return find_token_avx2;
+    case kSimdAvx512:
+      return find_token_avx512;
+    case kSimdAvx2:
+      return find_token_avx2;
 #endif
-    default: return find_token_scalar;
+    default:
+      return find_token_scalar;
   }
 }
 

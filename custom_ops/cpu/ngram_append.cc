@@ -46,7 +46,8 @@ void search_slot(const NgramMatchParams& a, int64_t b) {
   const NgramAppendSlot slot = ngram_append_slot(a, b);
   int64_t anchor = -1, count = 0, from = 0;
   if (slot.room > 0 && a.ngram_anchor) {
-    anchor = ngram_append_anchored(RowRef{slot.prompt}, RowRef{slot.model}, slot, a.draft_cols, anchor_in, &count, &from);
+    anchor =
+        ngram_append_anchored(RowRef{slot.prompt}, RowRef{slot.model}, slot, a.draft_cols, anchor_in, &count, &from);
   }
   uint64_t best = kNoMatch;
   if (slot.searchable && anchor < 0) {

@@ -13,8 +13,8 @@ namespace {
 
 // Best match ending in region[0 .. last_end], improving on `best` only with a
 // strictly longer one (the scan goes left to right, so ties keep the leftmost).
-inline uint64_t scan_region(const int64_t* region, int64_t last_end, const NgramSlot& slot,
-                            int is_generated, uint64_t best) {
+inline uint64_t scan_region(const int64_t* region, int64_t last_end, const NgramSlot& slot, int is_generated,
+                            uint64_t best) {
   const FindTokenFn find_token = find_token_fn();
   const int64_t* newest = slot.generated + slot.s - 1;
   int32_t best_len = best == kNoMatch ? slot.min_len - 1 : ngram_key_length(best);
@@ -74,8 +74,9 @@ void ngram_run_cpu(const NgramMatchParams& a, void (*search_slot)(const NgramMat
   int64_t tokens = 0;
   for (int64_t b = 0; b < a.batch; ++b) {
     // each term clamped to [0, L] first, so the sum cannot overflow whatever the per-slot values
-    tokens += min64(min64(max64(a.prompt_lens[b], 0), a.max_model_len) + min64(max64(a.step_idx[b], 0), a.max_model_len),
-                    a.max_model_len);
+    tokens +=
+        min64(min64(max64(a.prompt_lens[b], 0), a.max_model_len) + min64(max64(a.step_idx[b], 0), a.max_model_len),
+              a.max_model_len);
   }
   const auto search = [&a, search_slot](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) search_slot(a, b);

@@ -150,8 +150,8 @@ struct RowSelect {
     n = -1;
     if (fast) {
       bool proven = true;
-      const uint32_t tau = by_mass ? bound_for_mass(s.chunk_max, chunks, target, &proven)
-                                   : bound_for_count(s.chunk_max, chunks, target);
+      const uint32_t tau =
+          by_mass ? bound_for_mass(s.chunk_max, chunks, target, &proven) : bound_for_count(s.chunk_max, chunks, target);
       // A flat row (largest entry < 4x the mean) whose S is not proven above
       // tau: S is most of the row, skip the gather that would fail.
       const bool near_flat = by_mass && !proven &&
@@ -213,9 +213,9 @@ void sample_tokens_rows(const SampleTokensParams& a) {
       const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
       RowSelect<Tag> select(row, a.top_k[b], s);
       if (whole_row(a.top_k[b], a.top_p[b], row.vocab, select.totals)) {
-        const uint64_t point = draw_point(
-            rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.rand_stream),
-            select.totals.mass);
+        const uint64_t point =
+            draw_point(rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.rand_stream),
+                       select.totals.mass);
         token = draw_whole_row(row, point);
       } else if (select.totals.n_valid > 0) {
         const SelectResult r = row_sample_set(select, a.top_k[b], a.top_p[b]);

@@ -32,7 +32,8 @@ FS_TARGET_AVX512 inline __m512i f32_bits16(F16Tag, const uint16_t* p) {  // f16_
   const __m512i mant13 = _mm512_slli_epi32(mant, 13);
   const __m512i normal = _mm512_or_si512(_mm512_slli_epi32(_mm512_add_epi32(exp, _mm512_set1_epi32(112)), 23), mant13);
   const __m512i infnan = _mm512_or_si512(_mm512_set1_epi32(0x7f800000), mant13);
-  const __m512i sub = _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(mant), _mm512_set1_ps(5.9604644775390625e-08f)));
+  const __m512i sub =
+      _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(mant), _mm512_set1_ps(5.9604644775390625e-08f)));
   __m512i r = _mm512_mask_mov_epi32(normal, _mm512_cmpeq_epi32_mask(exp, _mm512_setzero_si512()), sub);
   r = _mm512_mask_mov_epi32(r, _mm512_cmpeq_epi32_mask(exp, _mm512_set1_epi32(0x1f)), infnan);
   return _mm512_or_si512(r, sign);
@@ -41,8 +42,8 @@ FS_TARGET_AVX512 inline __m512i f32_bits16(F16Tag, const uint16_t* p) {  // f16_
 template <typename Tag>
 FS_TARGET_AVX512 inline __m512i keys16(const typename Tag::T* p) {
   const __m512i bits = f32_bits16(Tag{}, p);
-  const __mmask16 valid = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(bits, _mm512_set1_epi32(1)),
-                                                  _mm512_set1_epi32(0x7f7fffff));
+  const __mmask16 valid =
+      _mm512_cmplt_epu32_mask(_mm512_sub_epi32(bits, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7f7fffff));
   return _mm512_maskz_mov_epi32(valid, bits);
 }
 
@@ -125,7 +126,7 @@ FS_TARGET_AVX512 inline __m512i small_masses16(__m512i key) {  // mass_of_bits f
 // in scalar (the part that costs).
 template <typename Tag, bool kSmall>
 FS_TARGET_AVX512 inline void flat_group(const Row<Tag>& row, int64_t i, __m512i vlo, __m128i vshift, __m512i vlimit,
-                                         int64_t* hist) {
+                                        int64_t* hist) {
   alignas(64) uint32_t dig[64 + 16];
   alignas(64) uint32_t val[64 + 16];  // masses (kSmall) or keys
   int m = 0;
@@ -191,7 +192,7 @@ FS_TARGET_AVX512 int flat_cut_bucket_avx512(const Row<Tag>& row, uint32_t lo, in
 
 template <typename Tag>
 FS_TARGET_AVX512 int64_t flat_bucket_pass(Avx512, const Row<Tag>& row, uint32_t blo, uint32_t btop, uint32_t max_key,
-                                                 Scratch& s) {
+                                          Scratch& s) {
   flat_prepare(row.vocab, s);
   uint64_t* out = s.gathered.data();
   int64_t n = 0;

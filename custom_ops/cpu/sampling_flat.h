@@ -55,8 +55,8 @@ struct FlatBucket {
 // S's cut and mass for a by-mass row (top-p threshold 1 <= thr <= total over
 // every valid entry, keys in [lo, max_key]).
 template <typename Tag>
-SelectResult flat_select(const Row<Tag>& row, uint32_t lo, uint32_t max_key, int64_t total, int64_t thr,
-                         Scratch& s, FlatBucket* bucket) {
+SelectResult flat_select(const Row<Tag>& row, uint32_t lo, uint32_t max_key, int64_t total, int64_t thr, Scratch& s,
+                         FlatBucket* bucket) {
   int shift = 0;
   while (((max_key - lo) >> shift) >= static_cast<uint32_t>(kRadixBuckets)) ++shift;
   int64_t* hist = s.mass[0];

@@ -43,8 +43,7 @@ struct RowTotals {
 
 // floor(min(p, 1) * 2^40) for a key (0 for key 0): exact in double.
 inline int64_t mass_fast(uint32_t key) {
-  return static_cast<int64_t>(static_cast<double>(f32_from_bits(std::min(key, 0x3f800000u))) *
-                              1099511627776.0);
+  return static_cast<int64_t>(static_cast<double>(f32_from_bits(std::min(key, 0x3f800000u))) * 1099511627776.0);
 }
 
 constexpr int64_t kDrawBlock = 512;  // near-flat rows: ids per block of the draw (a multiple of 16)

@@ -111,8 +111,8 @@ int walk_buckets(Scratch& s, int buckets, bool by_mass, int64_t target, int64_t*
 // keys holds every element of the set down to the cut. keys is not modified.
 // `start`, when given, holds the first levels already done elsewhere (same
 // set, same target), so the select continues from there.
-SelectResult radix_select(const uint64_t* keys, int64_t n, int id_bits, uint64_t lower, int64_t target,
-                          bool by_mass, Scratch& s, const RadixStart* start = nullptr) {
+SelectResult radix_select(const uint64_t* keys, int64_t n, int id_bits, uint64_t lower, int64_t target, bool by_mass,
+                          Scratch& s, const RadixStart* start = nullptr) {
   const int width = combined_width(id_bits);
   RadixStart st = start != nullptr ? *start : RadixStart{0, 0, 0, 0};
   const uint64_t* src = keys;

@@ -10,8 +10,7 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ void scan(const NgramAppendSlot& slot, int generated, int64_t last_end,
-                     unsigned long long* best) {
+__device__ void scan(const NgramAppendSlot& slot, int generated, int64_t last_end, unsigned long long* best) {
   unsigned long long mine = kNoMatch;
   for (int64_t e = threadIdx.x; e <= last_end; e += kThreads) {
     const uint64_t key = ngram_append_key(slot, generated, e);

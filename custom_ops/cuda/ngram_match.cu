@@ -16,8 +16,8 @@ constexpr int kBudgetThreads = 1024;
 // Scans region[0 .. last_end] tile by tile, folding matches into *best.
 // Returns once a full-length match is seen: the tile it lies in holds the
 // leftmost one, so later tiles cannot improve on it.
-__device__ void scan_region(const int64_t* region, int64_t last_end, const NgramSlot& slot,
-                            int is_generated, unsigned long long* best) {
+__device__ void scan_region(const int64_t* region, int64_t last_end, const NgramSlot& slot, int is_generated,
+                            unsigned long long* best) {
   const int64_t* newest = slot.generated + slot.s - 1;
   const int64_t last = *newest;
   for (int64_t base = 0; base <= last_end; base += kThreads * kItems) {

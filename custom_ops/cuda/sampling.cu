@@ -45,15 +45,13 @@ struct Shared {
 };
 
 template <typename Tag>
-__device__ __forceinline__ uint64_t combined_at(const typename Tag::T* row, int64_t i, int64_t vocab,
-                                                int id_bits) {
+__device__ __forceinline__ uint64_t combined_at(const typename Tag::T* row, int64_t i, int64_t vocab, int id_bits) {
   return combined_key(key_of(Tag{}, row, i), i, vocab, id_bits);
 }
 
 // Row totals: number of valid entries and their mass (to every thread).
 template <typename Tag>
-__device__ void row_totals(const typename Tag::T* row, int64_t vocab, Shared& s, int64_t* n_valid,
-                           int64_t* mass) {
+__device__ void row_totals(const typename Tag::T* row, int64_t vocab, Shared& s, int64_t* n_valid, int64_t* mass) {
   long long n = 0, m = 0;
   for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
     const uint32_t k = key_of(Tag{}, row, i);
@@ -75,8 +73,8 @@ __device__ void row_totals(const typename Tag::T* row, int64_t vocab, Shared& s,
 // or mass when by_mass) in probability order first reaches target
 // (1 <= target <= the set's weight). Same contract as the CPU radix_select.
 template <typename Tag>
-__device__ SelectResult radix_select(const typename Tag::T* row, int64_t vocab, int id_bits,
-                                     uint64_t lower, int64_t target, bool by_mass, Shared& s) {
+__device__ SelectResult radix_select(const typename Tag::T* row, int64_t vocab, int id_bits, uint64_t lower,
+                                     int64_t target, bool by_mass, Shared& s) {
   constexpr int kPer = kRadixBuckets / kThreads;  // buckets per thread in the scan
   const int width = combined_width(id_bits);
   uint64_t prefix = 0;
@@ -281,8 +279,7 @@ __global__ void __launch_bounds__(kThreads) sample_tokens_kernel(SampleTokensPar
         token = cut_id(r.cut, a.vocab, id_bits);
       } else {
         const long long point = static_cast<long long>(draw_point(
-            rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.rand_stream),
-            r.mass_upto));
+            rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.rand_stream), r.mass_upto));
         // first id (ascending) whose cumulative mass within S exceeds point
         if (threadIdx.x == 0) s.token = -1;
         __syncthreads();

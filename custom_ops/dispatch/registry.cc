@@ -22,10 +22,14 @@ std::map<std::string, Entry>& table() {
 
 const char* backend_name(Backend backend) {
   switch (backend) {
-    case Backend::kCpu: return "cpu";
-    case Backend::kCuda: return "cuda";
-    case Backend::kXpu: return "xpu";
-    case Backend::kCudaEmulator: return "cuda_emulator";
+    case Backend::kCpu:
+      return "cpu";
+    case Backend::kCuda:
+      return "cuda";
+    case Backend::kXpu:
+      return "xpu";
+    case Backend::kCudaEmulator:
+      return "cuda_emulator";
   }
   return "?";
 }

@@ -125,22 +125,33 @@ inline std::string dtype_name(paddle::DataType dtype) { return phi::DataTypeToSt
 // A place as the Python checks name it: cpu, cuda:0, xpu:1.
 inline std::string device_name(const paddle::Place& place) {
   switch (place.GetType()) {
-    case phi::AllocationType::CPU: return "cpu";
-    case phi::AllocationType::GPU: return "cuda:" + std::to_string(place.GetDeviceId());
-    case phi::AllocationType::XPU: return "xpu:" + std::to_string(place.GetDeviceId());
-    default: return place.DebugString();
+    case phi::AllocationType::CPU:
+      return "cpu";
+    case phi::AllocationType::GPU:
+      return "cuda:" + std::to_string(place.GetDeviceId());
+    case phi::AllocationType::XPU:
+      return "xpu:" + std::to_string(place.GetDeviceId());
+    default:
+      return place.DebugString();
   }
 }
 
 inline int dtype_code(paddle::DataType dtype) {
   switch (dtype) {
-    case paddle::DataType::BOOL: return fastspec::kBool;
-    case paddle::DataType::INT32: return fastspec::kInt32;
-    case paddle::DataType::INT64: return fastspec::kInt64;
-    case paddle::DataType::FLOAT32: return fastspec::kFloat32;
-    case paddle::DataType::FLOAT16: return fastspec::kFloat16;
-    case paddle::DataType::BFLOAT16: return fastspec::kBFloat16;
-    default: return -1;
+    case paddle::DataType::BOOL:
+      return fastspec::kBool;
+    case paddle::DataType::INT32:
+      return fastspec::kInt32;
+    case paddle::DataType::INT64:
+      return fastspec::kInt64;
+    case paddle::DataType::FLOAT32:
+      return fastspec::kFloat32;
+    case paddle::DataType::FLOAT16:
+      return fastspec::kFloat16;
+    case paddle::DataType::BFLOAT16:
+      return fastspec::kBFloat16;
+    default:
+      return -1;
   }
 }
 
@@ -172,9 +183,13 @@ inline int64_t choice_index(const char* op, const char* attr, const std::string&
 class Call {
  public:
   explicit Call(const OpSpec& spec)
-      : spec_(spec), refs_(spec.num_tensors), tensors_(spec.num_tensors),
-        attrs_(spec.num_attrs > 0 ? spec.num_attrs : 1), dims_(spec.num_symbols, -1),
-        bound_(spec.num_symbols, false), source_(spec.num_symbols, 0) {}
+      : spec_(spec),
+        refs_(spec.num_tensors),
+        tensors_(spec.num_tensors),
+        attrs_(spec.num_attrs > 0 ? spec.num_attrs : 1),
+        dims_(spec.num_symbols, -1),
+        bound_(spec.num_symbols, false),
+        source_(spec.num_symbols, 0) {}
 
   void input(int index, const paddle::Tensor& t) { set(index, t); }
   void input(int index, const paddle::optional<paddle::Tensor>& t) {
@@ -215,7 +230,9 @@ class Call {
         if (refs_[first_multi].dtype != ref.dtype) {
           const char* first = spec_.tensors[first_multi].name;
           fail(std::string("argument '") + ts.name + "' must have the dtype of '" + first + "'",
-               Record("same_dtype", ts.name).text("actual", dtype_name(t.dtype())).text("other", first)
+               Record("same_dtype", ts.name)
+                   .text("actual", dtype_name(t.dtype()))
+                   .text("other", first)
                    .text("expected", dtype_name(tensors_[first_multi].dtype())));
         }
       }
@@ -227,8 +244,10 @@ class Call {
       if (!refs_[i].present || tensors_[i].place() == place) continue;
       const std::string device = device_name(tensors_[i].place());
       fail(std::string("argument '") + spec_.tensors[i].name + "' is on " + device + ", not on " + device_name(place),
-           Record("device", spec_.tensors[i].name).text("actual", device)
-               .text("other", spec_.tensors[first].name).text("other_device", device_name(place)));
+           Record("device", spec_.tensors[i].name)
+               .text("actual", device)
+               .text("other", spec_.tensors[first].name)
+               .text("other_device", device_name(place)));
     }
     for (int i : absent_needed) expect_may_be_empty(spec_.tensors[i]);
     for (int s = 0; s < spec_.num_symbols; ++s) {
@@ -236,7 +255,9 @@ class Call {
       if (!bound_[s]) continue;  // no tensor gave it (attribute ranges: expect_range)
       if ((r.lo != kNoBound && dims_[s] < r.lo) || (r.hi != kNoBound && dims_[s] > r.hi)) {
         fail(std::string(spec_.symbols[s]) + " = " + std::to_string(dims_[s]) + " is out of range",
-             Record("symbol_range").number("actual", dims_[s]).text("symbol", spec_.symbols[s])
+             Record("symbol_range")
+                 .number("actual", dims_[s])
+                 .text("symbol", spec_.symbols[s])
                  .text("source", source_of(s)));
       }
     }
@@ -253,7 +274,10 @@ class Call {
       if (backend.rfind(limit.backend, 0) != 0 || !bound_[s] || dims_[s] <= limit.limit) continue;
       fail(std::string(spec_.symbols[s]) + " = " + std::to_string(dims_[s]) + " exceeds the " + limit.backend +
                " limit of " + std::to_string(limit.limit),
-           Record("limit").number("actual", dims_[s]).text("symbol", spec_.symbols[s]).text("source", source_of(s))
+           Record("limit")
+               .number("actual", dims_[s])
+               .text("symbol", spec_.symbols[s])
+               .text("source", source_of(s))
                .text("backend", limit.backend));
     }
   }
@@ -305,15 +329,16 @@ class Call {
     } else if (anchor.place().GetType() == phi::AllocationType::XPU) {
 #ifdef FASTSPEC_WITH_XPU
       // Paddle's stream and cluster count for this device (as FastDeploy's XPU ops take them).
-      const auto* context = static_cast<const phi::XPUContext*>(
-          paddle::experimental::DeviceContextPool::Instance().Get(anchor.place()));
+      const auto* context =
+          static_cast<const phi::XPUContext*>(paddle::experimental::DeviceContextPool::Instance().Get(anchor.place()));
       call.backend = fastspec::Backend::kXpu;
       call.stream = context->stream();
       call.xpu_grid.clusters = context->x_context()->ncluster();
       call.xpu_grid.cores = 64;
 #else
-      fail("this build has no XPU kernels for Paddle tensors (build with an XTDK: CLANG_PATH; the emulated "
-           "XPU runs in fastspec.arrays with backend='xpu_emulator')");
+      fail(
+          "this build has no XPU kernels for Paddle tensors (build with an XTDK: CLANG_PATH; the emulated "
+          "XPU runs in fastspec.arrays with backend='xpu_emulator')");
 #endif
     } else {
       fail("no kernel for place " + anchor.place().DebugString() + " (this build has " +
@@ -372,9 +397,13 @@ class Call {
         } else if (bound != value) {
           fail(std::string("argument '") + ts.name + "' has shape " + shape_text(shape) + ", which disagrees with " +
                    spec_.symbols[d.symbol] + " = " + std::to_string(bound),
-               Record("size", ts.name).number("actual", shape[a]).number("axis", a)
-                   .text("symbol", spec_.symbols[d.symbol]).number("offset", d.offset)
-                   .number("expected", bound + d.offset).text("source", source_of(d.symbol)));
+               Record("size", ts.name)
+                   .number("actual", shape[a])
+                   .number("axis", a)
+                   .text("symbol", spec_.symbols[d.symbol])
+                   .number("offset", d.offset)
+                   .number("expected", bound + d.offset)
+                   .text("source", source_of(d.symbol)));
         }
       }
       return;
@@ -392,12 +421,12 @@ class Call {
       const DimSpec& d = s.dims[a];
       if (d.symbol < 0 ? d.offset == 0 : (!bound_[d.symbol] || dims_[d.symbol] + d.offset == 0)) return;
       sizes += std::string(a ? ", " : "") + (d.symbol < 0 ? std::to_string(d.offset)
-                                                         : std::string(spec_.symbols[d.symbol]) + " = " +
-                                                               std::to_string(dims_[d.symbol] + d.offset));
+                                                          : std::string(spec_.symbols[d.symbol]) + " = " +
+                                                                std::to_string(dims_[d.symbol] + d.offset));
     }
-    fail(std::string("argument '") + ts.name + "' is missing or empty, but the call needs it with shape [" + sizes +
-             "]",
-         Record("missing", ts.name).text("sizes", sizes));
+    fail(
+        std::string("argument '") + ts.name + "' is missing or empty, but the call needs it with shape [" + sizes + "]",
+        Record("missing", ts.name).text("sizes", sizes));
   }
 
   [[noreturn]] void fail(const std::string& message, const Record& record) const {

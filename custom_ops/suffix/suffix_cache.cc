@@ -12,13 +12,16 @@ namespace {
 }  // namespace
 
 SuffixCache::SuffixCache(int32_t max_depth, int64_t max_cached_requests, int64_t max_token, const NgramRule& ngram)
-    : max_depth_(max_depth), max_cached_requests_(max_cached_requests), max_token_(max_token), ngram_(ngram),
+    : max_depth_(max_depth),
+      max_cached_requests_(max_cached_requests),
+      max_token_(max_token),
+      ngram_(ngram),
       global_(max_depth) {
   if (max_depth < 1 || max_depth > 4096) refuse("max_depth must be in [1, 4096]");
   if (max_cached_requests < -1) refuse("max_cached_requests must be >= -1");
   if (max_token < 0 || max_token > INT32_MAX) refuse("max_token must be in [0, 2**31 - 1]");
-  if (ngram.max_ngram_size < 0 || (ngram.max_ngram_size > 0 && (ngram.min_ngram_size < 1 ||
-                                                                 ngram.min_ngram_size > ngram.max_ngram_size))) {
+  if (ngram.max_ngram_size < 0 ||
+      (ngram.max_ngram_size > 0 && (ngram.min_ngram_size < 1 || ngram.min_ngram_size > ngram.max_ngram_size))) {
     refuse("the n-gram sizes must satisfy 1 <= min_ngram_size <= max_ngram_size (max_ngram_size 0: none)");
   }
 }
@@ -106,7 +109,8 @@ void SuffixCache::speculate(int64_t req, const int32_t* context, int64_t n, cons
   const std::vector<int32_t>& seq = *own.tokens(0);
   const int64_t m = std::min<int64_t>(n, max_depth_ - 1);  // the longest match the rule tries
   if (m > 0 && m <= static_cast<int64_t>(seq.size()) && std::equal(context + n - m, context + n, seq.end() - m)) {
-    const auto [trie, winner] = speculate_tail(req, own, context + n - m, m, rule);  // the usual call: the request's tail
+    const auto [trie, winner] =
+        speculate_tail(req, own, context + n - m, m, rule);  // the usual call: the request's tail
     trie->write(winner, rule, out);
     return;
   }

@@ -4,9 +4,9 @@
 // global SuffixTrie over the responses of cached requests (active ones
 // included), at most max_cached_requests of them (-1: no limit, 0: none), the
 // oldest evicted first. With an NgramRule, each active request also has an
-// NgramChoice, and draft() picks between the suffix and anchored n-gram drafts. Requests are int64 keys; the Python front end
-// (fastspec/suffix.py) maps any hashable id to one and checks every argument
-// first, so the checks here are a last guard (std::invalid_argument).
+// NgramChoice, and draft() picks between the suffix and anchored n-gram drafts. Requests are int64 keys; the Python
+// front end (fastspec/suffix.py) maps any hashable id to one and checks every argument first, so the checks here are a
+// last guard (std::invalid_argument).
 #pragma once
 
 #include <climits>

@@ -232,10 +232,11 @@ int32_t SuffixTrie::grow(int32_t node, int32_t depth, int32_t budget, const Spec
     if (from_depth >= max_depth_ || from_depth - depth >= deepest) return;
     kids.clear();
     for (int32_t c = nodes_[from].first_child; c >= 0; c = nodes_[c].next_sibling) kids.push_back(c);
-    const size_t take = std::min<size_t>({kids.size(), static_cast<size_t>(rule.tree_width),
-                                          static_cast<size_t>(budget - len)});
+    const size_t take =
+        std::min<size_t>({kids.size(), static_cast<size_t>(rule.tree_width), static_cast<size_t>(budget - len)});
     std::partial_sort(kids.begin(), kids.begin() + take, kids.end(), [&](int32_t a, int32_t b) {
-      return nodes_[a].count > nodes_[b].count || (nodes_[a].count == nodes_[b].count && nodes_[a].token < nodes_[b].token);
+      return nodes_[a].count > nodes_[b].count ||
+             (nodes_[a].count == nodes_[b].count && nodes_[a].token < nodes_[b].token);
     });
     for (size_t i = 0; i < take; ++i) {
       const double p = prob * static_cast<double>(nodes_[kids[i]].count) / static_cast<double>(nodes_[from].count);

@@ -44,25 +44,22 @@ FS_XPU_KERNEL_DECL void sample_tokens_kernel(const unsigned char* probs, int pro
 
 FS_XPU_KERNEL_DECL void top_k_top_p_probs_kernel(const unsigned char* probs, int probs_dtype, const float* top_p,
                                                  const int* top_k, const int* batch_id_per_token_output,
-                                                 float* target_probs, xpu_int64 rows, xpu_int64 vocab,
-                                                 xpu_int64 batch);
+                                                 float* target_probs, xpu_int64 rows, xpu_int64 vocab, xpu_int64 batch);
 
 FS_XPU_KERNEL_DECL void verify_draft_tokens_kernel(
     xpu_int64* accept_tokens, int* accept_num, const xpu_int64* draft_tokens, const xpu_int64* target_tokens,
-    const xpu_int64* candidate_ids, const float* candidate_scores, const int* candidate_lens,
-    const xpu_int64* seed, const xpu_int64* step_idx, const bool* stop_flags, const bool* is_block_step,
-    const int* seq_lens_encoder, const int* seq_lens_this_time, const int* cu_seqlens_q_output,
-    const int* reasoning_status, const xpu_int64* max_dec_len, const xpu_int64* end_tokens,
-    const unsigned char* target_probs, const unsigned char* draft_probs, int probs_dtype, xpu_int64 vocab,
-    xpu_int64 batch, xpu_int64 draft_cols, xpu_int64 rows, xpu_int64 candidate_cols, xpu_int64 num_end_tokens,
-    int strategy, bool accept_all, bool reject_all);
+    const xpu_int64* candidate_ids, const float* candidate_scores, const int* candidate_lens, const xpu_int64* seed,
+    const xpu_int64* step_idx, const bool* stop_flags, const bool* is_block_step, const int* seq_lens_encoder,
+    const int* seq_lens_this_time, const int* cu_seqlens_q_output, const int* reasoning_status,
+    const xpu_int64* max_dec_len, const xpu_int64* end_tokens, const unsigned char* target_probs,
+    const unsigned char* draft_probs, int probs_dtype, xpu_int64 vocab, xpu_int64 batch, xpu_int64 draft_cols,
+    xpu_int64 rows, xpu_int64 candidate_cols, xpu_int64 num_end_tokens, int strategy, bool accept_all, bool reject_all);
 
 FS_XPU_KERNEL_DECL void update_model_status_kernel(
     int* seq_lens_encoder, int* seq_lens_decoder, int* seq_lens_this_time, xpu_int64* step_idx, bool* stop_flags,
     xpu_int64* accept_tokens, int* accept_num, xpu_int64* draft_tokens, xpu_int64* token_ids_all,
-    const xpu_int64* prompt_lens, const bool* is_block_step, const xpu_int64* max_dec_len,
-    const xpu_int64* end_tokens, bool* has_running, xpu_int64 batch, xpu_int64 draft_cols, xpu_int64 max_model_len,
-    xpu_int64 num_end_tokens);
+    const xpu_int64* prompt_lens, const bool* is_block_step, const xpu_int64* max_dec_len, const xpu_int64* end_tokens,
+    bool* has_running, xpu_int64 batch, xpu_int64 draft_cols, xpu_int64 max_model_len, xpu_int64 num_end_tokens);
 
 FS_XPU_KERNEL_DECL void adaptive_plan_kernel(const float* acceptance, const float* found, const float* step_cost,
                                              const float* rates, const int* seq_lens_encoder, const bool* stop_flags,
@@ -96,8 +93,7 @@ FS_XPU_KERNEL_DECL void process_logits_kernel(
     const xpu_int64* min_tokens, const xpu_int64* end_tokens, const xpu_int64* stop_token_ids,
     const xpu_int64* logit_bias_ids, const float* logit_bias_values, const xpu_int64* bad_words,
     const int* draft_parents, xpu_int64 rows, xpu_int64 vocab, xpu_int64 batch, xpu_int64 max_model_len,
-    xpu_int64 draft_cols, xpu_int64 num_end_tokens, xpu_int64 stop_cols, xpu_int64 bias_cols,
-    xpu_int64 bad_words_cols);
+    xpu_int64 draft_cols, xpu_int64 num_end_tokens, xpu_int64 stop_cols, xpu_int64 bias_cols, xpu_int64 bad_words_cols);
 
 FS_XPU_KERNEL_DECL void apply_token_bitmask_kernel(unsigned char* logits, int logits_dtype, const int* token_bitmask,
                                                    const int* bitmask_index, xpu_int64 rows, xpu_int64 vocab,

@@ -49,9 +49,7 @@ struct ProbRow {
 
   __device__ int bytes() const { return prob_bytes(dtype); }
   // Elements [v0, v0 + n) into the LM tile (n <= kProbTile).
-  __device__ void load(int64_t v0, int n, unsigned char* tile) const {
-    GM2LM(data + v0 * bytes(), tile, n * bytes());
-  }
+  __device__ void load(int64_t v0, int n, unsigned char* tile) const { GM2LM(data + v0 * bytes(), tile, n * bytes()); }
   // The order key (sampling.h prob_key) of element j of a loaded tile.
   __device__ uint32_t key(const unsigned char* tile, int j) const {
     return prob_key(prob_bits_at(tile + j * bytes(), dtype));
@@ -70,7 +68,8 @@ static inline __device__ void row_totals(const ProbRow& row, _shared_ptr_ Select
   const int me = core_id(), cores = core_num();
   unsigned char tile[kProbTile * 4];
   long long n = 0, mass = 0;
-  for (int64_t v0 = static_cast<int64_t>(me) * kProbTile; v0 < row.vocab; v0 += static_cast<int64_t>(cores) * kProbTile) {
+  for (int64_t v0 = static_cast<int64_t>(me) * kProbTile; v0 < row.vocab;
+       v0 += static_cast<int64_t>(cores) * kProbTile) {
     const int count = static_cast<int>(min64(kProbTile, row.vocab - v0));
     row.load(v0, count, tile);
     for (int j = 0; j < count; ++j) {
@@ -122,7 +121,8 @@ static inline __device__ SelectResult radix_select(const ProbRow& row, uint64_t 
       count[d] = 0;
       mass[d] = 0;
     }
-    for (int64_t v0 = static_cast<int64_t>(me) * kProbTile; v0 < row.vocab; v0 += static_cast<int64_t>(cores) * kProbTile) {
+    for (int64_t v0 = static_cast<int64_t>(me) * kProbTile; v0 < row.vocab;
+         v0 += static_cast<int64_t>(cores) * kProbTile) {
       const int n = static_cast<int>(min64(kProbTile, row.vocab - v0));
       row.load(v0, n, tile);
       for (int j = 0; j < n; ++j) {

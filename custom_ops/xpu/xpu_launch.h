@@ -28,9 +28,13 @@ inline bool grid_ok(const XpuGrid& grid) {
 }
 
 template <typename T>
-xpu_int64* i64(T* p) { return reinterpret_cast<xpu_int64*>(p); }
+xpu_int64* i64(T* p) {
+  return reinterpret_cast<xpu_int64*>(p);
+}
 template <typename T>
-const xpu_int64* i64(const T* p) { return reinterpret_cast<const xpu_int64*>(p); }
+const xpu_int64* i64(const T* p) {
+  return reinterpret_cast<const xpu_int64*>(p);
+}
 
 }  // namespace xpu
 }  // namespace fastspec

@@ -47,13 +47,14 @@ from typing import Any
 
 import numpy as np
 
+from fastspec.arrays._memo import EXTRA_NAMES, Verdict, fast_path, remember
 from fastspec.core.dtypes import DTYPE_CODES
 from fastspec.core.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError
-from fastspec.core.refusals import Refusal, error as refusal_error
-from fastspec.core.wrappers import make_op, pack_result, result_type
+from fastspec.core.refusals import Refusal
+from fastspec.core.refusals import error as refusal_error
 from fastspec.core.schema import SCHEMAS, OpSchema, Tensor, VerifyStrategy
 from fastspec.core.validate import TensorMeta, validate
-from fastspec.arrays._memo import EXTRA_NAMES, Verdict, fast_path, remember
+from fastspec.core.wrappers import make_op, pack_result, result_type
 
 BACKENDS = {"cpu": 0, "cuda": 1, "xpu": 2, "cuda_emulator": 3}  # op_call.h Backend
 KERNELS_LIB_ENV = "FASTSPEC_KERNELS_LIB"  # unset: fastspec/_lib; "sanitize": SANITIZE_LIB_DIR
@@ -64,8 +65,10 @@ def _load_sanitized() -> Any:
     """The bindings built by ``setup_ops.py --bindings-only --sanitize`` (a source tree only)."""
     found = sorted(SANITIZE_LIB_DIR.glob("fastspec_kernels*.so"))
     if not found:
-        raise FastspecBuildError(f"{KERNELS_LIB_ENV}=sanitize, but {SANITIZE_LIB_DIR} has no fastspec_kernels library: "
-                                 "run `python setup_ops.py --bindings-only --sanitize`")
+        raise FastspecBuildError(
+            f"{KERNELS_LIB_ENV}=sanitize, but {SANITIZE_LIB_DIR} has no fastspec_kernels library: "
+            "run `python setup_ops.py --bindings-only --sanitize`"
+        )
     spec = importlib.util.spec_from_file_location("fastspec_kernels", found[0])
     library = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(library)
@@ -110,14 +113,27 @@ class _DLDataType(ctypes.Structure):
 
 
 class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
 
 
 _DL_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 13: "cuda_managed"}
-_DL_DTYPES = {(0, 32): "int32", (0, 64): "int64", (1, 16): "uint16", (2, 16): "float16", (2, 32): "float32",
-              (4, 16): "bfloat16", (6, 8): "bool"}
+_DL_DTYPES = {
+    (0, 32): "int32",
+    (0, 64): "int64",
+    (1, 16): "uint16",
+    (2, 16): "float16",
+    (2, 32): "float32",
+    (4, 16): "bfloat16",
+    (6, 8): "bool",
+}
 
 
 def _from_dlpack(array: Any) -> Array:
@@ -161,8 +177,12 @@ def read_array(op: OpSchema, tensor: Tensor, array: Any) -> Array:
     elif hasattr(array, "__dlpack__") and hasattr(array, "__dlpack_device__"):
         found = _from_dlpack(array)
     else:
-        raise refusal_error(op, Refusal("not_tensor", tensor.name, type(array).__name__,
-                                        {"expected": "an array (numpy, torch, cupy or DLPack)"}))
+        raise refusal_error(
+            op,
+            Refusal(
+                "not_tensor", tensor.name, type(array).__name__, {"expected": "an array (numpy, torch, cupy or DLPack)"}
+            ),
+        )
     if found.meta.dtype == "uint16" and "bfloat16" in tensor.dtypes:  # numpy's stand-in for bfloat16
         found = dataclasses.replace(found, meta=dataclasses.replace(found.meta, dtype="bfloat16"))
     return found
@@ -180,8 +200,9 @@ def _allocate(like: Array, array: Any, dtype: str, shape: tuple[int, ...]) -> An
         with cupy.cuda.Device(array.device.id):
             return cupy.empty(shape, dtype=dtype)
     if like.framework != "numpy" and like.meta.device != "cpu":  # numpy: host memory (the emulated XPU's too)
-        raise FastspecArgumentError(f"cannot allocate an output beside a {like.framework} array on "
-                                    f"{like.meta.device}: pass the output")
+        raise FastspecArgumentError(
+            f"cannot allocate an output beside a {like.framework} array on {like.meta.device}: pass the output"
+        )
     return np.empty(shape, dtype=dtype)
 
 
@@ -213,15 +234,18 @@ def _on_emulated_device(op: OpSchema, backend: str, name: str, array: Array) -> 
     (host memory is its global memory), so that device's limits apply. numpy arrays and CPU torch
     tensors qualify: both are host memory the checks can bound."""
     if not (array.framework == "numpy" or (array.framework == "torch" and array.meta.device == "cpu")):
-        raise FastspecArgumentError(f"{op.name}: backend='{backend}' runs on numpy arrays (or CPU torch tensors); "
-                                    f"argument '{name}' is a {array.framework} array on {array.meta.device}")
+        raise FastspecArgumentError(
+            f"{op.name}: backend='{backend}' runs on numpy arrays (or CPU torch tensors); "
+            f"argument '{name}' is a {array.framework} array on {array.meta.device}"
+        )
     return dataclasses.replace(array, meta=dataclasses.replace(array.meta, device=EMULATED_DEVICES[backend]))
 
 
 def _cuda_block_order(op: OpSchema, order: Any) -> int:
     if order not in CUDA_BLOCK_ORDERS:
-        raise FastspecArgumentError(f"{op.name}: cuda_block_order must be one of {', '.join(CUDA_BLOCK_ORDERS)}, "
-                                    f"got {order!r}")
+        raise FastspecArgumentError(
+            f"{op.name}: cuda_block_order must be one of {', '.join(CUDA_BLOCK_ORDERS)}, got {order!r}"
+        )
     return CUDA_BLOCK_ORDERS.index(order)
 
 
@@ -235,14 +259,17 @@ def _xpu_grid(op: OpSchema, grid: Any) -> tuple[int, int]:
     return clusters, cores
 
 
-def _prepare(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any],
-             extras: dict[str, Any]) -> tuple[Any, Any, Verdict]:
+def _prepare(
+    op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extras: dict[str, Any]
+) -> tuple[Any, Any, Verdict]:
     """Checks a call against the schema and allocates missing outputs; returns (launch, result, verdict)."""
     arrays = {t.name: None if tensors[t.name] is None else read_array(op, t, tensors[t.name]) for t in op.tensors}
     backend = extras.get("backend")
     if backend not in (None, *EMULATED_DEVICES):
-        raise FastspecArgumentError(f"{op.name}: backend must be None (the arrays' device), '{XPU_EMULATOR}' or "
-                                    f"'{CUDA_EMULATOR}', got {backend!r}")
+        raise FastspecArgumentError(
+            f"{op.name}: backend must be None (the arrays' device), '{XPU_EMULATOR}' or "
+            f"'{CUDA_EMULATOR}', got {backend!r}"
+        )
     if backend:
         arrays = {name: a and _on_emulated_device(op, backend, name, a) for name, a in arrays.items()}
     checked = validate(op, {name: a and a.meta for name, a in arrays.items()}, attrs)
@@ -250,8 +277,10 @@ def _prepare(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any],
     anchor = arrays[anchor_name]
     frameworks = {arrays[name].framework for name in checked.used}
     if len(frameworks) > 1:
-        raise FastspecArgumentError(f"{op.name}: arrays of {' and '.join(sorted(frameworks))} are mixed; pass "
-                                    "every array of a call from one framework")
+        raise FastspecArgumentError(
+            f"{op.name}: arrays of {' and '.join(sorted(frameworks))} are mixed; pass "
+            "every array of a call from one framework"
+        )
     values = dict(tensors)
     for out in op.outputs:
         if values[out.name] is None:
@@ -273,13 +302,27 @@ def _prepare(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any],
         stream = _current_stream(anchor, tensors[anchor_name])
     grid = _xpu_grid(op, extras.get("xpu_grid") or DEFAULT_XPU_GRID)
     block_order = _cuda_block_order(op, extras.get("cuda_block_order") or "forward")
-    args = (op.name, backend_index,
-            [r.address if r else 0 for r in refs], [DTYPE_CODES.get(r.meta.dtype, -1) if r else -1 for r in refs],
-            [list(r.meta.shape) if r else [] for r in refs], [r is not None for r in refs], attr_values,
-            int(stream or 0), int(extras.get("num_threads") or 0), grid, bool(extras.get("xpu_reverse_clusters")),
-            block_order, int(extras.get("cuda_shuffle_seed") or 0))
-    verdict = Verdict(tuple(r is not None for r in refs), args[3], attr_values,
-                      tuple(_output_shape(out, checked.dims) for out in op.outputs))
+    args = (
+        op.name,
+        backend_index,
+        [r.address if r else 0 for r in refs],
+        [DTYPE_CODES.get(r.meta.dtype, -1) if r else -1 for r in refs],
+        [list(r.meta.shape) if r else [] for r in refs],
+        [r is not None for r in refs],
+        attr_values,
+        int(stream or 0),
+        int(extras.get("num_threads") or 0),
+        grid,
+        bool(extras.get("xpu_reverse_clusters")),
+        block_order,
+        int(extras.get("cuda_shuffle_seed") or 0),
+    )
+    verdict = Verdict(
+        tuple(r is not None for r in refs),
+        args[3],
+        attr_values,
+        tuple(_output_shape(out, checked.dims) for out in op.outputs),
+    )
     launch = functools.partial(module().run, *args)
     launch.arrays = values  # the outputs allocated here live as long as the launch that writes them
     return launch, pack_result(op, values), verdict
@@ -296,8 +339,12 @@ def check_trees(parents: Any, lens: Any, enc: Any, accept: Any) -> None:
 
 
 # per-slot values checked before every launch (not by prepare): (the check, the arrays it takes)
-VALUE_CHECKS = {"verify_draft_tree": (check_trees, ("draft_tree_parents", "seq_lens_this_time", "seq_lens_encoder",
-                                                   "accept_tokens"))}
+VALUE_CHECKS = {
+    "verify_draft_tree": (
+        check_trees,
+        ("draft_tree_parents", "seq_lens_this_time", "seq_lens_encoder", "accept_tokens"),
+    )
+}
 
 
 def _check_values(op: OpSchema, tensors: dict[str, Any]) -> None:
@@ -314,15 +361,20 @@ def run(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extras: di
     return result
 
 
-def run_remembered(op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extras: dict[str, Any],
-                   key: tuple | None) -> Any:
+def run_remembered(
+    op: OpSchema, tensors: dict[str, Any], attrs: dict[str, Any], extras: dict[str, Any], key: tuple | None
+) -> Any:
     """:func:`run`; the verdict of a call on plain numpy arrays on the CPU is kept under ``key``
     (see :mod:`fastspec.arrays._memo`), so the next call like it skips the checks."""
     launch, result, verdict = _prepare(op, tensors, attrs, extras)
     _check_values(op, tensors)  # the remembered call checks the values again, every time
     launch()
-    if key is not None and all(v is None or type(v) is np.ndarray for v in tensors.values()) \
-            and extras["backend"] is None and extras["stream"] is None:
+    if (
+        key is not None
+        and all(v is None or type(v) is np.ndarray for v in tensors.values())
+        and extras["backend"] is None
+        and extras["stream"] is None
+    ):
         remember(op, key, verdict)
     return result
 
@@ -349,25 +401,36 @@ _EXTRAS = (
     inspect.Parameter("cuda_shuffle_seed", inspect.Parameter.KEYWORD_ONLY, default=0),
 )
 assert tuple(p.name for p in _EXTRAS) == EXTRA_NAMES, "the fast path hands these keywords on by name"
-_EXTRA_DOC = ("    num_threads (CPU only): 1 keeps the work on the calling thread, 0 uses the kernels' pool.\n"
-              "    stream (CUDA only): the CUDA stream handle; default: the framework's current stream.\n"
-              "    backend: None runs on the arrays' device; 'xpu_emulator' runs numpy arrays on the XPU kernels,\n"
-              "        emulated on host threads, with xpu_grid=(clusters, cores) and, as a test mode,\n"
-              "        xpu_reverse_clusters=True; 'cuda_emulator' runs numpy arrays (or CPU torch tensors) on the CUDA\n"
-              "        kernels, emulated on host fibers, with the launches the CUDA launchers choose,\n"
-              "        blocks in cuda_block_order ('forward', 'reverse' or 'shuffle', seeded by cuda_shuffle_seed).")
+_EXTRA_DOC = (
+    "    num_threads (CPU only): 1 keeps the work on the calling thread, 0 uses the kernels' pool.\n"
+    "    stream (CUDA only): the CUDA stream handle; default: the framework's current stream.\n"
+    "    backend: None runs on the arrays' device; 'xpu_emulator' runs numpy arrays on the XPU kernels,\n"
+    "        emulated on host threads, with xpu_grid=(clusters, cores) and, as a test mode,\n"
+    "        xpu_reverse_clusters=True; 'cuda_emulator' runs numpy arrays (or CPU torch tensors) on the CUDA\n"
+    "        kernels, emulated on host fibers, with the launches the CUDA launchers choose,\n"
+    "        blocks in cuda_block_order ('forward', 'reverse' or 'shuffle', seeded by cuda_shuffle_seed)."
+)
 
 
 def _op(name: str) -> Any:
     op = SCHEMAS[name]
     head = fast_path(op, run_remembered, DEFAULT_XPU_GRID, VALUE_CHECKS.get(name))
-    return make_op(op, run, module=__name__, setup=_SETUP, outputs_are_args=True, extras=_EXTRAS,
-                   extra_doc=_EXTRA_DOC, fast_path=head)
+    return make_op(
+        op,
+        run,
+        module=__name__,
+        setup=_SETUP,
+        outputs_are_args=True,
+        extras=_EXTRAS,
+        extra_doc=_EXTRA_DOC,
+        fast_path=head,
+    )
 
 
 # one function per declared op
 _OPS = {name: _op(name) for name in SCHEMAS}
 globals().update(_OPS)
 
-__all__ = sorted(["FastspecArgumentError", "FastspecTypeError", "VerifyStrategy", "module", "prepare", "result_type",
-                  *_OPS])
+__all__ = sorted(
+    ["FastspecArgumentError", "FastspecTypeError", "VerifyStrategy", "module", "prepare", "result_type", *_OPS]
+)

@@ -39,8 +39,15 @@ _MEMOS: dict[str, dict[tuple, Verdict]] = {}
 
 
 # the launch keywords of fastspec.arrays' functions (its _EXTRAS), handed to the general path as they came
-EXTRA_NAMES = ("num_threads", "stream", "backend", "xpu_grid", "xpu_reverse_clusters", "cuda_block_order",
-               "cuda_shuffle_seed")
+EXTRA_NAMES = (
+    "num_threads",
+    "stream",
+    "backend",
+    "xpu_grid",
+    "xpu_reverse_clusters",
+    "cuda_block_order",
+    "cuda_shuffle_seed",
+)
 
 
 def remember(op: OpSchema, key: tuple, verdict: Verdict) -> None:
@@ -56,8 +63,12 @@ def _key_part(tensor: Tensor, required: bool) -> str:
     return part if required else f"(None if {name} is None else {part})"
 
 
-def fast_path(op: OpSchema, general: Callable[..., Any], default_xpu_grid: tuple[int, int],
-              value_check: tuple[Callable[..., None], tuple[str, ...]] | None = None) -> FastPath:
+def fast_path(
+    op: OpSchema,
+    general: Callable[..., Any],
+    default_xpu_grid: tuple[int, int],
+    value_check: tuple[Callable[..., None], tuple[str, ...]] | None = None,
+) -> FastPath:
     """The head of ``op``'s generated function: the key, then the remembered launch or ``general``
     (``fastspec.arrays.run_remembered(op, tensors, attrs, extras, key)``). ``value_check``: (a check
     of the values, the arrays it takes by name), run before every launch (values are no part of the key)."""
@@ -68,8 +79,14 @@ def fast_path(op: OpSchema, general: Callable[..., Any], default_xpu_grid: tuple
         names["_run_numpy"](*args)
 
     _MEMOS.setdefault(op.name, {})
-    names: dict[str, Any] = {"_memo": _MEMOS[op.name], "_general": general, "_run_numpy": load_then_run,
-                             "_empty": np.empty, "_new_tuple": tuple.__new__, "_xpu_grid": default_xpu_grid}
+    names: dict[str, Any] = {
+        "_memo": _MEMOS[op.name],
+        "_general": general,
+        "_run_numpy": load_then_run,
+        "_empty": np.empty,
+        "_new_tuple": tuple.__new__,
+        "_xpu_grid": default_xpu_grid,
+    }
     if len(op.returns) > 1:
         names["_Result"] = result_type(op.name)
     parts = [f"type({a}), {a}" for a in op.attr_names]  # True == 1, but not for the checks
@@ -77,17 +94,20 @@ def fast_path(op: OpSchema, general: Callable[..., Any], default_xpu_grid: tuple
     tensors = ", ".join(f"{t.name!r}: {t.name}" for t in op.tensors)
     attrs = ", ".join(f"{a!r}: {a}" for a in op.attr_names)
     extras = ", ".join(f"{name!r}: {name}" for name in EXTRA_NAMES)
-    lines = ["try:",
-             f"    _key = ({', '.join(parts)},)",
-             "    _verdict = _memo.get(_key) if (stream is None and backend is None and xpu_grid is _xpu_grid",
-             "                                   and xpu_reverse_clusters is False and type(num_threads) is int) else None",
-             "except Exception:  # not a plain numpy call: only the general path can take or explain it",
-             "    _key = _verdict = None",
-             "if _verdict is None:",
-             f"    return _general(_op, {{{tensors}}}, {{{attrs}}}, {{{extras}}}, _key)"]
+    lines = [
+        "try:",
+        f"    _key = ({', '.join(parts)},)",
+        "    _verdict = _memo.get(_key) if (stream is None and backend is None and xpu_grid is _xpu_grid",
+        "                                   and xpu_reverse_clusters is False and type(num_threads) is int) else None",
+        "except Exception:  # not a plain numpy call: only the general path can take or explain it",
+        "    _key = _verdict = None",
+        "if _verdict is None:",
+        f"    return _general(_op, {{{tensors}}}, {{{attrs}}}, {{{extras}}}, _key)",
+    ]
     for i, out in enumerate(op.outputs):
-        lines.append(f"{out.name} = _empty(_verdict.output_shapes[{i}], {out.dtypes[0]!r}) "
-                     f"if {out.name} is None else {out.name}")
+        lines.append(
+            f"{out.name} = _empty(_verdict.output_shapes[{i}], {out.dtypes[0]!r}) if {out.name} is None else {out.name}"
+        )
     if value_check is not None:
         names["_check_values"], checked = value_check
         lines.append(f"_check_values({', '.join(checked)})")

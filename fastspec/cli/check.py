@@ -66,15 +66,19 @@ class Report:
     def render(self) -> str:
         width = max(len(r) for r in self.rows) + 2
         sizes = [max(len(c), 9) + 2 for c in self.columns]
-        lines = ["fastspec check: every op on every backend here against the numpy reference", "",
-                 "".ljust(width) + "".join(c.ljust(s) for c, s in zip(self.columns, sizes))]
+        lines = [
+            "fastspec check: every op on every backend here against the numpy reference",
+            "",
+            "".ljust(width) + "".join(c.ljust(s) for c, s in zip(self.columns, sizes)),
+        ]
         for row in self.rows:
             lines.append(row.ljust(width) + "".join(self.cells[row, c].ljust(s) for c, s in zip(self.columns, sizes)))
         lines += [""] + [f"  {note}" for note in self.notes]
         failed = sum(cell == FAIL for cell in self.cells.values())
         passed = sum(cell == PASS for cell in self.cells.values())
-        lines.append(f"{passed} passed, {failed} failed ({self.seconds:.1f} s): "
-                     + ("all good" if self.ok else "FAILED"))
+        lines.append(
+            f"{passed} passed, {failed} failed ({self.seconds:.1f} s): " + ("all good" if self.ok else "FAILED")
+        )
         return "\n".join(lines)
 
 
@@ -119,8 +123,14 @@ def run_cell(case: Case, run: Callable[[Case], tuple[np.ndarray, ...]]) -> tuple
 # --- the front ends ------------------------------------------------------------------------
 
 
-def call(case: Case, op: Callable[..., Any], to: Callable[[np.ndarray], Any] = np.asarray,
-         back: Callable[[Any], np.ndarray] = np.asarray, inputs_only: bool = False, **extras: Any) -> tuple[np.ndarray, ...]:
+def call(
+    case: Case,
+    op: Callable[..., Any],
+    to: Callable[[np.ndarray], Any] = np.asarray,
+    back: Callable[[Any], np.ndarray] = np.asarray,
+    inputs_only: bool = False,
+    **extras: Any,
+) -> tuple[np.ndarray, ...]:
     """Calls a front end's ``op`` on copies of the case's arrays made by ``to``; returns what it
     changed (``result_names``) as numpy arrays (``back``)."""
     schema = SCHEMAS[case.op]
@@ -169,8 +179,13 @@ def paddle_runner(place: Any) -> Callable[[Case], tuple[np.ndarray, ...]]:
 
         import fastspec.ops
 
-        return call(case, getattr(fastspec.ops, case.op), lambda a: paddle.to_tensor(a, place=place),
-                    lambda t: t.numpy(), inputs_only=True)
+        return call(
+            case,
+            getattr(fastspec.ops, case.op),
+            lambda a: paddle.to_tensor(a, place=place),
+            lambda t: t.numpy(),
+            inputs_only=True,
+        )
 
     return run
 
@@ -191,15 +206,22 @@ def _cuda_column(build: dict[str, Any]) -> Column:
     if not build["cuda"]:
         return Column("cuda", absent="not built", why="cuda: the bindings were built without a CUDA toolkit")
     if not build["cuda_devices"]:
-        return Column("cuda", absent="no GPU", why=f"cuda: built (sm_{', sm_'.join(build['cuda_archs'].split(';'))}), "
-                                                  f"but no GPU is visible ({build['cuda_status']})")
+        return Column(
+            "cuda",
+            absent="no GPU",
+            why=f"cuda: built (sm_{', sm_'.join(build['cuda_archs'].split(';'))}), "
+            f"but no GPU is visible ({build['cuda_status']})",
+        )
     for framework in ("torch", "cupy"):
         try:
             return Column("cuda", cuda_runner(framework))
         except ImportError:
             continue
-    return Column("cuda", absent="skipped", why="cuda: a GPU is visible, but neither PyTorch nor CuPy is installed "
-                                                 "to hold the arrays")
+    return Column(
+        "cuda",
+        absent="skipped",
+        why="cuda: a GPU is visible, but neither PyTorch nor CuPy is installed to hold the arrays",
+    )
 
 
 def _paddle_columns() -> list[Column]:
@@ -226,8 +248,13 @@ def _simd_child(level: str, seed: int) -> subprocess.Popen:
     package_root = str(Path(fastspec.__file__).resolve().parent.parent)
     path = os.pathsep.join([package_root, *filter(None, [os.environ.get("PYTHONPATH")])])
     env = {**os.environ, "FASTSPEC_SIMD": level, "PYTHONPATH": path}
-    return subprocess.Popen([sys.executable, "-m", "fastspec.cli.check", level, str(seed)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "fastspec.cli.check", level, str(seed)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def check(seed: int = 0, only: Sequence[str] = FAMILIES) -> Report:
@@ -239,13 +266,22 @@ def check(seed: int = 0, only: Sequence[str] = FAMILIES) -> Report:
     columns: list[Column] = []
     children: dict[str, subprocess.Popen] = {}
     if build is None:
-        columns += [Column(name, absent="not built", why=f"bindings: {why_not}")
-                    for name in ("cpu", "xpu emu", "cuda emu", "cuda") if name.split()[0] in only]
+        columns += [
+            Column(name, absent="not built", why=f"bindings: {why_not}")
+            for name in ("cpu", "xpu emu", "cuda emu", "cuda")
+            if name.split()[0] in only
+        ]
     else:
         if "cpu" in only:
             picked = build["simd_picked"]
-            columns.append(Column(f"cpu {picked}", kernels_runner(), why=f"cpu {picked}: the level picked here; other "
-                                  "levels ran in child processes with FASTSPEC_SIMD set"))
+            columns.append(
+                Column(
+                    f"cpu {picked}",
+                    kernels_runner(),
+                    why=f"cpu {picked}: the level picked here; other "
+                    "levels ran in child processes with FASTSPEC_SIMD set",
+                )
+            )
             for level in build["simd_compiled"]:
                 if level == picked:
                     continue

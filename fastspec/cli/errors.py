@@ -105,8 +105,9 @@ def int_range(low: int | None = None, high: int | None = None) -> Callable[[str]
     return parse
 
 
-def float_range(low: float | None = None, high: float | None = None, low_open: bool = False,
-                high_open: bool = False) -> Callable[[str], float]:
+def float_range(
+    low: float | None = None, high: float | None = None, low_open: bool = False, high_open: bool = False
+) -> Callable[[str], float]:
     """A finite number in [low, high] (a bound left out with low_open / high_open; either may be None)."""
 
     def parse(text: str) -> float:

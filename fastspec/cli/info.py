@@ -70,8 +70,12 @@ def _bindings() -> tuple[dict[str, Any], dict[str, Any] | None]:
 def _ops_library() -> dict[str, Any]:
     built = OPS_LIBRARY.is_file()
     facts = json.loads(OPS_FACTS.read_text()) if built and OPS_FACTS.is_file() else None
-    return {"built": built, "path": str(OPS_LIBRARY), "facts": facts,
-            "error": None if built else "not built: `python setup_ops.py` with Paddle importable builds it"}
+    return {
+        "built": built,
+        "path": str(OPS_LIBRARY),
+        "facts": facts,
+        "error": None if built else "not built: `python setup_ops.py` with Paddle importable builds it",
+    }
 
 
 def _gpus_on_driver() -> int:
@@ -90,22 +94,34 @@ def collect() -> dict[str, Any]:
     cuda = {
         "bindings": None if build is None else build["cuda"],
         "op_library": None if ops["facts"] is None else bool(ops_facts.get("cuda_archs")),
-        "archs": (build or {}).get("cuda_archs", "").split(";") if build and build["cuda"] else ops_facts.get("cuda_archs", []),
+        "archs": (build or {}).get("cuda_archs", "").split(";")
+        if build and build["cuda"]
+        else ops_facts.get("cuda_archs", []),
         "gpus_visible": None if build is None or not build["cuda"] else build["cuda_devices"],
         "runtime_status": None if build is None else build["cuda_status"],
         "gpus_on_driver": _gpus_on_driver(),
     }
-    xpu = {"emulated": build is not None, "xtdk_op_library": None if ops["facts"] is None else bool(ops_facts.get("xtdk"))}
+    xpu = {
+        "emulated": build is not None,
+        "xtdk_op_library": None if ops["facts"] is None else bool(ops_facts.get("xtdk")),
+    }
     names = list(ENVIRONMENT) + sorted(n for n in os.environ if n.startswith("FASTSPEC_") and n not in ENVIRONMENT)
     return {
-        "versions": {"fastspec": fastspec.__version__, "python": platform.python_version(),
-                     "paddle": _version("paddlepaddle", "paddlepaddle-gpu", "paddlepaddle-xpu"),
-                     "numpy": _version("numpy"), "torch": _version("torch"), "cupy": _version("cupy", "cupy-cuda12x")},
+        "versions": {
+            "fastspec": fastspec.__version__,
+            "python": platform.python_version(),
+            "paddle": _version("paddlepaddle", "paddlepaddle-gpu", "paddlepaddle-xpu"),
+            "numpy": _version("numpy"),
+            "torch": _version("torch"),
+            "cupy": _version("cupy", "cupy-cuda12x"),
+        },
         "paths": {"fastspec": str(Path(fastspec.__file__).resolve().parent), "python": sys.executable},
         "libraries": {"op_library": ops, "bindings": bindings},
         "backends": {"cpu": cpu, "cuda": cuda, "xpu": xpu},
-        "environment": {name: {"value": os.environ.get(name), "meaning": ENVIRONMENT.get(name, "unknown to fastspec")}
-                        for name in names},
+        "environment": {
+            name: {"value": os.environ.get(name), "meaning": ENVIRONMENT.get(name, "unknown to fastspec")}
+            for name in names
+        },
     }
 
 
@@ -116,12 +132,18 @@ def _yes(value: bool | None, unknown: str = "unknown") -> str:
 def render(info: dict[str, Any]) -> str:
     """The text ``info`` prints."""
     v, libs, backends = info["versions"], info["libraries"], info["backends"]
-    lines = [f"fastspec {v['fastspec']} at {info['paths']['fastspec']}",
-             f"  python {v['python']} ({info['paths']['python']})",
-             f"  paddle {v['paddle'] or 'not installed'}; numpy {v['numpy']}; torch {v['torch'] or 'not installed'}; "
-             f"cupy {v['cupy'] or 'not installed'}", "", "libraries"]
-    for label, lib in (("op library (fastspec.ops, Paddle)", libs["op_library"]),
-                       ("bindings (fastspec.arrays)", libs["bindings"])):
+    lines = [
+        f"fastspec {v['fastspec']} at {info['paths']['fastspec']}",
+        f"  python {v['python']} ({info['paths']['python']})",
+        f"  paddle {v['paddle'] or 'not installed'}; numpy {v['numpy']}; torch {v['torch'] or 'not installed'}; "
+        f"cupy {v['cupy'] or 'not installed'}",
+        "",
+        "libraries",
+    ]
+    for label, lib in (
+        ("op library (fastspec.ops, Paddle)", libs["op_library"]),
+        ("bindings (fastspec.arrays)", libs["bindings"]),
+    ):
         state = "built" if lib["built"] else "NOT BUILT"
         lines.append(f"  {label:37} {state:9} {lib['path'] or '-'}")
         if lib["error"]:
@@ -131,8 +153,10 @@ def render(info: dict[str, Any]) -> str:
     if cpu is None:
         lines.append("  cpu   unknown: the bindings do not load")
     else:
-        lines.append(f"  cpu   SIMD levels compiled: {', '.join(cpu['simd_compiled'])}; this CPU has {cpu['simd_cpu']}; "
-                     f"picked: {cpu['simd_picked']}; {cpu['threads']} threads; compiled for {cpu['compiled_for']}")
+        lines.append(
+            f"  cpu   SIMD levels compiled: {', '.join(cpu['simd_compiled'])}; this CPU has {cpu['simd_cpu']}; "
+            f"picked: {cpu['simd_picked']}; {cpu['threads']} threads; compiled for {cpu['compiled_for']}"
+        )
     cuda = backends["cuda"]
     archs = ", ".join(f"sm_{a}" for a in cuda["archs"]) or "-"
     if cuda["gpus_visible"]:
@@ -141,11 +165,15 @@ def render(info: dict[str, Any]) -> str:
         visible = f"no ({cuda['runtime_status']})"
     else:
         visible = f"unknown without CUDA in the bindings (the NVIDIA driver shows {cuda['gpus_on_driver']})"
-    lines.append(f"  cuda  compiled: bindings {_yes(cuda['bindings'])}, op library {_yes(cuda['op_library'])}; "
-                 f"archs {archs}; GPU visible: {visible}")
+    lines.append(
+        f"  cuda  compiled: bindings {_yes(cuda['bindings'])}, op library {_yes(cuda['op_library'])}; "
+        f"archs {archs}; GPU visible: {visible}"
+    )
     xpu = backends["xpu"]
-    lines.append(f"  xpu   emulated on host threads (fastspec.arrays backend='xpu_emulator'): {_yes(xpu['emulated'])}; "
-                 f"XTDK device kernels in the op library: {_yes(xpu['xtdk_op_library'])}")
+    lines.append(
+        f"  xpu   emulated on host threads (fastspec.arrays backend='xpu_emulator'): {_yes(xpu['emulated'])}; "
+        f"XTDK device kernels in the op library: {_yes(xpu['xtdk_op_library'])}"
+    )
     lines += ["", "environment"]
     for name, entry in info["environment"].items():
         setting = f"{name}={'(unset)' if entry['value'] is None else entry['value']}"

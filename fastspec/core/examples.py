@@ -38,10 +38,14 @@ def _example(*ops: str) -> Callable:
 def _ngram() -> tuple[Arrays, dict[str, Any]]:
     return {
         "token_ids_all": np.tile(np.array([7, 8, 9, 5, 7, 8, 0, 0], _I64), (2, 1)),
-        "prompt_lens": np.array([4, 4], _I64), "step_idx": np.array([2, 2], _I64),
-        "draft_token_num": np.array([3, 3], _I32), "draft_tokens": np.full((2, 4), -1, _I64),
-        "seq_lens_this_time": np.array([1, 1], _I32), "seq_lens_encoder": np.zeros(2, _I32),
-        "seq_lens_decoder": np.array([6, 6], _I32), "max_dec_len": np.array([100, 100], _I64),
+        "prompt_lens": np.array([4, 4], _I64),
+        "step_idx": np.array([2, 2], _I64),
+        "draft_token_num": np.array([3, 3], _I32),
+        "draft_tokens": np.full((2, 4), -1, _I64),
+        "seq_lens_this_time": np.array([1, 1], _I32),
+        "seq_lens_encoder": np.zeros(2, _I32),
+        "seq_lens_decoder": np.array([6, 6], _I32),
+        "max_dec_len": np.array([100, 100], _I64),
         "ngram_anchor": np.array([-1, 2], _I64),
     }, {"max_ngram_size": 2}
 
@@ -52,48 +56,77 @@ def _probs() -> np.ndarray:
 
 @_example("top_p_candidates")
 def _top_p_candidates() -> tuple[Arrays, dict[str, Any]]:
-    return {"probs": _probs(), "top_p": np.array([0.8, 0.9], _F32),
-            "batch_id_per_token_output": np.array([0, 1], _I32)}, {"max_candidate_len": 3}
+    return {
+        "probs": _probs(),
+        "top_p": np.array([0.8, 0.9], _F32),
+        "batch_id_per_token_output": np.array([0, 1], _I32),
+    }, {"max_candidate_len": 3}
 
 
 @_example("sample_tokens")
 def _sample_tokens() -> tuple[Arrays, dict[str, Any]]:
-    return {"probs": _probs(), "top_p": np.ones(2, _F32), "top_k": np.zeros(2, _I32),
-            "seed": np.array([1, 2], _I64), "step_idx": np.zeros(2, _I64),
-            "batch_id_per_token_output": np.array([0, 1], _I32), "cu_seqlens_q_output": np.array([0, 1, 2], _I32)}, {}
+    return {
+        "probs": _probs(),
+        "top_p": np.ones(2, _F32),
+        "top_k": np.zeros(2, _I32),
+        "seed": np.array([1, 2], _I64),
+        "step_idx": np.zeros(2, _I64),
+        "batch_id_per_token_output": np.array([0, 1], _I32),
+        "cu_seqlens_q_output": np.array([0, 1, 2], _I32),
+    }, {}
 
 
 @_example("top_k_top_p_probs")
 def _top_k_top_p_probs() -> tuple[Arrays, dict[str, Any]]:
-    return {"probs": _probs(), "top_p": np.array([0.8, 1.0], _F32), "top_k": np.array([0, 1], _I32),
-            "batch_id_per_token_output": np.array([0, 1], _I32)}, {}
+    return {
+        "probs": _probs(),
+        "top_p": np.array([0.8, 1.0], _F32),
+        "top_k": np.array([0, 1], _I32),
+        "batch_id_per_token_output": np.array([0, 1], _I32),
+    }, {}
 
 
 @_example("verify_draft_tokens")
 def _verify_draft_tokens() -> tuple[Arrays, dict[str, Any]]:
     return {
-        "accept_tokens": np.full((2, 3), -1, _I64), "accept_num": np.zeros(2, _I32),
-        "draft_tokens": np.array([[4, 5, 6], [4, 5, 6]], _I64), "target_tokens": np.array([5, 6, 9, 5, 1, 2], _I64),
+        "accept_tokens": np.full((2, 3), -1, _I64),
+        "accept_num": np.zeros(2, _I32),
+        "draft_tokens": np.array([[4, 5, 6], [4, 5, 6]], _I64),
+        "target_tokens": np.array([5, 6, 9, 5, 1, 2], _I64),
         "candidate_ids": np.tile(np.array([[5, 6, -1]], _I64), (6, 1)),
-        "candidate_scores": np.tile(np.array([[0.5, 0.3, 0]], _F32), (6, 1)), "candidate_lens": np.full(6, 2, _I32),
-        "seed": np.array([1, 2], _I64), "step_idx": np.array([3, 3], _I64), "stop_flags": np.zeros(2, bool),
-        "is_block_step": np.zeros(2, bool), "seq_lens_encoder": np.zeros(2, _I32),
-        "seq_lens_this_time": np.array([3, 3], _I32), "cu_seqlens_q_output": np.array([0, 3, 6], _I32),
-        "reasoning_status": np.zeros(2, _I32), "max_dec_len": np.array([100, 100], _I64),
+        "candidate_scores": np.tile(np.array([[0.5, 0.3, 0]], _F32), (6, 1)),
+        "candidate_lens": np.full(6, 2, _I32),
+        "seed": np.array([1, 2], _I64),
+        "step_idx": np.array([3, 3], _I64),
+        "stop_flags": np.zeros(2, bool),
+        "is_block_step": np.zeros(2, bool),
+        "seq_lens_encoder": np.zeros(2, _I32),
+        "seq_lens_this_time": np.array([3, 3], _I32),
+        "cu_seqlens_q_output": np.array([0, 3, 6], _I32),
+        "reasoning_status": np.zeros(2, _I32),
+        "max_dec_len": np.array([100, 100], _I64),
         "end_tokens": np.array([2], _I64),
-        "target_probs": np.full((6, 10), 0.1, _F32), "draft_probs": np.full((6, 10), 0.1, _F32),
+        "target_probs": np.full((6, 10), 0.1, _F32),
+        "draft_probs": np.full((6, 10), 0.1, _F32),
     }, {"strategy": "greedy"}
 
 
 @_example("update_model_status")
 def _update_model_status() -> tuple[Arrays, dict[str, Any]]:
     return {
-        "seq_lens_encoder": np.zeros(2, _I32), "seq_lens_decoder": np.array([3, 3], _I32),
-        "seq_lens_this_time": np.array([2, 2], _I32), "step_idx": np.array([1, 1], _I64),
-        "stop_flags": np.zeros(2, bool), "accept_tokens": np.array([[5, 6, -1], [5, -1, -1]], _I64),
-        "accept_num": np.array([2, 1], _I32), "draft_tokens": np.array([[4, 6, -1], [4, 6, -1]], _I64),
-        "token_ids_all": np.tile(np.array([1, 2, 4, 0, 0, 0], _I64), (2, 1)), "prompt_lens": np.array([2, 2], _I64),
-        "is_block_step": np.zeros(2, bool), "max_dec_len": np.array([100, 100], _I64), "end_tokens": np.array([0], _I64),
+        "seq_lens_encoder": np.zeros(2, _I32),
+        "seq_lens_decoder": np.array([3, 3], _I32),
+        "seq_lens_this_time": np.array([2, 2], _I32),
+        "step_idx": np.array([1, 1], _I64),
+        "stop_flags": np.zeros(2, bool),
+        "accept_tokens": np.array([[5, 6, -1], [5, -1, -1]], _I64),
+        "accept_num": np.array([2, 1], _I32),
+        "draft_tokens": np.array([[4, 6, -1], [4, 6, -1]], _I64),
+        "token_ids_all": np.tile(np.array([1, 2, 4, 0, 0, 0], _I64), (2, 1)),
+        "prompt_lens": np.array([2, 2], _I64),
+        "is_block_step": np.zeros(2, bool),
+        "max_dec_len": np.array([100, 100], _I64),
+        "end_tokens": np.array([0], _I64),
     }, {}
 
 
@@ -104,20 +137,29 @@ def _rates() -> np.ndarray:
 @_example("adaptive_plan")
 def _adaptive_plan() -> tuple[Arrays, dict[str, Any]]:
     return {
-        "acceptance": np.array([[1, 0.9, 0.5], [0, 0.6, 0.6]], _F32), "found": np.ones(2, _F32),
-        "step_cost": np.linspace(1, 2, 8, dtype=_F32), "rates": _rates(),
-        "seq_lens_encoder": np.array([0, 5], _I32), "stop_flags": np.zeros(2, bool),
-        "is_block_step": np.zeros(2, bool), "probe_step": np.zeros(1, _I64),
-        "draft_token_num": np.zeros(2, _I32), "worth": np.zeros((2, 3), _F32), "ranking": np.zeros((2, 3), _I32),
+        "acceptance": np.array([[1, 0.9, 0.5], [0, 0.6, 0.6]], _F32),
+        "found": np.ones(2, _F32),
+        "step_cost": np.linspace(1, 2, 8, dtype=_F32),
+        "rates": _rates(),
+        "seq_lens_encoder": np.array([0, 5], _I32),
+        "stop_flags": np.zeros(2, bool),
+        "is_block_step": np.zeros(2, bool),
+        "probe_step": np.zeros(1, _I64),
+        "draft_token_num": np.zeros(2, _I32),
+        "worth": np.zeros((2, 3), _F32),
+        "ranking": np.zeros((2, 3), _I32),
     }, {"probe_interval": 4}
 
 
 @_example("adaptive_observe")
 def _adaptive_observe() -> tuple[Arrays, dict[str, Any]]:
     return {
-        "acceptance": np.array([[1, 0.9, 0.5], [0, 0.6, 0.6]], _F32), "found": np.ones(2, _F32),
-        "draft_token_num": np.array([2, 0], _I32), "cu_seqlens_q_output": np.array([0, 3, 4], _I32),
-        "accept_num": np.array([2, 1], _I32), "rates": _rates(),
+        "acceptance": np.array([[1, 0.9, 0.5], [0, 0.6, 0.6]], _F32),
+        "found": np.ones(2, _F32),
+        "draft_token_num": np.array([2, 0], _I32),
+        "cu_seqlens_q_output": np.array([0, 3, 4], _I32),
+        "accept_num": np.array([2, 1], _I32),
+        "rates": _rates(),
     }, {}
 
 
@@ -127,23 +169,32 @@ def _build_draft_tree() -> tuple[Arrays, dict[str, Any]]:
         "candidate_tokens": np.array([[5, 6, 7], [8, 9, -1]], _I64),
         "candidate_parents": np.array([[-1, -1, 0], [-1, 0, -1]], _I32),
         "candidate_scores": np.array([[-0.1, -0.5, -0.3], [-0.2, -0.4, 0.0]], _F32),
-        "draft_tree_tokens": np.full((2, 4), 4, _I64), "seq_lens_this_time": np.ones(2, _I32),
-        "seq_lens_encoder": np.zeros(2, _I32), "seq_lens_decoder": np.array([9, 9], _I32),
+        "draft_tree_tokens": np.full((2, 4), 4, _I64),
+        "seq_lens_this_time": np.ones(2, _I32),
+        "seq_lens_encoder": np.zeros(2, _I32),
+        "seq_lens_decoder": np.array([9, 9], _I32),
     }, {"max_depth": 3}
 
 
 @_example("verify_draft_tree")
 def _verify_draft_tree() -> tuple[Arrays, dict[str, Any]]:
     return {
-        "accept_tokens": np.full((2, 3), -1, _I64), "accept_num": np.zeros(2, _I32),
+        "accept_tokens": np.full((2, 3), -1, _I64),
+        "accept_num": np.zeros(2, _I32),
         "draft_tree_tokens": np.array([[4, 5, 6, 7], [4, 5, 6, 7]], _I64),
         "draft_tree_parents": np.array([[-1, 0, 0, 2], [-1, 0, 1, -1]], _I32),
-        "target_tokens": np.array([6, 1, 7, 8, 5, 6, 1], _I64), "seed": np.array([1, 2], _I64),
-        "step_idx": np.array([3, 3], _I64), "stop_flags": np.zeros(2, bool), "is_block_step": np.zeros(2, bool),
-        "seq_lens_encoder": np.zeros(2, _I32), "seq_lens_this_time": np.array([4, 3], _I32),
-        "cu_seqlens_q_output": np.array([0, 4, 7], _I32), "max_dec_len": np.array([100, 100], _I64),
+        "target_tokens": np.array([6, 1, 7, 8, 5, 6, 1], _I64),
+        "seed": np.array([1, 2], _I64),
+        "step_idx": np.array([3, 3], _I64),
+        "stop_flags": np.zeros(2, bool),
+        "is_block_step": np.zeros(2, bool),
+        "seq_lens_encoder": np.zeros(2, _I32),
+        "seq_lens_this_time": np.array([4, 3], _I32),
+        "cu_seqlens_q_output": np.array([0, 4, 7], _I32),
+        "max_dec_len": np.array([100, 100], _I64),
         "end_tokens": np.array([2], _I64),
-        "target_probs": np.full((7, 10), 0.1, _F32), "draft_probs": np.full((7, 10), 0.1, _F32),
+        "target_probs": np.full((7, 10), 0.1, _F32),
+        "draft_probs": np.full((7, 10), 0.1, _F32),
     }, {"strategy": "greedy"}
 
 
@@ -153,12 +204,18 @@ def _process_logits() -> tuple[Arrays, dict[str, Any]]:
     return {
         "logits": np.linspace(-2, 2, 30, dtype=_F32).reshape(3, 10),
         "token_ids_all": np.array([[1, 2, 3, 0, 0, 0], [3, 4, 0, 0, 0, 0]], _I64),
-        "prompt_lens": np.array([2, 2], _I64), "step_idx": np.array([1, 0], _I64),
-        "draft_tokens": np.array([[3, 5], [4, -1]], _I64), "batch_id_per_token_output": np.array([0, 0, 1], _I32),
-        "cu_seqlens_q_output": np.array([0, 2, 3], _I32), "repetition_penalty": np.array([1.2, 1.5], _F32),
-        "presence_penalty": np.array([0.5, 0.0], _F32), "frequency_penalty": np.array([0.25, 0.0], _F32),
-        "min_tokens": np.array([2, 0], _I64), "end_tokens": np.array([9], _I64),
-        "stop_token_ids": np.array([[8], [-1]], _I64), "logit_bias_ids": np.array([[1, -1], [4, 4]], _I64),
+        "prompt_lens": np.array([2, 2], _I64),
+        "step_idx": np.array([1, 0], _I64),
+        "draft_tokens": np.array([[3, 5], [4, -1]], _I64),
+        "batch_id_per_token_output": np.array([0, 0, 1], _I32),
+        "cu_seqlens_q_output": np.array([0, 2, 3], _I32),
+        "repetition_penalty": np.array([1.2, 1.5], _F32),
+        "presence_penalty": np.array([0.5, 0.0], _F32),
+        "frequency_penalty": np.array([0.25, 0.0], _F32),
+        "min_tokens": np.array([2, 0], _I64),
+        "end_tokens": np.array([9], _I64),
+        "stop_token_ids": np.array([[8], [-1]], _I64),
+        "logit_bias_ids": np.array([[1, -1], [4, 4]], _I64),
         "logit_bias_values": np.array([[2.0, 0.0], [-1.0, 0.5]], _F32),
         "bad_words": np.array([[3, 7, -1, 6], [2, -1, -1, -1]], _I64),
         "draft_parents": np.array([[-1, 0], [-1, 0]], _I32),
@@ -167,8 +224,11 @@ def _process_logits() -> tuple[Arrays, dict[str, Any]]:
 
 @_example("apply_token_bitmask")
 def _apply_token_bitmask() -> tuple[Arrays, dict[str, Any]]:
-    return {"logits": np.array([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]], _F32),
-            "token_bitmask": np.array([[5]], _I32), "bitmask_index": np.array([0, -1], _I32)}, {}
+    return {
+        "logits": np.array([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]], _F32),
+        "token_bitmask": np.array([[5]], _I32),
+        "bitmask_index": np.array([0, -1], _I32),
+    }, {}
 
 
 def ops_with_examples() -> tuple[str, ...]:
@@ -181,7 +241,7 @@ def example_call(op_name: str, batch: int = 2, seed: int | None = None) -> tuple
     arrays, attrs = _CALLS[op_name]()
     if batch == 2 and seed is None:
         return arrays, attrs
-    picks = (np.arange(batch) % 2 if seed is None else np.random.default_rng(seed).integers(0, 2, batch))
+    picks = np.arange(batch) % 2 if seed is None else np.random.default_rng(seed).integers(0, 2, batch)
     return _slots(SCHEMAS[op_name], arrays, picks), attrs
 
 

@@ -67,23 +67,30 @@ def _words(op: OpSchema | None, r: Refusal) -> str:
     if r.rule == "same_dtype":
         return f"argument '{a}' must have the dtype of '{f['other']}' ({f['expected']}), got {r.actual}"
     if r.rule == "strided":
-        return (f"argument '{a}' is a strided (non-contiguous) view; pass a contiguous tensor (an op cannot "
-                "write through a view, and reading one would need a copy)")
+        return (
+            f"argument '{a}' is a strided (non-contiguous) view; pass a contiguous tensor (an op cannot "
+            "write through a view, and reading one would need a copy)"
+        )
     if r.rule == "shape":
         alternatives = " or ".join("[" + ", ".join(map(str, alt)) + "]" for alt in op.tensor(a).shapes)
         return f"argument '{a}' must have shape {alternatives}, got {_shape_text(r.actual)}"
     if r.rule == "size":
         axis = f["axis"]
         which = _AXES.get(axis, f"entries on axis {axis}")
-        return (f"argument '{a}' has {r.actual} {which}, expected {Dim(f['symbol'], f['offset'])} = {f['expected']} "
-                f"(from {_source(op, f['source'])})")
+        return (
+            f"argument '{a}' has {r.actual} {which}, expected {Dim(f['symbol'], f['offset'])} = {f['expected']} "
+            f"(from {_source(op, f['source'])})"
+        )
     if r.rule == "device":
-        return (f"argument '{a}' is on {r.actual} but '{f['other']}' is on {f['other_device']}; every tensor of a "
-                "call must be on one device")
+        return (
+            f"argument '{a}' is on {r.actual} but '{f['other']}' is on {f['other_device']}; every tensor of a "
+            "call must be on one device"
+        )
     if r.rule == "symbol_range":
         lo, hi = op.symbol_ranges[f["symbol"]]
-        return (f"argument {_source(op, f['source'])} gives {f['symbol']} = {r.actual}, which must be "
-                f"{_range_text(lo, hi)}")
+        return (
+            f"argument {_source(op, f['source'])} gives {f['symbol']} = {r.actual}, which must be {_range_text(lo, hi)}"
+        )
     if r.rule == "attr_range":
         attr = op.attr(a)
         lo, hi = _bound_text(attr.lo, f.get("lo")), _bound_text(attr.hi, f.get("hi"))
@@ -93,8 +100,10 @@ def _words(op: OpSchema | None, r: Refusal) -> str:
     if r.rule == "limit":
         symbol, backend = f["symbol"], f["backend"]
         what = "batch " if symbol == "B" else ""
-        return (f"{what}{symbol} = {r.actual} (from {_source(op, f['source'])}) exceeds the {backend.upper()} limit of "
-                f"{op.device_limits[backend][symbol]}")
+        return (
+            f"{what}{symbol} = {r.actual} (from {_source(op, f['source'])}) exceeds the {backend.upper()} limit of "
+            f"{op.device_limits[backend][symbol]}"
+        )
     if r.rule == "required":
         need = f" by strategy '{f['strategy']}'" if f.get("strategy") else ""
         return f"argument '{a}' is required{need}, got None"
@@ -113,8 +122,9 @@ def _words(op: OpSchema | None, r: Refusal) -> str:
     raise ValueError(f"no words for rule {r.rule!r}")
 
 
-def tree_fault(kind: str, node: int = 0, parent: int = 0, depth: int = 0, nodes: int = 0, cols: int = 0,
-               max_depth: int = 0) -> str:
+def tree_fault(
+    kind: str, node: int = 0, parent: int = 0, depth: int = 0, nodes: int = 0, cols: int = 0, max_depth: int = 0
+) -> str:
     """Why one slot's ``draft_tree_parents`` is not a tree (docs/trees.md), as the reference says it."""
     if kind == "too_many_nodes":
         return f"{nodes} nodes (seq_lens_this_time) do not fit the layout's N = {cols} columns"
@@ -147,4 +157,4 @@ def from_native(text: str) -> Refusal | None:
     start = text.find(NATIVE_MARK)
     if start < 0:
         return None
-    return from_record(json.loads(text[start + len(NATIVE_MARK):].splitlines()[0]))
+    return from_record(json.loads(text[start + len(NATIVE_MARK) :].splitlines()[0]))

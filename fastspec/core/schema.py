@@ -42,9 +42,23 @@ MAX_CANDIDATE_LEN = 1024  # custom_ops/include/fastspec/sampling.h kMaxCandidate
 # Every shape symbol, and the field of an op's params struct that holds its size (tools/codegen.py
 # fills it from the first tensor every call passes that has the symbol). K is stored as the columns
 # it gives, K + 1.
-SIZES = {"B": "batch", "T": "rows", "V": "vocab", "L": "max_model_len", "K + 1": "draft_cols",
-         "Kc": "candidate_cols", "E": "num_end_tokens", "R": "cost_len", "N": "tree_cols", "C": "candidate_count",
-         "S": "stop_cols", "NB": "bias_cols", "BW": "bad_words_cols", "M": "mask_rows", "W": "mask_words"}
+SIZES = {
+    "B": "batch",
+    "T": "rows",
+    "V": "vocab",
+    "L": "max_model_len",
+    "K + 1": "draft_cols",
+    "Kc": "candidate_cols",
+    "E": "num_end_tokens",
+    "R": "cost_len",
+    "N": "tree_cols",
+    "C": "candidate_count",
+    "S": "stop_cols",
+    "NB": "bias_cols",
+    "BW": "bad_words_cols",
+    "M": "mask_rows",
+    "W": "mask_words",
+}
 
 _DIM = re.compile(r"^([A-Za-z_]\w*)(?:\s*\+\s*(\d+))?$")
 
@@ -192,39 +206,65 @@ def _per_request(name: str, dtype: str, doc: str, **kw: Any) -> Tensor:
 # --- the ops -----------------------------------------------------------------------
 
 _NGRAM_TENSORS = (
-    Tensor("token_ids_all", ("int64",), "[B, L]",
-           "the prompt in ``[0, prompt_lens[b])``, then the generated tokens"),
+    Tensor("token_ids_all", ("int64",), "[B, L]", "the prompt in ``[0, prompt_lens[b])``, then the generated tokens"),
     _per_request("prompt_lens", "int64", "prompt length of each request"),
     _per_request("step_idx", "int64", "generated tokens so far; the query is the newest ``n`` of them"),
     _per_request("draft_token_num", "int32", "drafts each request may take"),
-    Tensor("draft_tokens", ("int64",), "[B, K + 1]",
-           "column 0 (the last committed token) is kept, columns ``1..K`` get the drafts then -1",
-           inplace=True),
-    _per_request("seq_lens_this_time", "int32",
-                 "``1 + drafts`` for a decode slot, 0 for an inactive one, unchanged for a prefill one",
-                 inplace=True),
+    Tensor(
+        "draft_tokens",
+        ("int64",),
+        "[B, K + 1]",
+        "column 0 (the last committed token) is kept, columns ``1..K`` get the drafts then -1",
+        inplace=True,
+    ),
+    _per_request(
+        "seq_lens_this_time",
+        "int32",
+        "``1 + drafts`` for a decode slot, 0 for an inactive one, unchanged for a prefill one",
+        inplace=True,
+    ),
     _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
     _per_request("seq_lens_decoder", "int32", "tokens in the cache (> 0 with no prefill: a decode slot)"),
     _per_request("max_dec_len", "int64", "a request never drafts past ``max_dec_len - 1`` generated tokens"),
-    Tensor("ngram_anchor", ("int64",), "[B]",
-           "anchored drafting (docs/ops/ngram_match.md): the row position the slot's previous drafts were "
-           "copied from, -1 for none; updated in place. Left out: every step searches afresh",
-           inplace=True, optional=True),
+    Tensor(
+        "ngram_anchor",
+        ("int64",),
+        "[B]",
+        "anchored drafting (docs/ops/ngram_match.md): the row position the slot's previous drafts were "
+        "copied from, -1 for none; updated in place. Left out: every step searches afresh",
+        inplace=True,
+        optional=True,
+    ),
 )
 
 _NGRAM_ATTRS = (
     Attr("max_ngram_size", "int", "longest n-gram tried", required=True, lo=1, hi=INT32_MAX, bits=32),
     Attr("min_ngram_size", "int", "shortest n-gram tried", default=1, lo=1, hi="max_ngram_size", bits=32),
-    Attr("token_budget", "int",
-         "tokens the whole step may take, base tokens of every running slot included; <= 0: unlimited",
-         default=0, lo=-INT32_MAX - 1, hi=INT32_MAX, bits=32),
+    Attr(
+        "token_budget",
+        "int",
+        "tokens the whole step may take, base tokens of every running slot included; <= 0: unlimited",
+        default=0,
+        lo=-INT32_MAX - 1,
+        hi=INT32_MAX,
+        bits=32,
+    ),
 )
+
 
 def _ngram_op(name: str, summary: str, details: str, example: str) -> OpSchema:
     """ngram_match and ngram_append take the same tensors and attributes and share their rules."""
-    return OpSchema(name=name, summary=summary, details=details, example=example, tensors=_NGRAM_TENSORS,
-                    attrs=_NGRAM_ATTRS, result="NgramDrafts", symbol_ranges={"L": (0, INT32_MAX), "K": (0, None)},
-                    device_limits={"cuda": {"B": CUDA_MAX_BATCH}, "xpu": _XPU_LIMITS})
+    return OpSchema(
+        name=name,
+        summary=summary,
+        details=details,
+        example=example,
+        tensors=_NGRAM_TENSORS,
+        attrs=_NGRAM_ATTRS,
+        result="NgramDrafts",
+        symbol_ranges={"L": (0, INT32_MAX), "K": (0, None)},
+        device_limits={"cuda": {"B": CUDA_MAX_BATCH}, "xpu": _XPU_LIMITS},
+    )
 
 
 NGRAM_MATCH = _ngram_op(
@@ -273,8 +313,12 @@ NGRAM_APPEND = _ngram_op(
 _ROWS = "[T]"
 # Tensors several ops declare alike: one declaration each.
 _PROBS = Tensor("probs", PROBS, "[T, V]", "probabilities of each output row (computed in float32)")
-_BATCH_ID = Tensor("batch_id_per_token_output", ("int32",), _ROWS,
-                   "the request of each row; a value outside ``[0, B)`` marks a padding row")
+_BATCH_ID = Tensor(
+    "batch_id_per_token_output",
+    ("int32",),
+    _ROWS,
+    "the request of each row; a value outside ``[0, B)`` marks a padding row",
+)
 _CU_SEQLENS = Tensor("cu_seqlens_q_output", ("int32",), "[B + 1]", "request ``b`` owns rows ``[cu[b], cu[b + 1])``")
 _TOP_P = _per_request("top_p", "float32", "top-p of each request, whatever the dtype of ``probs``")
 _TOP_K = _per_request("top_k", "int32", "top-k of each request (``<= 0`` or ``>= V``: no top-k)")
@@ -294,13 +338,19 @@ TOP_P_CANDIDATES = OpSchema(
         _TOP_P,
         _BATCH_ID,
         Tensor("candidate_ids", ("int64",), "[T, max_candidate_len]", "candidate token ids, then -1", output=True),
-        Tensor("candidate_scores", ("float32",), "[T, max_candidate_len]", "their probabilities, then 0",
-               output=True),
+        Tensor("candidate_scores", ("float32",), "[T, max_candidate_len]", "their probabilities, then 0", output=True),
         Tensor("candidate_lens", ("int32",), _ROWS, "the length of each row's top-p prefix", output=True),
     ),
     attrs=(
-        Attr("max_candidate_len", "int", "candidates per row, K'", required=True, lo=1,
-             hi=f"min(V, {MAX_CANDIDATE_LEN})", bits=32),
+        Attr(
+            "max_candidate_len",
+            "int",
+            "candidates per row, K'",
+            required=True,
+            lo=1,
+            hi=f"min(V, {MAX_CANDIDATE_LEN})",
+            bits=32,
+        ),
     ),
     result="TopPCandidates",
     symbol_ranges={"V": (1, INT32_MAX)},
@@ -336,10 +386,15 @@ SAMPLE_TOKENS = OpSchema(
         Tensor("tokens", ("int64",), _ROWS, "the sampled token of each row, -1 for padding", output=True),
     ),
     attrs=(
-        Attr("rand_stream", "int",
-             "the random stream: ``STREAM_TARGET`` (1, the target's samples) or ``STREAM_DRAFT`` (5, a draft "
-             "model's samples: the request's own seed, draws independent of the target's)",
-             default=STREAM_TARGET, choices=(STREAM_TARGET, STREAM_DRAFT), bits=32),
+        Attr(
+            "rand_stream",
+            "int",
+            "the random stream: ``STREAM_TARGET`` (1, the target's samples) or ``STREAM_DRAFT`` (5, a draft "
+            "model's samples: the request's own seed, draws independent of the target's)",
+            default=STREAM_TARGET,
+            choices=(STREAM_TARGET, STREAM_DRAFT),
+            bits=32,
+        ),
     ),
     symbol_ranges={"V": (1, INT32_MAX)},
     example=(
@@ -370,8 +425,13 @@ TOP_K_TOP_P_PROBS = OpSchema(
         _TOP_P,
         _TOP_K,
         _BATCH_ID,
-        Tensor("target_probs", ("float32",), "[T, V]", "the renormalised distribution of each row, 0 outside its set",
-               output=True),
+        Tensor(
+            "target_probs",
+            ("float32",),
+            "[T, V]",
+            "the renormalised distribution of each row, 0 outside its set",
+            output=True,
+        ),
     ),
     attrs=(),
     symbol_ranges={"V": (1, INT32_MAX)},
@@ -397,11 +457,18 @@ APPLY_TOKEN_BITMASK = OpSchema(
     ),
     tensors=(
         Tensor("logits", PROBS, "[T, V]", "each output row's logits; forbidden tokens become -inf", inplace=True),
-        Tensor("token_bitmask", ("int32",), "[M, W]",
-               "allowed-token bits: bit ``i`` of word ``w`` allows token ``32 w + i``; tokens past ``32 W`` are "
-               "forbidden"),
-        Tensor("bitmask_index", ("int32",), _ROWS,
-               "the bitmask row of each logits row; a value outside ``[0, M)`` leaves the row untouched"),
+        Tensor(
+            "token_bitmask",
+            ("int32",),
+            "[M, W]",
+            "allowed-token bits: bit ``i`` of word ``w`` allows token ``32 w + i``; tokens past ``32 W`` are forbidden",
+        ),
+        Tensor(
+            "bitmask_index",
+            ("int32",),
+            _ROWS,
+            "the bitmask row of each logits row; a value outside ``[0, M)`` leaves the row untouched",
+        ),
     ),
     attrs=(),
     symbol_ranges={"V": (1, INT32_MAX), "M": (1, INT32_MAX), "W": (1, INT32_MAX)},
@@ -439,10 +506,16 @@ VERIFY_DRAFT_TOKENS = OpSchema(
         Tensor("accept_tokens", ("int64",), "[B, K + 1]", "emitted tokens, then -1", inplace=True),
         _per_request("accept_num", "int32", "tokens emitted", inplace=True),
         Tensor("draft_tokens", ("int64",), "[B, K + 1]", "column 0 the last committed token, ``1..K`` drafts"),
-        Tensor("target_tokens", ("int64",), "[T] | [T, 1]", "one target per output row",
-               needed_by=("greedy", "target_match")),
-        Tensor("candidate_ids", ("int64",), "[T, Kc]", "each row's candidates (``top_p_candidates``)",
-               needed_by=("topp",)),
+        Tensor(
+            "target_tokens",
+            ("int64",),
+            "[T] | [T, 1]",
+            "one target per output row",
+            needed_by=("greedy", "target_match"),
+        ),
+        Tensor(
+            "candidate_ids", ("int64",), "[T, Kc]", "each row's candidates (``top_p_candidates``)", needed_by=("topp",)
+        ),
         Tensor("candidate_scores", ("float32",), "[T, Kc]", "their probabilities", needed_by=("topp",)),
         Tensor("candidate_lens", ("int32",), _ROWS, "each row's top-p length", needed_by=("topp",)),
         _per_request("seed", "int64", "the request's seed (the random draws)"),
@@ -452,18 +525,34 @@ VERIFY_DRAFT_TOKENS = OpSchema(
         _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
         _per_request("seq_lens_this_time", "int32", "``1 + drafts`` of a decode slot"),
         _CU_SEQLENS,
-        _per_request("reasoning_status", "int32", "1 rejects every draft of the slot; None: no slot is reasoning",
-                     optional=True),
+        _per_request(
+            "reasoning_status", "int32", "1 rejects every draft of the slot; None: no slot is reasoning", optional=True
+        ),
         _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
         Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids; ``end_tokens[0]`` ends a request cleanly"),
-        Tensor("target_probs", PROBS, "[T, V]", "the target's distribution ``p`` of each row",
-               needed_by=PROBABILITY_STRATEGIES),
-        Tensor("draft_probs", PROBS, "[T, V]", "the draft model's distribution ``q`` of the draft each row judges",
-               needed_by=PROBABILITY_STRATEGIES),
+        Tensor(
+            "target_probs",
+            PROBS,
+            "[T, V]",
+            "the target's distribution ``p`` of each row",
+            needed_by=PROBABILITY_STRATEGIES,
+        ),
+        Tensor(
+            "draft_probs",
+            PROBS,
+            "[T, V]",
+            "the draft model's distribution ``q`` of the draft each row judges",
+            needed_by=PROBABILITY_STRATEGIES,
+        ),
     ),
     attrs=(
-        Attr("strategy", "str", "how drafts are judged: " + ", ".join(f"'{s}'" for s in STRATEGIES)
-             + " (any case) or a ``VerifyStrategy``", required=True, choices=STRATEGIES),
+        Attr(
+            "strategy",
+            "str",
+            "how drafts are judged: " + ", ".join(f"'{s}'" for s in STRATEGIES) + " (any case) or a ``VerifyStrategy``",
+            required=True,
+            choices=STRATEGIES,
+        ),
         Attr("accept_all", "bool", "accept every draft", default=False),
         Attr("reject_all", "bool", "reject every draft (wins over ``accept_all``)", default=False),
     ),
@@ -485,8 +574,17 @@ VERIFY_DRAFT_TOKENS = OpSchema(
     ),
 )
 
-_UPDATE_INPLACE = ("seq_lens_encoder", "seq_lens_decoder", "seq_lens_this_time", "step_idx", "stop_flags",
-                   "accept_tokens", "accept_num", "draft_tokens", "token_ids_all")
+_UPDATE_INPLACE = (
+    "seq_lens_encoder",
+    "seq_lens_decoder",
+    "seq_lens_this_time",
+    "step_idx",
+    "stop_flags",
+    "accept_tokens",
+    "accept_num",
+    "draft_tokens",
+    "token_ids_all",
+)
 
 UPDATE_MODEL_STATUS = OpSchema(
     name="update_model_status",
@@ -501,21 +599,28 @@ UPDATE_MODEL_STATUS = OpSchema(
     tensors=(
         _per_request("seq_lens_encoder", "int32", "prefill tokens this step", inplace=True),
         _per_request("seq_lens_decoder", "int32", "tokens in the cache", inplace=True),
-        _per_request("seq_lens_this_time", "int32", "tokens this step; 1 after the update for a live request",
-                     inplace=True),
+        _per_request(
+            "seq_lens_this_time", "int32", "tokens this step; 1 after the update for a live request", inplace=True
+        ),
         _per_request("step_idx", "int64", "generated tokens", inplace=True),
         _per_request("stop_flags", "bool", "set when a request ends", inplace=True),
         Tensor("accept_tokens", ("int64",), "[B, K + 1]", "the kept tokens, then -1", inplace=True),
         _per_request("accept_num", "int32", "tokens kept", inplace=True),
-        Tensor("draft_tokens", ("int64",), "[B, K + 1]", "column 0 becomes the last kept token, the rest -1",
-               inplace=True),
+        Tensor(
+            "draft_tokens", ("int64",), "[B, K + 1]", "column 0 becomes the last kept token, the rest -1", inplace=True
+        ),
         Tensor("token_ids_all", ("int64",), "[B, L]", "the history; kept tokens are appended", inplace=True),
         _per_request("prompt_lens", "int64", "prompt length of each request"),
         _per_request("is_block_step", "bool", "blocked requests keep their state"),
         _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
         Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids"),
-        Tensor("has_running", ("bool",), "[1]", "True iff a slot is still running (a device tensor: no "
-               "host synchronisation)", output=True),
+        Tensor(
+            "has_running",
+            ("bool",),
+            "[1]",
+            "True iff a slot is still running (a device tensor: no host synchronisation)",
+            output=True,
+        ),
     ),
     attrs=(),
     result="ModelStatus",
@@ -532,12 +637,20 @@ UPDATE_MODEL_STATUS = OpSchema(
     ),
 )
 
-_ACCEPTANCE = Tensor("acceptance", ("float32",), "[B, K + 1]",
-                     "per slot: column 0 is 1 while the slot decodes (else 0), column ``i`` the estimate of "
-                     "P(draft i accepted | drafts before it accepted)")
-_RATES = Tensor("rates", ("float32",), "[5]",
-                "the controller's settings in float32: learning_rate, 1 - learning_rate, 1 - relax_rate, "
-                "relax_rate * prior, prior (``fastspec.reference.adaptive.controller_rates``)")
+_ACCEPTANCE = Tensor(
+    "acceptance",
+    ("float32",),
+    "[B, K + 1]",
+    "per slot: column 0 is 1 while the slot decodes (else 0), column ``i`` the estimate of "
+    "P(draft i accepted | drafts before it accepted)",
+)
+_RATES = Tensor(
+    "rates",
+    ("float32",),
+    "[5]",
+    "the controller's settings in float32: learning_rate, 1 - learning_rate, 1 - relax_rate, "
+    "relax_rate * prior, prior (``fastspec.reference.adaptive.controller_rates``)",
+)
 _ADAPTIVE_RANGES = {"B": (1, None), "K": (1, 65535), "R": (1, None)}
 
 ADAPTIVE_PLAN = OpSchema(
@@ -559,17 +672,27 @@ ADAPTIVE_PLAN = OpSchema(
         _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
         _per_request("stop_flags", "bool", "stopped requests do not prefill"),
         _per_request("is_block_step", "bool", "blocked requests do not prefill"),
-        Tensor("probe_step", ("int64",), "[1]", "the step counter of the probe schedule, advanced by one",
-               inplace=True),
+        Tensor(
+            "probe_step", ("int64",), "[1]", "the step counter of the probe schedule, advanced by one", inplace=True
+        ),
         _per_request("draft_token_num", "int32", "the drafts each slot may take (written)", inplace=True),
-        Tensor("worth", ("float32",), "[B, K + 1]", "each candidate's expected tokens as ranked (written)",
-               inplace=True),
-        Tensor("ranking", ("int32",), "[B, K + 1]", "the flat index of the candidate at each rank (written)",
-               inplace=True),
+        Tensor(
+            "worth", ("float32",), "[B, K + 1]", "each candidate's expected tokens as ranked (written)", inplace=True
+        ),
+        Tensor(
+            "ranking", ("int32",), "[B, K + 1]", "the flat index of the candidate at each rank (written)", inplace=True
+        ),
     ),
     attrs=(
-        Attr("probe_interval", "int", "steps between two probes of a slot (0: no probes)", default=0, lo=0,
-             hi=INT32_MAX, bits=32),
+        Attr(
+            "probe_interval",
+            "int",
+            "steps between two probes of a slot (0: no probes)",
+            default=0,
+            lo=0,
+            hi=INT32_MAX,
+            bits=32,
+        ),
     ),
     result="AdaptivePlan",
     symbol_ranges=_ADAPTIVE_RANGES,
@@ -639,26 +762,58 @@ BUILD_DRAFT_TREE = OpSchema(
     ),
     tensors=(
         Tensor("candidate_tokens", ("int64",), "[B, C]", "the drafter's candidate tokens, -1 for none"),
-        Tensor("candidate_parents", ("int32",), "[B, C]",
-               "the candidate each one continues (an earlier index), -1 for a child of the root"),
-        Tensor("candidate_scores", ("float32",), "[B, C]",
-               "cumulative scores, higher is better (e.g. the path's draft log-probability)"),
-        Tensor("draft_tree_tokens", ("int64",), "[B, N]",
-               "column 0 (the last committed token) is kept, columns ``1..N-1`` get the nodes then -1",
-               inplace=True),
-        _per_request("seq_lens_this_time", "int32",
-                     "the node count of a decode slot, 0 for an inactive one, unchanged for a prefill one",
-                     inplace=True),
+        Tensor(
+            "candidate_parents",
+            ("int32",),
+            "[B, C]",
+            "the candidate each one continues (an earlier index), -1 for a child of the root",
+        ),
+        Tensor(
+            "candidate_scores",
+            ("float32",),
+            "[B, C]",
+            "cumulative scores, higher is better (e.g. the path's draft log-probability)",
+        ),
+        Tensor(
+            "draft_tree_tokens",
+            ("int64",),
+            "[B, N]",
+            "column 0 (the last committed token) is kept, columns ``1..N-1`` get the nodes then -1",
+            inplace=True,
+        ),
+        _per_request(
+            "seq_lens_this_time",
+            "int32",
+            "the node count of a decode slot, 0 for an inactive one, unchanged for a prefill one",
+            inplace=True,
+        ),
         _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
         _per_request("seq_lens_decoder", "int32", "tokens in the cache (> 0 with no prefill: a decode slot)"),
-        Tensor("draft_tree_parents", ("int32",), "[B, N]", "each node's parent (before it), -1 for node 0 and "
-               "unused nodes", output=True),
-        Tensor("draft_tree_depths", ("int32",), "[B, N]", "each node's depth (node 0: 0; its position is "
-               "``seq_lens_decoder + depth``), -1 for unused nodes", output=True),
+        Tensor(
+            "draft_tree_parents",
+            ("int32",),
+            "[B, N]",
+            "each node's parent (before it), -1 for node 0 and unused nodes",
+            output=True,
+        ),
+        Tensor(
+            "draft_tree_depths",
+            ("int32",),
+            "[B, N]",
+            "each node's depth (node 0: 0; its position is ``seq_lens_decoder + depth``), -1 for unused nodes",
+            output=True,
+        ),
     ),
     attrs=(
-        Attr("max_depth", "int", "deepest node kept (K: a tree is verified into ``[B, K + 1]`` accepted tokens)",
-             required=True, lo=1, hi=MAX_TREE_NODES - 1, bits=32),
+        Attr(
+            "max_depth",
+            "int",
+            "deepest node kept (K: a tree is verified into ``[B, K + 1]`` accepted tokens)",
+            required=True,
+            lo=1,
+            hi=MAX_TREE_NODES - 1,
+            bits=32,
+        ),
     ),
     result="DraftTree",
     symbol_ranges={**_TREE_RANGES, "C": (1, MAX_TREE_CANDIDATES)},
@@ -692,8 +847,13 @@ VERIFY_DRAFT_TREE = OpSchema(
         _per_request("accept_num", "int32", "tokens emitted", inplace=True),
         Tensor("draft_tree_tokens", ("int64",), "[B, N]", "column 0 the last committed token, then the nodes"),
         Tensor("draft_tree_parents", ("int32",), "[B, N]", "each node's parent (before it), -1 for node 0"),
-        Tensor("target_tokens", ("int64",), "[T] | [T, 1]", "one target per output row (one row per node)",
-               needed_by=("greedy", "target_match")),
+        Tensor(
+            "target_tokens",
+            ("int64",),
+            "[T] | [T, 1]",
+            "one target per output row (one row per node)",
+            needed_by=("greedy", "target_match"),
+        ),
         _per_request("seed", "int64", "the request's seed (REJECTION's draws)", needed_by=("rejection",)),
         _per_request("step_idx", "int64", "generated tokens so far"),
         _per_request("stop_flags", "bool", "stopped requests emit nothing"),
@@ -703,16 +863,38 @@ VERIFY_DRAFT_TREE = OpSchema(
         _CU_SEQLENS,
         _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
         Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids; ``end_tokens[0]`` ends a request cleanly"),
-        Tensor("target_probs", PROBS, "[T, V]", "the target's distribution ``p`` of each node's row",
-               needed_by=("rejection",)),
-        Tensor("draft_probs", PROBS, "[T, V]", "the draft distribution ``q`` a node's children were drawn from",
-               needed_by=("rejection",)),
-        Tensor("accept_nodes", ("int32",), "[B, K + 1]", "the node whose row decided each emitted token, then -1",
-               output=True),
+        Tensor(
+            "target_probs",
+            PROBS,
+            "[T, V]",
+            "the target's distribution ``p`` of each node's row",
+            needed_by=("rejection",),
+        ),
+        Tensor(
+            "draft_probs",
+            PROBS,
+            "[T, V]",
+            "the draft distribution ``q`` a node's children were drawn from",
+            needed_by=("rejection",),
+        ),
+        Tensor(
+            "accept_nodes",
+            ("int32",),
+            "[B, K + 1]",
+            "the node whose row decided each emitted token, then -1",
+            output=True,
+        ),
     ),
     attrs=(
-        Attr("strategy", "str", "how nodes are judged: " + ", ".join(f"'{s}'" for s in TREE_STRATEGIES)
-             + " (any case; see docs/ops/draft_tree.md)", required=True, choices=TREE_STRATEGIES),
+        Attr(
+            "strategy",
+            "str",
+            "how nodes are judged: "
+            + ", ".join(f"'{s}'" for s in TREE_STRATEGIES)
+            + " (any case; see docs/ops/draft_tree.md)",
+            required=True,
+            choices=TREE_STRATEGIES,
+        ),
     ),
     result="TreeVerifyResult",
     strategy_attr="strategy",
@@ -752,12 +934,19 @@ PROCESS_LOGITS = OpSchema(
         Tensor("token_ids_all", ("int64",), "[B, L]", "the prompt in ``[0, prompt_lens[b])``, then the output"),
         _per_request("prompt_lens", "int64", "prompt length of each request"),
         _per_request("step_idx", "int64", "output tokens committed so far"),
-        Tensor("draft_tokens", ("int64",), "[B, K + 1]",
-               "column 0 the last committed token, then the drafts (a chain) or the tree's nodes"),
+        Tensor(
+            "draft_tokens",
+            ("int64",),
+            "[B, K + 1]",
+            "column 0 the last committed token, then the drafts (a chain) or the tree's nodes",
+        ),
         _BATCH_ID,
         _CU_SEQLENS,
-        _per_request("repetition_penalty", "float32", "1: off; a logit of a token in the history is divided "
-                     "(> 0) or multiplied by it"),
+        _per_request(
+            "repetition_penalty",
+            "float32",
+            "1: off; a logit of a token in the history is divided (> 0) or multiplied by it",
+        ),
         _per_request("presence_penalty", "float32", "0: off; subtracted once from a token in the output"),
         _per_request("frequency_penalty", "float32", "0: off; subtracted once per occurrence in the output"),
         _per_request("min_tokens", "int64", "end and stop tokens are banned while fewer tokens are out"),
@@ -765,15 +954,30 @@ PROCESS_LOGITS = OpSchema(
         Tensor("stop_token_ids", ("int64",), "[B, S]", "each request's stop token ids, -1 for none"),
         Tensor("logit_bias_ids", ("int64",), "[B, NB]", "the token each bias entry adds to, -1 for none"),
         Tensor("logit_bias_values", ("float32",), "[B, NB]", "the value each bias entry adds"),
-        Tensor("bad_words", ("int64",), "[B, BW]",
-               "each request's banned sequences one after another, split at the negative entries (-1)"),
-        Tensor("draft_parents", ("int32",), "[B, K + 1]",
-               "a tree's parents (node 0: -1); row ``j``'s drafts are node ``j``'s path from the root. Left out: "
-               "a chain", optional=True),
+        Tensor(
+            "bad_words",
+            ("int64",),
+            "[B, BW]",
+            "each request's banned sequences one after another, split at the negative entries (-1)",
+        ),
+        Tensor(
+            "draft_parents",
+            ("int32",),
+            "[B, K + 1]",
+            "a tree's parents (node 0: -1); row ``j``'s drafts are node ``j``'s path from the root. Left out: a chain",
+            optional=True,
+        ),
     ),
     attrs=(),
-    symbol_ranges={"K": (0, MAX_TREE_NODES - 1), "E": (1, None), "V": (1, INT32_MAX), "L": (0, INT32_MAX),
-                   "S": (1, None), "NB": (1, None), "BW": (1, None)},
+    symbol_ranges={
+        "K": (0, MAX_TREE_NODES - 1),
+        "E": (1, None),
+        "V": (1, INT32_MAX),
+        "L": (0, INT32_MAX),
+        "S": (1, None),
+        "NB": (1, None),
+        "BW": (1, None),
+    },
     example=(
         ">>> i64, f = 'int64', 'float32'\n"
         ">>> logits = fs.process_logits(  # prompt 3 1, output 2; one draft 2: row 1 sees 2 twice\n"
@@ -790,9 +994,21 @@ PROCESS_LOGITS = OpSchema(
 
 SCHEMAS: dict[str, OpSchema] = {
     op.name: op
-    for op in (NGRAM_MATCH, NGRAM_APPEND, TOP_P_CANDIDATES, SAMPLE_TOKENS, TOP_K_TOP_P_PROBS, VERIFY_DRAFT_TOKENS,
-               UPDATE_MODEL_STATUS, ADAPTIVE_PLAN, ADAPTIVE_OBSERVE, BUILD_DRAFT_TREE, VERIFY_DRAFT_TREE,
-               PROCESS_LOGITS, APPLY_TOKEN_BITMASK)
+    for op in (
+        NGRAM_MATCH,
+        NGRAM_APPEND,
+        TOP_P_CANDIDATES,
+        SAMPLE_TOKENS,
+        TOP_K_TOP_P_PROBS,
+        VERIFY_DRAFT_TOKENS,
+        UPDATE_MODEL_STATUS,
+        ADAPTIVE_PLAN,
+        ADAPTIVE_OBSERVE,
+        BUILD_DRAFT_TREE,
+        VERIFY_DRAFT_TREE,
+        PROCESS_LOGITS,
+        APPLY_TOKEN_BITMASK,
+    )
 }
 
 

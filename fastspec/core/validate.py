@@ -48,8 +48,11 @@ def _check_attr(op: OpSchema, attr: Attr, value: Any) -> Any:
     """Type and choice checks of one attribute; returns the normalised value."""
     if attr.kind == "str" and isinstance(value, enum.Enum):
         value = value.value
-    wrong = {"int": not isinstance(value, int) or isinstance(value, bool), "bool": not isinstance(value, bool),
-             "str": not isinstance(value, str)}.get(attr.kind, False)
+    wrong = {
+        "int": not isinstance(value, int) or isinstance(value, bool),
+        "bool": not isinstance(value, bool),
+        "str": not isinstance(value, str),
+    }.get(attr.kind, False)
     if wrong:
         raise error(op, Refusal("attr_type", attr.name, type(value).__name__, {"kind": attr.kind}))
     value = int(value) if attr.kind == "int" else value.lower() if attr.kind == "str" else value
@@ -82,8 +85,12 @@ class _Binder:
         self.source: dict[str, str] = {}  # the tensor or attribute that bound each symbol
 
     def match(self, tensor: Tensor, meta: TensorMeta) -> None:
-        fits = [alt for alt in tensor.shapes if len(alt) == len(meta.shape)
-                and all(d.symbol is not None or meta.shape[i] in (UNKNOWN, d.offset) for i, d in enumerate(alt))]
+        fits = [
+            alt
+            for alt in tensor.shapes
+            if len(alt) == len(meta.shape)
+            and all(d.symbol is not None or meta.shape[i] in (UNKNOWN, d.offset) for i, d in enumerate(alt))
+        ]
         if not fits:
             raise error(self.op, Refusal("shape", tensor.name, list(meta.shape)))
         for axis, dim in enumerate(fits[0]):
@@ -98,9 +105,21 @@ class _Binder:
             self.dims[dim.symbol] = value
             self.source[dim.symbol] = tensor.name
         elif bound != value:
-            raise error(self.op, Refusal("size", tensor.name, size, {
-                "axis": axis, "symbol": dim.symbol, "offset": dim.offset, "expected": bound + dim.offset,
-                "source": self.source[dim.symbol]}))
+            raise error(
+                self.op,
+                Refusal(
+                    "size",
+                    tensor.name,
+                    size,
+                    {
+                        "axis": axis,
+                        "symbol": dim.symbol,
+                        "offset": dim.offset,
+                        "expected": bound + dim.offset,
+                        "source": self.source[dim.symbol],
+                    },
+                ),
+            )
 
 
 def validate(op: OpSchema, tensors: Mapping[str, TensorMeta | None], attrs: Mapping[str, Any]) -> Checked:
@@ -144,8 +163,9 @@ def validate(op: OpSchema, tensors: Mapping[str, TensorMeta | None], attrs: Mapp
         if group is not None:  # tensors that accept several dtypes must agree on one
             first = dtype_of.setdefault(group, (tensor.name, meta.dtype))
             if first[1] != meta.dtype:
-                raise error(op, Refusal("same_dtype", tensor.name, meta.dtype,
-                                        {"other": first[0], "expected": first[1]}))
+                raise error(
+                    op, Refusal("same_dtype", tensor.name, meta.dtype, {"other": first[0], "expected": first[1]})
+                )
         if not meta.contiguous:
             raise error(op, Refusal("strided", tensor.name))
         binder.match(tensor, meta)
@@ -162,8 +182,9 @@ def validate(op: OpSchema, tensors: Mapping[str, TensorMeta | None], attrs: Mapp
         if value is None:
             continue
         if lo is not None and value < lo or hi is not None and value > hi:
-            raise error(op, Refusal("symbol_range", actual=value,
-                                    facts={"symbol": symbol, "source": binder.source[symbol]}))
+            raise error(
+                op, Refusal("symbol_range", actual=value, facts={"symbol": symbol, "source": binder.source[symbol]})
+            )
 
     names = {**binder.dims, **values}  # the symbols and attributes a bound expression may name
     for attr in op.attrs:
@@ -178,6 +199,10 @@ def validate(op: OpSchema, tensors: Mapping[str, TensorMeta | None], attrs: Mapp
     for symbol, limit in op.device_limits.get(backend, {}).items():
         value = binder.dims.get(symbol)
         if value is not None and value > limit:
-            raise error(op, Refusal("limit", actual=value, facts={"symbol": symbol, "source": binder.source[symbol],
-                                                                  "backend": backend}))
+            raise error(
+                op,
+                Refusal(
+                    "limit", actual=value, facts={"symbol": symbol, "source": binder.source[symbol], "backend": backend}
+                ),
+            )
     return Checked(binder.dims, values, tuple(used), device)

@@ -49,13 +49,22 @@ def _doc(op: OpSchema, setup: str, outputs_are_args: bool, extra_doc: str) -> st
     if len(returns) == 1:
         lines.append(f"    ``{returns[0]}``.")
     else:
-        lines.append(f"    ``{op.result}({', '.join(returns)})``, a named tuple"
-                     + (" (the in-place tensors, updated)" if any(t.inplace for t in op.inputs) else "") + ".")
-    lines += ["", "Raises:",
-              "    FastspecArgumentError (a ValueError) naming the op and the argument: a wrong dtype, shape,",
-              "    device or strided view, shapes that disagree, an attribute out of range, a missing tensor;",
-              "    FastspecTypeError (also a TypeError) for an argument of the wrong Python type.",
-              "", "Example:", "", setup]
+        lines.append(
+            f"    ``{op.result}({', '.join(returns)})``, a named tuple"
+            + (" (the in-place tensors, updated)" if any(t.inplace for t in op.inputs) else "")
+            + "."
+        )
+    lines += [
+        "",
+        "Raises:",
+        "    FastspecArgumentError (a ValueError) naming the op and the argument: a wrong dtype, shape,",
+        "    device or strided view, shapes that disagree, an attribute out of range, a missing tensor;",
+        "    FastspecTypeError (also a TypeError) for an argument of the wrong Python type.",
+        "",
+        "Example:",
+        "",
+        setup,
+    ]
     lines += op.example.splitlines()
     return "\n".join(line.rstrip() for line in lines)
 
@@ -67,11 +76,21 @@ def signature(op: OpSchema, outputs_are_args: bool, extras: tuple[inspect.Parame
     tensors = op.tensors if outputs_are_args else op.inputs
     for tensor in tensors:
         defaulted = defaulted or tensor.optional or bool(tensor.needed_by) or tensor.output
-        params.append(inspect.Parameter(tensor.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                        default=None if defaulted else inspect.Parameter.empty))
+        params.append(
+            inspect.Parameter(
+                tensor.name,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                default=None if defaulted else inspect.Parameter.empty,
+            )
+        )
     for attr in op.attrs:
-        params.append(inspect.Parameter(attr.name, inspect.Parameter.KEYWORD_ONLY,
-                                        default=inspect.Parameter.empty if attr.required else attr.default))
+        params.append(
+            inspect.Parameter(
+                attr.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if attr.required else attr.default,
+            )
+        )
     return inspect.Signature(params + list(extras))
 
 
@@ -110,9 +129,17 @@ def literal_function(name: str, sig: inspect.Signature, body: list[str], names: 
     return names.pop(name)
 
 
-def make_op(op: OpSchema, run: Callable[..., Any], *, module: str, setup: str, outputs_are_args: bool,
-            extras: tuple[inspect.Parameter, ...] = (), extra_doc: str = "",
-            fast_path: FastPath | None = None) -> Callable[..., Any]:
+def make_op(
+    op: OpSchema,
+    run: Callable[..., Any],
+    *,
+    module: str,
+    setup: str,
+    outputs_are_args: bool,
+    extras: tuple[inspect.Parameter, ...] = (),
+    extra_doc: str = "",
+    fast_path: FastPath | None = None,
+) -> Callable[..., Any]:
     """A public op function: binds the call to ``op``'s signature and hands
     ``run(op, tensors, attrs, extras)`` dictionaries by name, unless the front end's
     ``fast_path`` lines returned first. Its ``bind_arguments`` attribute does the binding

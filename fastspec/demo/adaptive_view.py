@@ -24,6 +24,10 @@ def comparison_table(off, fixed, adaptive, k: int, check_text: str, cost: Measur
     """Spec off | fixed K | adaptive: steps, accepted length, drafts verified, wall time, lossless."""
     notes = [("lossless check", f"adaptive: {check_text}")]
     if isinstance(cost, MeasuredCost):
-        notes.append(("step cost (measured)", f"{1e3 * cost.intercept:.2f} ms + {1e3 * cost.slope:.3f} ms per token, "
-                      "fitted to this machine's steps"))
+        notes.append(
+            (
+                "step cost (measured)",
+                f"{1e3 * cost.intercept:.2f} ms + {1e3 * cost.slope:.3f} ms per token, fitted to this machine's steps",
+            )
+        )
     return side_by_side(("spec off", f"fixed K = {k}", "adaptive"), (off, fixed, adaptive), notes)

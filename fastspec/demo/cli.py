@@ -28,68 +28,144 @@ from pathlib import Path
 
 import numpy as np
 
-from fastspec.cli.errors import ArgumentParser, UserError, float_range, int_list, int_range, load_config, readable_file, user_errors
-from fastspec.runtime.config import MAX_SPECULATIVE_TOKENS, MAX_TREE_NODES, STRATEGIES, TREE_METHODS
+from fastspec.cli.errors import (
+    ArgumentParser,
+    UserError,
+    float_range,
+    int_list,
+    int_range,
+    load_config,
+    readable_file,
+    user_errors,
+)
 from fastspec.demo.workload import CORPORA, ROOT, copy_edit_workload
+from fastspec.runtime.config import MAX_SPECULATIVE_TOKENS, MAX_TREE_NODES, STRATEGIES, TREE_METHODS
 
 # Paddle warns on import that ccache is missing; it only matters when compiling through Paddle.
 warnings.filterwarnings("ignore", message="No ccache found")
 
 DEFAULT_CONFIG = ROOT / "configs" / "ngram.yaml"
 EAGLE3_DEMO_LAYERS = 4  # the demo's targets under eagle3: 4 layers, so configs/eagle3.yaml's ids 1, 2, 4 exist
-METHOD_CONFIGS = {"mtp": ROOT / "configs" / "mtp.yaml", "eagle3": ROOT / "configs" / "eagle3.yaml",
-                  "suffix": ROOT / "configs" / "suffix.yaml"}
+METHOD_CONFIGS = {
+    "mtp": ROOT / "configs" / "mtp.yaml",
+    "eagle3": ROOT / "configs" / "eagle3.yaml",
+    "suffix": ROOT / "configs" / "suffix.yaml",
+}
 PROG = "python -m fastspec.demo"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    p.add_argument("--config", type=readable_file, default=None,
-                   help="YAML config (default: configs/ngram.yaml; configs/<method>.yaml for --method mtp / eagle3)")
-    p.add_argument("--method", choices=["ngram", "suffix", "mtp", "eagle3", "none", "naive"], default=None,
-                   help="override the config's method (mtp: a draft head fed with the target's hidden states; "
-                        "eagle3: a head fed with the target's aux hidden states)")
-    p.add_argument("--k", type=int_range(0, MAX_SPECULATIVE_TOKENS), default=None, help="num_speculative_tokens (default 5)")
-    p.add_argument("--strategy", type=str.lower, choices=STRATEGIES, default="target_match",
-                   help="verify strategy (rejection, block: mtp / eagle3 only)")
+    p.add_argument(
+        "--config",
+        type=readable_file,
+        default=None,
+        help="YAML config (default: configs/ngram.yaml; configs/<method>.yaml for --method mtp / eagle3)",
+    )
+    p.add_argument(
+        "--method",
+        choices=["ngram", "suffix", "mtp", "eagle3", "none", "naive"],
+        default=None,
+        help="override the config's method (mtp: a draft head fed with the target's hidden states; "
+        "eagle3: a head fed with the target's aux hidden states)",
+    )
+    p.add_argument(
+        "--k", type=int_range(0, MAX_SPECULATIVE_TOKENS), default=None, help="num_speculative_tokens (default 5)"
+    )
+    p.add_argument(
+        "--strategy",
+        type=str.lower,
+        choices=STRATEGIES,
+        default="target_match",
+        help="verify strategy (rejection, block: mtp / eagle3 only)",
+    )
     p.add_argument("--batch-size", type=int_range(1), default=4, help="slots decoded together")
     p.add_argument("--requests", type=int_range(1), default=None, help="requests (default 16, --short 2)")
-    p.add_argument("--chunk-tokens", type=int_range(1), default=None, help="file tokens per prompt (default 320, --short 60)")
-    p.add_argument("--corpus", choices=CORPORA, default=None,
-                   help="repo: chunks of the project's own files (default); builtin: the fixed corpus in "
-                        "fastspec/demo/data/ (default with --short; what the tests run)")
-    p.add_argument("--ngram-sizes", type=int_list(1), default=None, help="n-gram sizes swept for the plot (default 1,2,3,4; --short 1,3)")
-    p.add_argument("--model", choices=["replay", "transformer"], default="replay",
-                   help="replay: favours the reference rewrite (a stand-in for a trained model); transformer: random tiny model")
-    p.add_argument("--peak", type=float_range(0.0, 1.0, low_open=True, high_open=True), default=0.92, help="replay model's probability on the reference token")
+    p.add_argument(
+        "--chunk-tokens", type=int_range(1), default=None, help="file tokens per prompt (default 320, --short 60)"
+    )
+    p.add_argument(
+        "--corpus",
+        choices=CORPORA,
+        default=None,
+        help="repo: chunks of the project's own files (default); builtin: the fixed corpus in "
+        "fastspec/demo/data/ (default with --short; what the tests run)",
+    )
+    p.add_argument(
+        "--ngram-sizes",
+        type=int_list(1),
+        default=None,
+        help="n-gram sizes swept for the plot (default 1,2,3,4; --short 1,3)",
+    )
+    p.add_argument(
+        "--model",
+        choices=["replay", "transformer"],
+        default="replay",
+        help="replay: favours the reference rewrite (a stand-in for a trained model); transformer: random tiny model",
+    )
+    p.add_argument(
+        "--peak",
+        type=float_range(0.0, 1.0, low_open=True, high_open=True),
+        default=0.92,
+        help="replay model's probability on the reference token",
+    )
     p.add_argument("--temperature", type=float_range(0.0), default=None, help="override sampling.temperature")
-    p.add_argument("--top-p", type=float_range(0.0, 1.0, low_open=True), default=1.0,
-                   help="sampling.top_p (default 1.0: the replay model really samples, ~8%% of tokens leave the reference)")
-    p.add_argument("--repetition-penalty", type=float_range(0.0, low_open=True), default=None,
-                   help="sampling.repetition_penalty (1: off; docs/ops/process_logits.md)")
+    p.add_argument(
+        "--top-p",
+        type=float_range(0.0, 1.0, low_open=True),
+        default=1.0,
+        help="sampling.top_p (default 1.0: the replay model really samples, ~8%% of tokens leave the reference)",
+    )
+    p.add_argument(
+        "--repetition-penalty",
+        type=float_range(0.0, low_open=True),
+        default=None,
+        help="sampling.repetition_penalty (1: off; docs/ops/process_logits.md)",
+    )
     p.add_argument("--presence-penalty", type=float_range(), default=None, help="sampling.presence_penalty (0: off)")
     p.add_argument("--frequency-penalty", type=float_range(), default=None, help="sampling.frequency_penalty (0: off)")
-    p.add_argument("--static-step", action="store_true",
-                   help="run the spec-on step as two programs built once and replayed (fastspec.runtime.step.SpecStep)")
+    p.add_argument(
+        "--static-step",
+        action="store_true",
+        help="run the spec-on step as two programs built once and replayed (fastspec.runtime.step.SpecStep)",
+    )
     p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     p.add_argument("--seed", type=int_range(0), default=0, help="workload and sampling seed")
     p.add_argument("--short", action="store_true", help="a small workload for CI")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG")
     p.add_argument("--out", default="demo_out", help="folder for summary.json and acceptance.png")
     p.add_argument("--no-adaptive", action="store_true", help="skip the adaptive draft-length run")
-    p.add_argument("--tree", action="store_true",
-                   help="also run draft trees (the head's top-k per depth, or the suffix cache's, docs/trees.md) and show "
-                        "them against the chain (method mtp unless --method eagle3 or suffix; skips the adaptive run)")
-    p.add_argument("--stream", action="store_true",
-                   help="serve the requests through a SpecEngine (one arriving per step) and print each request's tokens "
-                        "as they are accepted, then check them against spec off (docs/serving.md); skips the comparisons")
-    p.add_argument("--tree-top-k", type=int_range(1, 16), default=2,
-                   help="--tree: candidates per depth (method suffix: continuations per node; default 2)")
-    p.add_argument("--tree-nodes", type=int_range(2, MAX_TREE_NODES), default=8,
-                   help="--tree: nodes per tree, the last committed token included (default 8)")
-    p.add_argument("--structured-output", choices=["json"], default=None,
-                   help="json: requests constrained by configs/release_note.schema.json (docs/structured_output.md): "
-                        "every output validated, spec off against on, accepted length with and without grammar drafts")
+    p.add_argument(
+        "--tree",
+        action="store_true",
+        help="also run draft trees (the head's top-k per depth, or the suffix cache's, docs/trees.md) and show "
+        "them against the chain (method mtp unless --method eagle3 or suffix; skips the adaptive run)",
+    )
+    p.add_argument(
+        "--stream",
+        action="store_true",
+        help="serve the requests through a SpecEngine (one arriving per step) and print each request's tokens "
+        "as they are accepted, then check them against spec off (docs/serving.md); skips the comparisons",
+    )
+    p.add_argument(
+        "--tree-top-k",
+        type=int_range(1, 16),
+        default=2,
+        help="--tree: candidates per depth (method suffix: continuations per node; default 2)",
+    )
+    p.add_argument(
+        "--tree-nodes",
+        type=int_range(2, MAX_TREE_NODES),
+        default=8,
+        help="--tree: nodes per tree, the last committed token included (default 8)",
+    )
+    p.add_argument(
+        "--structured-output",
+        choices=["json"],
+        default=None,
+        help="json: requests constrained by configs/release_note.schema.json (docs/structured_output.md): "
+        "every output validated, spec off against on, accepted length with and without grammar drafts",
+    )
     return p.parse_args(argv)
 
 
@@ -141,7 +217,9 @@ def make_config(args):
         changes["num_speculative_tokens"] = 5
     if args.tree:
         changes["num_model_steps"] = 0  # the chain drafts every depth from the head too, as a tree does
-        if changes.get("method", config.method) == "suffix":  # a tree is the cache's alone: so is the chain it is set against
+        if (
+            changes.get("method", config.method) == "suffix"
+        ):  # a tree is the cache's alone: so is the chain it is set against
             changes["suffix"] = {"with_anchored_ngram": False}
     sampling = {"seed": args.seed}
     if args.temperature is not None:
@@ -172,9 +250,13 @@ def with_draft_head(config, model, workload, args):
     if config.method == "eagle3":
         if args.model == "replay":
             target = dm.ReplayAuxHiddenStates(model, config.aux_layer_ids or "default", num_layers=EAGLE3_DEMO_LAYERS)
-            return target, dm.ReplayEagle3Head(workload.references, vocab, target.aux_layer_ids, end_token=end, peak=0.9)
+            return target, dm.ReplayEagle3Head(
+                workload.references, vocab, target.aux_layer_ids, end_token=end, peak=0.9
+            )
         target = dm.GridAuxHiddenStates(model, config.aux_layer_ids or "default")
-        return target, Eagle3DraftHead(vocab, model.tok.weight.shape[1], num_aux=len(target.aux_layer_ids), seed=args.seed + 1)
+        return target, Eagle3DraftHead(
+            vocab, model.tok.weight.shape[1], num_aux=len(target.aux_layer_ids), seed=args.seed + 1
+        )
     return model, None
 
 
@@ -188,17 +270,31 @@ def with_tree(config, args):
         raise UserError(f"--tree with {args.config} and the command-line options: {error}") from error
 
 
-def run_one(label, model, workload, config, args, max_model_len, warmup=False, draft_model=None, step_mode=None,
-            cost_model=None):
+def run_one(
+    label, model, workload, config, args, max_model_len, warmup=False, draft_model=None, step_mode=None, cost_model=None
+):
     from fastspec.runtime.generation import default_params, generate
 
     count = 1 if warmup else len(workload.prompts)
-    params = [dataclasses.replace(p, max_dec_len=4 if warmup else len(workload.references[i]) + 8)
-              for i, p in enumerate(default_params(config, count))]
+    params = [
+        dataclasses.replace(p, max_dec_len=4 if warmup else len(workload.references[i]) + 8)
+        for i, p in enumerate(default_params(config, count))
+    ]
     bar = None if warmup else ProgressBar(label)
-    result = generate(model, workload.prompts[:count], config, max_num_seqs=args.batch_size, max_model_len=max_model_len,
-                      end_tokens=[workload.tokenizer.END], place=args.device, params=params, progress=bar,
-                      draft_model=draft_model, step_mode=step_mode, cost_model=cost_model)
+    result = generate(
+        model,
+        workload.prompts[:count],
+        config,
+        max_num_seqs=args.batch_size,
+        max_model_len=max_model_len,
+        end_tokens=[workload.tokenizer.END],
+        place=args.device,
+        params=params,
+        progress=bar,
+        draft_model=draft_model,
+        step_mode=step_mode,
+        cost_model=cost_model,
+    )
     if bar is not None:
         bar.close()
     return result
@@ -207,12 +303,15 @@ def run_one(label, model, workload, config, args, max_model_len, warmup=False, d
 def lossless_check(off, on, strategy):
     equal = sum(int(np.array_equal(a, b)) for a, b in zip(off.outputs, on.outputs))
     tokens = sum(len(a) for a in off.outputs)
-    same = sum(int(np.sum(a[: min(len(a), len(b))] == b[: min(len(a), len(b))])) for a, b in zip(off.outputs, on.outputs))
+    same = sum(
+        int(np.sum(a[: min(len(a), len(b))] == b[: min(len(a), len(b))])) for a, b in zip(off.outputs, on.outputs)
+    )
     if strategy in ("greedy", "target_match"):
         verdict = "PASS" if equal == len(off.outputs) else "FAIL"
         return verdict, f"{verdict}: {equal}/{len(off.outputs)} outputs identical to spec off"
-    return "n/a", (f"n/a for {strategy} (lossless in distribution, not token for token): "
-                   f"{same}/{tokens} tokens equal to spec off")
+    return "n/a", (
+        f"n/a for {strategy} (lossless in distribution, not token for token): {same}/{tokens} tokens equal to spec off"
+    )
 
 
 def table(off, on, check_text) -> str:
@@ -257,13 +356,21 @@ def plot(path: Path, main, sweep, k) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     positions = np.arange(1, k + 1)
     left.bar(positions, main.stats.acceptance_per_position, color="tab:blue")
-    left.set(xlabel="draft position", ylabel="acceptance rate", ylim=(0, 1),
-             title=f"acceptance by position (mean accepted length {main.stats.mean_accepted_length:.2f})")
+    left.set(
+        xlabel="draft position",
+        ylabel="acceptance rate",
+        ylim=(0, 1),
+        title=f"acceptance by position (mean accepted length {main.stats.mean_accepted_length:.2f})",
+    )
     left.set_xticks(positions)
     for n, result in sweep.items():
-        right.plot(positions, result.stats.acceptance_per_position, marker="o",
-                   label=f"n = {n}: accepted length {result.stats.mean_accepted_length:.2f}, "
-                   f"drafts in {100 * draft_coverage(result.stats):.0f}% of steps")
+        right.plot(
+            positions,
+            result.stats.acceptance_per_position,
+            marker="o",
+            label=f"n = {n}: accepted length {result.stats.mean_accepted_length:.2f}, "
+            f"drafts in {100 * draft_coverage(result.stats):.0f}% of steps",
+        )
     right.set(xlabel="draft position", ylabel="acceptance rate", ylim=(0, 1), title="by n-gram size (min = max = n)")
     right.set_xticks(positions)
     if sweep:
@@ -299,19 +406,28 @@ def main(argv=None) -> int:
     max_model_len = max(len(p) for p in workload.prompts) + max(len(r) for r in workload.references.values()) + 8
     vocab = workload.tokenizer.vocab_size
     if args.model == "replay":
-        model = ReplayModel(workload.references, vocab, end_token=workload.tokenizer.END, peak=args.peak, seed=args.seed)
+        model = ReplayModel(
+            workload.references, vocab, end_token=workload.tokenizer.END, peak=args.peak, seed=args.seed
+        )
     else:
         layers = EAGLE3_DEMO_LAYERS if config.method == "eagle3" else 2
         model = TinyTransformer(vocab, max_model_len, n_layers=layers, seed=args.seed)
     model, draft_model = with_draft_head(config, model, workload, args)
-    print(f"fastspec demo: {requests} requests of ~{chunk} file tokens from the {args.corpus} corpus (vocab {vocab}), "
-          f"batch {args.batch_size}, device {args.device}, model {args.model}")
-    print(f"  config: method {config.method}, K {config.num_speculative_tokens}, strategy {config.verify_strategy}, "
-          f"n-gram {config.min_ngram_size}..{config.max_ngram_size}, temperature {config.sampling.temperature}, "
-          f"top_p {config.sampling.top_p}"
-          + (f", model steps {config.num_model_steps or config.num_speculative_tokens}, chained {config.chain_hidden_states}"
-             if config.method in ("mtp", "eagle3") else "")
-          + (f", aux layers {list(model.aux_layer_ids)}" if config.method == "eagle3" else ""))
+    print(
+        f"fastspec demo: {requests} requests of ~{chunk} file tokens from the {args.corpus} corpus (vocab {vocab}), "
+        f"batch {args.batch_size}, device {args.device}, model {args.model}"
+    )
+    print(
+        f"  config: method {config.method}, K {config.num_speculative_tokens}, strategy {config.verify_strategy}, "
+        f"n-gram {config.min_ngram_size}..{config.max_ngram_size}, temperature {config.sampling.temperature}, "
+        f"top_p {config.sampling.top_p}"
+        + (
+            f", model steps {config.num_model_steps or config.num_speculative_tokens}, chained {config.chain_hidden_states}"
+            if config.method in ("mtp", "eagle3")
+            else ""
+        )
+        + (f", aux layers {list(model.aux_layer_ids)}" if config.method == "eagle3" else "")
+    )
 
     if args.stream:
         from fastspec.demo.stream import stream
@@ -322,8 +438,13 @@ def main(argv=None) -> int:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise UserError(f"--out {out}: cannot create the folder: {error.strerror or error}") from error
-        (out / "summary.json").write_text(json.dumps({"args": vars(args), "config": config.to_dict(), "stream": streamed,
-                                                      "lossless": verdict}, indent=2, default=str))
+        (out / "summary.json").write_text(
+            json.dumps(
+                {"args": vars(args), "config": config.to_dict(), "stream": streamed, "lossless": verdict},
+                indent=2,
+                default=str,
+            )
+        )
         print(f"wrote {out / 'summary.json'}")
         return 0 if verdict != "FAIL" else 1
     spec_off = config.replace(method="none", num_speculative_tokens=0)
@@ -331,14 +452,28 @@ def main(argv=None) -> int:
     for warm in (spec_off, config):  # first calls pay one-time costs; keep them out of the timings
         run_one("warm-up", model, workload, warm, args, max_model_len, warmup=True, draft_model=draft_model)
     off = run_one("spec off", model, workload, spec_off, args, max_model_len)
-    on = run_one(f"spec on ({config.method})", model, workload, config, args, max_model_len, draft_model=draft_model,
-                 step_mode=step_mode)
+    on = run_one(
+        f"spec on ({config.method})",
+        model,
+        workload,
+        config,
+        args,
+        max_model_len,
+        draft_model=draft_model,
+        step_mode=step_mode,
+    )
     verdict, check_text = lossless_check(off, on, config.verify_strategy)
     sweep = {}
     if config.method == "ngram":  # the sweep is about n-gram drafts
         for n in sizes:
-            sweep[n] = run_one(f"n-gram size {n}", model, workload,
-                               config.replace(max_ngram_size=n, min_ngram_size=n), args, max_model_len)
+            sweep[n] = run_one(
+                f"n-gram size {n}",
+                model,
+                workload,
+                config.replace(max_ngram_size=n, min_ngram_size=n),
+                args,
+                max_model_len,
+            )
 
     tree = None
     if args.tree:  # the same head drafting top-k trees, beside its chain
@@ -346,8 +481,16 @@ def main(argv=None) -> int:
 
         tree_config = with_tree(config, args)
         run_one("warm-up", model, workload, tree_config, args, max_model_len, warmup=True, draft_model=draft_model)
-        tree = run_one("spec on (tree)", model, workload, tree_config, args, max_model_len, draft_model=draft_model,
-                       step_mode=step_mode)
+        tree = run_one(
+            "spec on (tree)",
+            model,
+            workload,
+            tree_config,
+            args,
+            max_model_len,
+            draft_model=draft_model,
+            step_mode=step_mode,
+        )
         tree_verdict, tree_check = lossless_check(off, tree, config.verify_strategy)
         verdict = "FAIL" if "FAIL" in (verdict, tree_verdict) else verdict
 
@@ -356,29 +499,62 @@ def main(argv=None) -> int:
         from fastspec.demo.adaptive_view import adaptive_config, comparison_table, measured_cost
 
         cost = measured_cost(config)  # None: the roofline the config names
-        run_one("warm-up", model, workload, adaptive_config(config), args, max_model_len, warmup=True, draft_model=draft_model)
-        adaptive = run_one("adaptive", model, workload, adaptive_config(config), args, max_model_len,
-                           draft_model=draft_model, cost_model=cost, step_mode=step_mode)
+        run_one(
+            "warm-up",
+            model,
+            workload,
+            adaptive_config(config),
+            args,
+            max_model_len,
+            warmup=True,
+            draft_model=draft_model,
+        )
+        adaptive = run_one(
+            "adaptive",
+            model,
+            workload,
+            adaptive_config(config),
+            args,
+            max_model_len,
+            draft_model=draft_model,
+            cost_model=cost,
+            step_mode=step_mode,
+        )
         adaptive_verdict, adaptive_check = lossless_check(off, adaptive, config.verify_strategy)
         verdict = "FAIL" if "FAIL" in (verdict, adaptive_verdict) else verdict
 
     print()
     if step_mode:
-        print(f"static step: {on.stats.steps} steps replayed programs built {on.stats.program_builds} "
-              "(the build time is inside the spec-on wall time)")
+        print(
+            f"static step: {on.stats.steps} steps replayed programs built {on.stats.program_builds} "
+            "(the build time is inside the spec-on wall time)"
+        )
     print(table(off, on, check_text))
     if tree is not None:
         print()
-        print(side_by_side(("spec off", f"chain (K = {config.num_speculative_tokens})",
-                            f"tree (top-{args.tree_top_k}, {args.tree_nodes} nodes)"), (off, on, tree),
-                           [("lossless check", f"chain: {check_text}"), ("", f"tree: {tree_check}")]))
+        print(
+            side_by_side(
+                (
+                    "spec off",
+                    f"chain (K = {config.num_speculative_tokens})",
+                    f"tree (top-{args.tree_top_k}, {args.tree_nodes} nodes)",
+                ),
+                (off, on, tree),
+                [("lossless check", f"chain: {check_text}"), ("", f"tree: {tree_check}")],
+            )
+        )
     if adaptive is not None:
         print()
         print(comparison_table(off, on, adaptive, config.num_speculative_tokens, adaptive_check, cost))
     if sweep:
-        print("by n-gram size (min = max = n): "
-              + ", ".join(f"n={n}: accepted length {r.stats.mean_accepted_length:.2f}, drafts in "
-                          f"{100 * draft_coverage(r.stats):.0f}% of steps" for n, r in sweep.items()))
+        print(
+            "by n-gram size (min = max = n): "
+            + ", ".join(
+                f"n={n}: accepted length {r.stats.mean_accepted_length:.2f}, drafts in "
+                f"{100 * draft_coverage(r.stats):.0f}% of steps"
+                for n, r in sweep.items()
+            )
+        )
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -387,8 +563,13 @@ def main(argv=None) -> int:
     summary = {
         "args": vars(args),
         "config": config.to_dict(),
-        "workload": {"requests": requests, "chunk_tokens": chunk, "corpus": args.corpus, "vocab_size": vocab,
-                     "sources": workload.sources},
+        "workload": {
+            "requests": requests,
+            "chunk_tokens": chunk,
+            "corpus": args.corpus,
+            "vocab_size": vocab,
+            "sources": workload.sources,
+        },
         "spec_off": off.stats.summary(),
         "spec_on": on.stats.summary(),
         "steps_saved": off.stats.steps - on.stats.steps,

@@ -96,8 +96,14 @@ class ReplayDraftHead(nn.Layer):
     ``paddle.jit.to_static``.
     """
 
-    def __init__(self, references: Mapping[int, Sequence[int]], vocab_size: int, end_token: int = 0, peak: float = 0.9,
-                 runner_up: float = 10.0) -> None:
+    def __init__(
+        self,
+        references: Mapping[int, Sequence[int]],
+        vocab_size: int,
+        end_token: int = 0,
+        peak: float = 0.9,
+        runner_up: float = 10.0,
+    ) -> None:
         super().__init__()
         n = max(references) + 1 if references else 1
         width = max((len(v) for v in references.values()), default=0) + 2
@@ -105,7 +111,13 @@ class ReplayDraftHead(nn.Layer):
         for r, ref in references.items():
             table[r, : len(ref)] = ref
         self.table = paddle.to_tensor(table.reshape(-1))
-        self.width, self.rows, self.vocab_size, self.peak, self.runner_up = width, n, vocab_size, float(peak), float(runner_up)
+        self.width, self.rows, self.vocab_size, self.peak, self.runner_up = (
+            width,
+            n,
+            vocab_size,
+            float(peak),
+            float(runner_up),
+        )
         self.hidden_size = self.input_hidden_size = 2  # [request, k]
 
     def forward(self, input_ids: paddle.Tensor, hidden: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
@@ -116,8 +128,10 @@ class ReplayDraftHead(nn.Layer):
         wrong = paddle.remainder(right + 1 + k % 7, paddle.full_like(right, self.vocab_size))
         token = paddle.where(roll < self.peak, right, wrong)
         missed = (token != right).astype("float32").unsqueeze(-1) * self.runner_up
-        logits = (nn.functional.one_hot(token, self.vocab_size).astype("float32") * 20.0
-                  + nn.functional.one_hot(right, self.vocab_size).astype("float32") * missed)
+        logits = (
+            nn.functional.one_hot(token, self.vocab_size).astype("float32") * 20.0
+            + nn.functional.one_hot(right, self.vocab_size).astype("float32") * missed
+        )
         return logits, hidden + paddle.to_tensor([0.0, 1.0], dtype="float32")
 
 
@@ -160,8 +174,14 @@ class ReplayEagle3Head(ReplayDraftHead):
     ``ReplayAuxHiddenStates`` at ``layer_ids``) is fused back to ``[request, k]`` by a fixed
     linear map; a ``[B, 2]`` input (its own chained output) is used as it is."""
 
-    def __init__(self, references: Mapping[int, Sequence[int]], vocab_size: int, layer_ids: Sequence[int],
-                 end_token: int = 0, peak: float = 0.9) -> None:
+    def __init__(
+        self,
+        references: Mapping[int, Sequence[int]],
+        vocab_size: int,
+        layer_ids: Sequence[int],
+        end_token: int = 0,
+        peak: float = 0.9,
+    ) -> None:
         super().__init__(references, vocab_size, end_token=end_token, peak=peak)
         n = len(layer_ids)
         fuse = np.zeros((2 * n, 2), np.float32)

@@ -59,7 +59,9 @@ class TinyTransformer(nn.Layer, AuxHiddenStatesMixin):
     the residual stream at those layer inputs (``n_layers``: the last block's output) too.
     """
 
-    def __init__(self, vocab_size: int, max_len: int, d_model: int = 64, n_layers: int = 2, n_heads: int = 4, seed: int = 0):
+    def __init__(
+        self, vocab_size: int, max_len: int, d_model: int = 64, n_layers: int = 2, n_heads: int = 4, seed: int = 0
+    ):
         super().__init__()
         paddle.seed(seed)
         self.vocab_size, self.max_len = vocab_size, max_len
@@ -88,7 +90,9 @@ class TinyTransformer(nn.Layer, AuxHiddenStatesMixin):
         ids = paddle.clip(tokens, 0, self.vocab_size - 1)
         pos, mask = paddle.arange(self.max_len, dtype="int64").unsqueeze(0), self._mask
         if inputs.tree is not None:  # a tree's nodes: their own positions, and only their ancestors in sight
-            pos = paddle.to_tensor(np.clip(inputs.tree.grid_positions(self.max_len), 0, self.max_len - 1), place=ids.place)
+            pos = paddle.to_tensor(
+                np.clip(inputs.tree.grid_positions(self.max_len), 0, self.max_len - 1), place=ids.place
+            )
             seen = inputs.tree.grid_mask(self.max_len)[:, None]
             mask = paddle.to_tensor(np.where(seen, np.float32(0), np.float32(-1e9)), place=ids.place)
         x = self.tok(ids) + self.pos(pos)
@@ -111,10 +115,14 @@ def grid_rows(inputs: ModelInputs, length: int) -> paddle.Tensor:
 
 def row_requests(inputs: ModelInputs) -> paddle.Tensor:
     """int64 ``[T]``: the request of each output row (-1 for a free slot or a padding row)."""
-    ids = paddle.to_tensor(np.array([-1 if r is None else r for r in inputs.request_ids], np.int64),
-                           place=inputs.row_slot.place)
-    return paddle.where(inputs.row_slot >= 0, paddle.gather(ids, paddle.clip(inputs.row_slot, min=0)),
-                        paddle.full_like(inputs.row_pos, -1))
+    ids = paddle.to_tensor(
+        np.array([-1 if r is None else r for r in inputs.request_ids], np.int64), place=inputs.row_slot.place
+    )
+    return paddle.where(
+        inputs.row_slot >= 0,
+        paddle.gather(ids, paddle.clip(inputs.row_slot, min=0)),
+        paddle.full_like(inputs.row_pos, -1),
+    )
 
 
 NOISE_BITS = 20  # the replay model's noise table: 2^20 Gumbel draws
@@ -129,7 +137,14 @@ class ReplayModel:
     inputs; it runs as a few Paddle ops on the inputs' device tensors (reading nothing on the host).
     """
 
-    def __init__(self, references: Mapping[int, Sequence[int]], vocab_size: int, end_token: int = 0, peak: float = 0.95, seed: int = 0):
+    def __init__(
+        self,
+        references: Mapping[int, Sequence[int]],
+        vocab_size: int,
+        end_token: int = 0,
+        peak: float = 0.95,
+        seed: int = 0,
+    ):
         if not 0.0 < peak < 1.0:
             raise ValueError(f"ReplayModel: peak must be in (0, 1), got {peak}")
         self.references = {int(k): np.asarray(v, dtype=np.int64) for k, v in references.items()}
@@ -169,7 +184,14 @@ class ReplayModel:
     def _on(self, place) -> tuple:
         key = str(place)
         if key not in self._device:
-            self._device[key] = tuple(paddle.to_tensor(a, place=place) for a in (
-                self._table, self._noise, self._strides.reshape(1, -1), np.arange(self.vocab_size, dtype=np.int64).reshape(1, -1),
-                np.array([[(1 << NOISE_BITS) - 1]], np.int64)))
+            self._device[key] = tuple(
+                paddle.to_tensor(a, place=place)
+                for a in (
+                    self._table,
+                    self._noise,
+                    self._strides.reshape(1, -1),
+                    np.arange(self.vocab_size, dtype=np.int64).reshape(1, -1),
+                    np.array([[(1 << NOISE_BITS) - 1]], np.int64),
+                )
+            )
         return self._device[key]

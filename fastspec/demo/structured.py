@@ -40,8 +40,12 @@ def train_tokenizer(texts, vocab_size: int = 1000):
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<end>"], show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<end>"],
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tokenizer.train_from_iterator(list(texts), trainer)
     return tokenizer
 
@@ -94,7 +98,7 @@ def workload(requests: int) -> StructuredWorkload:
     for i in range(requests):
         version, body, changes = notes[i % len(notes)]
         turn = i // len(notes)
-        picked = (changes[turn % len(changes):] + changes[: turn % len(changes)])[: 1 + i % 4]
+        picked = (changes[turn % len(changes) :] + changes[: turn % len(changes)])[: 1 + i % 4]
         record = _record(version, picked, breaking=i % 5 == 0)
         if i % 3 == 2:
             record = _broken(record, (i // 3) % 3)
@@ -143,29 +147,46 @@ def run(args, config) -> int:
     spec = {"json_schema": work.schema}
 
     def params(constrained: bool):
-        return [RequestParams(args.seed + i, 256, temperature, args.top_p, structured_output=spec if constrained else None)
-                for i in range(requests)]
+        return [
+            RequestParams(args.seed + i, 256, temperature, args.top_p, structured_output=spec if constrained else None)
+            for i in range(requests)
+        ]
 
     def go(label, cfg, constrained=True):
         start = time.perf_counter()
-        result = generate(model, work.prompts, cfg, params=params(constrained), end_tokens=[END],
-                          max_num_seqs=args.batch_size, tokenizer=work.tokenizer if constrained else None)
-        print(f"  {label:<38} {result.stats.steps:5d} steps  accepted length "
-              f"{result.stats.mean_accepted_length:5.2f}  {time.perf_counter() - start:6.2f} s")
+        result = generate(
+            model,
+            work.prompts,
+            cfg,
+            params=params(constrained),
+            end_tokens=[END],
+            max_num_seqs=args.batch_size,
+            tokenizer=work.tokenizer if constrained else None,
+        )
+        print(
+            f"  {label:<38} {result.stats.steps:5d} steps  accepted length "
+            f"{result.stats.mean_accepted_length:5.2f}  {time.perf_counter() - start:6.2f} s"
+        )
         return result
 
     spec_off = config.replace(method="none", num_speculative_tokens=0)
-    print(f"fastspec demo, structured output: {requests} requests, schema {SCHEMA_PATH.relative_to(ROOT)}, "
-          f"byte-level BPE tokenizer of {vocab} ids trained on the builtin corpus")
-    print(f"  config: method {config.method}, K {config.num_speculative_tokens}, strategy {config.verify_strategy}, "
-          f"temperature {temperature}, top_p {args.top_p}, batch {args.batch_size}, replay peak {args.peak}")
+    print(
+        f"fastspec demo, structured output: {requests} requests, schema {SCHEMA_PATH.relative_to(ROOT)}, "
+        f"byte-level BPE tokenizer of {vocab} ids trained on the builtin corpus"
+    )
+    print(
+        f"  config: method {config.method}, K {config.num_speculative_tokens}, strategy {config.verify_strategy}, "
+        f"temperature {temperature}, top_p {args.top_p}, batch {args.batch_size}, replay peak {args.peak}"
+    )
     off = go("spec off", spec_off)
     on = go(f"spec on ({config.method}) + grammar drafts", config.replace(grammar_drafts=True))
     plain = go(f"spec on ({config.method}), no grammar drafts", config.replace(grammar_drafts=False))
     free = go("spec off, no grammar", spec_off, constrained=False)
 
-    problems = {label: validate_outputs(r.outputs, work.tokenizer, work.schema)
-                for label, r in (("spec off", off), ("spec on", on), ("spec on, no grammar drafts", plain))}
+    problems = {
+        label: validate_outputs(r.outputs, work.tokenizer, work.schema)
+        for label, r in (("spec off", off), ("spec on", on), ("spec on, no grammar drafts", plain))
+    }
     free_problems = validate_outputs(free.outputs, work.tokenizer, work.schema)
     valid = all(p is None for ps in problems.values() for p in ps)
     lossless = config.verify_strategy in ("greedy", "target_match")
@@ -174,25 +195,42 @@ def run(args, config) -> int:
     print()
     for label, ps in problems.items():
         print(f"  {label:<28} {sum(p is None for p in ps)}/{requests} outputs parse and validate against the schema")
-    print(f"  {'without the grammar':<28} {sum(p is None for p in free_problems)}/{requests} would (a third of the "
-          f"references break the schema, and a sampled token off a reference often breaks the JSON)")
+    print(
+        f"  {'without the grammar':<28} {sum(p is None for p in free_problems)}/{requests} would (a third of the "
+        f"references break the schema, and a sampled token off a reference often breaks the JSON)"
+    )
     verdict = "PASS" if all(same) and all(same_plain) else "FAIL"
     if lossless:
-        print(f"  lossless ({config.verify_strategy}): {sum(same)}/{requests} outputs identical to spec off with grammar "
-              f"drafts, {sum(same_plain)}/{requests} without: {verdict}")
-    print(f"  accepted length: {on.stats.mean_accepted_length:.2f} with grammar drafts, "
-          f"{plain.stats.mean_accepted_length:.2f} without; steps {on.stats.steps} vs {plain.stats.steps} "
-          f"(spec off {off.stats.steps})")
+        print(
+            f"  lossless ({config.verify_strategy}): {sum(same)}/{requests} outputs identical to spec off with grammar "
+            f"drafts, {sum(same_plain)}/{requests} without: {verdict}"
+        )
+    print(
+        f"  accepted length: {on.stats.mean_accepted_length:.2f} with grammar drafts, "
+        f"{plain.stats.mean_accepted_length:.2f} without; steps {on.stats.steps} vs {plain.stats.steps} "
+        f"(spec off {off.stats.steps})"
+    )
     print(f"  request 0: {work.tokenizer.decode([int(t) for t in off.outputs[0][:-1]])}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     summary = {
-        "requests": requests, "vocab": vocab, "method": config.method, "k": config.num_speculative_tokens,
-        "strategy": config.verify_strategy, "all_valid": valid, "identical_to_spec_off": all(same) and all(same_plain),
+        "requests": requests,
+        "vocab": vocab,
+        "method": config.method,
+        "k": config.num_speculative_tokens,
+        "strategy": config.verify_strategy,
+        "all_valid": valid,
+        "identical_to_spec_off": all(same) and all(same_plain),
         "valid_without_grammar": sum(p is None for p in free_problems),
-        "accepted_length": {"grammar_drafts": on.stats.mean_accepted_length,
-                            "no_grammar_drafts": plain.stats.mean_accepted_length},
-        "steps": {"spec_off": off.stats.steps, "grammar_drafts": on.stats.steps, "no_grammar_drafts": plain.stats.steps},
+        "accepted_length": {
+            "grammar_drafts": on.stats.mean_accepted_length,
+            "no_grammar_drafts": plain.stats.mean_accepted_length,
+        },
+        "steps": {
+            "spec_off": off.stats.steps,
+            "grammar_drafts": on.stats.steps,
+            "no_grammar_drafts": plain.stats.steps,
+        },
     }
     (out / "structured_output.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(f"  wrote {out / 'structured_output.json'}")

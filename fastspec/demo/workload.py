@@ -81,8 +81,9 @@ class Workload:
     sources: list  # "path:first_line" of each chunk
 
 
-def copy_edit_workload(num_requests: int, chunk_tokens: int, edit_rate: float = 0.03, seed: int = 0,
-                       corpus: str = "repo") -> Workload:
+def copy_edit_workload(
+    num_requests: int, chunk_tokens: int, edit_rate: float = 0.03, seed: int = 0, corpus: str = "repo"
+) -> Workload:
     """``num_requests`` chunks of about ``chunk_tokens`` tokens from the files of ``corpus``.
 
     The reference rewrite renames one identifier throughout the chunk and swaps about

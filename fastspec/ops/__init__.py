@@ -8,10 +8,10 @@ and an example; docs/ops/ has the full contracts.
 """
 
 from fastspec.core.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError
+from fastspec.core.schema import SCHEMAS, VerifyStrategy
 from fastspec.core.wrappers import make_op, result_type
 from fastspec.ops._eager import fast_path
 from fastspec.ops._library import load, run
-from fastspec.core.schema import SCHEMAS, VerifyStrategy
 
 load()
 
@@ -19,8 +19,9 @@ _SETUP = ">>> import paddle, fastspec.ops as fs; T = paddle.to_tensor"
 
 
 def _op(name: str):
-    return make_op(SCHEMAS[name], run, module=__name__, setup=_SETUP, outputs_are_args=False,
-                   fast_path=fast_path(SCHEMAS[name]))
+    return make_op(
+        SCHEMAS[name], run, module=__name__, setup=_SETUP, outputs_are_args=False, fast_path=fast_path(SCHEMAS[name])
+    )
 
 
 # one function per declared op and the named tuple each returns (the first op of a result name gives it)
@@ -29,5 +30,6 @@ _RESULTS = {op.result: result_type(name) for name, op in reversed(SCHEMAS.items(
 globals().update(_OPS)
 globals().update(_RESULTS)
 
-__all__ = sorted(["FastspecArgumentError", "FastspecBuildError", "FastspecTypeError", "VerifyStrategy",
-                  *_RESULTS, *_OPS])
+__all__ = sorted(
+    ["FastspecArgumentError", "FastspecBuildError", "FastspecTypeError", "VerifyStrategy", *_RESULTS, *_OPS]
+)

@@ -33,8 +33,13 @@ def fast_path(op: OpSchema) -> FastPath:
 
     from fastspec.ops._library import refused
 
-    names: dict[str, Any] = {"_eager": paddle.in_dynamic_mode, "_custom": _C_ops._run_custom_op,
-                             "_refused": refused, "_Tensor": paddle.Tensor, "_new_tuple": tuple.__new__}
+    names: dict[str, Any] = {
+        "_eager": paddle.in_dynamic_mode,
+        "_custom": _C_ops._run_custom_op,
+        "_refused": refused,
+        "_Tensor": paddle.Tensor,
+        "_new_tuple": tuple.__new__,
+    }
     if len(op.returns) > 1:
         names["_Result"] = result_type(op.name)
     lines = ["try:"]
@@ -53,16 +58,17 @@ def fast_path(op: OpSchema) -> FastPath:
         test, argument = _tensor_test(op, tensor, names)
         tests.append(test)
         arguments.append(argument)
-    lines += [f"    _fast = {' and '.join(tests)}",
-              "except Exception:  # a value only the general path can take, or explain",
-              "    _fast = False",
-              "if _fast:",
-              "    try:",
-              f"        _outs = _custom({f'fastspec_{op.name}'!r}, {', '.join(arguments + list(op.attr_names))})",
-              "    except Exception as _error:",
-              f"        raise _refused(_op, _error, {{{', '.join(f'{t.name!r}: {t.name}' for t in op.inputs)}}}) "
-              "from None",
-              f"    return {_result(op)}"]
+    lines += [
+        f"    _fast = {' and '.join(tests)}",
+        "except Exception:  # a value only the general path can take, or explain",
+        "    _fast = False",
+        "if _fast:",
+        "    try:",
+        f"        _outs = _custom({f'fastspec_{op.name}'!r}, {', '.join(arguments + list(op.attr_names))})",
+        "    except Exception as _error:",
+        f"        raise _refused(_op, _error, {{{', '.join(f'{t.name!r}: {t.name}' for t in op.inputs)}}}) from None",
+        f"    return {_result(op)}",
+    ]
     return FastPath(tuple(lines), names)
 
 
@@ -87,8 +93,7 @@ def _tensor_test(op: OpSchema, tensor: Tensor, names: dict[str, Any]) -> tuple[s
     names[f"_needs_{name}"] = frozenset(tensor.needed_by)
     used = f"{op.strategy_attr} in _needs_{name}"
     # a tensor the strategy does not read is ignored (passed as None), but must still be a tensor or None
-    return (f"({present} if {used} else {name} is None or isinstance({name}, _Tensor))",
-            f"{name} if {used} else None")
+    return (f"({present} if {used} else {name} is None or isinstance({name}, _Tensor))", f"{name} if {used} else None")
 
 
 def _result(op: OpSchema) -> str:
@@ -98,4 +103,3 @@ def _result(op: OpSchema) -> str:
     if len(values) == 1:
         return values[0]
     return f"_new_tuple(_Result, ({', '.join(values)}))"
-

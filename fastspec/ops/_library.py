@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from fastspec.core.errors import FastspecArgumentError, FastspecBuildError
-from fastspec.core.refusals import Refusal, error as refusal_error, from_native
-from fastspec.core.wrappers import pack_result
+from fastspec.core.refusals import Refusal, from_native
+from fastspec.core.refusals import error as refusal_error
 from fastspec.core.schema import OpSchema
 from fastspec.core.validate import UNKNOWN, TensorMeta, validate
+from fastspec.core.wrappers import pack_result
 
 LIBRARY = Path(__file__).resolve().parent.parent / "_lib" / "fastspec_ops.so"
 
@@ -91,7 +92,7 @@ def run_op(op: OpSchema, inputs: dict[str, Any], attrs: list[Any]) -> dict[str, 
         except (OSError, ValueError) as error:  # the C++ guard (static graphs whose shapes were unknown)
             raise refused(op, error) from None
         outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-        return dict(zip(new, outs[len(outs) - len(new):]))
+        return dict(zip(new, outs[len(outs) - len(new) :]))
 
     from paddle.base.layer_helper import LayerHelper
 
@@ -123,5 +124,5 @@ def refused(op: OpSchema, error: Exception, tensors: dict[str, Any] | None = Non
             return _not_a_tensor(op, name, value)
     text, public = str(error), f"{op.name}: "
     if isinstance(error, (OSError, ValueError)) and public in text:
-        return FastspecArgumentError(text[text.index(public):].splitlines()[0])
+        return FastspecArgumentError(text[text.index(public) :].splitlines()[0])
     return error

@@ -6,17 +6,12 @@ numpy and the pure-Python ``fastspec.core`` only, so they run where Paddle is ab
 """
 
 from fastspec.reference.adaptive import adaptive_observe, adaptive_plan
-from fastspec.reference.logits import process_logits
 from fastspec.reference.bitmask import apply_token_bitmask
-from fastspec.reference.ngram import ngram_append, ngram_match
+from fastspec.reference.block import verify_block
+from fastspec.reference.logits import process_logits
 from fastspec.reference.model_status import update_model_status
-from fastspec.reference.sampling import (
-    bf16_bits_to_f32,
-    sample_tokens,
-    sampling_distribution,
-    top_k_top_p_probs,
-    top_p_candidates,
-)
+from fastspec.reference.ngram import ngram_append, ngram_match
+from fastspec.reference.rejection import verify_rejection
 from fastspec.reference.rng import (
     STREAM_ACCEPT,
     STREAM_DRAFT,
@@ -26,10 +21,15 @@ from fastspec.reference.rng import (
     philox4x32_10,
     rand64,
 )
-from fastspec.reference.verify import verify_draft_tokens
-from fastspec.reference.rejection import verify_rejection
+from fastspec.reference.sampling import (
+    bf16_bits_to_f32,
+    sample_tokens,
+    sampling_distribution,
+    top_k_top_p_probs,
+    top_p_candidates,
+)
 from fastspec.reference.trees import build_draft_tree, check_draft_trees, verify_draft_tree
-from fastspec.reference.block import verify_block
+from fastspec.reference.verify import verify_draft_tokens
 
 __all__ = [
     "STREAM_ACCEPT",

@@ -22,8 +22,20 @@ def _wrap_increment(value: int) -> int:
 
 
 @np.errstate(invalid="ignore", divide="ignore", over="ignore")
-def adaptive_plan(acceptance, found, step_cost, rates, seq_lens_encoder, stop_flags, is_block_step, probe_step,
-                  draft_token_num, worth, ranking, probe_interval: int = 0) -> tuple[np.ndarray, ...]:
+def adaptive_plan(
+    acceptance,
+    found,
+    step_cost,
+    rates,
+    seq_lens_encoder,
+    stop_flags,
+    is_block_step,
+    probe_step,
+    draft_token_num,
+    worth,
+    ranking,
+    probe_interval: int = 0,
+) -> tuple[np.ndarray, ...]:
     """Returns new ``probe_step``, ``draft_token_num``, ``worth``, ``ranking`` (shapes as given)."""
     acceptance = np.asarray(acceptance, dtype=F32)
     b, cols = acceptance.shape
@@ -49,16 +61,21 @@ def adaptive_plan(acceptance, found, step_cost, rates, seq_lens_encoder, stop_fl
     running = ~(np.asarray(stop_flags).reshape(-1) | np.asarray(is_block_step).reshape(-1))
     prefill = F32(np.count_nonzero(running & (enc > 0)))
     step_rows = np.rint(np.add.accumulate(ranked_rows, dtype=F32) + prefill)  # half to even, as rintf
-    position = np.where(step_rows >= len(step_cost), len(step_cost) - 1,
-                        np.where(step_rows >= 1, step_rows - 1, 0)).astype(np.int64)  # NaN: 0
+    position = np.where(
+        step_rows >= len(step_cost), len(step_cost) - 1, np.where(step_rows >= 1, step_rows - 1, 0)
+    ).astype(np.int64)  # NaN: 0
     tokens = np.add.accumulate((ranked * ranked_rows).astype(F32), dtype=F32) + prefill
     rate = (tokens / step_cost[position]).astype(F32)
     best = int(np.argmax(np.where(np.isnan(rate), -np.inf, rate)))  # the first of the largest
     threshold = ranked[best]
 
     drafts = np.count_nonzero(new_worth[:, 1:] >= threshold, axis=1).astype(np.int32)
-    return (np.full_like(np.asarray(probe_step), step), drafts.reshape(np.shape(draft_token_num)),
-            new_worth.reshape(np.shape(worth)), order.astype(np.int32).reshape(np.shape(ranking)))
+    return (
+        np.full_like(np.asarray(probe_step), step),
+        drafts.reshape(np.shape(draft_token_num)),
+        new_worth.reshape(np.shape(worth)),
+        order.astype(np.int32).reshape(np.shape(ranking)),
+    )
 
 
 def update_table(k: int, rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -85,8 +102,9 @@ def update_table(k: int, rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @np.errstate(invalid="ignore", divide="ignore", over="ignore")
-def adaptive_observe(acceptance, found, draft_token_num, cu_seqlens_q_output, accept_num,
-                     rates) -> tuple[np.ndarray, np.ndarray]:
+def adaptive_observe(
+    acceptance, found, draft_token_num, cu_seqlens_q_output, accept_num, rates
+) -> tuple[np.ndarray, np.ndarray]:
     """Returns new ``acceptance`` and ``found`` (shapes as given)."""
     acc = np.asarray(acceptance, dtype=F32)
     k = acc.shape[1] - 1

@@ -5,8 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 # -inf of each logits dtype, as the bits the kernels write (numpy has no bfloat16: a uint16 array is bf16 bits)
-NEG_INF_BITS = {np.dtype(np.float32): np.uint32(0xFF800000), np.dtype(np.float16): np.uint16(0xFC00),
-                np.dtype(np.uint16): np.uint16(0xFF80)}
+NEG_INF_BITS = {
+    np.dtype(np.float32): np.uint32(0xFF800000),
+    np.dtype(np.float16): np.uint16(0xFC00),
+    np.dtype(np.uint16): np.uint16(0xFF80),
+}
 
 
 def allowed_tokens(words: np.ndarray, vocab: int) -> np.ndarray:

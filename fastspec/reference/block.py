@@ -72,8 +72,7 @@ def block_residual(p_row: np.ndarray, q_row: np.ndarray, weight: int) -> np.ndar
     return np.maximum(mass_mul(weight, _masses(p_row)) - _masses(q_row), 0)
 
 
-def block_accepted(target: np.ndarray, draft: np.ndarray, drafts: list[int], first: int, seed: int,
-                   step: int) -> int:
+def block_accepted(target: np.ndarray, draft: np.ndarray, drafts: list[int], first: int, seed: int, step: int) -> int:
     """How many of ``drafts`` block verification accepts (the longest prefix whose coin succeeds)."""
     n = len(drafts)
     weights = block_weights(target, draft, drafts, first)
@@ -96,8 +95,9 @@ def block_accepted(target: np.ndarray, draft: np.ndarray, drafts: list[int], fir
     return 0
 
 
-def block_correction(target: np.ndarray, draft: np.ndarray, row: int, weight: int, seed: int,
-                     position: int) -> int | None:
+def block_correction(
+    target: np.ndarray, draft: np.ndarray, row: int, weight: int, seed: int, position: int
+) -> int | None:
     """The correction at ``row`` after a rejected block prefix of weight ``weight``."""
     residual = block_residual(target[row], draft[row], weight)
     if int(residual.sum()) == 0:
@@ -105,8 +105,9 @@ def block_correction(target: np.ndarray, draft: np.ndarray, row: int, weight: in
     return draw(residual, rand64(seed, position, STREAM_RESAMPLE))
 
 
-def block_rules(target: np.ndarray, draft: np.ndarray, draft_tokens: np.ndarray, slots: SlotInputs,
-                accept_all: bool) -> dict:
+def block_rules(
+    target: np.ndarray, draft: np.ndarray, draft_tokens: np.ndarray, slots: SlotInputs, accept_all: bool
+) -> dict:
     """BLOCK's ``decide`` and ``correction`` (``verify_slots``' hooks) over the widened ``target`` and ``draft``
     probabilities ``[T, V]``."""
     seeds, steps, cu = slots.seed, slots.step_idx, slots.cu_seqlens_q_output

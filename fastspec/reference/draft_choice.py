@@ -22,8 +22,11 @@ import numpy as np
 
 def first_wins(preference: np.ndarray, len_first: np.ndarray, len_second: np.ndarray) -> np.ndarray:
     """bool [B]: take the first drafter's draft. ``preference`` int [B]: 1 first, -1 second, 0 none."""
-    return (((preference == 1) & (len_first > 0)) | ((preference == -1) & (len_second == 0))
-            | ((preference == 0) & (len_first > len_second)))
+    return (
+        ((preference == 1) & (len_first > 0))
+        | ((preference == -1) & (len_second == 0))
+        | ((preference == 0) & (len_first > len_second))
+    )
 
 
 def accepted(drafts: np.ndarray, lens: np.ndarray, kept: np.ndarray, kept_num: np.ndarray) -> np.ndarray:

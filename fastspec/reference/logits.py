@@ -22,8 +22,9 @@ def row_path(parents: np.ndarray | None, node: int) -> list[int]:
     return path[::-1]
 
 
-def penalized_logit(x: np.float32, count: int, repetition: np.float32, presence: np.float32,
-                    frequency: np.float32) -> np.float32:
+def penalized_logit(
+    x: np.float32, count: int, repetition: np.float32, presence: np.float32, frequency: np.float32
+) -> np.float32:
     """A token of the row's history: the repetition penalty, then the presence and frequency penalties
     when it is in the output (``count`` times). Each part is skipped at its neutral value."""
     with np.errstate(all="ignore"):
@@ -72,8 +73,9 @@ def process_logits(
     history = np.asarray(token_ids_all)
     batch, max_len = history.shape
     prompt_lens, step_idx, min_tokens = (np.asarray(x).reshape(-1) for x in (prompt_lens, step_idx, min_tokens))
-    repetition, presence, frequency = (np.asarray(x, dtype=np.float32).reshape(-1)
-                                       for x in (repetition_penalty, presence_penalty, frequency_penalty))
+    repetition, presence, frequency = (
+        np.asarray(x, dtype=np.float32).reshape(-1) for x in (repetition_penalty, presence_penalty, frequency_penalty)
+    )
     batch_id, cu = np.asarray(batch_id_per_token_output).reshape(-1), np.asarray(cu_seqlens_q_output).reshape(-1)
     drafts = np.asarray(draft_tokens)
     cols = drafts.shape[1]
@@ -111,7 +113,7 @@ def process_logits(
             if not 0 <= sequence[-1] < vocab:
                 continue
             prefix = sequence[:-1]
-            if len(prefix) <= len(output) and (not prefix or output[len(output) - len(prefix):] == prefix):
+            if len(prefix) <= len(output) and (not prefix or output[len(output) - len(prefix) :] == prefix):
                 row[sequence[-1]] = -np.inf
 
         tokens_out = committed + len(path_tokens)

@@ -31,8 +31,17 @@ def update_model_status(
     """Returns updated copies of the nine in-place tensors, then ``has_running`` (bool ``[1]``)."""
     copies = [
         np.array(x, copy=True)
-        for x in (seq_lens_encoder, seq_lens_decoder, seq_lens_this_time, step_idx, stop_flags,
-                  accept_tokens, accept_num, draft_tokens, token_ids_all)
+        for x in (
+            seq_lens_encoder,
+            seq_lens_decoder,
+            seq_lens_this_time,
+            step_idx,
+            stop_flags,
+            accept_tokens,
+            accept_num,
+            draft_tokens,
+            token_ids_all,
+        )
     ]
     enc, dec, this_time, steps, stops = (x.reshape(-1) for x in copies[:5])
     accepted, num, drafts, history = copies[5], copies[6].reshape(-1), copies[7], copies[8]

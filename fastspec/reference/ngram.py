@@ -76,7 +76,10 @@ def _run(
     draft_tokens = np.array(draft_tokens, dtype=np.int64, copy=True)
     seq_lens_this_time = np.array(seq_lens_this_time, dtype=np.int32, copy=True)
     drafts_out, lens_out = draft_tokens.reshape(draft_tokens.shape[0], -1), seq_lens_this_time.reshape(-1)
-    flat = [np.asarray(x).reshape(-1) for x in (prompt_lens, step_idx, draft_token_num, seq_lens_encoder, seq_lens_decoder, max_dec_len)]
+    flat = [
+        np.asarray(x).reshape(-1)
+        for x in (prompt_lens, step_idx, draft_token_num, seq_lens_encoder, seq_lens_decoder, max_dec_len)
+    ]
     prompt_lens, step_idx, draft_token_num, enc, dec, max_dec_len = flat
     batch, max_len = token_ids_all.shape
     k = drafts_out.shape[1] - 1
@@ -94,7 +97,11 @@ def _run(
             drafts_out[b, 1:] = -1
             continue
         p, s = int(prompt_lens[b]), int(step_idx[b])
-        md = min(int(draft_token_num[b]), k, int(max_dec_len[b]) - s - 1) if p >= 0 and s >= 0 and p + s <= max_len else None
+        md = (
+            min(int(draft_token_num[b]), k, int(max_dec_len[b]) - s - 1)
+            if p >= 0 and s >= 0 and p + s <= max_len
+            else None
+        )
         model_drafts = drafts_out[b, 1 : 1 + min(max(int(lens_out[b]) - 1, 0), k)].copy()
         drafts, new_anchor = decode_drafts(token_ids_all[b], p, s, md, model_drafts, anchor)
         if anchors is not None:
@@ -118,8 +125,13 @@ def _run(
     return draft_tokens, seq_lens_this_time, anchors.reshape(np.shape(ngram_anchor))
 
 
-def ngram_match(*arrays: np.ndarray, max_ngram_size: int, min_ngram_size: int = 1, token_budget: int = 0,
-                ngram_anchor: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+def ngram_match(
+    *arrays: np.ndarray,
+    max_ngram_size: int,
+    min_ngram_size: int = 1,
+    token_budget: int = 0,
+    ngram_anchor: np.ndarray | None = None,
+) -> tuple[np.ndarray, ...]:
     """``ngram_match`` (docs/ops/ngram_match.md) on numpy arrays given in the documented order; returns updated copies (and the
     updated ``ngram_anchor`` when one is given: anchored drafting, docs/ops/ngram_match.md)."""
 
@@ -137,8 +149,13 @@ def ngram_match(*arrays: np.ndarray, max_ngram_size: int, min_ngram_size: int = 
     return _run(*arrays, token_budget=token_budget, ngram_anchor=ngram_anchor, decode_drafts=decode_drafts)
 
 
-def ngram_append(*arrays: np.ndarray, max_ngram_size: int, min_ngram_size: int = 1, token_budget: int = 0,
-                 ngram_anchor: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+def ngram_append(
+    *arrays: np.ndarray,
+    max_ngram_size: int,
+    min_ngram_size: int = 1,
+    token_budget: int = 0,
+    ngram_anchor: np.ndarray | None = None,
+) -> tuple[np.ndarray, ...]:
     """Hybrid drafting (docs/ops/ngram_append.md): keeps a decode slot's model drafts
     ``draft_tokens[b, 1..m]`` (``m = seq_lens_this_time[b] - 1``, cut to ``md``) and appends the
     n-gram continuation of the generated tokens extended by them. Returns updated copies (and the

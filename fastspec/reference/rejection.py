@@ -60,8 +60,9 @@ def rejection_residual(p_row: np.ndarray, q_row: np.ndarray, seed: int, position
     return draw(residual, rand64(seed, position, STREAM_RESAMPLE))
 
 
-def rejection_rules(target: np.ndarray, draft: np.ndarray, draft_tokens: np.ndarray, slots: SlotInputs,
-                    accept_all: bool) -> dict:
+def rejection_rules(
+    target: np.ndarray, draft: np.ndarray, draft_tokens: np.ndarray, slots: SlotInputs, accept_all: bool
+) -> dict:
     """REJECTION's ``accepts`` and ``correction`` (``verify_slots``' hooks) over the widened ``target`` and
     ``draft`` probabilities ``[T, V]``; a draft is judged by its own row, whatever the others are."""
     seeds = slots.seed

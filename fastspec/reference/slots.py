@@ -36,11 +36,34 @@ class SlotInputs(NamedTuple):
     end_tokens: list[int]
 
     @classmethod
-    def of(cls, seed, step_idx, stop_flags, is_block_step, seq_lens_encoder, seq_lens_this_time,
-           cu_seqlens_q_output, reasoning_status, max_dec_len, end_tokens) -> "SlotInputs":
+    def of(
+        cls,
+        seed,
+        step_idx,
+        stop_flags,
+        is_block_step,
+        seq_lens_encoder,
+        seq_lens_this_time,
+        cu_seqlens_q_output,
+        reasoning_status,
+        max_dec_len,
+        end_tokens,
+    ) -> "SlotInputs":
         """The inputs in the ops' order (``verify_draft_tree`` has no ``reasoning_status``: pass None)."""
-        flats = [flat(x) for x in (seed, step_idx, stop_flags, is_block_step, seq_lens_encoder,
-                                   seq_lens_this_time, cu_seqlens_q_output, reasoning_status, max_dec_len)]
+        flats = [
+            flat(x)
+            for x in (
+                seed,
+                step_idx,
+                stop_flags,
+                is_block_step,
+                seq_lens_encoder,
+                seq_lens_this_time,
+                cu_seqlens_q_output,
+                reasoning_status,
+                max_dec_len,
+            )
+        ]
         return cls(*flats, [int(e) for e in flat(end_tokens)])
 
     def judged_rows(self, b: int, rows: int) -> tuple[bool, int, int] | None:
@@ -133,19 +156,55 @@ def probability_strategy(strategy: str, rules: Rules) -> Callable[..., tuple[np.
     """``verify_draft_tokens`` for a strategy that reads probabilities, taking ``target_probs`` and
     ``draft_probs`` in place of ``target_tokens`` and the candidates (``tests/rejection_cases.ARRAY_NAMES``)."""
 
-    def verify(accept_tokens, accept_num, draft_tokens, target_probs, draft_probs, seed, step_idx, stop_flags,
-               is_block_step, seq_lens_encoder, seq_lens_this_time, cu_seqlens_q_output, reasoning_status,
-               max_dec_len, end_tokens, *, accept_all: bool = False, reject_all: bool = False):
-        slots = SlotInputs.of(seed, step_idx, stop_flags, is_block_step, seq_lens_encoder, seq_lens_this_time,
-                              cu_seqlens_q_output, reasoning_status, max_dec_len, end_tokens)
+    def verify(
+        accept_tokens,
+        accept_num,
+        draft_tokens,
+        target_probs,
+        draft_probs,
+        seed,
+        step_idx,
+        stop_flags,
+        is_block_step,
+        seq_lens_encoder,
+        seq_lens_this_time,
+        cu_seqlens_q_output,
+        reasoning_status,
+        max_dec_len,
+        end_tokens,
+        *,
+        accept_all: bool = False,
+        reject_all: bool = False,
+    ):
+        slots = SlotInputs.of(
+            seed,
+            step_idx,
+            stop_flags,
+            is_block_step,
+            seq_lens_encoder,
+            seq_lens_this_time,
+            cu_seqlens_q_output,
+            reasoning_status,
+            max_dec_len,
+            end_tokens,
+        )
         target, draft = as_f32_probs(target_probs), as_f32_probs(draft_probs)  # f16, bf16 bits: widened exactly
-        return verify_slots(accept_tokens, accept_num, draft_tokens, slots, rows=target.shape[0],
-                            accept_all=accept_all, reject_all=reject_all,
-                            **rules(target, draft, draft_tokens, slots, accept_all))
+        return verify_slots(
+            accept_tokens,
+            accept_num,
+            draft_tokens,
+            slots,
+            rows=target.shape[0],
+            accept_all=accept_all,
+            reject_all=reject_all,
+            **rules(target, draft, draft_tokens, slots, accept_all),
+        )
 
     verify.__name__ = verify.__qualname__ = f"verify_{strategy}"
-    verify.__doc__ = (f"``verify_draft_tokens`` with strategy {strategy.upper()}: ``(accept_tokens, accept_num, "
-                      "draft_tokens, target_probs, draft_probs, seed, ..., end_tokens, *, accept_all, reject_all)``; "
-                      "the probabilities are ``[T, V]`` f32, f16 or bf16 as uint16 bits, row ``r(i)`` of both "
-                      "scoring draft ``i``. Returns updated copies of ``(accept_tokens, accept_num)``.")
+    verify.__doc__ = (
+        f"``verify_draft_tokens`` with strategy {strategy.upper()}: ``(accept_tokens, accept_num, "
+        "draft_tokens, target_probs, draft_probs, seed, ..., end_tokens, *, accept_all, reject_all)``; "
+        "the probabilities are ``[T, V]`` f32, f16 or bf16 as uint16 bits, row ``r(i)`` of both "
+        "scoring draft ``i``. Returns updated copies of ``(accept_tokens, accept_num)``."
+    )
     return verify

@@ -98,7 +98,9 @@ class ReferenceTree:
         """Every occurrence of ``pattern`` as (sequence, index just past it)."""
         m = len(pattern)
         pattern = list(pattern)
-        return [(seq, end) for seq in self.seqs.values() for end in range(m, len(seq) + 1) if seq[end - m:end] == pattern]
+        return [
+            (seq, end) for seq in self.seqs.values() for end in range(m, len(seq) + 1) if seq[end - m : end] == pattern
+        ]
 
     def speculate(self, context: Sequence[int], rule: SpecRule) -> Draft:
         best, chain = Draft(), replace(rule, tree_width=1)
@@ -139,7 +141,6 @@ class ReferenceTree:
             depth += 1
         return draft
 
-
     def _grow(self, ends: list[tuple[list[int], int]], depth: int, budget: int, rule: SpecRule) -> Draft:
         """The best-first tree from a match whose occurrences end at ``ends``."""
         draft, deepest = Draft(), rule.depth(depth)
@@ -157,8 +158,9 @@ class ReferenceTree:
                 p = prob * counts[token] / len(ends)
                 if p < rule.min_token_prob:
                     break
-                offers.append((p, [(seq, end + 1) for seq, end in ends if end < len(seq) and seq[end] == token], at + 1,
-                               parent))
+                offers.append(
+                    (p, [(seq, end + 1) for seq, end in ends if end < len(seq) and seq[end] == token], at + 1, parent)
+                )
 
         offer(ends, depth, 1.0, -1)
         while len(draft.token_ids) < budget and offers:

@@ -91,8 +91,13 @@ def tree_error(parents: np.ndarray, nodes: int, max_depth: int) -> str | None:
     return None
 
 
-def check_draft_trees(op: str, draft_tree_parents: np.ndarray, seq_lens_this_time: np.ndarray,
-                      seq_lens_encoder: np.ndarray, max_depth: int) -> None:
+def check_draft_trees(
+    op: str,
+    draft_tree_parents: np.ndarray,
+    seq_lens_this_time: np.ndarray,
+    seq_lens_encoder: np.ndarray,
+    max_depth: int,
+) -> None:
     """Raises :class:`FastspecArgumentError` naming ``op``, the argument, the slot and the node for the first
     decode slot whose tree is malformed (the kernels judge no drafts of such a slot)."""
     parents = np.asarray(draft_tree_parents)
@@ -141,8 +146,18 @@ def verify_draft_tree(
     if check:
         check_draft_trees("verify_draft_tree", draft_tree_parents, seq_lens_this_time, seq_lens_encoder, k)
     nodes_out = np.full((batch, cols), -1, np.int32)
-    slots = SlotInputs.of(seed, step_idx, stop_flags, is_block_step, seq_lens_encoder, seq_lens_this_time,
-                          cu_seqlens_q_output, None, max_dec_len, end_tokens)
+    slots = SlotInputs.of(
+        seed,
+        step_idx,
+        stop_flags,
+        is_block_step,
+        seq_lens_encoder,
+        seq_lens_this_time,
+        cu_seqlens_q_output,
+        None,
+        max_dec_len,
+        end_tokens,
+    )
     if strategy == "rejection":  # SpecInfer's tries at each node (fastspec/reference/multidraft.py)
         p_rows, q_rows = as_f32_probs(target_probs), as_f32_probs(draft_probs)
         rows = p_rows.shape[0]

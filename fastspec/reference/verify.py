@@ -48,11 +48,37 @@ def verify_draft_tokens(
         raise ValueError(f"verify_draft_tokens: unknown strategy {strategy!r}")
     if strategy in ("rejection", "block"):
         verify = verify_rejection if strategy == "rejection" else verify_block
-        return verify(accept_tokens, accept_num, draft_tokens, target_probs, draft_probs, seed, step_idx, stop_flags,
-                      is_block_step, seq_lens_encoder, seq_lens_this_time, cu_seqlens_q_output, reasoning_status,
-                      max_dec_len, end_tokens, accept_all=accept_all, reject_all=reject_all)
-    slots = SlotInputs.of(seed, step_idx, stop_flags, is_block_step, seq_lens_encoder, seq_lens_this_time,
-                          cu_seqlens_q_output, reasoning_status, max_dec_len, end_tokens)
+        return verify(
+            accept_tokens,
+            accept_num,
+            draft_tokens,
+            target_probs,
+            draft_probs,
+            seed,
+            step_idx,
+            stop_flags,
+            is_block_step,
+            seq_lens_encoder,
+            seq_lens_this_time,
+            cu_seqlens_q_output,
+            reasoning_status,
+            max_dec_len,
+            end_tokens,
+            accept_all=accept_all,
+            reject_all=reject_all,
+        )
+    slots = SlotInputs.of(
+        seed,
+        step_idx,
+        stop_flags,
+        is_block_step,
+        seq_lens_encoder,
+        seq_lens_this_time,
+        cu_seqlens_q_output,
+        reasoning_status,
+        max_dec_len,
+        end_tokens,
+    )
     targets, lens = flat(target_tokens), flat(candidate_lens)
     if strategy == "topp":
         rows, k_cand = np.asarray(candidate_ids).shape
@@ -76,5 +102,14 @@ def verify_draft_tokens(
         masses = prob_mass(np.asarray(candidate_scores[t, :n], dtype=np.float32))
         return int(candidate_ids[t, draw(masses, rand64(int(slots.seed[b]), position, STREAM_TOPP))])
 
-    return verify_slots(accept_tokens, accept_num, draft_tokens, slots, rows=rows, accept_all=accept_all,
-                        reject_all=reject_all, accepts=accepts, correction=correction)
+    return verify_slots(
+        accept_tokens,
+        accept_num,
+        draft_tokens,
+        slots,
+        rows=rows,
+        accept_all=accept_all,
+        reject_all=reject_all,
+        accepts=accepts,
+        correction=correction,
+    )

@@ -12,7 +12,9 @@ def default_aux_layer_ids(num_layers: int) -> tuple[int, int, int]:
         ValueError: when ``num_layers < 3`` (the default would index outside the model).
     """
     if num_layers < 3:
-        raise ValueError(f"aux hidden states: the default layer ids need num_layers >= 3, got {num_layers}; pass layer_ids")
+        raise ValueError(
+            f"aux hidden states: the default layer ids need num_layers >= 3, got {num_layers}; pass layer_ids"
+        )
     return (2, num_layers // 2, num_layers - 3)
 
 
@@ -130,8 +132,10 @@ class AuxHiddenStatesMixin:
                 if not isinstance(i, int) or isinstance(i, bool):
                     raise TypeError(f"aux hidden states: layer id {i!r} is not an int")
                 if not 0 <= i <= n:
-                    raise ValueError(f"aux hidden states: layer id {i} outside [0, num_layers = {n}] "
-                                     f"(0: the embeddings, {n}: the last layer's output)")
+                    raise ValueError(
+                        f"aux hidden states: layer id {i} outside [0, num_layers = {n}] "
+                        f"(0: the embeddings, {n}: the last layer's output)"
+                    )
             if len(set(ids)) != len(ids):
                 raise ValueError(f"aux hidden states: layer ids {list(ids)} repeat a layer")
         self._aux_layer_ids = tuple(int(i) for i in ids)

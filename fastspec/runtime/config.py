@@ -11,8 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastspec.core.schema import (MAX_CANDIDATE_LEN, MAX_TREE_CANDIDATES, MAX_TREE_NODES, PROBABILITY_STRATEGIES, STRATEGIES,
-                                  TREE_STRATEGIES)
+from fastspec.core.schema import (
+    MAX_CANDIDATE_LEN,
+    MAX_TREE_CANDIDATES,
+    MAX_TREE_NODES,
+    PROBABILITY_STRATEGIES,
+    STRATEGIES,
+    TREE_STRATEGIES,
+)
 
 METHODS = ("none", "naive", "ngram", "suffix", "mtp", "eagle3")
 DRAFT_MODEL_METHODS = ("mtp", "eagle3")  # a draft head fed with the target's hidden states
@@ -99,7 +105,9 @@ class SuffixConfig:
     max_spec_factor: float = 2.0  # a match of m tokens drafts at most int(m * factor + offset) tokens
     max_spec_offset: float = 0.0
     min_token_prob: float = 0.1  # a draft stops before a token whose estimated probability is lower
-    with_anchored_ngram: bool = True  # also anchored n-gram drafts; per slot the one accepted more lately wins (DraftChoice)
+    with_anchored_ngram: bool = (
+        True  # also anchored n-gram drafts; per slot the one accepted more lately wins (DraftChoice)
+    )
 
     def validate(self) -> None:
         _check_int("suffix.max_tree_depth", self.max_tree_depth, low=2, high=4096)
@@ -110,7 +118,9 @@ class SuffixConfig:
         _check_bool("suffix.with_anchored_ngram", self.with_anchored_ngram)
 
 
-TREE_METHODS = DRAFT_MODEL_METHODS + ("suffix",)  # proposers that draft trees (docs/trees.md "What a runner does with it")
+TREE_METHODS = DRAFT_MODEL_METHODS + (
+    "suffix",
+)  # proposers that draft trees (docs/trees.md "What a runner does with it")
 
 
 @dataclass
@@ -131,24 +141,36 @@ class TreeConfig:
             return
         k = config.num_speculative_tokens
         if config.method not in TREE_METHODS:
-            raise ConfigError(f"tree.enabled needs method {', '.join(repr(m) for m in TREE_METHODS)} (a proposer that "
-                              f"drafts trees), got method '{config.method}'")
+            raise ConfigError(
+                f"tree.enabled needs method {', '.join(repr(m) for m in TREE_METHODS)} (a proposer that "
+                f"drafts trees), got method '{config.method}'"
+            )
         if config.method == "suffix" and config.suffix.with_anchored_ngram:
-            raise ConfigError("tree.enabled with method 'suffix' needs suffix.with_anchored_ngram: false (the tree is "
-                              "the suffix cache's alone; DraftChoice picks between chains)")
+            raise ConfigError(
+                "tree.enabled with method 'suffix' needs suffix.with_anchored_ngram: false (the tree is "
+                "the suffix cache's alone; DraftChoice picks between chains)"
+            )
         if config.verify_strategy not in TREE_STRATEGIES:
-            raise ConfigError(f"tree.enabled needs verify_strategy one of {list(TREE_STRATEGIES)} (verify_draft_tree's), "
-                              f"got '{config.verify_strategy}'")
+            raise ConfigError(
+                f"tree.enabled needs verify_strategy one of {list(TREE_STRATEGIES)} (verify_draft_tree's), "
+                f"got '{config.verify_strategy}'"
+            )
         if k * self.top_k > MAX_TREE_CANDIDATES:
-            raise ConfigError(f"tree.top_k * num_speculative_tokens must be at most {MAX_TREE_CANDIDATES} "
-                              f"(build_draft_tree's candidates), got {self.top_k} * {k}")
-        others = [(config.accept_policy != "normal", f"accept_policy '{config.accept_policy}'"),
-                  (config.adaptive.enabled, "adaptive.enabled"),
-                  (config.num_model_steps not in (0, k), f"num_model_steps {config.num_model_steps} (hybrid n-gram drafts)")]
+            raise ConfigError(
+                f"tree.top_k * num_speculative_tokens must be at most {MAX_TREE_CANDIDATES} "
+                f"(build_draft_tree's candidates), got {self.top_k} * {k}"
+            )
+        others = [
+            (config.accept_policy != "normal", f"accept_policy '{config.accept_policy}'"),
+            (config.adaptive.enabled, "adaptive.enabled"),
+            (config.num_model_steps not in (0, k), f"num_model_steps {config.num_model_steps} (hybrid n-gram drafts)"),
+        ]
         for on, what in others:
             if on:
-                raise ConfigError(f"tree.enabled does not combine with {what}: a tree step drafts every depth from the model "
-                                  "and verifies with verify_draft_tree")
+                raise ConfigError(
+                    f"tree.enabled does not combine with {what}: a tree step drafts every depth from the model "
+                    "and verifies with verify_draft_tree"
+                )
 
 
 @dataclass
@@ -167,7 +189,9 @@ class SpeculativeConfig:
     num_model_steps: int = 0  # mtp: draft-model steps (0 = K); the other K - steps drafts come from ngram_append
     chain_hidden_states: bool = True  # mtp: each draft step's output hidden state feeds the next step
     grammar_drafts: bool = True  # structured output: tokens a request's grammar forces become drafts
-    aux_layer_ids: list | None = None  # eagle3: the target layers whose states the head reads (None: (2, L // 2, L - 3))
+    aux_layer_ids: list | None = (
+        None  # eagle3: the target layers whose states the head reads (None: (2, L // 2, L - 3))
+    )
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     adaptive: AdaptiveConfig = field(default_factory=AdaptiveConfig)
     suffix: SuffixConfig = field(default_factory=SuffixConfig)
@@ -194,23 +218,29 @@ class SpeculativeConfig:
             )
         k = self.num_speculative_tokens
         if self.method in ("none", "naive") and k > 0:
-            raise ConfigError(
-                f"method '{self.method}' proposes no drafts: num_speculative_tokens must be 0, got {k}"
-            )
+            raise ConfigError(f"method '{self.method}' proposes no drafts: num_speculative_tokens must be 0, got {k}")
         if self.speculative and k < 1:
             raise ConfigError(f"method '{self.method}' needs num_speculative_tokens >= 1, got {k}")
-        _check_int("num_model_steps", self.num_model_steps, low=0, high=k if self.method in DRAFT_MODEL_METHODS else None)
+        _check_int(
+            "num_model_steps", self.num_model_steps, low=0, high=k if self.method in DRAFT_MODEL_METHODS else None
+        )
         self._check_aux_layer_ids()
         if not isinstance(self.anchored, bool):
             raise ConfigError(f"anchored must be a boolean, got {type(self.anchored).__name__} {self.anchored!r}")
         if not isinstance(self.grammar_drafts, bool):
-            raise ConfigError(f"grammar_drafts must be a boolean, got {type(self.grammar_drafts).__name__} {self.grammar_drafts!r}")
+            raise ConfigError(
+                f"grammar_drafts must be a boolean, got {type(self.grammar_drafts).__name__} {self.grammar_drafts!r}"
+            )
         if not isinstance(self.chain_hidden_states, bool):
-            raise ConfigError(f"chain_hidden_states must be a boolean, got {type(self.chain_hidden_states).__name__} {self.chain_hidden_states!r}")
+            raise ConfigError(
+                f"chain_hidden_states must be a boolean, got {type(self.chain_hidden_states).__name__} {self.chain_hidden_states!r}"
+            )
         suffix_tree = self.method == "suffix" and getattr(self.tree, "enabled", False) is True  # one-hot q per node
         if self.verify_strategy in PROBABILITY_STRATEGIES and self.method in ("ngram", "suffix") and not suffix_tree:
-            raise ConfigError(f"verify_strategy '{self.verify_strategy}' needs draft probabilities: use method 'mtp' or 'eagle3' "
-                              f"({self.method} drafts have none; suffix trees verify as one-hot drafts)")
+            raise ConfigError(
+                f"verify_strategy '{self.verify_strategy}' needs draft probabilities: use method 'mtp' or 'eagle3' "
+                f"({self.method} drafts have none; suffix trees verify as one-hot drafts)"
+            )
         if not isinstance(self.sampling, SamplingConfig):
             raise ConfigError(f"sampling must be a mapping, got {type(self.sampling).__name__}")
         self.sampling.validate()
@@ -282,7 +312,12 @@ def load_config(path: str | Path) -> SpeculativeConfig:
     return SpeculativeConfig.from_yaml(path)
 
 
-SECTIONS = {"sampling": SamplingConfig, "adaptive": AdaptiveConfig, "suffix": SuffixConfig, "tree": TreeConfig}  # nested mappings of the YAML
+SECTIONS = {
+    "sampling": SamplingConfig,
+    "adaptive": AdaptiveConfig,
+    "suffix": SuffixConfig,
+    "tree": TreeConfig,
+}  # nested mappings of the YAML
 
 
 def _section(name: str, data: Any, kind: type) -> Any:
@@ -318,7 +353,9 @@ def _check_int(name: str, value: Any, low: int | None = None, high: int | None =
     if not isinstance(value, int) or isinstance(value, bool):
         raise ConfigError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
     if (low is not None and value < low) or (high is not None and value > high):
-        raise ConfigError(f"{name} must be in [{low if low is not None else '-inf'}, {high if high is not None else 'inf'}], got {value}")
+        raise ConfigError(
+            f"{name} must be in [{low if low is not None else '-inf'}, {high if high is not None else 'inf'}], got {value}"
+        )
 
 
 def _check_number(name: str, value: Any, low: float, high: float | None = None, low_open: bool = False) -> None:

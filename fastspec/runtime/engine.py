@@ -52,8 +52,10 @@ class ModelCallError(RuntimeError):
 
     def __init__(self, request_ids: Sequence[Hashable], cause: BaseException) -> None:
         self.request_ids = tuple(request_ids)
-        super().__init__(f"SpecEngine.step: the model raised {type(cause).__name__}: {cause} "
-                         f"(requests of the step, not advanced: {list(self.request_ids)})")
+        super().__init__(
+            f"SpecEngine.step: the model raised {type(cause).__name__}: {cause} "
+            f"(requests of the step, not advanced: {list(self.request_ids)})"
+        )
 
 
 @dataclass
@@ -130,8 +132,9 @@ class SpecEngine:
         self.model, self.config, self.proposer = model, config, proposer
         self.wants_hidden = proposer is not None and proposer.needs_target_hidden
         nodes = config.tree.max_nodes if config.tree.enabled else 0
-        self.state = SpecState(max_num_seqs, max_model_len, config.num_speculative_tokens, end_tokens, place,
-                               num_tree_nodes=nodes)
+        self.state = SpecState(
+            max_num_seqs, max_model_len, config.num_speculative_tokens, end_tokens, place, num_tree_nodes=nodes
+        )
         if kv_budget_tokens is not None and kv_budget_tokens < 1:
             raise ValueError(f"SpecEngine: kv_budget_tokens must be a positive int or None, got {kv_budget_tokens!r}")
         self.kv_budget_tokens = kv_budget_tokens
@@ -141,11 +144,19 @@ class SpecEngine:
         self.grammar = None if tokenizer is None else grammar_batch(self._grammar_tokenizer, self.state, config)
         self.sampler.grammar = self.grammar
         self.controller = _draft_length_controller(config, self.state, cost_model)
-        self.spec_step = SpecStep(self.state, self.sampler, proposer, mode=step_mode or "eager", controller=self.controller,
-                                  grammar=self.grammar)
+        self.spec_step = SpecStep(
+            self.state,
+            self.sampler,
+            proposer,
+            mode=step_mode or "eager",
+            controller=self.controller,
+            grammar=self.grammar,
+        )
         self.on_step, self.trace = on_step, trace
-        self.stats = GenerationStats(proposed_per_position=[0] * config.num_speculative_tokens,
-                                     accepted_per_position=[0] * config.num_speculative_tokens)
+        self.stats = GenerationStats(
+            proposed_per_position=[0] * config.num_speculative_tokens,
+            accepted_per_position=[0] * config.num_speculative_tokens,
+        )
         self._clock = StageClock(self.stats, self.state.place)
         self._end_tokens = {int(t) for t in end_tokens}
         self._requests: dict = {}  # every live request: waiting, preempted or running
@@ -175,35 +186,48 @@ class SpecEngine:
         try:
             live = request_id in self._requests
         except TypeError:
-            raise RequestError(f"SpecEngine.add_request: request id must be hashable, got {type(request_id).__name__}") from None
+            raise RequestError(
+                f"SpecEngine.add_request: request id must be hashable, got {type(request_id).__name__}"
+            ) from None
         if request_id is None:
             raise RequestError("SpecEngine.add_request: request id must not be None (None marks a free slot)")
         if live:
             raise RequestError(f"SpecEngine.add_request: request {request_id!r} is already in the engine")
         tokens = np.asarray(prompt)
         if tokens.ndim != 1 or tokens.size == 0 or not np.issubdtype(tokens.dtype, np.integer):
-            raise RequestError(f"SpecEngine.add_request: request {request_id!r}: the prompt must be a non-empty "
-                               f"sequence of token ids, got shape {list(tokens.shape)} of {tokens.dtype}")
+            raise RequestError(
+                f"SpecEngine.add_request: request {request_id!r}: the prompt must be a non-empty "
+                f"sequence of token ids, got shape {list(tokens.shape)} of {tokens.dtype}"
+            )
         if tokens.min() < 0:
-            raise RequestError(f"SpecEngine.add_request: request {request_id!r}: the prompt holds token id "
-                               f"{int(tokens.min())}, expected ids >= 0")
+            raise RequestError(
+                f"SpecEngine.add_request: request {request_id!r}: the prompt holds token id "
+                f"{int(tokens.min())}, expected ids >= 0"
+            )
         if params is None:
             params = config_params(self.config, self._arrivals)
         if not isinstance(params, RequestParams):
-            raise RequestError(f"SpecEngine.add_request: request {request_id!r}: params must be RequestParams, "
-                               f"got {type(params).__name__}")
+            raise RequestError(
+                f"SpecEngine.add_request: request {request_id!r}: params must be RequestParams, "
+                f"got {type(params).__name__}"
+            )
         if not isinstance(params.max_dec_len, (int, np.integer)) or params.max_dec_len < 1:
-            raise RequestError(f"SpecEngine.add_request: request {request_id!r}: max_dec_len must be >= 1, "
-                               f"got {params.max_dec_len!r}")
+            raise RequestError(
+                f"SpecEngine.add_request: request {request_id!r}: max_dec_len must be >= 1, got {params.max_dec_len!r}"
+            )
         length = self.state.max_model_len
         if tokens.size + params.max_dec_len > length:
-            raise RequestError(f"SpecEngine.add_request: request {request_id!r}: prompt length {tokens.size} + "
-                               f"max_dec_len {params.max_dec_len} exceeds max_model_len {length} (the slot)")
+            raise RequestError(
+                f"SpecEngine.add_request: request {request_id!r}: prompt length {tokens.size} + "
+                f"max_dec_len {params.max_dec_len} exceeds max_model_len {length} (the slot)"
+            )
         most = tokens.size + params.max_dec_len - 1 + self.state.rows_per_slot  # held before its last step
         if self.kv_budget_tokens is not None and most > self.kv_budget_tokens:
-            raise RequestError(f"SpecEngine.add_request: request {request_id!r} may hold {most} tokens (prompt "
-                               f"{tokens.size} + max_dec_len {params.max_dec_len} - 1 + {self.state.rows_per_slot} "
-                               f"rows), more than kv_budget_tokens {self.kv_budget_tokens}")
+            raise RequestError(
+                f"SpecEngine.add_request: request {request_id!r} may hold {most} tokens (prompt "
+                f"{tokens.size} + max_dec_len {params.max_dec_len} - 1 + {self.state.rows_per_slot} "
+                f"rows), more than kv_budget_tokens {self.kv_budget_tokens}"
+            )
         check_request(params, request_id, self.state.vocab_size, self.state.logit_tables.widths)  # InvalidRequestError
         constraint = None
         spec = getattr(params, "structured_output", None)
@@ -335,8 +359,9 @@ class SpecEngine:
             (self._preempted.pop(0) if self._preempted else self._waiting.popleft())
             if request.constraint is not None:  # the matcher first: the slot the state will take
                 self.grammar.insert(self.state.free_slots[0], request.constraint, request.request_id, request.output)
-            slot = self.state.insert(request.prompt, request.params, request_id=request.request_id,
-                                     output=request.output or None)
+            slot = self.state.insert(
+                request.prompt, request.params, request_id=request.request_id, output=request.output or None
+            )
             request.slot = slot
             self._running[slot] = request
             if self.controller is not None:
@@ -403,8 +428,10 @@ class SpecEngine:
         if isinstance(logits, tuple):  # (logits, hidden states of the rows)
             logits, hidden = logits
         if self.wants_hidden and hidden is None:
-            raise ValueError(f"generate: {type(self.proposer).__name__} needs the target's hidden states: "
-                             "the model must return (logits [T, V], hidden [T, H])")
+            raise ValueError(
+                f"generate: {type(self.proposer).__name__} needs the target's hidden states: "
+                "the model must return (logits [T, V], hidden [T, H])"
+            )
         return logits, hidden
 
     def _collect(self, status, finished_slots: list[int]) -> list[RequestOutput]:
@@ -444,12 +471,17 @@ def config_params(config: SpeculativeConfig, index: int) -> RequestParams:
     s = config.sampling
     # the per-request parameters that have a config default (a grammar constraint has none)
     defaults = {f.name for f in dataclasses.fields(s)}
-    names = [f.name for f in dataclasses.fields(RequestParams) if f.name in defaults and f.name not in ("seed", "max_dec_len")]
+    names = [
+        f.name
+        for f in dataclasses.fields(RequestParams)
+        if f.name in defaults and f.name not in ("seed", "max_dec_len")
+    ]
     return RequestParams(s.seed + index, s.max_dec_len, **{n: copy.deepcopy(getattr(s, n)) for n in names})
 
 
-def _draft_length_controller(config: SpeculativeConfig, state: SpecState,
-                             cost_model: StepCostModel | None) -> DraftLengthController | None:
+def _draft_length_controller(
+    config: SpeculativeConfig, state: SpecState, cost_model: StepCostModel | None
+) -> DraftLengthController | None:
     """The adaptive draft-length controller when the config asks for one (and drafts exist)."""
     if not (config.adaptive.enabled and config.speculative):
         return None

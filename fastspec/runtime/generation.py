@@ -89,11 +89,25 @@ def generate(
     if len(params) != len(prompts):
         raise ValueError(f"generate: {len(prompts)} prompts but {len(params)} request params")
     batch = max_num_seqs or max(1, len(prompts))
-    length = max_model_len or (max((len(p) for p in prompts), default=1) + max((q.max_dec_len for q in params), default=1))
+    length = max_model_len or (
+        max((len(p) for p in prompts), default=1) + max((q.max_dec_len for q in params), default=1)
+    )
     constrained = any(getattr(p, "structured_output", None) is not None for p in params)
-    engine = SpecEngine(model, config, max_num_seqs=batch, max_model_len=length, end_tokens=end_tokens, place=place,
-                        proposer=proposer, draft_model=draft_model, step_mode=step_mode, on_step=on_step, trace=trace,
-                        cost_model=cost_model, tokenizer=tokenizer if constrained else None)
+    engine = SpecEngine(
+        model,
+        config,
+        max_num_seqs=batch,
+        max_model_len=length,
+        end_tokens=end_tokens,
+        place=place,
+        proposer=proposer,
+        draft_model=draft_model,
+        step_mode=step_mode,
+        on_step=on_step,
+        trace=trace,
+        cost_model=cost_model,
+        tokenizer=tokenizer if constrained else None,
+    )
     for i, (prompt, request) in enumerate(zip(prompts, params)):
         engine.add_request(i, prompt, request)
     tokens: list = [[] for _ in prompts]

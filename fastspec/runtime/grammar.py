@@ -64,7 +64,8 @@ class GrammarTokenizer:
             text = tokenizer.to_str()
         else:
             raise StructuredOutputError(
-                f"tokenizer must be a tokenizers.Tokenizer or the path of a tokenizer.json, got {type(tokenizer).__name__}")
+                f"tokenizer must be a tokenizers.Tokenizer or the path of a tokenizer.json, got {type(tokenizer).__name__}"
+            )
         self.end_token = int(end_token)
         self.llg = llg.LLTokenizer(text, eos_token=self.end_token)
         self.vocab_size = int(self.llg.vocab_size)
@@ -92,11 +93,15 @@ class StructuredOutput:
         kinds = [k for k in spec if spec[k] is not None]
         unknown = [k for k in kinds if k not in KINDS]
         if unknown:
-            raise StructuredOutputError(f"{who}: structured_output has unknown key(s) {unknown}; it takes one of {list(KINDS)}")
+            raise StructuredOutputError(
+                f"{who}: structured_output has unknown key(s) {unknown}; it takes one of {list(KINDS)}"
+            )
         if len(kinds) != 1:
             raise StructuredOutputError(f"{who}: structured_output needs exactly one of {list(KINDS)}, got {kinds}")
         if tokenizer is None:
-            raise StructuredOutputError(f"{who}: structured output needs the runner's tokenizer (generate(..., tokenizer=...))")
+            raise StructuredOutputError(
+                f"{who}: structured output needs the runner's tokenizer (generate(..., tokenizer=...))"
+            )
         kind = kinds[0]
         value = spec[kind]
         llg = _llguidance()
@@ -104,8 +109,9 @@ class StructuredOutput:
             if kind == "json_schema":
                 if not isinstance(value, (str, Mapping)):
                     raise TypeError(f"json_schema must be a dict or a JSON string, got {type(value).__name__}")
-                grammar = llg.LLMatcher.grammar_from_json_schema(value if isinstance(value, str) else json.dumps(value),
-                                                                 defaults=JSON_LAYOUT)
+                grammar = llg.LLMatcher.grammar_from_json_schema(
+                    value if isinstance(value, str) else json.dumps(value), defaults=JSON_LAYOUT
+                )
             elif kind == "json_object":
                 if value is not True:
                     raise TypeError(f"json_object must be True, got {value!r}")
@@ -113,7 +119,9 @@ class StructuredOutput:
             else:
                 if not isinstance(value, str):
                     raise TypeError(f"{kind} must be a str, got {type(value).__name__}")
-                grammar = (llg.LLMatcher.grammar_from_regex if kind == "regex" else llg.LLMatcher.grammar_from_lark)(value)
+                grammar = (llg.LLMatcher.grammar_from_regex if kind == "regex" else llg.LLMatcher.grammar_from_lark)(
+                    value
+                )
         except (TypeError, ValueError) as error:
             raise StructuredOutputError(f"{who}: structured_output {kind}: {error}") from error
         problem = llg.LLMatcher.validate_grammar(grammar, tokenizer.llg)
@@ -150,8 +158,15 @@ class GrammarBatch:
             the output distribution; that draft is always rejected).
     """
 
-    def __init__(self, tokenizer: GrammarTokenizer, max_num_seqs: int, rows_per_slot: int, place,
-                 grammar_drafts: bool = True, keep_first_forbidden: bool = False) -> None:
+    def __init__(
+        self,
+        tokenizer: GrammarTokenizer,
+        max_num_seqs: int,
+        rows_per_slot: int,
+        place,
+        grammar_drafts: bool = True,
+        keep_first_forbidden: bool = False,
+    ) -> None:
         llg = _llguidance()
         self.tokenizer = tokenizer
         self.grammar_drafts = grammar_drafts
@@ -176,7 +191,9 @@ class GrammarBatch:
         llg = _llguidance()
         matcher = llg.LLMatcher(self.tokenizer.llg, constraint.grammar, log_level=0)
         if matcher.is_error():
-            raise StructuredOutputError(f"request {request}: structured_output {constraint.kind}: {matcher.get_error()}")
+            raise StructuredOutputError(
+                f"request {request}: structured_output {constraint.kind}: {matcher.get_error()}"
+            )
         self.requests[slot] = request
         try:
             self._advance(slot, matcher, np.asarray(output, np.int64))
@@ -284,8 +301,13 @@ class GrammarBatch:
         """The masks into the host buffer (llguidance's batch calls drop the GIL and run on its own threads)."""
         masks = _llguidance().numpy
         for matcher, tokens, parents, count, at in trees:
-            tree_masks(matcher, tokens, parents, count,
-                       lambda m, node, at=at: masks.fill_next_token_bitmask(m, self._host_mask, at + node))
+            tree_masks(
+                matcher,
+                tokens,
+                parents,
+                count,
+                lambda m, node, at=at: masks.fill_next_token_bitmask(m, self._host_mask, at + node),
+            )
         if with_drafts:
             masks.fill_next_token_bitmask_par_with_draft_tokens(self._executor, with_drafts, self._host_mask[:base])
         if without:
@@ -306,14 +328,19 @@ class GrammarBatch:
         cu = state.cu_seqlens_q_output.astype("int64")
         columns = [state.accept_num, cu[:-1], cu[1:], state.seq_lens_encoder, state.step_idx, state.max_dec_len]
         columns = [c.reshape([-1, 1]).astype("int64") for c in columns]
-        drafts = ([state.draft_tree_tokens, state.draft_tree_parents.astype("int64"),
-                   state.draft_tree_depths.astype("int64")] if state.trees else [state.draft_tokens])
+        drafts = (
+            [state.draft_tree_tokens, state.draft_tree_parents.astype("int64"), state.draft_tree_depths.astype("int64")]
+            if state.trees
+            else [state.draft_tokens]
+        )
         return paddle.concat([*drafts, state.accept_tokens, *columns], axis=1).numpy()
 
     def _advance(self, slot: int, matcher, tokens: np.ndarray) -> None:
         if len(tokens) and not matcher.consume_tokens([int(t) for t in tokens]):
-            raise RuntimeError(f"request {self.requests[slot]}: the grammar refused an emitted token "
-                               f"({matcher.get_error()}); the mask should have forbidden it")
+            raise RuntimeError(
+                f"request {self.requests[slot]}: the grammar refused an emitted token "
+                f"({matcher.get_error()}); the mask should have forbidden it"
+            )
 
     def _drafts(self, matcher, proposed: list[int], k: int, room: int) -> tuple[list[int], int, int, int]:
         """(drafts kept, how many of them the grammar allows, proposer drafts cut, forced tokens added) for one
@@ -341,8 +368,10 @@ class GrammarBatch:
         changed = new_rows != rows
         lengths = paddle.to_tensor(np.where(changed, new_rows, 0).astype(np.int32), place=state.place)
         mask = paddle.to_tensor(changed, place=state.place)
-        paddle.assign(paddle.where(mask, lengths, state.seq_lens_this_time.reshape([-1])).reshape(
-            state.seq_lens_this_time.shape), output=state.seq_lens_this_time)
+        paddle.assign(
+            paddle.where(mask, lengths, state.seq_lens_this_time.reshape([-1])).reshape(state.seq_lens_this_time.shape),
+            output=state.seq_lens_this_time,
+        )
 
 
 def _upload(array: np.ndarray, tensor: paddle.Tensor) -> None:
@@ -372,6 +401,11 @@ def grammar_batch(grammar_tokenizer: GrammarTokenizer, state, config) -> Grammar
     # a chain's REJECTION / BLOCK: the first forbidden draft stays (its rejection draws from the residual);
     # a tree's REJECTION judges one-hot drafts, whose residual a forbidden child leaves unchanged: cut it
     probability = config.speculative and config.verify_strategy in ("rejection", "block") and not state.trees
-    return GrammarBatch(grammar_tokenizer, state.max_num_seqs, state.rows_per_slot, state.place,
-                        grammar_drafts=config.grammar_drafts and not probability and not state.trees,
-                        keep_first_forbidden=probability)
+    return GrammarBatch(
+        grammar_tokenizer,
+        state.max_num_seqs,
+        state.rows_per_slot,
+        state.place,
+        grammar_drafts=config.grammar_drafts and not probability and not state.trees,
+        keep_first_forbidden=probability,
+    )

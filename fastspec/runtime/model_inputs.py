@@ -73,8 +73,14 @@ def build_model_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple] 
     index = state._row_index - paddle.gather(cu, slot)  # the row's index among its slot's rows
     last = paddle.gather(start - 1, slot)
     row_pos = paddle.where(row_slot >= 0, last + index.astype("int64"), paddle.zeros_like(last))
-    inputs = ModelInputs(tokens=tokens, lengths=lengths, row_slot=row_slot, row_pos=row_pos,
-                         prompt_lens=state.prompt_lens, request_ids=list(state.request_of_slot))
+    inputs = ModelInputs(
+        tokens=tokens,
+        lengths=lengths,
+        row_slot=row_slot,
+        row_pos=row_pos,
+        prompt_lens=state.prompt_lens,
+        request_ids=list(state.request_of_slot),
+    )
     return inputs, None
 
 
@@ -89,8 +95,13 @@ def _tree_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple]]:
     parents, depths = state.draft_tree_parents.numpy(), state.draft_tree_depths.numpy()
     counts = np.where(enc > 0, 0, rows)
     positions = tree_positions(depths, state.seq_lens_decoder.numpy())
-    tree = TreeInputs(start=np.where(counts > 0, prompt_lens + step_idx - 1, -1), nodes=counts.astype(np.int64),
-                      mask=tree_attention_mask(parents, counts), positions=positions, row_col=np.zeros(0, np.int64))
+    tree = TreeInputs(
+        start=np.where(counts > 0, prompt_lens + step_idx - 1, -1),
+        nodes=counts.astype(np.int64),
+        mask=tree_attention_mask(parents, counts),
+        positions=positions,
+        row_col=np.zeros(0, np.int64),
+    )
     lengths = np.zeros(state.max_num_seqs, dtype=np.int64)
     row_slot, row_pos, row_col, drafted = [], [], [], {}
     for b in np.flatnonzero(rows > 0):

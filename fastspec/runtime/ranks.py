@@ -53,5 +53,7 @@ def check_ranks_agree(outputs: Sequence, step: int | None = None, group=None) ->
     if len(set(values)) > 1:
         differ = [r for r, v in enumerate(values) if v != values[0]]
         where = f" at step {step}" if step is not None else ""
-        raise RankDivergenceError(f"tensor-parallel ranks {differ} emitted other tokens than rank 0{where} "
-                                  "(a rank-dependent seed or sampling parameter, or logits that differ between ranks)")
+        raise RankDivergenceError(
+            f"tensor-parallel ranks {differ} emitted other tokens than rank 0{where} "
+            "(a rank-dependent seed or sampling parameter, or logits that differ between ranks)"
+        )

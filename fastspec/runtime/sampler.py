@@ -39,7 +39,9 @@ class Sampler:
         self.reject_all = config.accept_policy == "reject_all"
         self.grammar = None  # a GrammarBatch when some request has structured output: its masks apply first
 
-    def forward(self, logits: paddle.Tensor, state: SpecState, draft_probs: paddle.Tensor | None = None) -> paddle.Tensor:
+    def forward(
+        self, logits: paddle.Tensor, state: SpecState, draft_probs: paddle.Tensor | None = None
+    ) -> paddle.Tensor:
         """Samples / verifies, then advances ``state`` in place; returns ``has_running`` bool [1].
 
         Args:
@@ -52,8 +54,9 @@ class Sampler:
         rows = state.row_batch_ids(logits.shape[0])
         logits = state.logit_tables.apply(logits, state, rows)
         if self.grammar is not None:  # each constrained row's grammar, before temperature and the sampling sets
-            logits = ops.apply_token_bitmask(logits, self.grammar.token_bitmask,
-                                             self.grammar.bitmask_index[: logits.shape[0]])
+            logits = ops.apply_token_bitmask(
+                logits, self.grammar.token_bitmask, self.grammar.bitmask_index[: logits.shape[0]]
+            )
         probs = self._probs(logits, state, rows)
         top_p, top_k = self._greedy_aware_params(state)
         if self.config.speculative:
@@ -149,10 +152,23 @@ class Sampler:
         else:
             target = sample_at_depths(probs, state, rows, top_p, top_k)
         outs = ops.verify_draft_tree(
-            state.accept_tokens, state.accept_num, state.draft_tree_tokens, state.draft_tree_parents, target,
-            state.seed, state.step_idx, state.stop_flags, state.is_block_step, state.seq_lens_encoder,
-            state.seq_lens_this_time, state.cu_seqlens_q_output, state.max_dec_len, state.end_tokens,
-            target_probs=target_probs, draft_probs=draft_probs, strategy=self.strategy,
+            state.accept_tokens,
+            state.accept_num,
+            state.draft_tree_tokens,
+            state.draft_tree_parents,
+            target,
+            state.seed,
+            state.step_idx,
+            state.stop_flags,
+            state.is_block_step,
+            state.seq_lens_encoder,
+            state.seq_lens_this_time,
+            state.cu_seqlens_q_output,
+            state.max_dec_len,
+            state.end_tokens,
+            target_probs=target_probs,
+            draft_probs=draft_probs,
+            strategy=self.strategy,
         )
         paddle.assign(outs.accept_nodes, output=state.accept_nodes)
 
@@ -174,4 +190,3 @@ class Sampler:
             state.end_tokens,
         )
         return outs[-1]
-

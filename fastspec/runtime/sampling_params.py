@@ -36,8 +36,7 @@ class TableWidths:
     bad_words: int = 256  # entries of all its bad words, one -1 after each
 
 
-def check_request(params: Any, request: Any, vocab_size: int | None = None,
-                  widths: TableWidths | None = None) -> None:
+def check_request(params: Any, request: Any, vocab_size: int | None = None, widths: TableWidths | None = None) -> None:
     """Raises ``InvalidRequestError`` naming ``request`` and the parameter when one is out of range:
     a repetition penalty <= 0, a penalty that is not finite, min_p outside [0, 1], a token id outside
     the vocabulary, an empty sequence, a negative min_tokens or logprobs, a list over its width; and a
@@ -48,8 +47,12 @@ def check_request(params: Any, request: Any, vocab_size: int | None = None,
         raise InvalidRequestError(f"request {request}: {name} {message}")
 
     def token(name: str, value: Any) -> None:
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0 or (
-                vocab_size is not None and value >= vocab_size):
+        if (
+            not isinstance(value, (int, np.integer))
+            or isinstance(value, bool)
+            or value < 0
+            or (vocab_size is not None and value >= vocab_size)
+        ):
             limit = f"[0, {vocab_size})" if vocab_size is not None else "a token id >= 0"
             fail(name, f"holds {value!r}, not in {limit}")
 
@@ -98,7 +101,7 @@ def bad_words_row(bad_words: Sequence[Sequence[int]], width: int) -> np.ndarray:
     row = np.full(width, -1, np.int64)
     at = 0
     for sequence in bad_words:
-        row[at:at + len(sequence)] = sequence
+        row[at : at + len(sequence)] = sequence
         at += len(sequence) + 1
     return row
 
@@ -132,12 +135,16 @@ class LogitTables:
         self.frequency_penalty[slot] = params.frequency_penalty
         self.min_tokens[slot] = params.min_tokens
         stops = np.full(w.stop_token_ids, -1, np.int64)
-        stops[:len(params.stop_token_ids)] = list(params.stop_token_ids)
+        stops[: len(params.stop_token_ids)] = list(params.stop_token_ids)
         ids, values = np.full(w.logit_bias, -1, np.int64), np.zeros(w.logit_bias, np.float32)
         for k, (token, bias) in enumerate(sorted(dict(params.logit_bias).items())):
             ids[k], values[k] = token, min(max(float(bias), -LOGIT_BIAS_LIMIT), LOGIT_BIAS_LIMIT)
-        for name, row in (("stop_token_ids", stops), ("logit_bias_ids", ids), ("logit_bias_values", values),
-                          ("bad_words", bad_words_row(params.bad_words, w.bad_words))):
+        for name, row in (
+            ("stop_token_ids", stops),
+            ("logit_bias_ids", ids),
+            ("logit_bias_values", values),
+            ("bad_words", bad_words_row(params.bad_words, w.bad_words)),
+        ):
             getattr(self, name)[slot] = copy(row)
 
     def apply(self, logits: paddle.Tensor, state: Any, rows: paddle.Tensor) -> paddle.Tensor:
@@ -147,10 +154,22 @@ class LogitTables:
         logits = logits if logits.dtype == paddle.float32 else logits.astype("float32")
         trees = state.trees
         ops.process_logits(
-            logits, state.token_ids_all, state.prompt_lens, state.step_idx,
-            state.draft_tree_tokens if trees else state.draft_tokens, rows, state.cu_seqlens_q_output,
-            self.repetition_penalty, self.presence_penalty, self.frequency_penalty, self.min_tokens,
-            state.end_tokens, self.stop_token_ids, self.logit_bias_ids, self.logit_bias_values, self.bad_words,
+            logits,
+            state.token_ids_all,
+            state.prompt_lens,
+            state.step_idx,
+            state.draft_tree_tokens if trees else state.draft_tokens,
+            rows,
+            state.cu_seqlens_q_output,
+            self.repetition_penalty,
+            self.presence_penalty,
+            self.frequency_penalty,
+            self.min_tokens,
+            state.end_tokens,
+            self.stop_token_ids,
+            self.logit_bias_ids,
+            self.logit_bias_values,
+            self.bad_words,
             draft_parents=state.draft_tree_parents if trees else None,
         )
         return logits

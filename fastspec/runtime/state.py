@@ -207,8 +207,13 @@ class SpecState:
     def free_slots(self) -> list[int]:
         return list(self._free)
 
-    def insert(self, prompt: Sequence[int], params: RequestParams, request_id: Hashable = None,
-               output: Sequence[int] | None = None) -> int:
+    def insert(
+        self,
+        prompt: Sequence[int],
+        params: RequestParams,
+        request_id: Hashable = None,
+        output: Sequence[int] | None = None,
+    ) -> int:
         """Puts a request into a free slot as a prefill; returns the slot.
 
         ``output``: the tokens the request already generated (a preempted request resuming). They
@@ -235,8 +240,10 @@ class SpecState:
                 f"max_model_len {self.max_model_len}"
             )
         if s >= params.max_dec_len:
-            raise ValueError(f"SpecState.insert: an output of {s} tokens leaves nothing to generate "
-                             f"(max_dec_len {params.max_dec_len})")
+            raise ValueError(
+                f"SpecState.insert: an output of {s} tokens leaves nothing to generate "
+                f"(max_dec_len {params.max_dec_len})"
+            )
         check_request(params, request_id, self.vocab_size, self.logit_tables.widths)
         slot = self._free.pop(0)
         row = np.full(self.max_model_len, -1, dtype=np.int64)

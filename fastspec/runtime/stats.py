@@ -91,8 +91,14 @@ def _tree_accepted(kept_tokens: np.ndarray, path: np.ndarray, tokens: np.ndarray
     return accepted
 
 
-def count_step(stats: GenerationStats, state: SpecState, status: StepStatus, reject_all: bool,
-               tree_drafted: dict[int, tuple] | None = None, trace: AcceptanceTrace | None = None) -> None:
+def count_step(
+    stats: GenerationStats,
+    state: SpecState,
+    status: StepStatus,
+    reject_all: bool,
+    tree_drafted: dict[int, tuple] | None = None,
+    trace: AcceptanceTrace | None = None,
+) -> None:
     """Adds one step's kept tokens to the counters, split into accepted drafts and bonus tokens,
     from the step's ``status`` (a chain reads nothing more; a tree step's nodes come in ``tree_drafted``).
 
@@ -117,7 +123,9 @@ def count_step(stats: GenerationStats, state: SpecState, status: StepStatus, rej
             proposed, reach = len(drafts) - 1, int(depths.max(initial=0))
         else:
             accepted = 0
-            while not reject_all and accepted < min(kept, len(drafts)) and accept_tokens[b, accepted] == drafts[accepted]:
+            while (
+                not reject_all and accepted < min(kept, len(drafts)) and accept_tokens[b, accepted] == drafts[accepted]
+            ):
                 accepted += 1
             proposed = reach = len(drafts)
         stats.request_steps += 1

@@ -67,23 +67,36 @@ class SpecStep:
         RuntimeError: ``cuda_graph`` without a Paddle CUDA build or off a GPU place.
     """
 
-    def __init__(self, state: SpecState, sampler: Sampler, proposer: Proposer | None = None, mode: str = "static",
-                 controller: DraftLengthController | None = None, grammar=None) -> None:
+    def __init__(
+        self,
+        state: SpecState,
+        sampler: Sampler,
+        proposer: Proposer | None = None,
+        mode: str = "static",
+        controller: DraftLengthController | None = None,
+        grammar=None,
+    ) -> None:
         if mode not in MODES:
             raise ValueError(f"SpecStep: mode must be one of {list(MODES)}, got {mode!r}")
         fixed = mode != "eager"  # a program built once: fixed shapes, buffers allocated before the build
         if fixed and proposer is not None and not proposer.static_step_safe:
-            raise ValueError(f"SpecStep: {type(proposer).__name__} reads host values while proposing; it cannot run in a "
-                             "static step (use NgramProposer or DraftModelProposer, or mode 'eager')")
+            raise ValueError(
+                f"SpecStep: {type(proposer).__name__} reads host values while proposing; it cannot run in a "
+                "static step (use NgramProposer or DraftModelProposer, or mode 'eager')"
+            )
         trees = state.trees
         if trees and (proposer is None or not proposer.drafts_trees):
-            raise ValueError(f"SpecStep: a tree step (state.num_tree_nodes = {state.num_tree_nodes}) needs a proposer that "
-                             f"drafts trees (DraftModelProposer, SuffixProposer), got {type(proposer).__name__}")
+            raise ValueError(
+                f"SpecStep: a tree step (state.num_tree_nodes = {state.num_tree_nodes}) needs a proposer that "
+                f"drafts trees (DraftModelProposer, SuffixProposer), got {type(proposer).__name__}"
+            )
         # a tree step's draft rows come from the tree itself (fastspec.runtime.trees.first_child_one_hot)
         probabilities = sampler.config.speculative and sampler.strategy in PROBABILITY_STRATEGIES and not trees
         if probabilities and (proposer is None or not proposer.provides_draft_probs):
-            raise ValueError(f"SpecStep: strategy '{sampler.strategy}' needs a proposer with draft probabilities, "
-                             f"got {type(proposer).__name__}")
+            raise ValueError(
+                f"SpecStep: strategy '{sampler.strategy}' needs a proposer with draft probabilities, "
+                f"got {type(proposer).__name__}"
+            )
         if mode == "cuda_graph":
             _check_cuda_graphs(state)
         self.state, self.sampler, self.proposer, self.mode = state, sampler, proposer, mode
@@ -158,7 +171,8 @@ class SpecStep:
             args = (self._record, logits) + ((hidden,) if self.observes else ())
         else:
             args = (self._record, self.pad_rows(logits)) + (
-                (self.pad_rows(hidden.astype("float32")),) if self.observes else ())
+                (self.pad_rows(hidden.astype("float32")),) if self.observes else ()
+            )
         if self.grammar is not None:
             self.grammar.masks_ready()  # computed while the model ran
         with paddle.no_grad():

@@ -27,8 +27,16 @@ def step_record(state: SpecState, cu: paddle.Tensor, decode: paddle.Tensor) -> p
 
 def status_tensor(state: SpecState, record: paddle.Tensor, extras: list[paddle.Tensor]) -> paddle.Tensor:
     """int64 ``[B, W]``: the step's ``record``, the state after the update, then ``extras`` ([B, w] each)."""
-    flags = paddle.stack([state.accept_num, state.stop_flags.astype("int32"), state.is_block_step.astype("int32"),
-                          state.seq_lens_encoder, state.seq_lens_decoder], axis=1).astype("int64")
+    flags = paddle.stack(
+        [
+            state.accept_num,
+            state.stop_flags.astype("int32"),
+            state.is_block_step.astype("int32"),
+            state.seq_lens_encoder,
+            state.seq_lens_decoder,
+        ],
+        axis=1,
+    ).astype("int64")
     parts = [record, flags[:, :1], state.accept_tokens, flags[:, 1:]]
     parts += [e.reshape([state.max_num_seqs, -1]).astype("int64") for e in extras]
     return paddle.concat(parts, axis=1)
@@ -54,10 +62,20 @@ class StepStatus:
         """The one device-to-host read of a step."""
         a = status.numpy()
         col = np.cumsum([0, 1, 1, k, 1, k + 1, 1, 1, 1, 1] + list(extra_widths))
-        part = [np.ascontiguousarray(a[:, col[i]:col[i + 1]]) for i in range(len(col) - 1)]
+        part = [np.ascontiguousarray(a[:, col[i] : col[i + 1]]) for i in range(len(col) - 1)]
         one = lambda p: p[:, 0].astype(np.int32)  # noqa: E731  (the state's int32 counters)
-        return cls(one(part[0]), one(part[1]) > 0, part[2], one(part[3]), part[4], one(part[5]) > 0, one(part[6]) > 0,
-                   one(part[7]), one(part[8]), part[9:])
+        return cls(
+            one(part[0]),
+            one(part[1]) > 0,
+            part[2],
+            one(part[3]),
+            part[4],
+            one(part[5]) > 0,
+            one(part[6]) > 0,
+            one(part[7]),
+            one(part[8]),
+            part[9:],
+        )
 
     @property
     def num_rows(self) -> int:

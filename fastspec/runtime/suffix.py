@@ -78,8 +78,14 @@ class SuffixCache:
             ``draft`` weighs against the suffix draft (``min_ngram_size`` its shortest n-gram).
     """
 
-    def __init__(self, max_tree_depth: int = 24, max_cached_requests: int = -1, vocab_size: int | None = None,
-                 anchored_ngram: int | None = None, min_ngram_size: int = 1) -> None:
+    def __init__(
+        self,
+        max_tree_depth: int = 24,
+        max_cached_requests: int = -1,
+        vocab_size: int | None = None,
+        anchored_ngram: int | None = None,
+        min_ngram_size: int = 1,
+    ) -> None:
         _check_int("max_tree_depth", max_tree_depth, 2, 4096)
         _check_int("max_cached_requests", max_cached_requests, -1, INT32_MAX)
         if vocab_size is not None:
@@ -90,8 +96,13 @@ class SuffixCache:
         self._max_tree_depth = max_tree_depth
         self._max_cached_requests = max_cached_requests
         self._vocab_size = vocab_size
-        self._core = _core()(max_tree_depth, max_cached_requests, INT32_MAX if vocab_size is None else vocab_size - 1,
-                             anchored_ngram or 0, min_ngram_size)
+        self._core = _core()(
+            max_tree_depth,
+            max_cached_requests,
+            INT32_MAX if vocab_size is None else vocab_size - 1,
+            anchored_ngram or 0,
+            min_ngram_size,
+        )
         self._keys: dict[Hashable, int] = {}  # active or cached request -> native key
         self._ids: dict[int, Hashable] = {}
         self._active: dict[Hashable, int] = {}  # active request -> native key, in start order
@@ -198,26 +209,35 @@ class SuffixCache:
         width = TREE_WIDTH_ALL if use_tree_spec is True else 1
         if key is not None and type(use_tree_spec) is bool:
             # the usual call: the native cache checks the context's tail and the rule as it reads them
-            found = self._core.speculate(key, context, max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob,
-                                         width)
+            found = self._core.speculate(
+                key, context, max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob, width
+            )
             if type(found) is dict:
                 raise _refused("speculate", found)
             if found is not None:
                 return SuffixDraft(*found)
         self._require_active("speculate", req_id)
         if isinstance(context, (list, tuple, np.ndarray)) and np.ndim(context) == 1:
-            context = context[-self._max_tree_depth:]  # only the tail is matched: check only the tail
-        context = self._tokens("speculate", "context", context)[-self._max_tree_depth:]
+            context = context[-self._max_tree_depth :]  # only the tail is matched: check only the tail
+        context = self._tokens("speculate", "context", context)[-self._max_tree_depth :]
         rule = self._checked_rule("speculate", max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob)
         if not isinstance(use_tree_spec, (bool, np.bool_)):
-            raise FastspecTypeError(f"SuffixCache.speculate: use_tree_spec must be a bool, got {type(use_tree_spec).__name__}")
+            raise FastspecTypeError(
+                f"SuffixCache.speculate: use_tree_spec must be a bool, got {type(use_tree_spec).__name__}"
+            )
         found = self._core.speculate(self._keys[req_id], context, *rule, TREE_WIDTH_ALL if use_tree_spec else 1)
         if found is None or type(found) is dict:
             raise AssertionError("SuffixCache.speculate: the native cache declined checked arguments")
         return SuffixDraft(*found)
 
-    def draft(self, req_id: Hashable, max_spec_tokens: int | None = None, max_spec_factor: float = 1.0,
-              max_spec_offset: float = 0.0, min_token_prob: float = 0.1) -> list[int]:
+    def draft(
+        self,
+        req_id: Hashable,
+        max_spec_tokens: int | None = None,
+        max_spec_factor: float = 1.0,
+        max_spec_offset: float = 0.0,
+        min_token_prob: float = 0.1,
+    ) -> list[int]:
         """The active request's next draft (token ids) from its own prompt + response: the draft
         ``speculate`` gives for that context (and ``speculate_batch`` for its key), same rule.
 
@@ -243,9 +263,16 @@ class SuffixCache:
 
     # -- batch calls ------------------------------------------------------------------------
 
-    def speculate_batch(self, keys: np.ndarray, max_spec_tokens: np.ndarray, width: int, max_spec_factor: float = 1.0,
-                        max_spec_offset: float = 0.0, min_token_prob: float = 0.1,
-                        out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
+    def speculate_batch(
+        self,
+        keys: np.ndarray,
+        max_spec_tokens: np.ndarray,
+        width: int,
+        max_spec_factor: float = 1.0,
+        max_spec_offset: float = 0.0,
+        min_token_prob: float = 0.1,
+        out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    ):
         """Drafts for ``keys[i]`` (a native key, or -1 for none) from its own prompt + response,
         at most ``min(max_spec_tokens[i], width)`` tokens. Returns ``(tokens int64 [n, width]``
         (-1 after each draft), ``lens int32 [n]``, ``scores float32 [n])``, written into ``out``
@@ -253,7 +280,9 @@ class SuffixCache:
         keys = _array("speculate_batch", "keys", keys, np.int64, 1)
         limits = _array("speculate_batch", "max_spec_tokens", max_spec_tokens, np.int32, 1)
         if limits.shape != keys.shape:
-            raise FastspecArgumentError(f"SuffixCache.speculate_batch: max_spec_tokens has shape {limits.shape}, keys {keys.shape}")
+            raise FastspecArgumentError(
+                f"SuffixCache.speculate_batch: max_spec_tokens has shape {limits.shape}, keys {keys.shape}"
+            )
         _check_int("width", width, 0, 4096, op="speculate_batch")
         self._require_keys("speculate_batch", keys)
         factor, offset, min_prob = _rule("speculate_batch", max_spec_factor, max_spec_offset, min_token_prob)
@@ -263,9 +292,17 @@ class SuffixCache:
         self._core.speculate_batch(keys, limits, width, factor, offset, min_prob, *out)
         return out
 
-    def speculate_tree_batch(self, keys: np.ndarray, max_nodes: np.ndarray, width: int, tree_width: int = TREE_WIDTH_ALL,
-                             max_spec_depth: int | None = None, max_spec_factor: float = 1.0, max_spec_offset: float = 0.0,
-                             min_token_prob: float = 0.1):
+    def speculate_tree_batch(
+        self,
+        keys: np.ndarray,
+        max_nodes: np.ndarray,
+        width: int,
+        tree_width: int = TREE_WIDTH_ALL,
+        max_spec_depth: int | None = None,
+        max_spec_factor: float = 1.0,
+        max_spec_offset: float = 0.0,
+        min_token_prob: float = 0.1,
+    ):
         """Tree drafts for ``keys[i]`` (-1: none) from its own prompt + response (docs/suffix.md "Trees"): at most
         ``min(max_nodes[i], width)`` nodes, each offering its ``tree_width`` likeliest continuations; a match of
         ``m`` tokens reaches ``int(m * max_spec_factor + max_spec_offset)`` deep, at most ``max_spec_depth``
@@ -277,7 +314,9 @@ class SuffixCache:
         keys = _array("speculate_tree_batch", "keys", keys, np.int64, 1)
         limits = _array("speculate_tree_batch", "max_nodes", max_nodes, np.int32, 1)
         if limits.shape != keys.shape:
-            raise FastspecArgumentError(f"SuffixCache.speculate_tree_batch: max_nodes has shape {limits.shape}, keys {keys.shape}")
+            raise FastspecArgumentError(
+                f"SuffixCache.speculate_tree_batch: max_nodes has shape {limits.shape}, keys {keys.shape}"
+            )
         _check_int("width", width, 0, 4096, op="speculate_tree_batch")
         _check_int("tree_width", tree_width, 1, TREE_WIDTH_ALL, op="speculate_tree_batch")
         depth = INT32_MAX if max_spec_depth is None else max_spec_depth
@@ -285,10 +324,28 @@ class SuffixCache:
         self._require_keys("speculate_tree_batch", keys)
         factor, offset, min_prob = _rule("speculate_tree_batch", max_spec_factor, max_spec_offset, min_token_prob)
         n = keys.shape[0]
-        tokens, parents, probs = np.empty((n, width), np.int64), np.empty((n, width), np.int32), np.empty((n, width), np.float32)
+        tokens, parents, probs = (
+            np.empty((n, width), np.int64),
+            np.empty((n, width), np.int32),
+            np.empty((n, width), np.float32),
+        )
         lens, scores = np.empty(n, np.int32), np.empty(n, np.float32)
-        self._core.speculate_batch(keys, limits, int(depth), factor, offset, min_prob, tokens, lens, scores, int(tree_width),
-                                   int(depth), True, parents, probs)
+        self._core.speculate_batch(
+            keys,
+            limits,
+            int(depth),
+            factor,
+            offset,
+            min_prob,
+            tokens,
+            lens,
+            scores,
+            int(tree_width),
+            int(depth),
+            True,
+            parents,
+            probs,
+        )
         return tokens, parents, probs, lens, scores
 
     def add_batch(self, keys: np.ndarray, tokens: np.ndarray, counts: np.ndarray) -> None:
@@ -298,7 +355,8 @@ class SuffixCache:
         counts = _array("add_batch", "counts", counts, np.int32, 1)
         if counts.shape != keys.shape or tokens.shape[0] != keys.shape[0]:
             raise FastspecArgumentError(
-                f"SuffixCache.add_batch: keys {keys.shape}, tokens {tokens.shape} and counts {counts.shape} disagree")
+                f"SuffixCache.add_batch: keys {keys.shape}, tokens {tokens.shape} and counts {counts.shape} disagree"
+            )
         live = (keys >= 0) & (counts > 0)
         self._require_keys("add_batch", np.where(live, keys, -1))
         if (counts > tokens.shape[1]).any():

@@ -44,7 +44,9 @@ def _row_nodes(state: SpecState, rows: paddle.Tensor) -> tuple[paddle.Tensor, pa
     """Per packed row: its slot and node (both clipped into range, int64) and whether it is a node's row."""
     slot = rows.astype("int64")
     safe = paddle.clip(slot, 0, state.max_num_seqs - 1)
-    node = paddle.arange(rows.shape[0], dtype="int64") - paddle.gather(state.cu_seqlens_q_output[:-1], safe).astype("int64")
+    node = paddle.arange(rows.shape[0], dtype="int64") - paddle.gather(state.cu_seqlens_q_output[:-1], safe).astype(
+        "int64"
+    )
     valid = (slot >= 0) & (node >= 0) & (node < state.num_tree_nodes)
     return safe, paddle.clip(node, 0, state.num_tree_nodes - 1), valid
 
@@ -54,8 +56,9 @@ def _per_node(values: paddle.Tensor, slot: paddle.Tensor, node: paddle.Tensor) -
     return paddle.gather(values.reshape([-1]), slot * values.shape[1] + node)
 
 
-def sample_at_depths(probs: paddle.Tensor, state: SpecState, rows: paddle.Tensor, top_p: paddle.Tensor,
-                     top_k: paddle.Tensor) -> paddle.Tensor:
+def sample_at_depths(
+    probs: paddle.Tensor, state: SpecState, rows: paddle.Tensor, top_p: paddle.Tensor, top_k: paddle.Tensor
+) -> paddle.Tensor:
     """TARGET_MATCH's targets of a tree step: row ``t`` of node ``i`` draws (``sample_tokens``, the request's
     seed) at position ``step_idx + depth[i]``, the position its token would take; int64 [T], -1 for padding.
     Each row is passed as its own request so that its position is its own."""
@@ -63,8 +66,15 @@ def sample_at_depths(probs: paddle.Tensor, state: SpecState, rows: paddle.Tensor
     depth = paddle.clip(_per_node(state.draft_tree_depths, slot, node), min=0).astype("int64")
     count = int(rows.shape[0])
     own = paddle.where(rows >= 0, paddle.arange(count, dtype="int32"), paddle.full([count], -1, dtype="int32"))
-    return ops.sample_tokens(probs, paddle.gather(top_p, slot), paddle.gather(top_k, slot), paddle.gather(state.seed, slot),
-                             paddle.gather(state.step_idx, slot) + depth, own, paddle.arange(count + 1, dtype="int32"))
+    return ops.sample_tokens(
+        probs,
+        paddle.gather(top_p, slot),
+        paddle.gather(top_k, slot),
+        paddle.gather(state.seed, slot),
+        paddle.gather(state.step_idx, slot) + depth,
+        own,
+        paddle.arange(count + 1, dtype="int32"),
+    )
 
 
 def first_child_one_hot(state: SpecState, rows: paddle.Tensor, vocab: int) -> paddle.Tensor:

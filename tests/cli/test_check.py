@@ -20,8 +20,9 @@ ROWS = [c.name for c in cases()]
 
 @pytest.mark.slow
 def test_check_passes_here():
-    proc = subprocess.run([sys.executable, "-m", "fastspec", "check"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fastspec", "check"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     header = next(line for line in lines if line.lstrip().startswith("cpu "))
@@ -29,7 +30,7 @@ def test_check_passes_here():
     assert "xpu emu" in header and "cuda emu" in header and "paddle cpu" in header
     for row in ROWS:
         line = next(line for line in lines if line.startswith(row + "  "))
-        assert "FAIL" not in line and line[len(row):].split()[0] == "PASS", line  # the picked CPU level comes first
+        assert "FAIL" not in line and line[len(row) :].split()[0] == "PASS", line  # the picked CPU level comes first
     assert "0 failed" in lines[-1] and "all good" in lines[-1], columns
 
 
@@ -108,8 +109,10 @@ def test_a_kernel_that_raises_is_a_failed_cell(monkeypatch):
     monkeypatch.setattr(arrays, "update_model_status", broken)
     report = check.check(only=("xpu",))
     assert report.cells["update_model_status", "xpu emu"] == "FAIL"
-    assert "FAIL update_model_status on xpu emu: raised RuntimeError: update_model_status: the cpu kernel failed" \
+    assert (
+        "FAIL update_model_status on xpu emu: raised RuntimeError: update_model_status: the cpu kernel failed"
         in "\n".join(report.notes)
+    )
 
 
 def test_mismatch_finds_a_flipped_bit():

@@ -29,8 +29,12 @@ def one_error_line(err: str, prog: str) -> str:
 
 @pytest.fixture
 def bad_files(tmp_path):
-    files = {"syntax": "method: ngram\n  bad: [\n", "unknown": "method: ngram\nnum_speculative_tokens: 3\nfoo: 1\n",
-             "value": "method: ngram\nnum_speculative_tokens: 3\nmax_candidate_len: 0\n", "list": "- 1\n- 2\n"}
+    files = {
+        "syntax": "method: ngram\n  bad: [\n",
+        "unknown": "method: ngram\nnum_speculative_tokens: 3\nfoo: 1\n",
+        "value": "method: ngram\nnum_speculative_tokens: 3\nmax_candidate_len: 0\n",
+        "list": "- 1\n- 2\n",
+    }
     for name, text in files.items():
         (tmp_path / f"{name}.yaml").write_text(text)
     (tmp_path / "folder.yaml").mkdir()
@@ -65,12 +69,15 @@ def test_demo_rejects_bad_arguments_where_they_are_parsed(capsys, argv, message)
     assert message in one_error_line(capsys.readouterr().err, demo.PROG)
 
 
-@pytest.mark.parametrize("name, message", [
-    ("syntax.yaml", "invalid YAML at line 2, column 6"),
-    ("unknown.yaml", "unknown key 'foo'"),
-    ("value.yaml", "max_candidate_len must be in [1, 1024], got 0"),
-    ("list.yaml", "config must be a mapping, got list"),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("syntax.yaml", "invalid YAML at line 2, column 6"),
+        ("unknown.yaml", "unknown key 'foo'"),
+        ("value.yaml", "max_candidate_len must be in [1, 1024], got 0"),
+        ("list.yaml", "config must be a mapping, got list"),
+    ],
+)
 def test_demo_names_the_config_file_and_what_is_wrong_in_it(capsys, bad_files, name, message):
     assert demo.main(["--config", str(bad_files / name), "--short"]) == 2
     line = one_error_line(capsys.readouterr().err, demo.PROG)
@@ -84,11 +91,14 @@ def test_demo_config_that_is_a_folder(capsys, bad_files):
     assert "argument --config: " in one_error_line(capsys.readouterr().err, demo.PROG)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--method", "ngram", "--k", "0"], "method 'ngram' needs num_speculative_tokens >= 1, got 0"),
-    (["--strategy", "rejection"], "verify_strategy 'rejection' needs draft probabilities"),
-    (["--strategy", "block"], "verify_strategy 'block' needs draft probabilities"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--method", "ngram", "--k", "0"], "method 'ngram' needs num_speculative_tokens >= 1, got 0"),
+        (["--strategy", "rejection"], "verify_strategy 'rejection' needs draft probabilities"),
+        (["--strategy", "block"], "verify_strategy 'block' needs draft probabilities"),
+    ],
+)
 def test_demo_flags_that_contradict_the_config(capsys, argv, message):
     assert demo.main([*argv, "--short"]) == 2
     line = one_error_line(capsys.readouterr().err, demo.PROG)
@@ -117,8 +127,13 @@ def test_debug_shows_the_traceback(bad_files):
 
 
 def test_demo_error_in_a_fresh_process_is_one_line_and_exit_2():
-    proc = subprocess.run([sys.executable, "-m", "fastspec.demo", "--batch-size", "0"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fastspec.demo", "--batch-size", "0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert "--batch-size" in one_error_line(proc.stderr, demo.PROG)
 
@@ -140,7 +155,10 @@ BENCH_ERRORS = {  # one bad value per script, checked where it is parsed
     "bench_call_overhead": (["--calls", "1001"], "argument --calls: must be an integer in [1, 1000], got 1001"),
     "bench_draft_tree": (["--depth", "7"], "argument --depth: must be an integer in [1, 6], got 7"),
     "bench_anchored_ngram": (["--pairs", "0"], "argument --pairs: must be an integer >= 1, got 0"),
-    "bench_block_verify": (["--workloads", "mtp-replay,beam"], "argument --workloads: must be a comma-separated list of"),
+    "bench_block_verify": (
+        ["--workloads", "mtp-replay,beam"],
+        "argument --workloads: must be a comma-separated list of",
+    ),
     "bench_ngram_append": (["--workloads", "text,prose"], "argument --workloads: must be a comma-separated list of"),
     "bench_process_logits": (["--vocab", "1"], "argument --vocab: must be an integer >= 2, got 1"),
     "bench_ngram_match": (["--lens", "4096,x"], "argument --lens: every item must be an integer, got 'x'"),
@@ -207,27 +225,38 @@ def test_benchmark_cuda_where_it_cannot_run(capsys, monkeypatch):
 
 # --- the types ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("parse, text, value", [
-    (errors.int_range(1), "3", 3), (errors.int_range(0, 64), "64", 64), (errors.int_range(high=0), "-7", -7),
-    (errors.float_range(0.0, 1.0, low_open=True), "1", 1.0), (errors.float_range(0.0), "0", 0.0),
-    (errors.int_list(1), "1, 32,256", [1, 32, 256]), (errors.choice_list(("a", "b")), "b,a", ["b", "a"]),
-])
+
+@pytest.mark.parametrize(
+    "parse, text, value",
+    [
+        (errors.int_range(1), "3", 3),
+        (errors.int_range(0, 64), "64", 64),
+        (errors.int_range(high=0), "-7", -7),
+        (errors.float_range(0.0, 1.0, low_open=True), "1", 1.0),
+        (errors.float_range(0.0), "0", 0.0),
+        (errors.int_list(1), "1, 32,256", [1, 32, 256]),
+        (errors.choice_list(("a", "b")), "b,a", ["b", "a"]),
+    ],
+)
 def test_types_accept_values_in_range(parse, text, value):
     assert parse(text) == value
 
 
-@pytest.mark.parametrize("parse, text, message", [
-    (errors.int_range(1), "0", "must be an integer >= 1, got 0"),
-    (errors.int_range(0, 64), "65", "must be an integer in [0, 64], got 65"),
-    (errors.int_range(1), "1.5", "must be an integer, got '1.5'"),
-    (errors.float_range(0.0, 1.0, low_open=True), "0", "must be a number in (0.0, 1.0], got 0"),
-    (errors.float_range(0.0, 1.0, high_open=True), "1", "must be a number in [0.0, 1.0), got 1"),
-    (errors.float_range(0.0), "inf", "must be a number >= 0.0, got inf"),
-    (errors.float_range(0.0), "x", "must be a number, got 'x'"),
-    (errors.int_list(1), ",", "must be a comma-separated list of integers, got ','"),
-    (errors.choice_list(("a", "b")), "a,c", "must be a comma-separated list of a, b; got 'a,c'"),
-    (errors.readable_file, "/no/such/file", "no such file: '/no/such/file'"),
-])
+@pytest.mark.parametrize(
+    "parse, text, message",
+    [
+        (errors.int_range(1), "0", "must be an integer >= 1, got 0"),
+        (errors.int_range(0, 64), "65", "must be an integer in [0, 64], got 65"),
+        (errors.int_range(1), "1.5", "must be an integer, got '1.5'"),
+        (errors.float_range(0.0, 1.0, low_open=True), "0", "must be a number in (0.0, 1.0], got 0"),
+        (errors.float_range(0.0, 1.0, high_open=True), "1", "must be a number in [0.0, 1.0), got 1"),
+        (errors.float_range(0.0), "inf", "must be a number >= 0.0, got inf"),
+        (errors.float_range(0.0), "x", "must be a number, got 'x'"),
+        (errors.int_list(1), ",", "must be a comma-separated list of integers, got ','"),
+        (errors.choice_list(("a", "b")), "a,c", "must be a comma-separated list of a, b; got 'a,c'"),
+        (errors.readable_file, "/no/such/file", "no such file: '/no/such/file'"),
+    ],
+)
 def test_types_reject_values_out_of_range(parse, text, message):
     with pytest.raises(argparse.ArgumentTypeError) as error:
         parse(text)

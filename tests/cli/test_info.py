@@ -18,8 +18,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_info(*args: str, **env: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "fastspec", "info", *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fastspec", "info", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc
 
@@ -94,10 +100,16 @@ def test_without_the_bindings_it_says_so(monkeypatch):
 def test_every_environment_variable_fastspec_reads_is_listed():
     """A FASTSPEC_* name read from the environment anywhere in the library or the build is in info's table."""
     read = set()
-    sources = [*ROOT.glob("fastspec/**/*.py"), *ROOT.glob("custom_ops/**/*.cc"), *ROOT.glob("custom_ops/**/*.h"),
-               ROOT / "setup_ops.py", ROOT / "setup.py"]
+    sources = [
+        *ROOT.glob("fastspec/**/*.py"),
+        *ROOT.glob("custom_ops/**/*.cc"),
+        *ROOT.glob("custom_ops/**/*.h"),
+        ROOT / "setup_ops.py",
+        ROOT / "setup.py",
+    ]
     for path in sources:
-        read |= set(re.findall(r"""(?:getenv|environ\.get|environ\[|_ENV =)\(?\s*["'](FASTSPEC_[A-Z0-9_]+)""",
-                               path.read_text()))
+        read |= set(
+            re.findall(r"""(?:getenv|environ\.get|environ\[|_ENV =)\(?\s*["'](FASTSPEC_[A-Z0-9_]+)""", path.read_text())
+        )
     assert {"FASTSPEC_SIMD", "FASTSPEC_NUM_THREADS", "FASTSPEC_KERNELS_LIB"} <= read  # the search finds them
     assert read <= set(info.ENVIRONMENT)

@@ -23,8 +23,9 @@ def test_unknown_orders_and_backends_are_refused():
     probs = np.full((1, 4), 0.25, np.float32)
     top_p, batch_id = np.array([0.5], np.float32), np.zeros(1, np.int32)
     with pytest.raises(ValueError, match="cuda_block_order"):
-        arrays.top_p_candidates(probs, top_p, batch_id, max_candidate_len=2, backend="cuda_emulator",
-                                cuda_block_order="backwards")
+        arrays.top_p_candidates(
+            probs, top_p, batch_id, max_candidate_len=2, backend="cuda_emulator", cuda_block_order="backwards"
+        )
     with pytest.raises(ValueError, match="backend"):
         arrays.top_p_candidates(probs, top_p, batch_id, max_candidate_len=2, backend="cuda")
 
@@ -35,10 +36,19 @@ def test_cpu_torch_tensors_run_on_the_emulator_and_device_tensors_are_refused():
     probs = np.array([[0.1, 0.5, 0.2, 0.2], [0.25, 0.25, 0.25, 0.25]], np.float32)
     top_p, batch_id = np.array([0.6, 1.0], np.float32), np.array([0, 1], np.int32)
     host = arrays.top_p_candidates(probs, top_p, batch_id, max_candidate_len=3, backend="cuda_emulator")
-    tensors = arrays.top_p_candidates(*(torch.from_numpy(a) for a in (probs, top_p, batch_id)),
-                                      max_candidate_len=3, backend="cuda_emulator", cuda_block_order="reverse")
+    tensors = arrays.top_p_candidates(
+        *(torch.from_numpy(a) for a in (probs, top_p, batch_id)),
+        max_candidate_len=3,
+        backend="cuda_emulator",
+        cuda_block_order="reverse",
+    )
     for got, want in zip(tensors, host):
         assert isinstance(got, torch.Tensor) and np.array_equal(got.numpy(), want)
     with pytest.raises(ValueError, match="runs on numpy arrays \\(or CPU torch tensors\\).*'top_p' is a torch"):
-        arrays.top_p_candidates(torch.from_numpy(probs), torch.from_numpy(top_p).to("meta"),
-                                torch.from_numpy(batch_id), max_candidate_len=3, backend="cuda_emulator")
+        arrays.top_p_candidates(
+            torch.from_numpy(probs),
+            torch.from_numpy(top_p).to("meta"),
+            torch.from_numpy(batch_id),
+            max_candidate_len=3,
+            backend="cuda_emulator",
+        )

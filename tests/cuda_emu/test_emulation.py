@@ -9,9 +9,21 @@ import pytest
 
 import fastspec.arrays
 
-(CLEAN, DIVERGENT_BARRIER, UNINITIALISED_SHARED, READ_WRITE_RACE, WRITE_WRITE_RACE, OUT_OF_BOUNDS_WRITE,
- OUT_OF_BOUNDS_READ, TOO_MANY_THREADS, TOO_MUCH_DYNAMIC_SHARED, TOO_MUCH_STATIC_SHARED, WARP_DIVERGENCE, EARLY_EXIT,
- DYNAMIC_SHARED) = range(13)
+(
+    CLEAN,
+    DIVERGENT_BARRIER,
+    UNINITIALISED_SHARED,
+    READ_WRITE_RACE,
+    WRITE_WRITE_RACE,
+    OUT_OF_BOUNDS_WRITE,
+    OUT_OF_BOUNDS_READ,
+    TOO_MANY_THREADS,
+    TOO_MUCH_DYNAMIC_SHARED,
+    TOO_MUCH_STATIC_SHARED,
+    WARP_DIVERGENCE,
+    EARLY_EXIT,
+    DYNAMIC_SHARED,
+) = range(13)
 OK, LAUNCH_FAILURE = 0, 719  # cudaSuccess, cudaErrorLaunchFailure
 THREADS, BLOCKS, OUT_PER_THREAD = 64, 2, 5
 VALUES = list(range(1, 33))
@@ -60,24 +72,36 @@ def assert_fails(which: int, *fragments: str, order: str = "forward", n_out: int
 
 @pytest.mark.parametrize("order", sorted(ORDERS))
 def test_barrier_divergence(order):
-    error = assert_fails(DIVERGENT_BARRIER, "barrier divergence", "probes.cu:", "(block (0, 0, 0), thread (", order=order)
+    error = assert_fails(
+        DIVERGENT_BARRIER, "barrier divergence", "probes.cu:", "(block (0, 0, 0), thread (", order=order
+    )
     assert error.count("probes.cu:") == 2  # both barriers named
 
 
 def test_uninitialised_shared_read():
-    assert_fails(UNINITIALISED_SHARED, "uninitialised shared read", "no thread of this block wrote",
-                 "(block (0, 0, 0), thread (1, 0, 0))")
+    assert_fails(
+        UNINITIALISED_SHARED,
+        "uninitialised shared read",
+        "no thread of this block wrote",
+        "(block (0, 0, 0), thread (1, 0, 0))",
+    )
 
 
 @pytest.mark.parametrize("order", sorted(ORDERS))
 def test_shared_memory_races(order):
-    assert_fails(READ_WRITE_RACE, "shared-memory race", "since the last barrier", "(block (0, 0, 0), thread (", order=order)
+    assert_fails(
+        READ_WRITE_RACE, "shared-memory race", "since the last barrier", "(block (0, 0, 0), thread (", order=order
+    )
     assert_fails(WRITE_WRITE_RACE, "shared-memory race", "a write of 4 bytes", order=order)
 
 
 def test_out_of_bounds_global_access():
-    assert_fails(OUT_OF_BOUNDS_WRITE, "out-of-bounds global access: a write of 4 bytes",
-                 "outside every array given to the launch", "(block (0, 0, 0), thread (63, 0, 0))")
+    assert_fails(
+        OUT_OF_BOUNDS_WRITE,
+        "out-of-bounds global access: a write of 4 bytes",
+        "outside every array given to the launch",
+        "(block (0, 0, 0), thread (63, 0, 0))",
+    )
     assert_fails(OUT_OF_BOUNDS_READ, "out-of-bounds global access: a read of 4 bytes", "thread (63, 0, 0)")
 
 
@@ -96,12 +120,24 @@ def test_an_op_breaking_a_rule_fails_with_a_runtime_error_naming_it():
     ngram_match kernel, so a thread's atomicMin on the shared best match meets another's read of it."""
     from tests.cuda_emu.test_mutations import mutated, sites_in
 
-    arrays = {"token_ids_all": np.array([[1, 2, 3, 1, 2, 3, 1, 2, 0, 0]], np.int64),
-              "prompt_lens": np.array([6], np.int64), "step_idx": np.array([2], np.int64),
-              "draft_token_num": np.array([3], np.int32), "draft_tokens": np.full((1, 4), -1, np.int64),
-              "seq_lens_this_time": np.ones(1, np.int32), "seq_lens_encoder": np.zeros(1, np.int32),
-              "seq_lens_decoder": np.ones(1, np.int32), "max_dec_len": np.array([100], np.int64)}
+    arrays = {
+        "token_ids_all": np.array([[1, 2, 3, 1, 2, 3, 1, 2, 0, 0]], np.int64),
+        "prompt_lens": np.array([6], np.int64),
+        "step_idx": np.array([2], np.int64),
+        "draft_token_num": np.array([3], np.int32),
+        "draft_tokens": np.full((1, 4), -1, np.int64),
+        "seq_lens_this_time": np.ones(1, np.int32),
+        "seq_lens_encoder": np.zeros(1, np.int32),
+        "seq_lens_decoder": np.ones(1, np.int32),
+        "max_dec_len": np.array([100], np.int64),
+    }
     first_barrier = sites_in("ngram_match.cu")[0]
-    with mutated(*first_barrier), pytest.raises(RuntimeError, match="ngram_match: the cuda_emulator kernel failed: "
-                                                                     "CUDA emulation: shared-memory race: an atomic .* thread \\("):
+    with (
+        mutated(*first_barrier),
+        pytest.raises(
+            RuntimeError,
+            match="ngram_match: the cuda_emulator kernel failed: "
+            "CUDA emulation: shared-memory race: an atomic .* thread \\(",
+        ),
+    ):
         fastspec.arrays.ngram_match(*arrays.values(), max_ngram_size=3, backend="cuda_emulator")

@@ -15,11 +15,11 @@ import pytest
 
 import fastspec.arrays
 from fastspec import reference as ref
+from tests.emulated.calls import candidates, renormalised, sample, update
 from tests.helpers.sampling_cases import make_batch, make_probs, probs_case, request_params
 from tests.ngram_append_cases import random_append_case
 from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case
 from tests.verify_update_cases import UPDATE_NAMES, random_update_case
-from tests.emulated.calls import candidates, renormalised, sample, update
 
 CUDA_SOURCES = Path(__file__).resolve().parents[2] / "custom_ops" / "cuda"
 OPTIONS = {"backend": "cuda_emulator"}
@@ -68,10 +68,14 @@ def sampling_workload() -> bool:
     top_p, top_k = args[0], args[1]
     got_candidates = candidates(probs, top_p, batch_id, 40, OPTIONS)
     want_candidates = ref.top_p_candidates(probs, top_p, batch_id, max_candidate_len=40)
-    return (all(np.array_equal(g, w) for g, w in zip(got_candidates, want_candidates))
-            and np.array_equal(sample(probs, args, OPTIONS), ref.sample_tokens(probs, *args))
-            and np.array_equal(renormalised(probs, top_p, top_k, batch_id, OPTIONS).view(np.uint32),
-                               ref.top_k_top_p_probs(probs, top_p, top_k, batch_id).view(np.uint32)))
+    return (
+        all(np.array_equal(g, w) for g, w in zip(got_candidates, want_candidates))
+        and np.array_equal(sample(probs, args, OPTIONS), ref.sample_tokens(probs, *args))
+        and np.array_equal(
+            renormalised(probs, top_p, top_k, batch_id, OPTIONS).view(np.uint32),
+            ref.top_k_top_p_probs(probs, top_p, top_k, batch_id).view(np.uint32),
+        )
+    )
 
 
 def update_workload() -> bool:
@@ -113,18 +117,21 @@ REDUNDANT = {
     },
     "sampling.cu": {
         "*mass = s.above_mass;": "row_totals' last barrier: every caller passes other barriers before the next "
-                                   "write of above_w / above_mass",
+        "write of above_w / above_mass",
         "if (threadIdx.x == 0) s.token = -1;": "the draw loop's BlockScan has barriers of its own before "
-                                                      "any thread writes s.token",
+        "any thread writes s.token",
     },
 }
 
 
 def redundant_sites(source: str) -> set[tuple[str, int]]:
     lines = (CUDA_SOURCES / source).read_text().splitlines()
-    before = lambda line: "\n".join(lines[line - 3:line - 1])  # noqa: E731 (the two lines above a barrier)
-    return {(source, line) for source, line in sites_in(source)
-            if any(code in before(line) for code in REDUNDANT.get(source, {}))}
+    before = lambda line: "\n".join(lines[line - 3 : line - 1])  # noqa: E731 (the two lines above a barrier)
+    return {
+        (source, line)
+        for source, line in sites_in(source)
+        if any(code in before(line) for code in REDUNDANT.get(source, {}))
+    }
 
 
 @pytest.mark.parametrize("source", sorted(WORKLOADS))

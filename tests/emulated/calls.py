@@ -11,8 +11,18 @@ from fastspec import reference as ref
 from tests.helpers.sampling_cases import to_bf16_bits
 from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
 
-SLOT_STATE = ("seed", "step_idx", "stop_flags", "is_block_step", "seq_lens_encoder", "seq_lens_this_time",
-              "cu_seqlens_q_output", "reasoning_status", "max_dec_len", "end_tokens")
+SLOT_STATE = (
+    "seed",
+    "step_idx",
+    "stop_flags",
+    "is_block_step",
+    "seq_lens_encoder",
+    "seq_lens_this_time",
+    "cu_seqlens_q_output",
+    "reasoning_status",
+    "max_dec_len",
+    "end_tokens",
+)
 
 
 def copies(named: dict) -> dict:
@@ -35,10 +45,19 @@ def verify(named: dict, attrs: dict, options: dict) -> tuple[np.ndarray, np.ndar
 def rejection(named: dict, attrs: dict, options: dict, strategy: str = "rejection") -> tuple[np.ndarray, np.ndarray]:
     """verify_draft_tokens with draft probabilities: strategy REJECTION or BLOCK."""
     c = copies(named)
-    positional = [c["accept_tokens"], c["accept_num"], c["draft_tokens"], None, None, None, None,
-                  *(c[name] for name in SLOT_STATE)]
-    arrays.verify_draft_tokens(*positional, strategy=strategy, target_probs=c["target_probs"],
-                               draft_probs=c["draft_probs"], **attrs, **options)
+    positional = [
+        c["accept_tokens"],
+        c["accept_num"],
+        c["draft_tokens"],
+        None,
+        None,
+        None,
+        None,
+        *(c[name] for name in SLOT_STATE),
+    ]
+    arrays.verify_draft_tokens(
+        *positional, strategy=strategy, target_probs=c["target_probs"], draft_probs=c["draft_probs"], **attrs, **options
+    )
     return c["accept_tokens"], c["accept_num"]
 
 
@@ -78,7 +97,8 @@ def assert_all_equal(names, actual, expected, context=""):
 def assert_candidates_equal(got, expected, context=""):
     for name, g, e in zip(("candidate_ids", "candidate_scores", "candidate_lens"), got, expected):
         assert np.array_equal(np.ascontiguousarray(g).view(np.uint8), np.ascontiguousarray(e).view(np.uint8)), (
-            f"{name} differs at {np.argwhere(g != e)[:5].tolist()} {context}")
+            f"{name} differs at {np.argwhere(g != e)[:5].tolist()} {context}"
+        )
 
 
 def assert_bits(got, want, context=""):

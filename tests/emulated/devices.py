@@ -46,16 +46,29 @@ class EmulatedDevice:
 
 XPU = EmulatedDevice(
     "xpu",
-    tuple({"backend": "xpu_emulator", "xpu_grid": grid, "xpu_reverse_clusters": reverse}
-          for grid in XPU_GRIDS for reverse in (False, True)),
-    _describe_xpu, wide=(4, 5), random_cases=400, large_batches=(1, 100, 1000), many_slots=(300, 256),
+    tuple(
+        {"backend": "xpu_emulator", "xpu_grid": grid, "xpu_reverse_clusters": reverse}
+        for grid in XPU_GRIDS
+        for reverse in (False, True)
+    ),
+    _describe_xpu,
+    wide=(4, 5),
+    random_cases=400,
+    large_batches=(1, 100, 1000),
+    many_slots=(300, 256),
     large_vocab_rows=([2, 1, 2], ("peaked", "uniform", "ties", "special", "zeros")),
 )
 CUDA = EmulatedDevice(
     "cuda",
-    tuple({"backend": "cuda_emulator", "cuda_block_order": order, "cuda_shuffle_seed": seed}
-          for order, seed in CUDA_ORDERS),
-    _describe_cuda, wide=(2,), random_cases=300, large_batches=(1, 300, 4096), many_slots=(1500, 64),
+    tuple(
+        {"backend": "cuda_emulator", "cuda_block_order": order, "cuda_shuffle_seed": seed}
+        for order, seed in CUDA_ORDERS
+    ),
+    _describe_cuda,
+    wide=(2,),
+    random_cases=300,
+    large_batches=(1, 300, 4096),
+    many_slots=(1500, 64),
     large_vocab_rows=([1, 1], ("peaked", "ties", "zeros")),
 )
 DEVICES = (XPU, CUDA)
@@ -64,5 +77,8 @@ EVERY_LAUNCH = [(device, options) for device in DEVICES for options in device.la
 
 def launch_id(value) -> str:
     """pytest ids for EVERY_LAUNCH's pairs."""
-    return str(value) if isinstance(value, EmulatedDevice) else (
-        _describe_xpu(value) if value["backend"] == "xpu_emulator" else _describe_cuda(value))
+    return (
+        str(value)
+        if isinstance(value, EmulatedDevice)
+        else (_describe_xpu(value) if value["backend"] == "xpu_emulator" else _describe_cuda(value))
+    )

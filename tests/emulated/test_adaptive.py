@@ -18,8 +18,12 @@ devices = pytest.mark.parametrize("device", DEVICES, ids=str)
 def test_random_calls_match_the_reference(device, op):
     for i, (arrays, attrs) in enumerate(cases.cases(op, seed=21, count=48)):
         options = device.launch(i)
-        cases.assert_bit_equal(op, cases.run_arrays(op, arrays, attrs, **options),
-                               cases.run_reference(op, arrays, attrs), f"case {i} {device.describe(options)}")
+        cases.assert_bit_equal(
+            op,
+            cases.run_arrays(op, arrays, attrs, **options),
+            cases.run_reference(op, arrays, attrs),
+            f"case {i} {device.describe(options)}",
+        )
 
 
 @devices
@@ -28,5 +32,9 @@ def test_random_calls_match_the_reference(device, op):
 def test_large_batches_match_the_reference(device, op, batch):
     for i, (arrays, attrs) in enumerate(cases.cases(op, seed=batch, count=2, b=batch, k=5)):
         options = device.launch(i + 1)
-        cases.assert_bit_equal(op, cases.run_arrays(op, arrays, attrs, **options),
-                               cases.run_reference(op, arrays, attrs), device.describe(options))
+        cases.assert_bit_equal(
+            op,
+            cases.run_arrays(op, arrays, attrs, **options),
+            cases.run_reference(op, arrays, attrs),
+            device.describe(options),
+        )

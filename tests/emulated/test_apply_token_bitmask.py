@@ -16,8 +16,11 @@ devices = pytest.mark.parametrize("device", DEVICES, ids=str)
 def test_random_calls_match_the_reference(device):
     for i, (arrays, attrs) in enumerate(cases.cases(seed=43, count=64)):
         options = device.launch(i)
-        cases.assert_bit_equal(cases.run_arrays(arrays, attrs, **options), cases.run_reference(arrays, attrs),
-                               f"case {i} {device.describe(options)}")
+        cases.assert_bit_equal(
+            cases.run_arrays(arrays, attrs, **options),
+            cases.run_reference(arrays, attrs),
+            f"case {i} {device.describe(options)}",
+        )
 
 
 @devices
@@ -27,7 +30,8 @@ def test_large_vocab_matches_the_reference(device, dtype):
     arrays, attrs = cases.case(rng, rows=3, vocab=151936, dtype=dtype)
     arrays["bitmask_index"] = np.array([0, -1, 0], np.int32)
     words = arrays["token_bitmask"].shape[1]
-    arrays["token_bitmask"][0] = rng.integers(-2**31, 2**31, words, dtype=np.int64).astype(np.int32)  # mixed words
+    arrays["token_bitmask"][0] = rng.integers(-(2**31), 2**31, words, dtype=np.int64).astype(np.int32)  # mixed words
     options = device.launch(device.wide[0])
-    cases.assert_bit_equal(cases.run_arrays(arrays, attrs, **options), cases.run_reference(arrays, attrs),
-                           device.describe(options))
+    cases.assert_bit_equal(
+        cases.run_arrays(arrays, attrs, **options), cases.run_reference(arrays, attrs), device.describe(options)
+    )

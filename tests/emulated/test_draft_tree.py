@@ -10,8 +10,15 @@ import pytest
 import fastspec.arrays
 from fastspec import reference as ref
 from tests.emulated.devices import DEVICES
-from tests.tree_cases import (BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS, copies,
-                              random_build_case, random_verify_tree_case)
+from tests.tree_cases import (
+    BUILD_NAMES,
+    BUILD_OUTPUTS,
+    VERIFY_TREE_NAMES,
+    VERIFY_TREE_OUTPUTS,
+    copies,
+    random_build_case,
+    random_verify_tree_case,
+)
 
 CASES = 160
 
@@ -38,8 +45,9 @@ def test_verify_random_batches_match_the_reference(device):
         expected = ref.verify_draft_tree(*(arrays[name] for name in VERIFY_TREE_NAMES), **attrs, check=False)
         c = copies(arrays)
         c["accept_nodes"] = np.zeros_like(c["accept_tokens"], dtype=np.int32)
-        fastspec.arrays.prepare("verify_draft_tree", *(c[name] for name in VERIFY_TREE_NAMES), c["accept_nodes"], **attrs,
-                        **options)()
+        fastspec.arrays.prepare(
+            "verify_draft_tree", *(c[name] for name in VERIFY_TREE_NAMES), c["accept_nodes"], **attrs, **options
+        )()
         for name, e in zip(VERIFY_TREE_OUTPUTS, expected):
             np.testing.assert_array_equal(c[name], e, err_msg=f"{name} case {case} {device.describe(options)}")
 
@@ -52,8 +60,11 @@ def test_a_large_batch_matches_the_reference(device):
     rows = int(arrays["cu_seqlens_q_output"][-1])
     copies_ = 300 // len(arrays["step_idx"]) + 1
     by_row = ("target_tokens", "target_probs", "draft_probs")
-    big = {name: None if value is None else np.concatenate([value[:rows] if name in by_row else value] * copies_)
-           for name, value in arrays.items() if name not in ("end_tokens", "cu_seqlens_q_output")}
+    big = {
+        name: None if value is None else np.concatenate([value[:rows] if name in by_row else value] * copies_)
+        for name, value in arrays.items()
+        if name not in ("end_tokens", "cu_seqlens_q_output")
+    }
     big["end_tokens"] = arrays["end_tokens"]
     offsets = arrays["cu_seqlens_q_output"][1:] + rows * np.arange(copies_)[:, None]
     big["cu_seqlens_q_output"] = np.concatenate([[0], offsets.reshape(-1)]).astype(np.int32)

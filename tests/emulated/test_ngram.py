@@ -32,8 +32,9 @@ def test_random_batches_match_the_reference(device, op, chunk):
         named, attrs = CASES[op](rng)
         options = device.launch(case)
         expected = harness.run_reference(op, named, attrs)
-        harness.assert_same(harness.run_with(op, named, attrs, options), expected,
-                            f"case {case} {attrs} {device.describe(options)}")
+        harness.assert_same(
+            harness.run_with(op, named, attrs, options), expected, f"case {case} {attrs} {device.describe(options)}"
+        )
 
 
 @pytest.mark.parametrize("device", DEVICES, ids=str)
@@ -56,7 +57,9 @@ def test_anchored_drafting_matches_the_reference(device, op):
 @pytest.mark.parametrize("op", sorted(CASES))
 @pytest.mark.parametrize("shape", ["one long row", "forty rows", "many slots"])
 def test_large_shapes_match_the_reference(device, op, shape):
-    batch, max_model_len = {"one long row": (1, 131072), "forty rows": (40, 8192), "many slots": device.many_slots}[shape]
+    batch, max_model_len = {"one long row": (1, 131072), "forty rows": (40, 8192), "many slots": device.many_slots}[
+        shape
+    ]
     rng = np.random.default_rng(batch)
     named, attrs = CASES[op](rng, batch=batch, max_model_len=max_model_len)
     attrs["token_budget"] = batch * 3  # the budget kernel strides over every slot

@@ -17,8 +17,9 @@ devices = pytest.mark.parametrize("device", DEVICES, ids=str)
 def test_random_calls_match_the_reference(device):
     for i, arrays in enumerate(cases.cases(seed=23, count=60)):
         options = device.launch(i)
-        cases.assert_bit_equal(cases.run_arrays(arrays, **options), cases.run_reference(arrays),
-                               f"case {i} {device.describe(options)}")
+        cases.assert_bit_equal(
+            cases.run_arrays(arrays, **options), cases.run_reference(arrays), f"case {i} {device.describe(options)}"
+        )
 
 
 @devices

@@ -11,7 +11,16 @@ from fastspec import arrays
 from fastspec import reference as ref
 from tests.emulated.calls import assert_bits, assert_candidates_equal, candidates, in_dtype, renormalised, sample
 from tests.emulated.devices import DEVICES, EVERY_LAUNCH, launch_id
-from tests.helpers.sampling_cases import KINDS, TOP_P_ODD, TOP_PS, large_vocab_case, make_batch, make_probs, probs_case, request_params
+from tests.helpers.sampling_cases import (
+    KINDS,
+    TOP_P_ODD,
+    TOP_PS,
+    large_vocab_case,
+    make_batch,
+    make_probs,
+    probs_case,
+    request_params,
+)
 
 DTYPES = ["float32", "float16", "bfloat16"]
 VOCABS = [1, 7, 300, 4096]
@@ -26,12 +35,24 @@ def test_spec_examples(device, options):
     got = candidates(probs, top_p, batch_id, 3, options)
     assert got[0][0].tolist() == [1, 2, -1] and got[2].tolist() == [2, 0, 2]
     assert_candidates_equal(got, ref.top_p_candidates(probs, top_p, batch_id, max_candidate_len=3))
-    args = (top_p, np.array([0, 2], np.int32), np.array([1, 2], np.int64), np.array([0, 5], np.int64), batch_id,
-            np.array([0, 1, 3], np.int32))
+    args = (
+        top_p,
+        np.array([0, 2], np.int32),
+        np.array([1, 2], np.int64),
+        np.array([0, 5], np.int64),
+        batch_id,
+        np.array([0, 1, 3], np.int32),
+    )
     assert np.array_equal(sample(probs, args, options), ref.sample_tokens(probs, *args))
 
-    probs = np.array([[0.125, 0.375, 0.125, 0.125, 0.125, 0.125], [np.nan, 0, 0, 0, 0, 0],
-                      [0.125, 0.375, 0.125, 0.125, 0.125, 0.125]], np.float32)
+    probs = np.array(
+        [
+            [0.125, 0.375, 0.125, 0.125, 0.125, 0.125],
+            [np.nan, 0, 0, 0, 0, 0],
+            [0.125, 0.375, 0.125, 0.125, 0.125, 0.125],
+        ],
+        np.float32,
+    )
     top_p, top_k = np.array([1.0, 0.3], np.float32), np.array([2, 0], np.int32)
     batch_id = np.array([0, 1, -1], np.int32)
     got = renormalised(probs, top_p, top_k, batch_id, options)
@@ -68,7 +89,8 @@ def test_sample_matches_the_reference(device, dtype, vocab):
     for n, stream in enumerate((ref.STREAM_TARGET, ref.STREAM_DRAFT)):
         options = device.launch(vocab + n + len(dtype))
         assert np.array_equal(sample(probs, args, options, stream), ref.sample_tokens(probs, *args, stream=stream)), (
-            device.describe(options))
+            device.describe(options)
+        )
 
 
 @devices
@@ -78,8 +100,11 @@ def test_top_k_top_p_probs_matches_the_reference(device, dtype, vocab):
     probs, top_p, top_k, batch_id = probs_case(np.random.default_rng(vocab + 13), vocab)
     probs = in_dtype(probs, dtype)
     options = device.launch(vocab + len(dtype))
-    assert_bits(renormalised(probs, top_p, top_k, batch_id, options),
-                ref.top_k_top_p_probs(probs, top_p, top_k, batch_id), device.describe(options))
+    assert_bits(
+        renormalised(probs, top_p, top_k, batch_id, options),
+        ref.top_k_top_p_probs(probs, top_p, top_k, batch_id),
+        device.describe(options),
+    )
 
 
 @devices
@@ -89,10 +114,14 @@ def test_large_vocabulary_matches_the_reference(device):
     probs, *args = large_vocab_case(np.random.default_rng(5), *device.large_vocab_rows)
     top_p, top_k, _, _, batch_id, _ = args
     assert np.array_equal(sample(probs, args, device.launch(1)), ref.sample_tokens(probs, *args))
-    assert_candidates_equal(candidates(probs, top_p, batch_id, 64, device.launch(2)),
-                            ref.top_p_candidates(probs, top_p, batch_id, max_candidate_len=64))
-    assert_bits(renormalised(probs, top_p, top_k, batch_id, device.launch(3)),
-                ref.top_k_top_p_probs(probs, top_p, top_k, batch_id))
+    assert_candidates_equal(
+        candidates(probs, top_p, batch_id, 64, device.launch(2)),
+        ref.top_p_candidates(probs, top_p, batch_id, max_candidate_len=64),
+    )
+    assert_bits(
+        renormalised(probs, top_p, top_k, batch_id, device.launch(3)),
+        ref.top_k_top_p_probs(probs, top_p, top_k, batch_id),
+    )
 
 
 @devices
@@ -109,10 +138,14 @@ def test_many_rows_equal_the_cpu_kernels(device):
     for options in (device.launches[n] for n in device.wide):
         context = device.describe(options)
         assert np.array_equal(sample(probs, args, options), sample(probs, args, {})), context
-        assert_candidates_equal(candidates(probs, top_p, batch_id, 100, options),
-                                candidates(probs, top_p, batch_id, 100, {}), context)
-        assert_bits(renormalised(probs, top_p, top_k, batch_id, options),
-                    renormalised(probs, top_p, top_k, batch_id, {}), context)
+        assert_candidates_equal(
+            candidates(probs, top_p, batch_id, 100, options), candidates(probs, top_p, batch_id, 100, {}), context
+        )
+        assert_bits(
+            renormalised(probs, top_p, top_k, batch_id, options),
+            renormalised(probs, top_p, top_k, batch_id, {}),
+            context,
+        )
 
 
 @devices

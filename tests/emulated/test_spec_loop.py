@@ -13,10 +13,10 @@ from fastspec import arrays
 from tests.emulated.devices import DEVICES, EmulatedDevice
 from tests.ops.test_spec_loop import (
     COMPARED,
-    K,
     NGRAM_NAMES,
     STEPS,
     UPDATE_NAMES,
+    K,
     draw_targets,
     initial_state,
     markov_table,
@@ -72,8 +72,9 @@ def test_fifty_steps_equal_the_cpu_loop(device: EmulatedDevice, strategy: str) -
         running_cpu = step_once(cpu, strategy, table, step, state)
         running_device = step_once(emulated, strategy, table, step, state)
         for name in COMPARED:
-            np.testing.assert_array_equal(emulated.get(name), cpu.get(name),
-                                          err_msg=f"{name} at step {step} {device.describe(options)}")
+            np.testing.assert_array_equal(
+                emulated.get(name), cpu.get(name), err_msg=f"{name} at step {step} {device.describe(options)}"
+            )
         assert running_device == running_cpu
         accepted += int(np.maximum(cpu.get("accept_num") - 1, 0).sum())
     assert accepted > 20 and K > 1  # drafts were accepted: the loop exercised the verify path

@@ -12,7 +12,14 @@ from tests import rejection_cases
 from tests.block_cases import likely_case
 from tests.emulated.calls import assert_all_equal, in_dtype, rejection, update, verify
 from tests.emulated.devices import DEVICES
-from tests.verify_update_cases import STRATEGIES, UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES, random_update_case, random_verify_case
+from tests.verify_update_cases import (
+    STRATEGIES,
+    UPDATE_NAMES,
+    UPDATE_OUTPUTS,
+    VERIFY_NAMES,
+    random_update_case,
+    random_verify_case,
+)
 
 ACCEPT = ("accept_tokens", "accept_num")
 UPDATED = (*UPDATE_OUTPUTS, "has_running")
@@ -30,7 +37,9 @@ def test_verify_random_batches_match_the_reference(device, strategy):
         named, attrs = random_verify_case(rng, strategy=strategy)
         options = device.launch(case)
         expected = ref.verify_draft_tokens(*(named[name] for name in VERIFY_NAMES), **attrs)
-        assert_all_equal(ACCEPT, verify(named, attrs, options), expected, f"case {case} {attrs} {device.describe(options)}")
+        assert_all_equal(
+            ACCEPT, verify(named, attrs, options), expected, f"case {case} {attrs} {device.describe(options)}"
+        )
 
 
 @devices
@@ -46,8 +55,12 @@ def test_rejection_random_batches_match_the_reference(device, dtype, strategy):
         attrs = {"accept_all": True} if roll < 0.1 else {"reject_all": True} if roll < 0.2 else {}
         options = device.launch(case)
         expected = REFERENCES[strategy](*(named[name] for name in rejection_cases.ARRAY_NAMES), **attrs)
-        assert_all_equal(ACCEPT, rejection(named, attrs, options, strategy), expected,
-                         f"{dtype} case {case} {attrs} {device.describe(options)}")
+        assert_all_equal(
+            ACCEPT,
+            rejection(named, attrs, options, strategy),
+            expected,
+            f"{dtype} case {case} {attrs} {device.describe(options)}",
+        )
 
 
 @devices

@@ -30,24 +30,36 @@ OUT = ROOT / "build" / "fuzz"
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     from .targets import TARGETS
 
-    parser = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.fuzz", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     size = parser.add_mutually_exclusive_group()
-    size.add_argument("--short", action="store_const", dest="cases", const=SHORT_CASES,
-                      help=f"{SHORT_CASES} cases per target (the default)")
-    size.add_argument("--long", action="store_const", dest="cases", const=LONG_CASES,
-                      help=f"{LONG_CASES} cases per target")
+    size.add_argument(
+        "--short",
+        action="store_const",
+        dest="cases",
+        const=SHORT_CASES,
+        help=f"{SHORT_CASES} cases per target (the default)",
+    )
+    size.add_argument(
+        "--long", action="store_const", dest="cases", const=LONG_CASES, help=f"{LONG_CASES} cases per target"
+    )
     size.add_argument("--cases", type=int, help="cases per target")
-    parser.add_argument("--targets", default=",".join(TARGETS),
-                        help="comma-separated targets (default: all): " + ", ".join(TARGETS))
+    parser.add_argument(
+        "--targets", default=",".join(TARGETS), help="comma-separated targets (default: all): " + ", ".join(TARGETS)
+    )
     parser.add_argument("--seed", type=int, default=1, help="the campaign's seed (default 1)")
     parser.add_argument("--sanitize", action="store_true", help="run on the ASan + UBSan bindings")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes at a time")
     corpus = parser.add_mutually_exclusive_group()
     corpus.add_argument("--no-corpus", action="store_true", help="do not replay tests/fuzz/corpus")
     corpus.add_argument("--corpus-only", action="store_true", help="replay the corpus only")
-    parser.add_argument("--max-crashes", type=int, default=5000,
-                        help="crashes per half of a target before that half stops (default 5000)")
+    parser.add_argument(
+        "--max-crashes",
+        type=int,
+        default=5000,
+        help="crashes per half of a target before that half stops (default 5000)",
+    )
     parser.add_argument("--hang-seconds", type=float, default=300.0, help="a worker silent this long is a hang")
     parser.add_argument("--progress-seconds", type=float, default=15.0)
     parser.add_argument("--out", type=Path, default=OUT, help="findings and the run's summary (build/fuzz)")
@@ -109,20 +121,34 @@ def replay(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.sanitize and not sanitizer.sanitized_library_built():
-        print("[fuzz] no sanitized bindings: run `python setup_ops.py --bindings-only --sanitize` (or make fuzz)",
-              file=sys.stderr)
+        print(
+            "[fuzz] no sanitized bindings: run `python setup_ops.py --bindings-only --sanitize` (or make fuzz)",
+            file=sys.stderr,
+        )
         return 2
     if args.replay:
         return replay(args)
     from .supervisor import Supervisor
 
     targets = [] if args.corpus_only else args.targets
-    print(f"[fuzz] {args.cases if targets else 0} cases per target x {len(targets)} targets, seed {args.seed}, "
-          f"{'ASan + UBSan' if args.sanitize else 'normal'} bindings, {args.jobs} workers", flush=True)
-    return Supervisor(targets=targets, cases=args.cases, seed=args.seed, jobs=args.jobs, sanitize=args.sanitize,
-                      corpus=not args.no_corpus, out=args.out, max_crashes=args.max_crashes,
-                      hang_seconds=args.hang_seconds, abort_at=args.abort_at,
-                      progress_seconds=args.progress_seconds).run()
+    print(
+        f"[fuzz] {args.cases if targets else 0} cases per target x {len(targets)} targets, seed {args.seed}, "
+        f"{'ASan + UBSan' if args.sanitize else 'normal'} bindings, {args.jobs} workers",
+        flush=True,
+    )
+    return Supervisor(
+        targets=targets,
+        cases=args.cases,
+        seed=args.seed,
+        jobs=args.jobs,
+        sanitize=args.sanitize,
+        corpus=not args.no_corpus,
+        out=args.out,
+        max_crashes=args.max_crashes,
+        hang_seconds=args.hang_seconds,
+        abort_at=args.abort_at,
+        progress_seconds=args.progress_seconds,
+    ).run()
 
 
 if __name__ == "__main__":

@@ -94,11 +94,18 @@ class Tally:
         return {k: v for k, v in asdict(self).items() if k != "found"}
 
 
-def run_range(target: str, seed: int, start: int, stop: int, *,
-              before: Callable[[int, Tally], None] | None = None,
-              on_finding: Callable[[dict], None] | None = None,
-              on_progress: Callable[[Tally], None] | None = None,
-              progress_seconds: float = 1.0, carried: dict | None = None) -> Tally:
+def run_range(
+    target: str,
+    seed: int,
+    start: int,
+    stop: int,
+    *,
+    before: Callable[[int, Tally], None] | None = None,
+    on_finding: Callable[[dict], None] | None = None,
+    on_progress: Callable[[Tally], None] | None = None,
+    progress_seconds: float = 1.0,
+    carried: dict | None = None,
+) -> Tally:
     """Cases ``start .. stop - 1`` of ``target``; ``before(index, tally)`` runs before each case
     (the worker records the case and the counts so far there, so a crash names the case).
     ``carried``: counts of earlier cases of the same campaign to count on from."""
@@ -113,8 +120,14 @@ def run_range(target: str, seed: int, start: int, stop: int, *,
         outcome = run_case(case)
         tally.count(case, outcome)
         if outcome.is_finding:
-            finding = {"target": target, "seed": seed, "index": index, "kind": outcome.finding,
-                       "detail": outcome.detail, "case": case.describe()}
+            finding = {
+                "target": target,
+                "seed": seed,
+                "index": index,
+                "kind": outcome.finding,
+                "detail": outcome.detail,
+                "case": case.describe(),
+            }
             tally.found.append(finding)
             if on_finding:
                 on_finding(finding)

@@ -36,8 +36,9 @@ class Case:
 
     def copy(self) -> "Case":
         arrays = {name: _copy_value(value) for name, value in self.arrays.items()}
-        return Case(self.target, arrays, copy.deepcopy(self.attrs), copy.deepcopy(self.options), self.malformed,
-                    self.origin)
+        return Case(
+            self.target, arrays, copy.deepcopy(self.attrs), copy.deepcopy(self.options), self.malformed, self.origin
+        )
 
     def describe(self) -> str:
         """A short summary: the shapes and attributes of the call."""
@@ -121,8 +122,9 @@ def from_json(data: dict) -> Case:
     target = data["target"]
     names = [t.name for t in SCHEMAS[target.split("[")[0]].tensors]
     arrays = {name: decode_value(data["arrays"].get(name)) for name in names}
-    return Case(target, arrays, dict(data.get("attrs") or {}), options, data.get("malformed", ""),
-                data.get("origin", ""))
+    return Case(
+        target, arrays, dict(data.get("attrs") or {}), options, data.get("malformed", ""), data.get("origin", "")
+    )
 
 
 def dumps(data: dict) -> str:

@@ -55,12 +55,15 @@ def same_bits(got, want: np.ndarray, any_nan: bool = False) -> bool:
 def describe_difference(name: str, got, want: np.ndarray) -> str:
     if not isinstance(got, np.ndarray) or got.shape != want.shape or got.dtype != want.dtype:
         shape = getattr(got, "shape", None)
-        return f"{name}: got {type(got).__name__} {shape} {getattr(got, 'dtype', '')}, expected {want.shape} {want.dtype}"
+        return (
+            f"{name}: got {type(got).__name__} {shape} {getattr(got, 'dtype', '')}, expected {want.shape} {want.dtype}"
+        )
     g, w = np.ascontiguousarray(got), np.ascontiguousarray(want)
     bits = "u1" if g.dtype == np.bool_ else f"u{g.dtype.itemsize}"
     where = np.argwhere(g.view(bits) != w.view(bits))[:4]
-    pairs = "; ".join(f"{tuple(int(i) for i in at)}: got {g[tuple(at)].item()!r} expected {w[tuple(at)].item()!r}"
-                      for at in where)
+    pairs = "; ".join(
+        f"{tuple(int(i) for i in at)}: got {g[tuple(at)].item()!r} expected {w[tuple(at)].item()!r}" for at in where
+    )
     return f"{name}: {len(np.argwhere(g.view(bits) != w.view(bits)))} entries differ ({pairs})"
 
 
@@ -100,5 +103,7 @@ def run_case(case: Case, expect: str = EXPECT_AUTO) -> Outcome:
     for t in op.inputs:
         before = case.arrays.get(t.name)
         if not t.inplace and before is not None and not same_bits(given.arrays[t.name], before):
-            problems.append(f"{t.name} (read-only) was written: " + describe_difference(t.name, given.arrays[t.name], before))
+            problems.append(
+                f"{t.name} (read-only) was written: " + describe_difference(t.name, given.arrays[t.name], before)
+            )
     return _finding("mismatch", "\n".join(problems)) if problems else Outcome("ok")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastspec.reference import STREAM_DRAFT, STREAM_TARGET
 from fastspec.core.schema import MAX_CANDIDATE_LEN
+from fastspec.reference import STREAM_DRAFT, STREAM_TARGET
 from tests.helpers.sampling_cases import KINDS, make_batch, make_probs, request_params, to_bf16_bits
 
 
@@ -62,8 +62,14 @@ def candidates_call(rng: np.random.Generator) -> tuple[dict, dict]:
     top_p, _, _, _ = request_params(rng, batch, vocab)
     top_k_max = min(vocab, MAX_CANDIDATE_LEN)
     k = int(rng.choice([1, min(5, top_k_max), top_k_max, int(rng.integers(1, top_k_max + 1))]))
-    arrays = {"probs": _probs(rng, vocab, rows), "top_p": top_p, "batch_id_per_token_output": batch_id,
-              "candidate_ids": None, "candidate_scores": None, "candidate_lens": None}
+    arrays = {
+        "probs": _probs(rng, vocab, rows),
+        "top_p": top_p,
+        "batch_id_per_token_output": batch_id,
+        "candidate_ids": None,
+        "candidate_scores": None,
+        "candidate_lens": None,
+    }
     if rng.random() < 0.3:
         arrays["candidate_ids"] = _garbage(rng, (rows, k), "int64")
         arrays["candidate_scores"] = _garbage(rng, (rows, k), "float32")
@@ -84,9 +90,16 @@ def sample_call(rng: np.random.Generator) -> tuple[dict, dict]:
     rows = len(batch_id)
     top_p, top_k, seed, step_idx = request_params(rng, batch, vocab)
     top_k = _top_k(rng, top_k, vocab)
-    arrays = {"probs": _probs(rng, vocab, rows), "top_p": top_p, "top_k": top_k, "seed": seed,
-              "step_idx": step_idx, "batch_id_per_token_output": batch_id, "cu_seqlens_q_output": cu,
-              "tokens": _garbage(rng, (rows,), "int64") if rng.random() < 0.3 else None}
+    arrays = {
+        "probs": _probs(rng, vocab, rows),
+        "top_p": top_p,
+        "top_k": top_k,
+        "seed": seed,
+        "step_idx": step_idx,
+        "batch_id_per_token_output": batch_id,
+        "cu_seqlens_q_output": cu,
+        "tokens": _garbage(rng, (rows,), "int64") if rng.random() < 0.3 else None,
+    }
     return arrays, {"rand_stream": int(rng.choice([STREAM_TARGET, STREAM_DRAFT]))}
 
 
@@ -95,7 +108,11 @@ def probs_call(rng: np.random.Generator) -> tuple[dict, dict]:
     _, batch_id, batch = _rows(rng, vocab)
     rows = len(batch_id)
     top_p, top_k, _, _ = request_params(rng, batch, vocab)
-    arrays = {"probs": _probs(rng, vocab, rows), "top_p": top_p, "top_k": _top_k(rng, top_k, vocab),
-              "batch_id_per_token_output": batch_id,
-              "target_probs": _garbage(rng, (rows, vocab), "float32") if rng.random() < 0.3 else None}
+    arrays = {
+        "probs": _probs(rng, vocab, rows),
+        "top_p": top_p,
+        "top_k": _top_k(rng, top_k, vocab),
+        "batch_id_per_token_output": batch_id,
+        "target_probs": _garbage(rng, (rows, vocab), "float32") if rng.random() < 0.3 else None,
+    }
     return arrays, {}

@@ -9,8 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from fastspec.core.schema import MAX_TREE_CANDIDATES, MAX_TREE_NODES
-from tests.tree_cases import (eagle_candidates, random_build_case, random_verify_tree_case, redraft_from_q,
-                              widest_node_case)
+from tests.tree_cases import (
+    eagle_candidates,
+    random_build_case,
+    random_verify_tree_case,
+    redraft_from_q,
+    widest_node_case,
+)
 
 
 def _garbage(rng: np.random.Generator, like: np.ndarray, dtype: str) -> np.ndarray:
@@ -22,7 +27,9 @@ def build_call(rng: np.random.Generator) -> tuple[dict, dict]:
     if rng.random() < 0.01:  # the widest layout and the most candidates (the reference takes ~0.2 s a slot)
         b = int(rng.integers(1, 3))
         per_depth = MAX_TREE_CANDIDATES // 8
-        arrays["candidate_tokens"], arrays["candidate_parents"], arrays["candidate_scores"] = eagle_candidates(rng, b, 8, per_depth)
+        arrays["candidate_tokens"], arrays["candidate_parents"], arrays["candidate_scores"] = eagle_candidates(
+            rng, b, 8, per_depth
+        )
         arrays["draft_tree_tokens"] = np.full((b, MAX_TREE_NODES), 3, np.int64)
         for name in ("seq_lens_this_time", "seq_lens_encoder", "seq_lens_decoder"):
             arrays[name] = np.resize(arrays[name], b)

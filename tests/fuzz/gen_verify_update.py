@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from fastspec.core.schema import XPU_MAX_DRAFTS, XPU_MAX_END_TOKENS
-from tests.helpers.sampling_cases import to_bf16_bits
 from tests import rejection_cases
+from tests.helpers.sampling_cases import to_bf16_bits
 from tests.verify_update_cases import random_update_case, random_verify_case
 
 

@@ -14,8 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-from fastspec.reference.sampling import as_f32_probs
 from fastspec.core.schema import SCHEMAS, Attr, OpSchema, Tensor
+from fastspec.reference.sampling import as_f32_probs
 from tests.helpers.sampling_cases import to_bf16_bits
 
 from .case import Case, strided_view

@@ -22,7 +22,7 @@ def report_summary(text: str) -> tuple[str, str]:
         last = next((line.strip() for line in reversed(lines) if line.strip()), "")
         return last[:300], "\n".join(lines[-15:])
     error = lines[start].strip()
-    frames = [line.strip() for line in lines[start + 1:start + 30] if re.match(r"\s*#[0-4] ", line)]
+    frames = [line.strip() for line in lines[start + 1 : start + 30] if re.match(r"\s*#[0-4] ", line)]
     if "runtime error:" in error:  # UBSan: "FILE:LINE:COL: runtime error: KIND: details"
         where, what = error.split(": runtime error:", 1)
         return f"{_short_path(where)}: {what.split(':')[0].strip()}", "\n".join([error, *frames])

@@ -23,8 +23,9 @@ COMPILER = "g++"
 
 def runtime(name: str) -> str:
     """The path of the compiler's sanitizer runtime ``name`` (libasan.so, libubsan.so)."""
-    path = subprocess.run([COMPILER, f"-print-file-name={name}"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    path = subprocess.run(
+        [COMPILER, f"-print-file-name={name}"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     if not os.path.isabs(path) or not os.path.exists(path):
         raise SystemExit(f"{COMPILER} has no {name} (install the compiler's sanitizer runtimes)")
     return os.path.realpath(path)

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import sanitizer
-from .case import save
 from .campaign import make_case
+from .case import save
 from .corpus import CORPUS_DIR
 from .reports import death, report_summary
 
@@ -46,8 +46,19 @@ class Unit:
         if self.target == "corpus":
             return worker + ["--corpus", str(CORPUS_DIR.relative_to(ROOT)), "--skip", str(self.start)]
         extra = ["--abort-at", str(abort_at)] if abort_at >= 0 else []
-        return worker + ["--target", self.target, "--seed", str(seed), "--start", str(self.start),
-                         "--stop", str(self.stop), "--max-crashes", str(max(1, max_crashes - self.crashes)), *extra]
+        return worker + [
+            "--target",
+            self.target,
+            "--seed",
+            str(seed),
+            "--start",
+            str(self.start),
+            "--stop",
+            str(self.stop),
+            "--max-crashes",
+            str(max(1, max_crashes - self.crashes)),
+            *extra,
+        ]
 
 
 @dataclass
@@ -79,9 +90,21 @@ class Running:
 
 
 class Supervisor:
-    def __init__(self, *, targets: list[str], cases: int, seed: int, jobs: int, sanitize: bool, corpus: bool,
-                 out: Path, max_crashes: int = 5000, hang_seconds: float = 300.0, abort_at: int = -1,
-                 progress_seconds: float = 15.0):
+    def __init__(
+        self,
+        *,
+        targets: list[str],
+        cases: int,
+        seed: int,
+        jobs: int,
+        sanitize: bool,
+        corpus: bool,
+        out: Path,
+        max_crashes: int = 5000,
+        hang_seconds: float = 300.0,
+        abort_at: int = -1,
+        progress_seconds: float = 15.0,
+    ):
         self.seed, self.jobs, self.sanitize, self.out = seed, max(1, jobs), sanitize, out
         self.max_crashes, self.hang_seconds, self.abort_at = max_crashes, hang_seconds, abort_at
         self.progress_seconds = progress_seconds
@@ -106,9 +129,15 @@ class Supervisor:
         env = dict(self.env)
         if unit.simd:
             env["FASTSPEC_SIMD"] = unit.simd
-        process = subprocess.Popen(unit.command(self.seed, state, self.abort_at, self.max_crashes), cwd=ROOT, env=env,
-                                   stdout=subprocess.PIPE, stderr=open(stderr, "w"), text=True,  # noqa: SIM115
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            unit.command(self.seed, state, self.abort_at, self.max_crashes),
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=open(stderr, "w"),
+            text=True,  # noqa: SIM115
+            start_new_session=True,
+        )
         running = Running(unit, process, state, stderr, time.monotonic())
         threading.Thread(target=self._read, args=(running,), daemon=True).start()
         return running
@@ -191,9 +220,19 @@ class Supervisor:
             what = f"worker died before its first case (exit {code})"
         totals.crashes += 1
         totals.cases += position is not None  # the case that died
-        self._record(unit, {"target": state.get("target", unit.target), "seed": state.get("seed"),
-                            "index": position if unit.target != "corpus" else None, "corpus": state.get("corpus"),
-                            "kind": what, "signature": signature, "detail": excerpt, "stderr": str(running.stderr)})
+        self._record(
+            unit,
+            {
+                "target": state.get("target", unit.target),
+                "seed": state.get("seed"),
+                "index": position if unit.target != "corpus" else None,
+                "corpus": state.get("corpus"),
+                "kind": what,
+                "signature": signature,
+                "detail": excerpt,
+                "stderr": str(running.stderr),
+            },
+        )
         unit.crashes += 1
         if position is None:  # nothing to resume after
             return
@@ -214,17 +253,30 @@ class Supervisor:
         finding["simd"] = unit.simd
         finding["replay"] = self.replay_command(finding)
         self.totals[unit.target].findings += 1
-        same = [f for f in self.findings if f["target"] == finding["target"] and f["kind"] == finding["kind"]
-                and f.get("signature") == finding.get("signature")]
+        same = [
+            f
+            for f in self.findings
+            if f["target"] == finding["target"]
+            and f["kind"] == finding["kind"]
+            and f.get("signature") == finding.get("signature")
+        ]
         if len(same) < 10 and finding.get("index") is not None:  # keep the first ten of a kind as cases
             path = self.out / "findings" / f"{finding['target']}-{finding['seed']}-{finding['index']}.json"
             case = make_case(finding["target"], finding["seed"], finding["index"])
-            save(case, path, name=path.stem, note=f"{finding['kind']}: {finding.get('signature') or finding['detail'][:300]}")
+            save(
+                case,
+                path,
+                name=path.stem,
+                note=f"{finding['kind']}: {finding.get('signature') or finding['detail'][:300]}",
+            )
             finding["saved"] = str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
         self.findings.append(finding)
         if len(same) < 3:
-            print(f"[fuzz] FINDING {finding['kind']} in {finding['target']}: {self._first_line(finding)}\n"
-                  f"       replay: {finding['replay']}", flush=True)
+            print(
+                f"[fuzz] FINDING {finding['kind']} in {finding['target']}: {self._first_line(finding)}\n"
+                f"       replay: {finding['replay']}",
+                flush=True,
+            )
 
     @staticmethod
     def _first_line(finding: dict) -> str:
@@ -254,14 +306,22 @@ class Supervisor:
         self.write_summary(elapsed, live, interrupted=True)  # so far: survives a kill
 
     def write_summary(self, elapsed: float, totals: dict[str, Totals], interrupted: bool) -> None:
-        summary = {"seed": self.seed, "sanitize": self.sanitize, "wall_seconds": elapsed, "complete": not interrupted,
-                   "totals": {k: vars(v) for k, v in totals.items()}, "findings": self.findings}
+        summary = {
+            "seed": self.seed,
+            "sanitize": self.sanitize,
+            "wall_seconds": elapsed,
+            "complete": not interrupted,
+            "totals": {k: vars(v) for k, v in totals.items()},
+            "findings": self.findings,
+        }
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / "last_run.json").write_text(json.dumps(summary, indent=1) + "\n")
 
     def print_summary(self, elapsed: float, totals: dict[str, Totals], interrupted: bool = False) -> None:
-        print(f"\n{'target':34} {'cases':>7} {'ok':>7} {'refused':>7} {'xpu':>6} {'crashes':>7} {'cases/s':>8} "
-              f"{'findings':>8}")
+        print(
+            f"\n{'target':34} {'cases':>7} {'ok':>7} {'refused':>7} {'xpu':>6} {'crashes':>7} {'cases/s':>8} "
+            f"{'findings':>8}"
+        )
         for name, t in totals.items():
             print(f"{name:34} {t.cases:7} {t.ok:7} {t.rejected:7} {t.xpu:6} {t.crashes:7} {t.rate:8.0f} {t.findings:8}")
         library = "ASan + UBSan bindings" if self.sanitize else "normal bindings"

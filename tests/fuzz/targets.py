@@ -17,15 +17,15 @@ from fastspec.core.errors import FastspecArgumentError
 from fastspec.core.schema import STRATEGIES, TREE_STRATEGIES
 from tests.adaptive_cases import OBSERVE_NAMES, PLAN_NAMES
 from tests.adaptive_cases import outputs as adaptive_outputs
-from tests.logits_cases import NAMES as LOGITS_NAMES
 from tests.bitmask_cases import NAMES as BITMASK_NAMES
+from tests.logits_cases import NAMES as LOGITS_NAMES
 from tests.ngram_cases import ARRAY_NAMES as NGRAM_NAMES
 from tests.tree_cases import BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS
 from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
 
 from .gen_adaptive import observe_call, plan_call
-from .gen_logits import logits_call
 from .gen_bitmask import bitmask_call
+from .gen_logits import logits_call
 from .gen_ngram import ngram_call
 from .gen_sampling import candidates_call, probs_call, sample_call
 from .gen_trees import build_call, verify_tree_call
@@ -83,9 +83,13 @@ def _probs_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
 def _verify_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
     strategy = getattr(attrs["strategy"], "value", attrs["strategy"])
     flags = {k: attrs[k] for k in ("accept_all", "reject_all") if k in attrs}
-    tokens, num = ref.verify_draft_tokens(*(a[name] for name in VERIFY_NAMES), strategy=strategy,
-                                          target_probs=a.get("target_probs"), draft_probs=a.get("draft_probs"),
-                                          **flags)
+    tokens, num = ref.verify_draft_tokens(
+        *(a[name] for name in VERIFY_NAMES),
+        strategy=strategy,
+        target_probs=a.get("target_probs"),
+        draft_probs=a.get("draft_probs"),
+        **flags,
+    )
     return {"accept_tokens": tokens, "accept_num": num}
 
 
@@ -117,16 +121,26 @@ def _logits_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
 
 def _bad_trees(a: Arrays) -> bool:
     try:
-        ref.check_draft_trees("verify_draft_tree", a["draft_tree_parents"], a["seq_lens_this_time"],
-                              a["seq_lens_encoder"], max_depth=a["accept_tokens"].shape[1] - 1)
+        ref.check_draft_trees(
+            "verify_draft_tree",
+            a["draft_tree_parents"],
+            a["seq_lens_this_time"],
+            a["seq_lens_encoder"],
+            max_depth=a["accept_tokens"].shape[1] - 1,
+        )
     except FastspecArgumentError:
         return True
     return False
 
 
 def _verify_tree(strategy: str) -> Target:
-    return Target(f"verify_draft_tree[{strategy}]", "verify_draft_tree", lambda rng: verify_tree_call(rng, strategy),
-                  _verify_tree_reference, refuses_values=_bad_trees)
+    return Target(
+        f"verify_draft_tree[{strategy}]",
+        "verify_draft_tree",
+        lambda rng: verify_tree_call(rng, strategy),
+        _verify_tree_reference,
+        refuses_values=_bad_trees,
+    )
 
 
 def _bitmask_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
@@ -134,23 +148,33 @@ def _bitmask_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
 
 
 def _verify(strategy: str) -> Target:
-    return Target(f"verify_draft_tokens[{strategy}]", "verify_draft_tokens",
-                  lambda rng: verify_call(rng, strategy), _verify_reference)
+    return Target(
+        f"verify_draft_tokens[{strategy}]",
+        "verify_draft_tokens",
+        lambda rng: verify_call(rng, strategy),
+        _verify_reference,
+    )
 
 
-TARGETS: dict[str, Target] = {t.name: t for t in (
-    Target("ngram_match", "ngram_match", lambda rng: ngram_call(rng, append=False), _ngram_reference(ref.ngram_match)),
-    Target("ngram_append", "ngram_append", lambda rng: ngram_call(rng, append=True),
-           _ngram_reference(ref.ngram_append)),
-    Target("top_p_candidates", "top_p_candidates", candidates_call, _candidates_reference, xpu_share=0.05),
-    Target("sample_tokens", "sample_tokens", sample_call, _sample_reference, xpu_share=0.05),
-    Target("top_k_top_p_probs", "top_k_top_p_probs", probs_call, _probs_reference, xpu_share=0.05),
-    *(_verify(strategy) for strategy in STRATEGIES),
-    Target("update_model_status", "update_model_status", update_call, _update_reference),
-    Target("build_draft_tree", "build_draft_tree", build_call, _build_tree_reference),
-    *(_verify_tree(strategy) for strategy in TREE_STRATEGIES),
-    Target("adaptive_plan", "adaptive_plan", plan_call, _plan_reference, any_nan=True),
-    Target("adaptive_observe", "adaptive_observe", observe_call, _observe_reference, any_nan=True),
-    Target("process_logits", "process_logits", logits_call, _logits_reference, any_nan=True),
-    Target("apply_token_bitmask", "apply_token_bitmask", bitmask_call, _bitmask_reference),
-)}
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        Target(
+            "ngram_match", "ngram_match", lambda rng: ngram_call(rng, append=False), _ngram_reference(ref.ngram_match)
+        ),
+        Target(
+            "ngram_append", "ngram_append", lambda rng: ngram_call(rng, append=True), _ngram_reference(ref.ngram_append)
+        ),
+        Target("top_p_candidates", "top_p_candidates", candidates_call, _candidates_reference, xpu_share=0.05),
+        Target("sample_tokens", "sample_tokens", sample_call, _sample_reference, xpu_share=0.05),
+        Target("top_k_top_p_probs", "top_k_top_p_probs", probs_call, _probs_reference, xpu_share=0.05),
+        *(_verify(strategy) for strategy in STRATEGIES),
+        Target("update_model_status", "update_model_status", update_call, _update_reference),
+        Target("build_draft_tree", "build_draft_tree", build_call, _build_tree_reference),
+        *(_verify_tree(strategy) for strategy in TREE_STRATEGIES),
+        Target("adaptive_plan", "adaptive_plan", plan_call, _plan_reference, any_nan=True),
+        Target("adaptive_observe", "adaptive_observe", observe_call, _observe_reference, any_nan=True),
+        Target("process_logits", "process_logits", logits_call, _logits_reference, any_nan=True),
+        Target("apply_token_bitmask", "apply_token_bitmask", bitmask_call, _bitmask_reference),
+    )
+}

@@ -17,8 +17,7 @@ QUICK_CASES = 200
 
 
 def _report(findings: list[dict]) -> str:
-    return "\n".join(f"{f['target']}:{f['seed']}:{f['index']} {f['kind']}: {f['detail'][:400]}"
-                     for f in findings[:5])
+    return "\n".join(f"{f['target']}:{f['seed']}:{f['index']} {f['kind']}: {f['detail'][:400]}" for f in findings[:5])
 
 
 @pytest.mark.parametrize("target", list(TARGETS))

@@ -40,15 +40,21 @@ def test_a_case_is_a_function_of_target_seed_and_index(target):
 
 def test_json_keeps_every_bit():
     nan_payload = np.array([0x7FC00001, 0xFFFFFFFF, 0x80000000], np.uint32).view(np.float32)
-    case = Case("verify_draft_tokens[rejection]", {
-        "target_probs": nan_payload.reshape(1, 3),
-        "draft_probs": np.array([[0x7E01, 0x8000, 0x0001]], np.uint16).view(np.float16),
-        "seed": np.array([-(2**63), 2**63 - 1], np.int64),
-        "stop_flags": np.array([True, False]),
-        "accept_tokens": strided_view(np.arange(6, dtype=np.int64).reshape(3, 2)),
-        "end_tokens": [1, 2],
-        "reasoning_status": None,
-    }, {"strategy": "rejection"}, {"backend": "xpu_emulator", "xpu_grid": (3, 16)}, "list end_tokens")
+    case = Case(
+        "verify_draft_tokens[rejection]",
+        {
+            "target_probs": nan_payload.reshape(1, 3),
+            "draft_probs": np.array([[0x7E01, 0x8000, 0x0001]], np.uint16).view(np.float16),
+            "seed": np.array([-(2**63), 2**63 - 1], np.int64),
+            "stop_flags": np.array([True, False]),
+            "accept_tokens": strided_view(np.arange(6, dtype=np.int64).reshape(3, 2)),
+            "end_tokens": [1, 2],
+            "reasoning_status": None,
+        },
+        {"strategy": "rejection"},
+        {"backend": "xpu_emulator", "xpu_grid": (3, 16)},
+        "list end_tokens",
+    )
     back = from_json(json.loads(json.dumps(to_json(case))))
     for name, value in case.arrays.items():
         got = back.arrays[name]
@@ -86,8 +92,9 @@ def test_every_break_is_refused(target):
 
 
 def _well_formed(target: str) -> Case:
-    return next(c for c in (make_case(target, 2, i) for i in range(100))
-                if not c.malformed and c.options.get("backend") is None)
+    return next(
+        c for c in (make_case(target, 2, i) for i in range(100)) if not c.malformed and c.options.get("backend") is None
+    )
 
 
 def test_a_wrong_answer_is_a_mismatch(monkeypatch):
@@ -133,9 +140,27 @@ def test_a_worker_that_dies_is_a_finding_and_the_campaign_resumes(tmp_path):
     """A worker aborting (as a sanitizer report makes it) before case 2 of 6: the supervisor names
     that case, saves it, runs the other five, and exits 1."""
     result = subprocess.run(
-        [sys.executable, "-m", "tests.fuzz", "--cases", "6", "--targets", "update_model_status", "--no-corpus",
-         "--abort-at", "2", "--jobs", "1", "--out", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "tests.fuzz",
+            "--cases",
+            "6",
+            "--targets",
+            "update_model_status",
+            "--no-corpus",
+            "--abort-at",
+            "2",
+            "--jobs",
+            "1",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 1, result.stdout + result.stderr
     summary = json.loads((tmp_path / "last_run.json").read_text())
     [finding] = summary["findings"]
@@ -148,12 +173,16 @@ def test_a_worker_that_dies_is_a_finding_and_the_campaign_resumes(tmp_path):
 
 
 def test_a_sanitizer_report_is_summarised_by_its_place_and_kind():
-    ubsan = ("noise\n/x/y/custom_ops/cpu/ngram_match.cc:60:20: runtime error: signed integer overflow: "
-             "5 + 9223372036854775807 cannot be represented in type 'long int'\n"
-             "    #0 0x7f in fastspec::ngram_run_cpu(...) /x/y/custom_ops/cpu/ngram_match.cc:60\n")
-    asan = ("==1==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x60c0 at pc 0x7f\n"
-            "    #0 0x7f2 in scan_region /x/y/custom_ops/cpu/ngram_match.cc:21\n"
-            "    #1 0x7f3 in search_slot /x/y/custom_ops/cpu/ngram_match.cc:40\n")
+    ubsan = (
+        "noise\n/x/y/custom_ops/cpu/ngram_match.cc:60:20: runtime error: signed integer overflow: "
+        "5 + 9223372036854775807 cannot be represented in type 'long int'\n"
+        "    #0 0x7f in fastspec::ngram_run_cpu(...) /x/y/custom_ops/cpu/ngram_match.cc:60\n"
+    )
+    asan = (
+        "==1==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x60c0 at pc 0x7f\n"
+        "    #0 0x7f2 in scan_region /x/y/custom_ops/cpu/ngram_match.cc:21\n"
+        "    #1 0x7f3 in search_slot /x/y/custom_ops/cpu/ngram_match.cc:40\n"
+    )
     signature, excerpt = report_summary(ubsan)
     assert signature == "custom_ops/cpu/ngram_match.cc:60:20: signed integer overflow"
     assert "#0" in excerpt and "noise" not in excerpt
@@ -165,9 +194,27 @@ def test_a_sanitizer_report_is_summarised_by_its_place_and_kind():
 
 def test_a_terminated_campaign_leaves_its_figures_and_no_worker(tmp_path):
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.fuzz", "--cases", "100000", "--targets", "update_model_status", "--no-corpus",
-         "--jobs", "1", "--progress-seconds", "1", "--out", str(tmp_path)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-m",
+            "tests.fuzz",
+            "--cases",
+            "100000",
+            "--targets",
+            "update_model_status",
+            "--no-corpus",
+            "--jobs",
+            "1",
+            "--progress-seconds",
+            "1",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     for line in process.stdout:  # the first progress line: cases are running
         if line.startswith("[fuzz] ") and "/s" in line:
             break

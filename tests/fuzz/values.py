@@ -17,26 +17,68 @@ from fastspec.core.validate import validate
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
-INT64_EXTREMES = (INT64_MIN, INT64_MIN + 1, -(2**62), -(2**32), INT32_MIN - 1, INT32_MIN, -2, -1, 0, 1, 2,
-                  INT32_MAX, INT32_MAX + 1, 2**32, 2**62, INT64_MAX - 1, INT64_MAX)
+INT64_EXTREMES = (
+    INT64_MIN,
+    INT64_MIN + 1,
+    -(2**62),
+    -(2**32),
+    INT32_MIN - 1,
+    INT32_MIN,
+    -2,
+    -1,
+    0,
+    1,
+    2,
+    INT32_MAX,
+    INT32_MAX + 1,
+    2**32,
+    2**62,
+    INT64_MAX - 1,
+    INT64_MAX,
+)
 INT32_EXTREMES = (INT32_MIN, INT32_MIN + 1, -(2**30), -2, -1, 0, 1, 2, 2**30, INT32_MAX - 1, INT32_MAX)
 _RANGES = {"int64": (INT64_MIN, INT64_MAX), "int32": (INT32_MIN, INT32_MAX)}
 
-F32_SPECIALS = np.array([np.nan, -np.nan, np.inf, -np.inf, -0.0, 0.0, -1.0, 1.0, 1.0000001, 2.0, 3.4e38, 1e-45,
-                         1.1754942e-38, 2.0**-40, 2.0**-41, 1e-6, 0.5, 0.9999999], np.float32)
+F32_SPECIALS = np.array(
+    [
+        np.nan,
+        -np.nan,
+        np.inf,
+        -np.inf,
+        -0.0,
+        0.0,
+        -1.0,
+        1.0,
+        1.0000001,
+        2.0,
+        3.4e38,
+        1e-45,
+        1.1754942e-38,
+        2.0**-40,
+        2.0**-41,
+        1e-6,
+        0.5,
+        0.9999999,
+    ],
+    np.float32,
+)
 # float16 / bfloat16 bit patterns: +-inf, quiet and signalling NaN, a negative NaN, -0, the smallest
 # and largest subnormal, the largest finite value, 1, the next value after 1, -1.
-F16_SPECIAL_BITS = np.array([0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFFFF, 0x8000, 0x0001, 0x03FF, 0x7BFF, 0x3C00,
-                             0x3C01, 0xBC00], np.uint16)
-BF16_SPECIAL_BITS = np.array([0x7F80, 0xFF80, 0x7FC0, 0x7F81, 0xFFFF, 0x8000, 0x0001, 0x007F, 0x7F7F, 0x3F80,
-                              0x3F81, 0xBF80], np.uint16)
+F16_SPECIAL_BITS = np.array(
+    [0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFFFF, 0x8000, 0x0001, 0x03FF, 0x7BFF, 0x3C00, 0x3C01, 0xBC00], np.uint16
+)
+BF16_SPECIAL_BITS = np.array(
+    [0x7F80, 0xFF80, 0x7FC0, 0x7F81, 0xFFFF, 0x8000, 0x0001, 0x007F, 0x7F7F, 0x3F80, 0x3F81, 0xBF80], np.uint16
+)
 
 
 def case_dims(case) -> dict[str, int]:
     """The shape symbols (B, L, K, T, V, E, Kc) and int attributes of a well-formed case."""
     op = SCHEMAS[case.op]
-    metas = {t.name: None if case.arrays.get(t.name) is None else read_array(op, t, case.arrays[t.name]).meta
-             for t in op.tensors}
+    metas = {
+        t.name: None if case.arrays.get(t.name) is None else read_array(op, t, case.arrays[t.name]).meta
+        for t in op.tensors
+    }
     return validate(op, metas, case.attrs).dims
 
 
@@ -49,9 +91,11 @@ def int_values(rng: np.random.Generator, dtype: str, dims: dict[str, int], count
     """``count`` adversarial values of an integer dtype: half its ends, a third the sizes near a
     bound dimension, the rest just inside the ends or around 0."""
     lo, hi = _RANGES[dtype]
-    groups = (INT64_EXTREMES if dtype == "int64" else INT32_EXTREMES,
-              near_sizes(dims) or [0],
-              [v + d for v in (lo, hi, 0) for d in (-3, -2, 2, 3)])
+    groups = (
+        INT64_EXTREMES if dtype == "int64" else INT32_EXTREMES,
+        near_sizes(dims) or [0],
+        [v + d for v in (lo, hi, 0) for d in (-3, -2, 2, 3)],
+    )
     pools = [np.array([min(max(v, lo), hi) for v in group], dtype=dtype) for group in groups]
     which = np.searchsorted([0.5, 0.85], rng.random(count), side="right")
     return np.choose(which, [rng.choice(pool, count) for pool in pools]).astype(dtype)

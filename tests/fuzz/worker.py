@@ -65,9 +65,16 @@ def _child(args: argparse.Namespace, state: StateFile, start: int, carried: dict
             if index == args.abort_at:
                 os.abort()  # as a sanitizer report would
 
-        tally = run_range(args.target, args.seed, start, args.stop, before=before, carried=carried,
-                          on_finding=lambda finding: emit("finding", **finding),
-                          on_progress=lambda t: emit("progress", **t.counts()))
+        tally = run_range(
+            args.target,
+            args.seed,
+            start,
+            args.stop,
+            before=before,
+            carried=carried,
+            on_finding=lambda finding: emit("finding", **finding),
+            on_progress=lambda t: emit("progress", **t.counts()),
+        )
         state.write({"target": args.target, "done": True, "tally": tally.counts()})
     except BaseException:  # noqa: BLE001 (reported by the parent from the stderr file)
         traceback.print_exc()
@@ -98,10 +105,13 @@ def run_cases(args: argparse.Namespace, state: StateFile) -> Tally:
         code = os.waitstatus_to_exitcode(status)
         what = death(code)
         signature, excerpt = report_summary(report)
-        carried = {**last["tally"], "cases": last["tally"]["cases"] + 1,
-                   "crashes": last["tally"]["crashes"] + 1, "findings": last["tally"]["findings"] + 1}
-        emit("finding", target=args.target, seed=args.seed, index=index, kind=what, signature=signature,
-             detail=excerpt)
+        carried = {
+            **last["tally"],
+            "cases": last["tally"]["cases"] + 1,
+            "crashes": last["tally"]["crashes"] + 1,
+            "findings": last["tally"]["findings"] + 1,
+        }
+        emit("finding", target=args.target, seed=args.seed, index=index, kind=what, signature=signature, detail=excerpt)
         emit("progress", **carried)
         if carried["crashes"] >= args.max_crashes:
             emit("note", text=f"{carried['crashes']} crashes: stopping this range after case {index}")
@@ -120,8 +130,14 @@ def run_corpus(args: argparse.Namespace, state: StateFile) -> Tally:
         outcome = run_case(case, meta.get("expect", EXPECT_AUTO))
         tally.count(case, outcome)
         if outcome.is_finding:
-            emit("finding", target=case.target, corpus=str(path), kind=outcome.finding, detail=outcome.detail,
-                 case=case.describe())
+            emit(
+                "finding",
+                target=case.target,
+                corpus=str(path),
+                kind=outcome.finding,
+                detail=outcome.detail,
+                case=case.describe(),
+            )
     return tally
 
 
@@ -135,8 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus")
     parser.add_argument("--skip", type=int, default=0, help="corpus files to skip (resuming after a crash)")
     parser.add_argument("--state", type=Path, required=True)
-    parser.add_argument("--abort-at", type=int, default=-1,
-                        help="abort() before case N (a test of the crash handling)")
+    parser.add_argument("--abort-at", type=int, default=-1, help="abort() before case N (a test of the crash handling)")
     args = parser.parse_args(argv)
 
     library = arrays.module().__file__

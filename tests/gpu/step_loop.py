@@ -16,10 +16,32 @@ from fastspec import reference as ref
 B, K, L, V, K_CAND, STEPS = 16, 4, 256, 32, 6, 8
 T = B * (K + 1)
 END = 0
-NGRAM = ("token_ids_all", "prompt_lens", "step_idx", "draft_token_num", "draft_tokens", "seq_lens_this_time",
-         "seq_lens_encoder", "seq_lens_decoder", "max_dec_len")
-UPDATE = ("seq_lens_encoder", "seq_lens_decoder", "seq_lens_this_time", "step_idx", "stop_flags", "accept_tokens",
-          "accept_num", "draft_tokens", "token_ids_all", "prompt_lens", "is_block_step", "max_dec_len", "end_tokens")
+NGRAM = (
+    "token_ids_all",
+    "prompt_lens",
+    "step_idx",
+    "draft_token_num",
+    "draft_tokens",
+    "seq_lens_this_time",
+    "seq_lens_encoder",
+    "seq_lens_decoder",
+    "max_dec_len",
+)
+UPDATE = (
+    "seq_lens_encoder",
+    "seq_lens_decoder",
+    "seq_lens_this_time",
+    "step_idx",
+    "stop_flags",
+    "accept_tokens",
+    "accept_num",
+    "draft_tokens",
+    "token_ids_all",
+    "prompt_lens",
+    "is_block_step",
+    "max_dec_len",
+    "end_tokens",
+)
 
 
 def graph_loop_state(rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -99,18 +121,47 @@ def run_step(bufs: dict, strategy: str) -> None:
     if strategy == "greedy":
         _argmax(b)
     elif strategy == "target_match":
-        arrays.sample_tokens(b["probs"], b["top_p"], b["top_k"], b["seed"], b["step_idx"],
-                              b["batch_id_per_token_output"], b["cu_seqlens_q_output"], b["target_tokens"])
+        arrays.sample_tokens(
+            b["probs"],
+            b["top_p"],
+            b["top_k"],
+            b["seed"],
+            b["step_idx"],
+            b["batch_id_per_token_output"],
+            b["cu_seqlens_q_output"],
+            b["target_tokens"],
+        )
     else:
-        arrays.top_p_candidates(b["probs"], b["top_p"], b["batch_id_per_token_output"], b["candidate_ids"],
-                                 b["candidate_scores"], b["candidate_lens"], max_candidate_len=K_CAND)
+        arrays.top_p_candidates(
+            b["probs"],
+            b["top_p"],
+            b["batch_id_per_token_output"],
+            b["candidate_ids"],
+            b["candidate_scores"],
+            b["candidate_lens"],
+            max_candidate_len=K_CAND,
+        )
     topp = strategy == "topp"
     arrays.verify_draft_tokens(
-        b["accept_tokens"], b["accept_num"], b["draft_tokens"], None if topp else b["target_tokens"],
-        b["candidate_ids"] if topp else None, b["candidate_scores"] if topp else None,
-        b["candidate_lens"] if topp else None, b["seed"], b["step_idx"], b["stop_flags"], b["is_block_step"],
-        b["seq_lens_encoder"], b["seq_lens_this_time"], b["cu_seqlens_q_output"], None, b["max_dec_len"],
-        b["end_tokens"], strategy=strategy)
+        b["accept_tokens"],
+        b["accept_num"],
+        b["draft_tokens"],
+        None if topp else b["target_tokens"],
+        b["candidate_ids"] if topp else None,
+        b["candidate_scores"] if topp else None,
+        b["candidate_lens"] if topp else None,
+        b["seed"],
+        b["step_idx"],
+        b["stop_flags"],
+        b["is_block_step"],
+        b["seq_lens_encoder"],
+        b["seq_lens_this_time"],
+        b["cu_seqlens_q_output"],
+        None,
+        b["max_dec_len"],
+        b["end_tokens"],
+        strategy=strategy,
+    )
     arrays.update_model_status(*(b[n] for n in UPDATE), b["has_running"])
 
 
@@ -123,15 +174,39 @@ def reference_step(host: dict, strategy: str) -> None:
     if strategy == "greedy":
         targets = np.argmax(probs, axis=1).astype(np.int64)
     elif strategy == "target_match":
-        targets = ref.sample_tokens(probs, h["top_p"], h["top_k"], h["seed"], h["step_idx"],
-                                    h["batch_id_per_token_output"], h["cu_seqlens_q_output"])
+        targets = ref.sample_tokens(
+            probs,
+            h["top_p"],
+            h["top_k"],
+            h["seed"],
+            h["step_idx"],
+            h["batch_id_per_token_output"],
+            h["cu_seqlens_q_output"],
+        )
     else:
-        ids, scores, lens = ref.top_p_candidates(probs, h["top_p"], h["batch_id_per_token_output"],
-                                                 max_candidate_len=K_CAND)
+        ids, scores, lens = ref.top_p_candidates(
+            probs, h["top_p"], h["batch_id_per_token_output"], max_candidate_len=K_CAND
+        )
     h["accept_tokens"], h["accept_num"] = ref.verify_draft_tokens(
-        h["accept_tokens"], h["accept_num"], h["draft_tokens"], targets, ids, scores, lens, h["seed"],
-        h["step_idx"], h["stop_flags"], h["is_block_step"], h["seq_lens_encoder"], h["seq_lens_this_time"],
-        h["cu_seqlens_q_output"], None, h["max_dec_len"], h["end_tokens"], strategy=strategy)
+        h["accept_tokens"],
+        h["accept_num"],
+        h["draft_tokens"],
+        targets,
+        ids,
+        scores,
+        lens,
+        h["seed"],
+        h["step_idx"],
+        h["stop_flags"],
+        h["is_block_step"],
+        h["seq_lens_encoder"],
+        h["seq_lens_this_time"],
+        h["cu_seqlens_q_output"],
+        None,
+        h["max_dec_len"],
+        h["end_tokens"],
+        strategy=strategy,
+    )
     outs = ref.update_model_status(*(h[n] for n in UPDATE))
     for name, value in zip(UPDATE[:9], outs):
         h[name] = value

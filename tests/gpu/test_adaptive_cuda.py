@@ -29,14 +29,17 @@ def run_cuda(op: str, arrays: dict, attrs: dict) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("op", OPS)
 def test_random_calls_match_the_reference(op):
-    for i, (arrays, attrs) in enumerate(cases.cases(op, seed=41, count=120) + cases.cases(op, seed=42, count=4, b=256, k=5)
-                                        + cases.cases(op, seed=43, count=2, b=4096, k=5)):
+    for i, (arrays, attrs) in enumerate(
+        cases.cases(op, seed=41, count=120)
+        + cases.cases(op, seed=42, count=4, b=256, k=5)
+        + cases.cases(op, seed=43, count=2, b=4096, k=5)
+    ):
         cases.assert_bit_equal(op, run_cuda(op, arrays, attrs), cases.run_reference(op, arrays, attrs), f"case {i}")
 
 
 def test_a_captured_step_replays_like_the_reference():
-    (plan, plan_attrs), = cases.cases("adaptive_plan", seed=44, count=1, b=64, k=5)
-    (observe, _), = cases.cases("adaptive_observe", seed=44, count=1, b=64, k=5)
+    ((plan, plan_attrs),) = cases.cases("adaptive_plan", seed=44, count=1, b=64, k=5)
+    ((observe, _),) = cases.cases("adaptive_observe", seed=44, count=1, b=64, k=5)
     observe.update(acceptance=plan["acceptance"], found=plan["found"], rates=plan["rates"])
     host = {**plan, **observe}
     device = to_device(host)

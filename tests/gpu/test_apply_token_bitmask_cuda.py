@@ -26,7 +26,9 @@ def logits_on_device(host: np.ndarray) -> torch.Tensor:
 
 def run_cuda(arrays: dict) -> np.ndarray:
     logits = logits_on_device(arrays["logits"])
-    fastspec.arrays.apply_token_bitmask(logits, tensor(arrays["token_bitmask"]), tensor(arrays["bitmask_index"]), **target.kw)
+    fastspec.arrays.apply_token_bitmask(
+        logits, tensor(arrays["token_bitmask"]), tensor(arrays["bitmask_index"]), **target.kw
+    )
     target.synchronize()
     if logits.dtype == torch.bfloat16:
         return logits.view(torch.int16).cpu().numpy().view(np.uint16)
@@ -63,8 +65,10 @@ def test_graph_replay():
     for i in range(3):
         new, _ = cases.case(rng, rows=8, vocab=5000, dtype="float32")
         new = {name: np.resize(new[name], first[name].shape).astype(first[name].dtype) for name in first}
-        copy_into({"token_bitmask": device["token_bitmask"], "bitmask_index": device["bitmask_index"]},
-                  {"token_bitmask": new["token_bitmask"], "bitmask_index": new["bitmask_index"]})
+        copy_into(
+            {"token_bitmask": device["token_bitmask"], "bitmask_index": device["bitmask_index"]},
+            {"token_bitmask": new["token_bitmask"], "bitmask_index": new["bitmask_index"]},
+        )
         source.copy_(torch.from_numpy(new["logits"]))
         graph.replay()
         torch.cuda.synchronize()

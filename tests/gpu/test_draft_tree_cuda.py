@@ -14,8 +14,14 @@ import numpy as np
 import fastspec.arrays
 from fastspec import reference as ref
 from tests.helpers.cuda import capture, copy_into, target, to_device
-from tests.tree_cases import (BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS,
-                              random_build_case, random_verify_tree_case)
+from tests.tree_cases import (
+    BUILD_NAMES,
+    BUILD_OUTPUTS,
+    VERIFY_TREE_NAMES,
+    VERIFY_TREE_OUTPUTS,
+    random_build_case,
+    random_verify_tree_case,
+)
 
 
 def test_random_batches_match_the_reference():
@@ -44,8 +50,11 @@ def test_graph_replays_on_new_trees():
     arrays, attrs = random_verify_tree_case(rng)
     tensors = to_device(arrays)
     tensors["accept_nodes"] = torch.empty_like(tensors["accept_tokens"], dtype=torch.int32)
-    graph = capture(lambda: fastspec.arrays.verify_draft_tree(*(tensors[name] for name in VERIFY_TREE_NAMES),
-                                                      tensors["accept_nodes"], **attrs))
+    graph = capture(
+        lambda: fastspec.arrays.verify_draft_tree(
+            *(tensors[name] for name in VERIFY_TREE_NAMES), tensors["accept_nodes"], **attrs
+        )
+    )
     for case in range(20):
         new = dict(arrays)  # the same shapes and trees, new tokens and targets
         new["draft_tree_tokens"] = rng.integers(-1, 4, size=arrays["draft_tree_tokens"].shape).astype(np.int64)

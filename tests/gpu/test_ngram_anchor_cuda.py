@@ -32,8 +32,9 @@ def test_random_batches_with_anchors_match_the_reference(op):
         anchors = random_anchors(rng, arrays)
         expected = getattr(ref, op)(*(arrays[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=anchors)
         tensors = to_device({**arrays, "ngram_anchor": anchors})
-        getattr(fastspec.arrays, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=tensors["ngram_anchor"],
-                             **target.kw)
+        getattr(fastspec.arrays, op)(
+            *(tensors[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=tensors["ngram_anchor"], **target.kw
+        )
         target.synchronize()
         out = to_host(tensors)
         assert_same((out["draft_tokens"], out["seq_lens_this_time"], out["ngram_anchor"]), expected, f"case {case}")
@@ -44,8 +45,11 @@ def test_graph_replay_reads_and_writes_the_anchor_tensor():
     rng = np.random.default_rng(4)
     first, attrs = CASES["ngram_match"](rng, batch=16, max_model_len=256)
     tensors = to_device({**first, "ngram_anchor": random_anchors(rng, first)})
-    graph = capture(lambda: fastspec.arrays.ngram_match(*(tensors[name] for name in ARRAY_NAMES), **attrs,
-                                                ngram_anchor=tensors["ngram_anchor"]))
+    graph = capture(
+        lambda: fastspec.arrays.ngram_match(
+            *(tensors[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=tensors["ngram_anchor"]
+        )
+    )
     for step in range(5):
         arrays, _ = CASES["ngram_match"](rng, batch=16, max_model_len=256)
         arrays = shaped_like(arrays, first)

@@ -60,7 +60,13 @@ def test_rand64_known_answers_on_the_device():
     seeds = torch.tensor([0, 0, 2**32, -1], dtype=torch.int64, device="cuda")
     positions = torch.tensor([0, 2**32, 0, -1], dtype=torch.int64, device="cuda")
     out = torch.zeros(4, dtype=torch.int64, device="cuda")
-    fastspec.arrays.module().rand64_cuda(seeds.data_ptr(), positions.data_ptr(), ref.STREAM_TARGET, out.data_ptr(), 4,
-                                 torch.cuda.current_stream().cuda_stream)
+    fastspec.arrays.module().rand64_cuda(
+        seeds.data_ptr(),
+        positions.data_ptr(),
+        ref.STREAM_TARGET,
+        out.data_ptr(),
+        4,
+        torch.cuda.current_stream().cuda_stream,
+    )
     got = [int(v) & (2**64 - 1) for v in out.cpu().tolist()]
     assert got == [0xF08D6EAA844515E1, 0x5BBD079A79D48E11, 0x114B24477F6C13FF, 0x340725878BCD8398]

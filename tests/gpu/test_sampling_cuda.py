@@ -51,16 +51,20 @@ def cuda_candidates(probs_dev, top_p, batch_id, k):
     ids = torch.full((rows, k), 777, dtype=torch.int64, device=target.device)  # garbage: all must be written
     scores = torch.full((rows, k), 5.0, dtype=torch.float32, device=target.device)
     lens = torch.full((rows,), 999, dtype=torch.int32, device=target.device)
-    arrays.top_p_candidates(probs_dev, dev(top_p), dev(batch_id), ids, scores, lens, max_candidate_len=k,
-                             **target.kw)
+    arrays.top_p_candidates(probs_dev, dev(top_p), dev(batch_id), ids, scores, lens, max_candidate_len=k, **target.kw)
     target.synchronize()
     return ids.cpu().numpy(), scores.cpu().numpy(), lens.cpu().numpy()
 
 
 def cuda_sample(probs_dev, top_p, top_k, seed, step, batch_id, cu, rand_stream=ref.STREAM_TARGET):
     tokens = torch.full((probs_dev.shape[0],), 777, dtype=torch.int64, device=target.device)
-    arrays.sample_tokens(probs_dev, *(dev(x) for x in (top_p, top_k, seed, step, batch_id, cu)), tokens,
-                          rand_stream=rand_stream, **target.kw)
+    arrays.sample_tokens(
+        probs_dev,
+        *(dev(x) for x in (top_p, top_k, seed, step, batch_id, cu)),
+        tokens,
+        rand_stream=rand_stream,
+        **target.kw,
+    )
     target.synchronize()
     return tokens.cpu().numpy()
 
@@ -83,8 +87,10 @@ def test_spec_example_candidates_and_sample():
     seed = np.array([1, 2], np.int64)
     step = np.array([0, 5], np.int64)
     cu = np.array([0, 1, 3], np.int32)
-    assert np.array_equal(cuda_sample(dev(probs), top_p, top_k, seed, step, batch_id, cu),
-                          ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu))
+    assert np.array_equal(
+        cuda_sample(dev(probs), top_p, top_k, seed, step, batch_id, cu),
+        ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu),
+    )
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
@@ -162,8 +168,16 @@ def test_bad_sizes_are_errors():
     scores = torch.zeros((2, 11), dtype=torch.float32, device=target.device)
     lens = torch.zeros(2, dtype=torch.int32, device=target.device)
     with pytest.raises(ValueError, match="max_candidate_len"):
-        arrays.top_p_candidates(probs, dev(np.ones(1, np.float32)), dev(np.zeros(2, np.int32)), ids, scores, lens,
-                                 max_candidate_len=11, **target.kw)
+        arrays.top_p_candidates(
+            probs,
+            dev(np.ones(1, np.float32)),
+            dev(np.zeros(2, np.int32)),
+            ids,
+            scores,
+            lens,
+            max_candidate_len=11,
+            **target.kw,
+        )
 
 
 @pytest.mark.needs_gpu
@@ -182,23 +196,38 @@ def test_graph_replay_with_new_probabilities_and_seeds(stream):
         return new
 
     t = {name: dev(value) for name, value in {**requests(), "batch_id": batch_id, "cu": cu}.items()}
-    t.update(tokens=torch.zeros(rows, dtype=torch.int64, device=target.device),
-             ids=torch.zeros((rows, k), dtype=torch.int64, device=target.device),
-             scores=torch.zeros((rows, k), dtype=torch.float32, device=target.device),
-             lens=torch.zeros(rows, dtype=torch.int32, device=target.device))
+    t.update(
+        tokens=torch.zeros(rows, dtype=torch.int64, device=target.device),
+        ids=torch.zeros((rows, k), dtype=torch.int64, device=target.device),
+        scores=torch.zeros((rows, k), dtype=torch.float32, device=target.device),
+        lens=torch.zeros(rows, dtype=torch.int32, device=target.device),
+    )
 
     def step():
-        arrays.sample_tokens(t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"], t["batch_id"], t["cu"],
-                              t["tokens"], rand_stream=stream)
-        arrays.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], t["ids"], t["scores"], t["lens"],
-                                 max_candidate_len=k)
+        arrays.sample_tokens(
+            t["probs"],
+            t["top_p"],
+            t["top_k"],
+            t["seed"],
+            t["step_idx"],
+            t["batch_id"],
+            t["cu"],
+            t["tokens"],
+            rand_stream=stream,
+        )
+        arrays.top_p_candidates(
+            t["probs"], t["top_p"], t["batch_id"], t["ids"], t["scores"], t["lens"], max_candidate_len=k
+        )
 
     def check(new: dict, out: dict, replay: int) -> None:
-        expected = ref.sample_tokens(new["probs"], new["top_p"], new["top_k"], new["seed"], new["step_idx"],
-                                     batch_id, cu, stream=stream)
+        expected = ref.sample_tokens(
+            new["probs"], new["top_p"], new["top_k"], new["seed"], new["step_idx"], batch_id, cu, stream=stream
+        )
         assert np.array_equal(out["tokens"], expected), replay
-        assert_candidates_equal(tuple(out[n] for n in ("ids", "scores", "lens")),
-                                ref.top_p_candidates(new["probs"], new["top_p"], batch_id, max_candidate_len=k))
+        assert_candidates_equal(
+            tuple(out[n] for n in ("ids", "scores", "lens")),
+            ref.top_p_candidates(new["probs"], new["top_p"], batch_id, max_candidate_len=k),
+        )
 
     replay_on_new_inputs(step, t, (requests() for _ in range(3)), check)
 
@@ -208,10 +237,17 @@ def test_graph_replay_with_new_probabilities_and_seeds(stream):
 
 def test_spec_example_draft_stream():
     probs = np.array([[0.1, 0.5, 0.2, 0.2, 0.0], [np.nan, 0, 0, 0, 0], [0.25, 0.25, 0.25, 0.25, 0.0]], np.float32)
-    args = (np.array([0.6, 0.5], np.float32), np.array([0, 2], np.int32), np.array([1, 2], np.int64),
-            np.array([0, 5], np.int64), np.array([0, 1, 1], np.int32), np.array([0, 1, 3], np.int32))
-    assert np.array_equal(cuda_sample(dev(probs), *args, ref.STREAM_DRAFT),
-                          ref.sample_tokens(probs, *args, stream=ref.STREAM_DRAFT))
+    args = (
+        np.array([0.6, 0.5], np.float32),
+        np.array([0, 2], np.int32),
+        np.array([1, 2], np.int64),
+        np.array([0, 5], np.int64),
+        np.array([0, 1, 1], np.int32),
+        np.array([0, 1, 3], np.int32),
+    )
+    assert np.array_equal(
+        cuda_sample(dev(probs), *args, ref.STREAM_DRAFT), ref.sample_tokens(probs, *args, stream=ref.STREAM_DRAFT)
+    )
 
 
 def test_draft_stream_differs_from_target_and_matches_cpu():
@@ -221,9 +257,14 @@ def test_draft_stream_differs_from_target_and_matches_cpu():
     batch_id = np.repeat(np.arange(requests, dtype=np.int32), rows_each)
     logits = rng.normal(0, 0.05, (len(batch_id), vocab))
     probs = (np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)).astype(np.float32)
-    args = (np.ones(requests, np.float32), np.zeros(requests, np.int32),
-            rng.integers(-(2**63), 2**63 - 1, requests, dtype=np.int64),
-            rng.integers(0, 2**20, requests, dtype=np.int64), batch_id, cu)
+    args = (
+        np.ones(requests, np.float32),
+        np.zeros(requests, np.int32),
+        rng.integers(-(2**63), 2**63 - 1, requests, dtype=np.int64),
+        rng.integers(0, 2**20, requests, dtype=np.int64),
+        batch_id,
+        cu,
+    )
     target = cuda_sample(dev(probs), *args, ref.STREAM_TARGET)
     draft = cuda_sample(dev(probs), *args, ref.STREAM_DRAFT)
     cpu = np.zeros(len(batch_id), np.int64)
@@ -236,8 +277,17 @@ def test_draft_stream_differs_from_target_and_matches_cpu():
 @pytest.mark.parametrize("bad", [0, 2, 4, 6])
 def test_bad_stream_is_an_error(bad):
     probs = dev(np.full((2, 10), 0.1, np.float32))
-    args = [dev(x) for x in (np.ones(1, np.float32), np.zeros(1, np.int32), np.zeros(1, np.int64),
-                             np.zeros(1, np.int64), np.zeros(2, np.int32), np.array([0, 2], np.int32))]
+    args = [
+        dev(x)
+        for x in (
+            np.ones(1, np.float32),
+            np.zeros(1, np.int32),
+            np.zeros(1, np.int64),
+            np.zeros(1, np.int64),
+            np.zeros(2, np.int32),
+            np.array([0, 2], np.int32),
+        )
+    ]
     tokens = torch.zeros(2, dtype=torch.int64, device=target.device)
     with pytest.raises(ValueError, match="stream"):
         arrays.sample_tokens(probs, *args, tokens, rand_stream=bad, **target.kw)

@@ -18,9 +18,9 @@ import numpy as np
 
 import fastspec.arrays
 from fastspec import reference as ref
+from tests.gpu.test_sampling_cuda import dev, device_probs
 from tests.helpers.cuda import capture, copy_into, target
 from tests.helpers.sampling_cases import make_batch, make_probs, probs_case, request_params, softmax
-from tests.gpu.test_sampling_cuda import dev, device_probs
 
 
 def cuda_probs(probs_dev, top_p, top_k, batch_id):
@@ -36,8 +36,15 @@ def assert_bits(got, want, context=""):
 
 
 def test_spec_example_rows():
-    probs = np.array([[0.125, 0.375, 0.125, 0.125, 0.125, 0.125], [np.nan, 0, 0, 0, 0, 0],
-                      [0.125, 0.375, 0.125, 0.125, 0.125, 0.125], [2.0**-45, 2.0**-41, 0, 0, 0, 0]], np.float32)
+    probs = np.array(
+        [
+            [0.125, 0.375, 0.125, 0.125, 0.125, 0.125],
+            [np.nan, 0, 0, 0, 0, 0],
+            [0.125, 0.375, 0.125, 0.125, 0.125, 0.125],
+            [2.0**-45, 2.0**-41, 0, 0, 0, 0],
+        ],
+        np.float32,
+    )
     top_p, top_k = np.array([1.0, 0.3], np.float32), np.array([2, 0], np.int32)
     batch_id = np.array([0, 1, -1, 1], np.int32)
     got = cuda_probs(dev(probs), top_p, top_k, batch_id)
@@ -98,5 +105,8 @@ def test_graph_replay_with_new_probabilities():
         copy_into(t, new)
         graph.replay()
         torch.cuda.synchronize()
-        assert_bits(out.cpu().numpy(), ref.top_k_top_p_probs(new["probs"], new["top_p"], new["top_k"], batch_id),
-                    f"replay {replay}")
+        assert_bits(
+            out.cpu().numpy(),
+            ref.top_k_top_p_probs(new["probs"], new["top_p"], new["top_k"], batch_id),
+            f"replay {replay}",
+        )

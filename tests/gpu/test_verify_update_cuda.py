@@ -14,8 +14,8 @@ import numpy as np
 
 import fastspec.arrays
 from fastspec import reference as ref
+from tests.gpu.step_loop import STEPS, B, graph_loop_state, reference_step, run_step
 from tests.helpers.cuda import capture, target, to_device, to_host
-from tests.gpu.step_loop import B, STEPS, graph_loop_state, reference_step, run_step
 from tests.verify_update_cases import (
     STRATEGIES,
     UPDATE_NAMES,
@@ -119,8 +119,17 @@ def test_graph_replay_of_the_whole_step_matches_eager_and_the_reference(strategy
         reference_step(host, strategy)
         accepted_drafts += int(np.maximum(host["accept_num"] - 1, 0).sum())
         got, eager = to_host(graph_bufs), to_host(eager_bufs)
-        for name in ("token_ids_all", "step_idx", "seq_lens_decoder", "seq_lens_this_time", "stop_flags",
-                     "accept_tokens", "accept_num", "draft_tokens", "has_running"):
+        for name in (
+            "token_ids_all",
+            "step_idx",
+            "seq_lens_decoder",
+            "seq_lens_this_time",
+            "stop_flags",
+            "accept_tokens",
+            "accept_num",
+            "draft_tokens",
+            "has_running",
+        ):
             np.testing.assert_array_equal(got[name], eager[name], err_msg=f"{name} graph vs eager, step {step}")
             np.testing.assert_array_equal(got[name], host[name], err_msg=f"{name} graph vs reference, step {step}")
     assert accepted_drafts > 0

@@ -114,8 +114,12 @@ def shaped_like(arrays: dict[str, np.ndarray], captured: dict[str, np.ndarray]) 
     return {name: np.resize(arrays[name], captured[name].shape).astype(captured[name].dtype) for name in captured}
 
 
-def replay_on_new_inputs(step: Callable[[], None], tensors: dict[str, torch.Tensor], cases: Iterable[dict],
-                         check: Callable[[dict, dict, int], None]) -> None:
+def replay_on_new_inputs(
+    step: Callable[[], None],
+    tensors: dict[str, torch.Tensor],
+    cases: Iterable[dict],
+    check: Callable[[dict, dict, int], None],
+) -> None:
     """Captures ``step`` over ``tensors`` once; then per case writes its arrays into the captured buffers,
     replays and calls ``check(case, what the buffers hold on the host, replay index)``."""
     graph = capture(step)
@@ -139,11 +143,15 @@ def check_ngram_replays(op: str, random_case: Callable, seed: int, replays: int 
     cases = (shaped_like(random_case(rng, batch=16, max_model_len=256)[0], first) for _ in range(replays))
 
     def check(arrays: dict, out: dict, index: int) -> None:
-        harness.assert_same((out["draft_tokens"], out["seq_lens_this_time"]),
-                            harness.run_reference(op, arrays, attrs), f"{op} replay {index}")
+        harness.assert_same(
+            (out["draft_tokens"], out["seq_lens_this_time"]),
+            harness.run_reference(op, arrays, attrs),
+            f"{op} replay {index}",
+        )
 
-    replay_on_new_inputs(lambda: getattr(fastspec.arrays, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs), tensors,
-                         cases, check)
+    replay_on_new_inputs(
+        lambda: getattr(fastspec.arrays, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs), tensors, cases, check
+    )
 
 
 def run_ngram_cuda(op: str, arrays: dict[str, np.ndarray], attrs: dict) -> tuple[np.ndarray, np.ndarray]:

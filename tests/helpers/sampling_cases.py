@@ -84,8 +84,9 @@ def request_params(rng: np.random.Generator, batch: int, vocab: int):
     return top_p, top_k, seed, step_idx
 
 
-def probs_case(rng: np.random.Generator, vocab: int, rows_per_request=(1, 3, 2, 1, 4, 1, 2, 5),
-               padding_rows: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def probs_case(
+    rng: np.random.Generator, vocab: int, rows_per_request=(1, 3, 2, 1, 4, 1, 2, 5), padding_rows: int = 3
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A top_k_top_p_probs call: probs [T, V] of every row kind, top_p f32 and top_k i32 of each request
     (edge values included), batch_id_per_token_output i32 [T] (padding rows at the end)."""
     _, batch_id = make_batch(rng, list(rows_per_request), padding_rows=padding_rows)

@@ -41,8 +41,9 @@ class Workload:
     params: dict  # request id -> RequestParams
 
 
-def copy_workload(count: int, seed: int, temperature: float, max_dec_len: tuple[int, int] = (3, 20),
-                  penalties: bool = True) -> Workload:
+def copy_workload(
+    count: int, seed: int, temperature: float, max_dec_len: tuple[int, int] = (3, 20), penalties: bool = True
+) -> Workload:
     """Copy-heavy requests (the reference repeats the prompt with a few tokens changed) of random
     prompt lengths, seeds, output lengths and, for a positive temperature, top_p / top_k."""
     rng = np.random.default_rng(seed)
@@ -55,9 +56,17 @@ def copy_workload(count: int, seed: int, temperature: float, max_dec_len: tuple[
         top_p = float(rng.choice([1.0, 0.9])) if temperature > 0 else 1.0
         top_k = int(rng.choice([0, 5])) if temperature > 0 else 0
         # penalties read each row's history (prompt, output, drafts before it): a resumed request's too
-        penalty = dict(repetition_penalty=float(rng.choice([1.0, 1.2])), frequency_penalty=float(rng.choice([0.0, 0.4])))
-        params[i] = RequestParams(seed=int(rng.integers(0, 2**62)), max_dec_len=int(rng.integers(*max_dec_len)),
-                                  temperature=temperature, top_p=top_p, top_k=top_k, **(penalty if penalties else {}))
+        penalty = dict(
+            repetition_penalty=float(rng.choice([1.0, 1.2])), frequency_penalty=float(rng.choice([0.0, 0.4]))
+        )
+        params[i] = RequestParams(
+            seed=int(rng.integers(0, 2**62)),
+            max_dec_len=int(rng.integers(*max_dec_len)),
+            temperature=temperature,
+            top_p=top_p,
+            top_k=top_k,
+            **(penalty if penalties else {}),
+        )
     return Workload(prompts, refs, params)
 
 
@@ -71,8 +80,11 @@ PROPOSERS = {
     "ngram": {"method": "ngram"},
     "ngram_adaptive": {"method": "ngram", "adaptive": {"enabled": True, "cost_model": "roofline"}},
     "suffix": {"method": "suffix"},
-    "suffix_tree": {"method": "suffix", "suffix": {"with_anchored_ngram": False, "min_token_prob": 0.05},
-                    "tree": {"enabled": True, "top_k": 2, "max_nodes": 6}},
+    "suffix_tree": {
+        "method": "suffix",
+        "suffix": {"with_anchored_ngram": False, "min_token_prob": 0.05},
+        "tree": {"enabled": True, "top_k": 2, "max_nodes": 6},
+    },
     "mtp": {"method": "mtp"},
     "mtp_tree": {"method": "mtp", "tree": {"enabled": True, "top_k": 2, "max_nodes": 6}},
     "hybrid": {"method": "mtp", "num_model_steps": 1},
@@ -95,14 +107,21 @@ def target_and_head(proposer: str, refs: dict):
     if method == "mtp":
         return ReplayHiddenStates(base), ReplayDraftHead(refs, V, end_token=END, peak=0.9)
     if method == "eagle3":
-        return ReplayAuxHiddenStates(base, AUX_IDS, num_layers=LAYERS), ReplayEagle3Head(refs, V, AUX_IDS, end_token=END)
+        return ReplayAuxHiddenStates(base, AUX_IDS, num_layers=LAYERS), ReplayEagle3Head(
+            refs, V, AUX_IDS, end_token=END
+        )
     return base, None
 
 
 def alone(work: Workload, ids, length: int) -> dict:
     """Each request run by itself (one slot, no speculation): request id -> its tokens."""
-    engine = SpecEngine(ContextReplayModel(work.refs, V, end_token=END, peak=0.8), config("none", "greedy"),
-                        max_num_seqs=1, max_model_len=length, end_tokens=[END])
+    engine = SpecEngine(
+        ContextReplayModel(work.refs, V, end_token=END, peak=0.8),
+        config("none", "greedy"),
+        max_num_seqs=1,
+        max_model_len=length,
+        end_tokens=[END],
+    )
     outputs = {}
     for i in ids:
         engine.add_request(i, work.prompts[i], work.params[i])
@@ -122,8 +141,17 @@ class Served:
     max_running: int = 0
 
 
-def serve(engine: SpecEngine, work: Workload, ids, decoys, rng: np.random.Generator, *, abort_rate: float = 0.3,
-          preempt_rate: float = 0.25, check: bool = True) -> Served:
+def serve(
+    engine: SpecEngine,
+    work: Workload,
+    ids,
+    decoys,
+    rng: np.random.Generator,
+    *,
+    abort_rate: float = 0.3,
+    preempt_rate: float = 0.25,
+    check: bool = True,
+) -> Served:
     """Adds ``ids`` and ``decoys`` in a random order, 0 to 3 a step; at random steps (and at the latest
     at steps 2 and 3) preempts a running request and aborts a live decoy; checks the engine's invariants after every step; records what was
     streamed and why each request finished (each exactly once)."""

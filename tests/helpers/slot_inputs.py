@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def decode_slots(batch: int, rows_per_slot: int, *, seed: np.ndarray, step_idx: np.ndarray, end_token: int,
-                 max_dec_len: int = 10**9) -> dict:
+def decode_slots(
+    batch: int, rows_per_slot: int, *, seed: np.ndarray, step_idx: np.ndarray, end_token: int, max_dec_len: int = 10**9
+) -> dict:
     """From ``seed`` to ``end_tokens`` in the ops' order: no slot stopped, blocked, prefilling or reasoning."""
     return {
         "seed": np.asarray(seed, np.int64),  # [B]

@@ -16,9 +16,12 @@ def run_static(arrays: dict, build: Callable[[dict], Sequence], any_rows: bool =
     try:
         program = paddle.static.Program()
         with paddle.static.program_guard(program):
-            feeds = {name: None if value is None else
-                     paddle.static.data(name, [-1 if any_rows else value.shape[0], *value.shape[1:]], str(value.dtype))
-                     for name, value in arrays.items()}
+            feeds = {
+                name: None
+                if value is None
+                else paddle.static.data(name, [-1 if any_rows else value.shape[0], *value.shape[1:]], str(value.dtype))
+                for name, value in arrays.items()
+            }
             fetch = list(build(feeds))
         present = {name: value for name, value in arrays.items() if value is not None}
         return paddle.static.Executor(paddle.CPUPlace()).run(program, feed=present, fetch_list=fetch)

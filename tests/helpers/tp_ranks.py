@@ -28,7 +28,7 @@ class VocabParallelHead:
         out = self.model(inputs)
         full, hidden = out if isinstance(out, tuple) else (out, None)  # hidden states: the same on every rank
         width = self.vocab // self.world
-        shard = full[:, self.rank * width:(self.rank + 1) * width].clone()  # what this rank's head computes
+        shard = full[:, self.rank * width : (self.rank + 1) * width].clone()  # what this rank's head computes
         logits = gather_vocab_shards(shard)
         return logits if hidden is None else (logits, hidden)
 
@@ -72,7 +72,13 @@ def rank_main(out_dir: str, method: str) -> None:
     results = {}
     for name, offset in (("same_seed", 0), ("rank_seed", rank)):  # the second: a bug a rank could have
         model, head = target_and_head(method, work.refs)
-        engine = SpecEngine(VocabParallelHead(model, rank, world, V), config(method, "target_match"), max_num_seqs=4,
-                            max_model_len=max_len(work), end_tokens=[END], draft_model=head)
+        engine = SpecEngine(
+            VocabParallelHead(model, rank, world, V),
+            config(method, "target_match"),
+            max_num_seqs=4,
+            max_model_len=max_len(work),
+            end_tokens=[END],
+            draft_model=head,
+        )
         results[name] = serve_rank(engine, work, offset)
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps({"world": world, **results}))

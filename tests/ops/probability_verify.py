@@ -6,14 +6,30 @@ from __future__ import annotations
 import numpy as np
 import paddle
 
-import fastspec.ops as ops
 import fastspec.arrays
+import fastspec.ops as ops
 
 PROBS = ("target_probs", "draft_probs")
 # The op's positional inputs: None for the target tokens and the candidates.
-_ORDER = ("accept_tokens", "accept_num", "draft_tokens", None, None, None, None, "seed", "step_idx", "stop_flags",
-          "is_block_step", "seq_lens_encoder", "seq_lens_this_time", "cu_seqlens_q_output", "reasoning_status",
-          "max_dec_len", "end_tokens")
+_ORDER = (
+    "accept_tokens",
+    "accept_num",
+    "draft_tokens",
+    None,
+    None,
+    None,
+    None,
+    "seed",
+    "step_idx",
+    "stop_flags",
+    "is_block_step",
+    "seq_lens_encoder",
+    "seq_lens_this_time",
+    "cu_seqlens_q_output",
+    "reasoning_status",
+    "max_dec_len",
+    "end_tokens",
+)
 
 
 def positional(values: dict) -> list:
@@ -26,9 +42,13 @@ def run_op(arrays: dict, dtype: str = "float32", strategy: str = "rejection", **
     tensors = {name: None if value is None else paddle.to_tensor(value) for name, value in arrays.items()}
     for name in PROBS:
         tensors[name] = tensors[name].astype(dtype)
-    tokens, num = ops.verify_draft_tokens(*positional(tensors), strategy=strategy,
-                                          target_probs=tensors["target_probs"], draft_probs=tensors["draft_probs"],
-                                          **attrs)
+    tokens, num = ops.verify_draft_tokens(
+        *positional(tensors),
+        strategy=strategy,
+        target_probs=tensors["target_probs"],
+        draft_probs=tensors["draft_probs"],
+        **attrs,
+    )
     assert tokens is tensors["accept_tokens"] and num is tensors["accept_num"]  # in place
     return (tokens.numpy(), num.numpy()), {name: tensors[name].numpy() for name in PROBS}
 
@@ -36,8 +56,9 @@ def run_op(arrays: dict, dtype: str = "float32", strategy: str = "rejection", **
 def run_bindings(arrays: dict, strategy: str = "rejection", **attrs):
     """``fastspec.arrays`` on copies of the arrays: ``(accept_tokens, accept_num)``."""
     c = {name: None if value is None else np.ascontiguousarray(value).copy() for name, value in arrays.items()}
-    fastspec.arrays.verify_draft_tokens(*positional(c), strategy=strategy, target_probs=c["target_probs"],
-                                draft_probs=c["draft_probs"], **attrs)
+    fastspec.arrays.verify_draft_tokens(
+        *positional(c), strategy=strategy, target_probs=c["target_probs"], draft_probs=c["draft_probs"], **attrs
+    )
     return c["accept_tokens"], c["accept_num"]
 
 

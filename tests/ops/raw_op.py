@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastspec.ops._library import run_op
 from fastspec.core.schema import SCHEMAS
+from fastspec.ops._library import run_op
 
 
 def raw_op(name: str, tensors: dict[str, Any], attrs: dict[str, Any]) -> dict[str, Any]:

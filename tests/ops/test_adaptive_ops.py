@@ -46,9 +46,12 @@ def plan_arrays(acceptance, found=None, cost=None, prior=0.6, **state):
         "found": np.ones(b, np.float32) if found is None else np.asarray(found, np.float32),
         "step_cost": np.ones(b * (cols + 1), np.float32) if cost is None else np.asarray(cost, np.float32),
         "rates": controller_rates(0.3, 0.2, prior),
-        "seq_lens_encoder": np.zeros(b, np.int32), "stop_flags": np.zeros(b, bool),
-        "is_block_step": np.zeros(b, bool), "probe_step": np.zeros(1, np.int64),
-        "draft_token_num": np.zeros(b, np.int32), "worth": np.zeros((b, cols), np.float32),
+        "seq_lens_encoder": np.zeros(b, np.int32),
+        "stop_flags": np.zeros(b, bool),
+        "is_block_step": np.zeros(b, bool),
+        "probe_step": np.zeros(1, np.int64),
+        "draft_token_num": np.zeros(b, np.int32),
+        "worth": np.zeros((b, cols), np.float32),
         "ranking": np.zeros((b, cols), np.int32),
     }
     arrays.update({name: np.asarray(value, arrays[name].dtype) for name, value in state.items()})
@@ -110,8 +113,9 @@ def test_prefilling_slots_add_a_row_each_to_the_step():
     cost = [1, 1, 10, 10, 10, 10, 10, 10]
     alone = plan(plan_arrays([[1, 0.9, 0.9], [0, 0.6, 0.6]], cost=cost))
     with_prefill = plan(plan_arrays([[1, 0.9, 0.9], [0, 0.6, 0.6]], cost=cost, seq_lens_encoder=[0, 7]))
-    stopped = plan(plan_arrays([[1, 0.9, 0.9], [0, 0.6, 0.6]], cost=cost, seq_lens_encoder=[0, 7],
-                               stop_flags=[False, True]))
+    stopped = plan(
+        plan_arrays([[1, 0.9, 0.9], [0, 0.6, 0.6]], cost=cost, seq_lens_encoder=[0, 7], stop_flags=[False, True])
+    )
     assert alone["draft_token_num"].tolist() == [1, 0]
     assert with_prefill["draft_token_num"].tolist() == [0, 0]
     assert stopped["draft_token_num"].tolist() == [1, 0]
@@ -119,10 +123,12 @@ def test_prefilling_slots_add_a_row_each_to_the_step():
 
 def observe(acceptance, found, planned, rows, kept, rates=(0.5, 0.2, 0.6)):
     arrays = {
-        "acceptance": np.asarray(acceptance, np.float32), "found": np.asarray(found, np.float32),
+        "acceptance": np.asarray(acceptance, np.float32),
+        "found": np.asarray(found, np.float32),
         "draft_token_num": np.asarray(planned, np.int32),
         "cu_seqlens_q_output": np.concatenate([[0], np.cumsum(rows)]).astype(np.int32),
-        "accept_num": np.asarray(kept, np.int32), "rates": controller_rates(*rates),
+        "accept_num": np.asarray(kept, np.int32),
+        "rates": controller_rates(*rates),
     }
     actual = cases.run_arrays("adaptive_observe", arrays, {})
     cases.assert_bit_equal("adaptive_observe", actual, cases.run_reference("adaptive_observe", arrays, {}))
@@ -177,6 +183,11 @@ def test_bad_arguments_name_the_op_and_the_argument(op):
 def test_the_reference_rates_are_rounded_once_from_double():
     rates = controller_rates(0.3, 0.2, 0.6)
     assert rates.dtype == np.float32
-    assert rates.tolist() == [np.float32(0.3), np.float32(1 - 0.3), np.float32(1 - 0.2), np.float32(0.2 * 0.6),
-                              np.float32(0.6)]
+    assert rates.tolist() == [
+        np.float32(0.3),
+        np.float32(1 - 0.3),
+        np.float32(1 - 0.2),
+        np.float32(0.2 * 0.6),
+        np.float32(0.6),
+    ]
     assert ref.adaptive_plan is not None and ref.adaptive_observe is not None

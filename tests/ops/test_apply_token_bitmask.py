@@ -8,8 +8,8 @@ import numpy as np
 import paddle
 import pytest
 
-import fastspec.ops as ops
 import fastspec.arrays
+import fastspec.ops as ops
 from fastspec import reference as ref
 from fastspec.reference.bitmask import allowed_tokens
 from tests import bitmask_cases as cases
@@ -20,7 +20,9 @@ def test_random_calls_match_the_reference():
     for i, (arrays, attrs) in enumerate(cases.cases(seed=37, count=300)):
         got = cases.run_arrays(arrays, attrs)
         cases.assert_bit_equal(got, cases.run_reference(arrays, attrs), f"case {i}")
-        masked += int(np.isneginf(got.astype(np.float32)).sum() > np.isneginf(arrays["logits"].astype(np.float32)).sum())
+        masked += int(
+            np.isneginf(got.astype(np.float32)).sum() > np.isneginf(arrays["logits"].astype(np.float32)).sum()
+        )
     assert masked > 100  # most calls mask something (the cases are not all free rows)
 
 
@@ -45,7 +47,7 @@ def test_the_rules_by_hand():
     assert np.isneginf(wide[0, 32:]).all() and (wide[0, :32] == 0).all() and (wide[1] == 0).all()
     # bit 31 of a word (the sign bit of the int32) is token 31
     row = np.zeros((1, 32), np.float32)
-    fastspec.arrays.apply_token_bitmask(row, np.array([[np.int32(-2**31)]], np.int32), np.zeros(1, np.int32))
+    fastspec.arrays.apply_token_bitmask(row, np.array([[np.int32(-(2**31))]], np.int32), np.zeros(1, np.int32))
     assert np.isneginf(row[0, :31]).all() and row[0, 31] == 0
 
 
@@ -89,7 +91,8 @@ def test_paddle_op_matches_the_reference(dtype):
         logits = logits if dtype == "float32" else logits.astype(dtype)
         host = dict(arrays, logits=logits.numpy())  # what the reference reads (bfloat16 as uint16 bits)
         want = cases.run_reference(host, attrs)
-        out = ops.apply_token_bitmask(logits, paddle.to_tensor(arrays["token_bitmask"]),
-                                      paddle.to_tensor(arrays["bitmask_index"]))
+        out = ops.apply_token_bitmask(
+            logits, paddle.to_tensor(arrays["token_bitmask"]), paddle.to_tensor(arrays["bitmask_index"])
+        )
         cases.assert_bit_equal(out.numpy(), want, f"case {i}")
         cases.assert_bit_equal(logits.numpy(), want, f"case {i}: in place")

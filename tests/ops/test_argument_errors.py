@@ -24,7 +24,6 @@ from fastspec.core.schema import SCHEMAS, STRATEGIES, Dim
 from fastspec.core.validate import TensorMeta, validate
 from tests.ops.raw_op import raw_op
 
-
 WRONG_DTYPE = {"int64": np.int32, "int32": np.int64, "bool": np.int32, "float32": np.float64}
 
 
@@ -44,25 +43,41 @@ def bad_calls():
                 yield f"{name}-{t.name}-batch", name, _set(t.name, lambda a: a[:1]), t.name
         for attr in op.attrs:
             if attr.kind == "int" and attr.lo is not None:
-                yield f"{name}-{attr.name}-range", name, _attr(attr.name, attr.lo - 1 if isinstance(attr.lo, int) else 0), attr.name
+                yield (
+                    f"{name}-{attr.name}-range",
+                    name,
+                    _attr(attr.name, attr.lo - 1 if isinstance(attr.lo, int) else 0),
+                    attr.name,
+                )
             if attr.choices:
-                yield f"{name}-{attr.name}-choice", name, _attr(attr.name, "nope" if attr.kind == "str" else 3), attr.name
+                yield (
+                    f"{name}-{attr.name}-choice",
+                    name,
+                    _attr(attr.name, "nope" if attr.kind == "str" else 3),
+                    attr.name,
+                )
     for strategy in STRATEGIES:
         for t in SCHEMAS["verify_draft_tokens"].inputs:
             if strategy in t.needed_by:
-                yield (f"verify-{strategy}-without-{t.name}", "verify_draft_tokens",
-                       _both(_set(t.name, lambda a: None), _attr("strategy", strategy)), t.name)
+                yield (
+                    f"verify-{strategy}-without-{t.name}",
+                    "verify_draft_tokens",
+                    _both(_set(t.name, lambda a: None), _attr("strategy", strategy)),
+                    t.name,
+                )
 
 
 def _set(name, change):
     def mutate(arrays, attrs):
         arrays[name] = change(arrays[name])
+
     return mutate
 
 
 def _attr(name, value):
     def mutate(arrays, attrs):
         attrs[name] = value
+
     return mutate
 
 
@@ -70,6 +85,7 @@ def _both(first, second):
     def mutate(arrays, attrs):
         first(arrays, attrs)
         second(arrays, attrs)
+
     return mutate
 
 
@@ -156,7 +172,10 @@ def test_cpp_guard_names_the_argument(op_name, mutate, argument):
 @pytest.mark.parametrize("op_name", list(SCHEMAS))
 def test_keyword_call_equals_positional_call(op_name):
     op = SCHEMAS[op_name]
-    for front_end, wrap, unwrap in (("paddle", paddle.to_tensor, lambda t: t.numpy()), ("kernels", np.copy, np.asarray)):
+    for front_end, wrap, unwrap in (
+        ("paddle", paddle.to_tensor, lambda t: t.numpy()),
+        ("kernels", np.copy, np.asarray),
+    ):
         fn = getattr(ops if front_end == "paddle" else kernels, op_name)
         arrays, attrs = valid_call(op_name)
         positional = [wrap(arrays[t.name]) for t in op.inputs]
@@ -212,8 +231,6 @@ def test_pointer_api_short_array_is_refused_before_the_kernel_reads_it():
         kernels.ngram_match(**arrays, **attrs)
 
 
-
-
 @pytest.mark.parametrize("op_name", list(SCHEMAS))
 def test_cpu_torch_gives_the_bits_of_numpy(op_name):
     torch = pytest.importorskip("torch")
@@ -244,8 +261,13 @@ def _reaches_the_guard(case) -> bool:
     strategy = attrs.get(op.strategy_attr) if op.strategy_attr else None
     if any(arrays.get(t.name) is None and t.required_by(strategy) for t in op.inputs):
         return False
-    fits = {a.name: -(1 << (a.bits - 1)) <= attrs[a.name] < 1 << (a.bits - 1) if a.kind == "int"
-            else attrs[a.name] in a.choices for a in op.attrs if a.name in attrs and a.kind != "bool"}
+    fits = {
+        a.name: -(1 << (a.bits - 1)) <= attrs[a.name] < 1 << (a.bits - 1)
+        if a.kind == "int"
+        else attrs[a.name] in a.choices
+        for a in op.attrs
+        if a.name in attrs and a.kind != "bool"
+    }
     return all(fits.values())
 
 

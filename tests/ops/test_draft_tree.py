@@ -12,13 +12,25 @@ import fastspec.arrays
 import fastspec.ops as ops
 from fastspec import reference as ref
 from fastspec.core.errors import FastspecArgumentError
-from fastspec.core.refusals import Refusal, error as refusal_error
+from fastspec.core.refusals import Refusal
+from fastspec.core.refusals import error as refusal_error
 from fastspec.core.schema import SCHEMAS
 from fastspec.reference.rejection import rejection_accepts, rejection_residual
 from tests import rejection_cases
-from tests.tree_cases import (BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS, copies,
-                              eagle_candidates, off_first_child_steps, random_build_case, random_tree,
-                              random_verify_tree_case, redraft_from_q, widest_node_case)
+from tests.tree_cases import (
+    BUILD_NAMES,
+    BUILD_OUTPUTS,
+    VERIFY_TREE_NAMES,
+    VERIFY_TREE_OUTPUTS,
+    copies,
+    eagle_candidates,
+    off_first_child_steps,
+    random_build_case,
+    random_tree,
+    random_verify_tree_case,
+    redraft_from_q,
+    widest_node_case,
+)
 from tests.verify_update_cases import VERIFY_NAMES, random_verify_case
 
 BACKENDS = (None, "cuda_emulator", "xpu_emulator")
@@ -66,12 +78,18 @@ def test_build_keeps_the_best_nodes_by_cumulative_score():
         b, depth, k, n = 3, int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(2, 12))
         tokens, parents, scores = eagle_candidates(rng, b, depth, k)
         tokens = np.tile(np.arange(depth * k, dtype=np.int64), (b, 1))  # token = candidate index: traceable
-        arrays = {"candidate_tokens": tokens, "candidate_parents": parents, "candidate_scores": scores,
-                  "draft_tree_tokens": np.full((b, n), 7, np.int64), "seq_lens_this_time": np.ones(b, np.int32),
-                  "seq_lens_encoder": np.zeros(b, np.int32), "seq_lens_decoder": np.full(b, 5, np.int32)}
+        arrays = {
+            "candidate_tokens": tokens,
+            "candidate_parents": parents,
+            "candidate_scores": scores,
+            "draft_tree_tokens": np.full((b, n), 7, np.int64),
+            "seq_lens_this_time": np.ones(b, np.int32),
+            "seq_lens_encoder": np.zeros(b, np.int32),
+            "seq_lens_decoder": np.full(b, 5, np.int32),
+        }
         tree_tokens, lens, tree_parents, depths = build(arrays, {"max_depth": depth})
         for s in range(b):
-            picked = tree_tokens[s, 1:lens[s]]
+            picked = tree_tokens[s, 1 : lens[s]]
             best = np.sort(scores[s])[::-1][: n - 1]
             assert lens[s] == min(n, depth * k + 1)
             np.testing.assert_array_equal(np.sort(scores[s, picked])[::-1], best, err_msg=f"case {case}")
@@ -83,7 +101,7 @@ def test_build_keeps_the_best_nodes_by_cumulative_score():
                 if parent_candidate >= 0:
                     assert tree_tokens[s, parent_node] == parent_candidate
                 assert depths[s, node] == depths[s, parent_node] + 1 == tree_tokens[s, node] // k + 1
-            assert tree_tokens[s, 0] == 7 and (tree_tokens[s, lens[s]:] == -1).all()
+            assert tree_tokens[s, 0] == 7 and (tree_tokens[s, lens[s] :] == -1).all()
 
 
 def test_chain_as_tree_verifies_exactly_as_verify_draft_tokens():
@@ -98,9 +116,14 @@ def test_chain_as_tree_verifies_exactly_as_verify_draft_tokens():
         c = copies(arrays)
         fastspec.arrays.verify_draft_tokens(*(c[name] for name in VERIFY_NAMES), strategy=strategy)
         assert_all_equal(("accept_tokens", "accept_num"), (c["accept_tokens"], c["accept_num"]), chain)
-        tree = {**arrays, "draft_tree_tokens": arrays["draft_tokens"], "target_probs": None, "draft_probs": None,
-                "draft_tree_parents": np.tile(np.arange(-1, cols - 1, dtype=np.int32), (len(arrays["seed"]), 1))}
-        for backend in BACKENDS[case % 3:case % 3 + 1]:
+        tree = {
+            **arrays,
+            "draft_tree_tokens": arrays["draft_tokens"],
+            "target_probs": None,
+            "draft_probs": None,
+            "draft_tree_parents": np.tile(np.arange(-1, cols - 1, dtype=np.int32), (len(arrays["seed"]), 1)),
+        }
+        for backend in BACKENDS[case % 3 : case % 3 + 1]:
             got = verify_tree(tree, {"strategy": strategy}, backend=backend)
             assert_all_equal(("accept_tokens", "accept_num"), got[:2], chain, f"case {case} {backend}")
             for s, count in enumerate(chain[1].reshape(-1)):
@@ -130,19 +153,45 @@ def test_a_tree_accepts_at_least_its_first_chain():
                 depth[s, i] = depth[s, tree_parents[s, i]] + 1
                 tree_tokens[s, i] = rng.integers(0, vocab)
         targets = rng.integers(0, vocab, size=(b, n)).astype(np.int64)  # row i of a slot scores node i
-        common = {"step_idx": np.zeros(b, np.int64), "stop_flags": np.zeros(b, bool),
-                  "is_block_step": np.zeros(b, bool), "seq_lens_encoder": np.zeros(b, np.int32),
-                  "max_dec_len": np.full(b, 1000, np.int64), "end_tokens": np.array([vocab + 1], np.int64)}
+        common = {
+            "step_idx": np.zeros(b, np.int64),
+            "stop_flags": np.zeros(b, bool),
+            "is_block_step": np.zeros(b, bool),
+            "seq_lens_encoder": np.zeros(b, np.int32),
+            "max_dec_len": np.full(b, 1000, np.int64),
+            "end_tokens": np.array([vocab + 1], np.int64),
+        }
         chain = fastspec.arrays.verify_draft_tokens(
-            np.full((b, k + 1), -1, np.int64), np.zeros(b, np.int32), chain_tokens,
-            targets[:, : m + 1].reshape(-1), None, None, None, np.zeros(b, np.int64), common["step_idx"],
-            common["stop_flags"], common["is_block_step"], common["seq_lens_encoder"],
-            np.full(b, m + 1, np.int32), np.arange(0, b * (m + 1) + 1, m + 1, dtype=np.int32), None,
-            common["max_dec_len"], common["end_tokens"], strategy="greedy")
+            np.full((b, k + 1), -1, np.int64),
+            np.zeros(b, np.int32),
+            chain_tokens,
+            targets[:, : m + 1].reshape(-1),
+            None,
+            None,
+            None,
+            np.zeros(b, np.int64),
+            common["step_idx"],
+            common["stop_flags"],
+            common["is_block_step"],
+            common["seq_lens_encoder"],
+            np.full(b, m + 1, np.int32),
+            np.arange(0, b * (m + 1) + 1, m + 1, dtype=np.int32),
+            None,
+            common["max_dec_len"],
+            common["end_tokens"],
+            strategy="greedy",
+        )
         tree = fastspec.arrays.verify_draft_tree(
-            np.full((b, k + 1), -1, np.int64), np.zeros(b, np.int32), tree_tokens, tree_parents,
-            targets.reshape(-1), seq_lens_this_time=np.full(b, n, np.int32),
-            cu_seqlens_q_output=np.arange(0, b * n + 1, n, dtype=np.int32), strategy="greedy", **common)
+            np.full((b, k + 1), -1, np.int64),
+            np.zeros(b, np.int32),
+            tree_tokens,
+            tree_parents,
+            targets.reshape(-1),
+            seq_lens_this_time=np.full(b, n, np.int32),
+            cu_seqlens_q_output=np.arange(0, b * n + 1, n, dtype=np.int32),
+            strategy="greedy",
+            **common,
+        )
         assert (tree.accept_num >= chain.accept_num).all(), f"case {case}"
         longer += int((tree.accept_num > chain.accept_num).sum())
     assert longer > 0
@@ -161,13 +210,21 @@ def _bad_tree_call(parents: list[int], nodes: int) -> dict:
     b = 2  # slot 0 is a good tree; slot 1 the bad one
     rows = 4 + nodes
     return {
-        "accept_tokens": np.full((b, 3), -1, np.int64), "accept_num": np.zeros(b, np.int32),
+        "accept_tokens": np.full((b, 3), -1, np.int64),
+        "accept_num": np.zeros(b, np.int32),
         "draft_tree_tokens": np.array([[4, 5, 6, 7], [4, 5, 6, 7]], np.int64),
         "draft_tree_parents": np.array([[-1, 0, 0, 2], parents], np.int32),
         "target_tokens": np.tile(np.array([6, 7, 7, 8, 5, 6, 7, 8, 9], np.int64), 2)[:rows],
-        "seed": np.zeros(b, np.int64), "target_probs": None, "draft_probs": None, "step_idx": np.zeros(b, np.int64), "stop_flags": np.zeros(b, bool), "is_block_step": np.zeros(b, bool),
-        "seq_lens_encoder": np.zeros(b, np.int32), "seq_lens_this_time": np.array([4, nodes], np.int32),
-        "cu_seqlens_q_output": np.array([0, 4, rows], np.int32), "max_dec_len": np.full(b, 100, np.int64),
+        "seed": np.zeros(b, np.int64),
+        "target_probs": None,
+        "draft_probs": None,
+        "step_idx": np.zeros(b, np.int64),
+        "stop_flags": np.zeros(b, bool),
+        "is_block_step": np.zeros(b, bool),
+        "seq_lens_encoder": np.zeros(b, np.int32),
+        "seq_lens_this_time": np.array([4, nodes], np.int32),
+        "cu_seqlens_q_output": np.array([0, 4, rows], np.int32),
+        "max_dec_len": np.full(b, 100, np.int64),
         "end_tokens": np.array([2], np.int64),
     }
 
@@ -186,8 +243,9 @@ def test_a_bad_tree_is_named(what, parents, nodes, message):
     assert expected[1][1] == 1 and expected[2][1][0] == 0
     for backend in BACKENDS:
         c = copies(arrays)
-        fastspec.arrays.prepare("verify_draft_tree", *(c[name] for name in VERIFY_TREE_NAMES), strategy="greedy",
-                        backend=backend)()
+        fastspec.arrays.prepare(
+            "verify_draft_tree", *(c[name] for name in VERIFY_TREE_NAMES), strategy="greedy", backend=backend
+        )()
         assert_all_equal(VERIFY_TREE_OUTPUTS[:2], (c["accept_tokens"], c["accept_num"]), expected[:2], str(backend))
 
 
@@ -199,10 +257,12 @@ def test_random_bad_trees_are_judged_alike_by_every_kernel():
         backend = BACKENDS[case % 3]
         c = copies(arrays)
         c["accept_nodes"] = np.zeros_like(c["accept_tokens"], dtype=np.int32)
-        fastspec.arrays.prepare("verify_draft_tree", *(c[name] for name in VERIFY_TREE_NAMES), c["accept_nodes"], **attrs,
-                        backend=backend)()
-        assert_all_equal(VERIFY_TREE_OUTPUTS, [c[name] for name in VERIFY_TREE_OUTPUTS], expected,
-                         f"case {case} {backend}")
+        fastspec.arrays.prepare(
+            "verify_draft_tree", *(c[name] for name in VERIFY_TREE_NAMES), c["accept_nodes"], **attrs, backend=backend
+        )()
+        assert_all_equal(
+            VERIFY_TREE_OUTPUTS, [c[name] for name in VERIFY_TREE_OUTPUTS], expected, f"case {case} {backend}"
+        )
 
 
 def test_the_bindings_judge_trees_as_the_reference():
@@ -235,8 +295,16 @@ def test_build_then_verify_follows_the_target_down_the_tree():
     b, depth, k, n = 4, 3, 3, 8
     _, parents, scores = eagle_candidates(rng, b, depth, k)
     tokens = np.tile(np.arange(depth * k, dtype=np.int64), (b, 1)) + 10
-    tree = fastspec.arrays.build_draft_tree(tokens, parents, scores, np.full((b, n), 3, np.int64), np.ones(b, np.int32),
-                                    np.zeros(b, np.int32), np.full(b, 5, np.int32), max_depth=depth)
+    tree = fastspec.arrays.build_draft_tree(
+        tokens,
+        parents,
+        scores,
+        np.full((b, n), 3, np.int64),
+        np.ones(b, np.int32),
+        np.zeros(b, np.int32),
+        np.full(b, 5, np.int32),
+        max_depth=depth,
+    )
     targets = np.full((b, n), 1, np.int64)  # a leaf's row: token 1, off the tree
     for s in range(b):
         for node in range(n):
@@ -244,11 +312,21 @@ def test_build_then_verify_follows_the_target_down_the_tree():
             if len(children):
                 targets[s, node] = tree.draft_tree_tokens[s, children[-1]]  # the last child: not the first match
     result = fastspec.arrays.verify_draft_tree(
-        np.full((b, depth + 1), -1, np.int64), np.zeros(b, np.int32), tree.draft_tree_tokens,
-        tree.draft_tree_parents, targets.reshape(-1), step_idx=np.zeros(b, np.int64), stop_flags=np.zeros(b, bool),
-        is_block_step=np.zeros(b, bool), seq_lens_encoder=np.zeros(b, np.int32),
-        seq_lens_this_time=tree.seq_lens_this_time, cu_seqlens_q_output=np.arange(0, b * n + 1, n, dtype=np.int32),
-        max_dec_len=np.full(b, 100, np.int64), end_tokens=np.array([0], np.int64), strategy="target_match")
+        np.full((b, depth + 1), -1, np.int64),
+        np.zeros(b, np.int32),
+        tree.draft_tree_tokens,
+        tree.draft_tree_parents,
+        targets.reshape(-1),
+        step_idx=np.zeros(b, np.int64),
+        stop_flags=np.zeros(b, bool),
+        is_block_step=np.zeros(b, bool),
+        seq_lens_encoder=np.zeros(b, np.int32),
+        seq_lens_this_time=tree.seq_lens_this_time,
+        cu_seqlens_q_output=np.arange(0, b * n + 1, n, dtype=np.int32),
+        max_dec_len=np.full(b, 100, np.int64),
+        end_tokens=np.array([0], np.int64),
+        strategy="target_match",
+    )
     for s in range(b):
         path, node = [0], 0
         while (children := np.flatnonzero(tree.draft_tree_parents[s] == node)).size:
@@ -295,8 +373,12 @@ def test_chain_as_tree_rejection_is_verify_draft_tokens_rejection():
         arrays["seq_lens_this_time"] = np.minimum(arrays["seq_lens_this_time"], cols).astype(np.int32)
         arrays["reasoning_status"] = None
         chain = ref.verify_rejection(*(arrays[name] for name in rejection_cases.ARRAY_NAMES))
-        tree = {**arrays, "draft_tree_tokens": arrays["draft_tokens"], "target_tokens": None,
-                "draft_tree_parents": _chain_parents(len(arrays["seed"]), cols)}
+        tree = {
+            **arrays,
+            "draft_tree_tokens": arrays["draft_tokens"],
+            "target_tokens": None,
+            "draft_tree_parents": _chain_parents(len(arrays["seed"]), cols),
+        }
         expected = ref.verify_draft_tree(*(tree[name] for name in VERIFY_TREE_NAMES), strategy="rejection")
         assert_all_equal(("accept_tokens", "accept_num"), expected[:2], chain, f"case {case}")
         backend = BACKENDS[case % 3]
@@ -316,8 +398,9 @@ def test_rejection_on_drafted_trees_matches_the_reference_on_every_backend(one_h
         arrays = redraft_from_q(rng, arrays, one_hot=one_hot)
         expected = ref.verify_draft_tree(*(arrays[name] for name in VERIFY_TREE_NAMES), **attrs)
         for backend in BACKENDS:
-            assert_all_equal(VERIFY_TREE_OUTPUTS, verify_tree(arrays, attrs, backend=backend), expected,
-                             f"case {case} {backend}")
+            assert_all_equal(
+                VERIFY_TREE_OUTPUTS, verify_tree(arrays, attrs, backend=backend), expected, f"case {case} {backend}"
+            )
         off_first += off_first_child_steps(expected[2], arrays["draft_tree_parents"])
     assert off_first >= 5
 
@@ -329,12 +412,14 @@ def test_rejection_tries_every_child_of_the_widest_node():
         arrays, attrs = widest_node_case(rng)
         expected = ref.verify_draft_tree(*(arrays[name] for name in VERIFY_TREE_NAMES), **attrs)
         for backend in BACKENDS:
-            assert_all_equal(VERIFY_TREE_OUTPUTS, verify_tree(arrays, attrs, backend=backend), expected,
-                             f"case {case} {backend}")
+            assert_all_equal(
+                VERIFY_TREE_OUTPUTS, verify_tree(arrays, attrs, backend=backend), expected, f"case {case} {backend}"
+            )
 
 
-def _sampled_trees(rng: np.random.Generator, slots: int, p1: np.ndarray, q1: np.ndarray, p2: np.ndarray,
-                   q2: np.ndarray, width: int) -> dict:
+def _sampled_trees(
+    rng: np.random.Generator, slots: int, p1: np.ndarray, q1: np.ndarray, p2: np.ndarray, q2: np.ndarray, width: int
+) -> dict:
     """Per slot: node 0, ``width`` children drawn i.i.d. from q1, and under each child c ``width`` children
     drawn i.i.d. from q2[token of c]. Rows: node 0 holds (p1, q1), a child with token x holds (p2[x], q2[x])."""
     vocab = len(p1)
@@ -354,23 +439,31 @@ def _sampled_trees(rng: np.random.Generator, slots: int, p1: np.ndarray, q1: np.
     p_rows[:, 0], q_rows[:, 0] = p1, q1
     p_rows[:, 1:], q_rows[:, 1:] = p2[tokens[:, 1:]], q2[tokens[:, 1:]]  # leaves' rows: only their p is read
     return {
-        "accept_tokens": np.zeros((slots, 3), np.int64), "accept_num": np.zeros(slots, np.int32),
-        "draft_tree_tokens": tokens, "draft_tree_parents": np.tile(parents, (slots, 1)), "target_tokens": None,
-        "seed": np.arange(slots, dtype=np.int64) * 7919 + 5, "step_idx": (np.arange(slots) % 613).astype(np.int64),
-        "stop_flags": np.zeros(slots, bool), "is_block_step": np.zeros(slots, bool),
-        "seq_lens_encoder": np.zeros(slots, np.int32), "seq_lens_this_time": np.full(slots, n, np.int32),
+        "accept_tokens": np.zeros((slots, 3), np.int64),
+        "accept_num": np.zeros(slots, np.int32),
+        "draft_tree_tokens": tokens,
+        "draft_tree_parents": np.tile(parents, (slots, 1)),
+        "target_tokens": None,
+        "seed": np.arange(slots, dtype=np.int64) * 7919 + 5,
+        "step_idx": (np.arange(slots) % 613).astype(np.int64),
+        "stop_flags": np.zeros(slots, bool),
+        "is_block_step": np.zeros(slots, bool),
+        "seq_lens_encoder": np.zeros(slots, np.int32),
+        "seq_lens_this_time": np.full(slots, n, np.int32),
         "cu_seqlens_q_output": np.arange(0, slots * n + 1, n, dtype=np.int32),
         "max_dec_len": np.full(slots, 10**6, np.int64),
         "end_tokens": np.array([vocab + 7], np.int64),
-        "target_probs": p_rows.reshape(-1, vocab), "draft_probs": q_rows.reshape(-1, vocab),
+        "target_probs": p_rows.reshape(-1, vocab),
+        "draft_probs": q_rows.reshape(-1, vocab),
     }
 
 
 def _first_child_rule_lengths(arrays: dict) -> np.ndarray:
     """Accepted lengths under the rule before SpecInfer's: only a node's first child is judged (the chain's
     test), and after its rejection the walk follows a later sibling carrying the residual draw."""
-    p, q, tokens, parents = (arrays[name] for name in ("target_probs", "draft_probs", "draft_tree_tokens",
-                                                       "draft_tree_parents"))
+    p, q, tokens, parents = (
+        arrays[name] for name in ("target_probs", "draft_probs", "draft_tree_tokens", "draft_tree_parents")
+    )
     lengths = np.zeros(len(tokens), np.int64)
     for s in range(len(tokens)):
         node, position, seed = 0, int(arrays["step_idx"][s]), int(arrays["seed"][s])
@@ -454,10 +547,14 @@ def _as_first_chain(arrays: dict, width: int):
     """The same drafts and rows as a chain of first children, verified."""
     slots = len(arrays["seed"])
     chain_cols, path = 3, [0, 1, 1 + width]  # node 0, its first child, that child's first child
-    chain = {**arrays, "draft_tree_tokens": arrays["draft_tree_tokens"][:, path].copy(),
-             "draft_tree_parents": _chain_parents(slots, chain_cols),
-             "seq_lens_this_time": np.full(slots, chain_cols, np.int32),
-             "accept_tokens": np.zeros((slots, 3), np.int64), "accept_num": np.zeros(slots, np.int32)}
+    chain = {
+        **arrays,
+        "draft_tree_tokens": arrays["draft_tree_tokens"][:, path].copy(),
+        "draft_tree_parents": _chain_parents(slots, chain_cols),
+        "seq_lens_this_time": np.full(slots, chain_cols, np.int32),
+        "accept_tokens": np.zeros((slots, 3), np.int64),
+        "accept_num": np.zeros(slots, np.int32),
+    }
     n = arrays["draft_tree_tokens"].shape[1]
     rows = np.arange(slots)[:, None] * n + np.array(path)
     chain["target_probs"] = arrays["target_probs"][rows.reshape(-1)]

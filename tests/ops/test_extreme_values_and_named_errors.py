@@ -8,8 +8,8 @@ import numpy as np
 import paddle
 import pytest
 
-import fastspec.ops as ops
 import fastspec.arrays
+import fastspec.ops as ops
 from fastspec import reference as ref
 from fastspec.core.errors import FastspecArgumentError, FastspecTypeError
 from fastspec.core.schema import SCHEMAS
@@ -24,10 +24,14 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 def one_slot(max_dec_len: int) -> dict[str, np.ndarray]:
     """The issue's slot: prompt [5, 7], generated [5], one draft allowed."""
     return {
-        "token_ids_all": np.array([[5, 7, 5, 0]], np.int64), "prompt_lens": np.array([2], np.int64),
-        "step_idx": np.array([1], np.int64), "draft_token_num": np.array([1], np.int32),
-        "draft_tokens": np.array([[5, -1]], np.int64), "seq_lens_this_time": np.array([1], np.int32),
-        "seq_lens_encoder": np.array([0], np.int32), "seq_lens_decoder": np.array([1], np.int32),
+        "token_ids_all": np.array([[5, 7, 5, 0]], np.int64),
+        "prompt_lens": np.array([2], np.int64),
+        "step_idx": np.array([1], np.int64),
+        "draft_token_num": np.array([1], np.int32),
+        "draft_tokens": np.array([[5, -1]], np.int64),
+        "seq_lens_this_time": np.array([1], np.int32),
+        "seq_lens_encoder": np.array([0], np.int32),
+        "seq_lens_decoder": np.array([1], np.int32),
         "max_dec_len": np.array([max_dec_len], np.int64),
     }
 
@@ -82,7 +86,7 @@ def test_extreme_prompt_lens_and_step_idx_on_the_threaded_path(op):
         "max_dec_len": np.array([INT64_MAX, INT64_MIN] * 6, np.int64),
     }
     arrays["prompt_lens"][6:] = length // 2  # slots 6.. have a valid prompt and extreme step_idx
-    arrays["step_idx"][-1] = length // 4      # and the last one a valid slot that drafts
+    arrays["step_idx"][-1] = length // 4  # and the last one a valid slot that drafts
     arrays["max_dec_len"][-1] = INT64_MAX
     assert_reference_answer(op, arrays, {"max_ngram_size": 3})
 
@@ -114,8 +118,9 @@ def test_the_kernels_budget_arithmetic_saturates(op, budget):
     expected = getattr(ref, op)(*(arrays[name] for name in ARRAY_NAMES), max_ngram_size=1, token_budget=budget)
     for options in ({}, {"backend": "xpu_emulator"}):
         copies = {name: value.copy() for name, value in arrays.items()}
-        launch = fastspec.arrays.prepare(op, *(copies[name] for name in ARRAY_NAMES), max_ngram_size=1, token_budget=1,
-                                 **options)
+        launch = fastspec.arrays.prepare(
+            op, *(copies[name] for name in ARRAY_NAMES), max_ngram_size=1, token_budget=1, **options
+        )
         args = list(launch.args)
         budget_index = SCHEMAS[op].attr_names.index("token_budget")
         args[6] = [budget if i == budget_index else v for i, v in enumerate(args[6])]  # past the checks
@@ -143,8 +148,9 @@ def test_none_for_a_required_tensor_is_named(op, argument):
     paddle.enable_static()
     try:
         with paddle.static.program_guard(paddle.static.Program()):
-            feeds = {k: None if v is None else paddle.static.data(k, list(v.shape), str(v.dtype))
-                     for k, v in arrays.items()}
+            feeds = {
+                k: None if v is None else paddle.static.data(k, list(v.shape), str(v.dtype)) for k, v in arrays.items()
+            }
             with pytest.raises(FastspecArgumentError, match=f"{op}: argument '{argument}' is required"):
                 getattr(ops, op)(**feeds, **attrs)
     finally:

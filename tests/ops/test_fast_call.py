@@ -112,12 +112,18 @@ def test_a_prepared_launch_keeps_the_outputs_it_allocated():
     arrays, attrs = valid_call("top_p_candidates")
     rows = 512
     probs = np.tile(arrays["probs"], (rows // 2, 1))
-    launch = kernels.prepare("top_p_candidates", probs, np.full(rows, 0.8, np.float32),
-                             np.arange(rows, dtype=np.int32) % 2, **attrs)
-    ids, scores, lens = launch.arrays["candidate_ids"], launch.arrays["candidate_scores"], launch.arrays["candidate_lens"]
+    launch = kernels.prepare(
+        "top_p_candidates", probs, np.full(rows, 0.8, np.float32), np.arange(rows, dtype=np.int32) % 2, **attrs
+    )
+    ids, scores, lens = (
+        launch.arrays["candidate_ids"],
+        launch.arrays["candidate_scores"],
+        launch.arrays["candidate_lens"],
+    )
     launch()
-    expected = kernels.top_p_candidates(probs, np.full(rows, 0.8, np.float32), np.arange(rows, dtype=np.int32) % 2,
-                                        **attrs)
+    expected = kernels.top_p_candidates(
+        probs, np.full(rows, 0.8, np.float32), np.arange(rows, dtype=np.int32) % 2, **attrs
+    )
     for a, b in zip((ids, scores, lens), expected):
         np.testing.assert_array_equal(a, b)
 

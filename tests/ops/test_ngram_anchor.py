@@ -8,12 +8,12 @@ import numpy as np
 import paddle
 import pytest
 
-import fastspec.ops as ops
 import fastspec.arrays
+import fastspec.ops as ops
 from fastspec import reference as ref
+from tests.helpers.static_graph import run_static
 from tests.ngram_append_cases import random_append_case
 from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case
-from tests.helpers.static_graph import run_static
 
 CASES = {"ngram_match": random_case, "ngram_append": random_append_case}
 
@@ -27,7 +27,9 @@ def run(op: str, arrays: dict, attrs: dict, anchors: np.ndarray, front_end: str)
         drafts, lens = getattr(ops, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=anchor_tensor)
         return drafts.numpy(), lens.numpy(), anchor_tensor.numpy()
     options = {"backend": "xpu_emulator", "xpu_grid": (3, 16)} if front_end == "xpu" else {}
-    drafts, lens = getattr(fastspec.arrays, op)(*(copies[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=anchor, **options)
+    drafts, lens = getattr(fastspec.arrays, op)(
+        *(copies[name] for name in ARRAY_NAMES), **attrs, ngram_anchor=anchor, **options
+    )
     return drafts, lens, anchor
 
 
@@ -54,7 +56,7 @@ def test_a_copying_loop_keeps_its_anchors(front_end):
     prompts = [rng.integers(0, 50, int(rng.integers(60, 120))) for _ in range(batch)]
     truth = []
     for prompt in prompts:  # the output copies the prompt in pieces, with a few edited tokens
-        out = np.concatenate([prompt[int(rng.integers(0, 20)):], prompt[: int(rng.integers(10, 40))]])
+        out = np.concatenate([prompt[int(rng.integers(0, 20)) :], prompt[: int(rng.integers(10, 40))]])
         edits = rng.random(len(out)) < 0.03
         out[edits] = rng.integers(50, 60, int(edits.sum()))
         truth.append(out)
@@ -63,10 +65,14 @@ def test_a_copying_loop_keeps_its_anchors(front_end):
         row[b, : len(prompts[b])] = prompts[b]
         row[b, len(prompts[b])] = truth[b][0]  # the first generated token
     arrays = {
-        "token_ids_all": row, "prompt_lens": np.array([len(p) for p in prompts], np.int64),
-        "step_idx": np.ones(batch, np.int64), "draft_token_num": np.full(batch, k, np.int32),
-        "draft_tokens": np.full((batch, k + 1), -1, np.int64), "seq_lens_this_time": np.ones(batch, np.int32),
-        "seq_lens_encoder": np.zeros(batch, np.int32), "seq_lens_decoder": np.ones(batch, np.int32),
+        "token_ids_all": row,
+        "prompt_lens": np.array([len(p) for p in prompts], np.int64),
+        "step_idx": np.ones(batch, np.int64),
+        "draft_token_num": np.full(batch, k, np.int32),
+        "draft_tokens": np.full((batch, k + 1), -1, np.int64),
+        "seq_lens_this_time": np.ones(batch, np.int32),
+        "seq_lens_encoder": np.zeros(batch, np.int32),
+        "seq_lens_decoder": np.ones(batch, np.int32),
         "max_dec_len": np.array([len(t) for t in truth], np.int64),
     }
     anchors = np.full(batch, -1, np.int64)
@@ -82,7 +88,11 @@ def test_a_copying_loop_keeps_its_anchors(front_end):
             if s >= len(truth[b]) - 1:
                 continue
             accepted = 0
-            while accepted < lens[b] - 1 and s + accepted < len(truth[b]) and drafts[b, 1 + accepted] == truth[b][s + accepted]:
+            while (
+                accepted < lens[b] - 1
+                and s + accepted < len(truth[b])
+                and drafts[b, 1 + accepted] == truth[b][s + accepted]
+            ):
                 accepted += 1
             new = truth[b][s : min(s + accepted + 1, len(truth[b]))]
             row[b, p + s : p + s + len(new)] = new
@@ -99,6 +109,7 @@ def test_static_graph_with_and_without_anchors(op):
 
     arrays = slot(PROMPT, [1, 2, 3, 4])
     for anchor in (None, np.array([7], np.int64)):
+
         def build(feeds):
             held = feeds["ngram_anchor"]
             out = getattr(ops, op)(*(feeds[n] for n in ARRAY_NAMES), max_ngram_size=2, ngram_anchor=held)

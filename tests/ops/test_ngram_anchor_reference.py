@@ -17,17 +17,25 @@ def slot(prompt: list[int], generated: list[int], length: int = 32) -> dict[str,
     row[0, : len(prompt)] = prompt
     row[0, len(prompt) : len(prompt) + len(generated)] = generated
     return {
-        "token_ids_all": row, "prompt_lens": np.array([len(prompt)], np.int64),
-        "step_idx": np.array([len(generated)], np.int64), "draft_token_num": np.array([K], np.int32),
-        "draft_tokens": np.full((1, K + 1), -1, np.int64), "seq_lens_this_time": np.ones(1, np.int32),
-        "seq_lens_encoder": np.zeros(1, np.int32), "seq_lens_decoder": np.ones(1, np.int32),
+        "token_ids_all": row,
+        "prompt_lens": np.array([len(prompt)], np.int64),
+        "step_idx": np.array([len(generated)], np.int64),
+        "draft_token_num": np.array([K], np.int32),
+        "draft_tokens": np.full((1, K + 1), -1, np.int64),
+        "seq_lens_this_time": np.ones(1, np.int32),
+        "seq_lens_encoder": np.zeros(1, np.int32),
+        "seq_lens_decoder": np.ones(1, np.int32),
         "max_dec_len": np.array([1000], np.int64),
     }
 
 
 def drafts_and_anchor(arrays, anchor: int, max_ngram_size: int = 2, **attrs):
-    drafts, lens, anchors = ref.ngram_match(*(arrays[n] for n in ARRAY_NAMES), max_ngram_size=max_ngram_size,
-                                            ngram_anchor=np.array([anchor], np.int64), **attrs)
+    drafts, lens, anchors = ref.ngram_match(
+        *(arrays[n] for n in ARRAY_NAMES),
+        max_ngram_size=max_ngram_size,
+        ngram_anchor=np.array([anchor], np.int64),
+        **attrs,
+    )
     return drafts[0, 1 : lens[0]].tolist(), int(anchors[0])
 
 
@@ -108,6 +116,7 @@ def test_append_continues_through_agreeing_model_drafts():
     arrays = slot(PROMPT, [1, 2, 3, 4])
     arrays["draft_tokens"][0, 1] = 5  # the model drafted the source's next token
     arrays["seq_lens_this_time"][0] = 2
-    drafts, lens, anchors = ref.ngram_append(*(arrays[n] for n in ARRAY_NAMES), max_ngram_size=2,
-                                             ngram_anchor=np.array([7], np.int64))
+    drafts, lens, anchors = ref.ngram_append(
+        *(arrays[n] for n in ARRAY_NAMES), max_ngram_size=2, ngram_anchor=np.array([7], np.int64)
+    )
     assert drafts[0, 1 : lens[0]].tolist() == [5, 6, 7] and anchors.tolist() == [9]

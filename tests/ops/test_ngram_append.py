@@ -9,8 +9,8 @@ import pytest
 
 import fastspec.ops as ops
 from tests import ngram_harness as harness
-from tests.ngram_append_cases import ARRAY_NAMES, hybrid_example
 from tests.helpers.static_graph import run_static
+from tests.ngram_append_cases import ARRAY_NAMES, hybrid_example
 
 run_op = partial(harness.run_paddle, "ngram_append")
 run_reference = partial(harness.run_reference, "ngram_append")
@@ -39,7 +39,9 @@ def test_without_model_drafts_it_is_ngram_match():
 
     for _ in range(200):
         arrays, attrs = random_case(rng)
-        arrays["seq_lens_this_time"] = np.where(arrays["seq_lens_encoder"] > 0, arrays["seq_lens_this_time"], 1).astype(np.int32)
+        arrays["seq_lens_this_time"] = np.where(arrays["seq_lens_encoder"] > 0, arrays["seq_lens_this_time"], 1).astype(
+            np.int32
+        )
         harness.assert_same(run_op(arrays, attrs), harness.run_reference("ngram_match", arrays, attrs))
 
 
@@ -120,8 +122,11 @@ def test_bad_inputs_name_the_argument(name, value):
 
 @pytest.mark.parametrize(
     "attrs, attribute, error",
-    [({"max_ngram_size": 0}, "max_ngram_size", ValueError), ({"max_ngram_size": 2, "min_ngram_size": 3}, "min_ngram_size", ValueError),
-     ({"max_ngram_size": 2, "token_budget": 1.5}, "token_budget", TypeError)],
+    [
+        ({"max_ngram_size": 0}, "max_ngram_size", ValueError),
+        ({"max_ngram_size": 2, "min_ngram_size": 3}, "min_ngram_size", ValueError),
+        ({"max_ngram_size": 2, "token_budget": 1.5}, "token_budget", TypeError),
+    ],
 )
 def test_bad_attributes_name_the_attribute(attrs, attribute, error):
     arrays, _ = hybrid_example()

@@ -37,5 +37,7 @@ def test_rand64_known_answers(args, expected):
 
 
 def test_streams_and_positions_are_independent():
-    values = {arrays.module().rand64(seed, pos, stream) for seed in range(4) for pos in range(4) for stream in range(1, 6)}
+    values = {
+        arrays.module().rand64(seed, pos, stream) for seed in range(4) for pos in range(4) for stream in range(1, 6)
+    }
     assert len(values) == 4 * 4 * 5

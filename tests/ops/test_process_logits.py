@@ -45,19 +45,28 @@ def simple_call(vocab=8, prompt=(1, 2), output=(3,), drafts=(3,), rows=None, **v
     history = np.array([tokens + [0] * 4], np.int64)
     rows = len(drafts) + 1 if rows is None else rows
     arrays = {
-        "logits": np.ones((rows, vocab), np.float32), "token_ids_all": history,
-        "prompt_lens": np.array([len(prompt)], np.int64), "step_idx": np.array([len(output)], np.int64),
+        "logits": np.ones((rows, vocab), np.float32),
+        "token_ids_all": history,
+        "prompt_lens": np.array([len(prompt)], np.int64),
+        "step_idx": np.array([len(output)], np.int64),
         "draft_tokens": np.array([[tokens[-1] if tokens else 0, *drafts]], np.int64),
-        "batch_id_per_token_output": np.zeros(rows, np.int32), "cu_seqlens_q_output": np.array([0, rows], np.int32),
-        "repetition_penalty": np.ones(1, np.float32), "presence_penalty": np.zeros(1, np.float32),
-        "frequency_penalty": np.zeros(1, np.float32), "min_tokens": np.zeros(1, np.int64),
-        "end_tokens": np.array([vocab - 1], np.int64), "stop_token_ids": np.full((1, 1), -1, np.int64),
-        "logit_bias_ids": np.full((1, 1), -1, np.int64), "logit_bias_values": np.zeros((1, 1), np.float32),
-        "bad_words": np.full((1, 1), -1, np.int64), "draft_parents": None,
+        "batch_id_per_token_output": np.zeros(rows, np.int32),
+        "cu_seqlens_q_output": np.array([0, rows], np.int32),
+        "repetition_penalty": np.ones(1, np.float32),
+        "presence_penalty": np.zeros(1, np.float32),
+        "frequency_penalty": np.zeros(1, np.float32),
+        "min_tokens": np.zeros(1, np.int64),
+        "end_tokens": np.array([vocab - 1], np.int64),
+        "stop_token_ids": np.full((1, 1), -1, np.int64),
+        "logit_bias_ids": np.full((1, 1), -1, np.int64),
+        "logit_bias_values": np.zeros((1, 1), np.float32),
+        "bad_words": np.full((1, 1), -1, np.int64),
+        "draft_parents": None,
     }
     for name, value in values.items():
-        arrays[name] = None if value is None else np.asarray(value, arrays[name].dtype if arrays[name] is not None
-                                                            else np.int32)
+        arrays[name] = (
+            None if value is None else np.asarray(value, arrays[name].dtype if arrays[name] is not None else np.int32)
+        )
     return arrays
 
 
@@ -101,8 +110,9 @@ def test_a_tree_row_sees_its_ancestors_only():
 
 
 def test_bias_adds_in_column_order_after_the_penalties():
-    arrays = simple_call(drafts=(), repetition_penalty=[2.0], logit_bias_ids=[[3, 3, 4]],
-                         logit_bias_values=[[1.0, 0.5, -2.0]])
+    arrays = simple_call(
+        drafts=(), repetition_penalty=[2.0], logit_bias_ids=[[3, 3, 4]], logit_bias_values=[[1.0, 0.5, -2.0]]
+    )
     out = processed(arrays)
     assert out[0, 3] == 0.5 + 1.0 + 0.5 and out[0, 4] == -1.0
 
@@ -131,6 +141,13 @@ def test_neutral_parameters_keep_every_bit():
 
 
 def test_the_example_of_the_docs():
-    arrays = simple_call(vocab=4, prompt=(3, 1), output=(2,), drafts=(2,), repetition_penalty=[2.0],
-                         frequency_penalty=[0.25], end_tokens=[0])
+    arrays = simple_call(
+        vocab=4,
+        prompt=(3, 1),
+        output=(2,),
+        drafts=(2,),
+        repetition_penalty=[2.0],
+        frequency_penalty=[0.25],
+        end_tokens=[0],
+    )
     assert processed(arrays).tolist() == [[1.0, 0.5, 0.25, 0.5], [1.0, 0.5, 0.0, 0.5]]

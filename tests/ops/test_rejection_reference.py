@@ -92,8 +92,15 @@ def test_batch_invariance():
     full_tokens, full_num = run(case)
     for b in range(8):
         lo, hi = int(case["cu_seqlens_q_output"][b]), int(case["cu_seqlens_q_output"][b + 1])
-        single = {name: (value[b : b + 1] if name not in ("target_probs", "draft_probs", "cu_seqlens_q_output", "end_tokens")
-                         and value is not None else value) for name, value in case.items()}
+        single = {
+            name: (
+                value[b : b + 1]
+                if name not in ("target_probs", "draft_probs", "cu_seqlens_q_output", "end_tokens")
+                and value is not None
+                else value
+            )
+            for name, value in case.items()
+        }
         single["target_probs"] = case["target_probs"][lo:hi]
         single["draft_probs"] = case["draft_probs"][lo:hi]
         single["cu_seqlens_q_output"] = np.array([0, hi - lo], np.int32)

@@ -14,9 +14,9 @@ from fastspec import reference as ref
 from fastspec.reference.mass import prob_mass
 from tests.helpers.sampling_cases import (
     KINDS,
-    large_vocab_case,
     TOP_P_ODD,
     TOP_PS,
+    large_vocab_case,
     make_batch,
     make_probs,
     make_row,
@@ -31,15 +31,17 @@ def run_candidates(probs, top_p, batch_id, k, num_threads=0):
     ids = np.full((rows, k), 12345, np.int64)  # garbage: every element must be written
     scores = np.full((rows, k), 7.0, np.float32)
     lens = np.full(rows, 999, np.int32)
-    arrays.top_p_candidates(np.ascontiguousarray(probs), top_p, batch_id, ids, scores, lens,
-                             max_candidate_len=k, num_threads=num_threads)
+    arrays.top_p_candidates(
+        np.ascontiguousarray(probs), top_p, batch_id, ids, scores, lens, max_candidate_len=k, num_threads=num_threads
+    )
     return ids, scores, lens
 
 
 def run_sample(probs, top_p, top_k, seed, step_idx, batch_id, cu, num_threads=0):
     tokens = np.full(probs.shape[0], 12345, np.int64)
-    arrays.sample_tokens(np.ascontiguousarray(probs), top_p, top_k, seed, step_idx, batch_id, cu, tokens,
-                          num_threads=num_threads)
+    arrays.sample_tokens(
+        np.ascontiguousarray(probs), top_p, top_k, seed, step_idx, batch_id, cu, tokens, num_threads=num_threads
+    )
     return tokens
 
 
@@ -67,11 +69,26 @@ def test_f16_converter_is_exact_for_every_pattern():
 def test_mass_of_bits_matches_reference_mass():
     m = arrays.module()
     rng = np.random.default_rng(1)
-    bits = np.concatenate([
-        rng.integers(1, 0x7F7FFFFF, 20000, dtype=np.uint32),
-        np.array([1, 0x7FFFFF, 0x800000, 0x3F7FFFFF, 0x3F800000, 0x40000000, 0x7F7FFFFF,
-                  0x2B800000, 0x2B7FFFFF, 0x2C000000], np.uint32),
-    ])
+    bits = np.concatenate(
+        [
+            rng.integers(1, 0x7F7FFFFF, 20000, dtype=np.uint32),
+            np.array(
+                [
+                    1,
+                    0x7FFFFF,
+                    0x800000,
+                    0x3F7FFFFF,
+                    0x3F800000,
+                    0x40000000,
+                    0x7F7FFFFF,
+                    0x2B800000,
+                    0x2B7FFFFF,
+                    0x2C000000,
+                ],
+                np.uint32,
+            ),
+        ]
+    )
     expected = prob_mass(bits.view(np.float32))
     got = np.array([m.mass_of_bits(int(b)) for b in bits], dtype=np.int64)
     assert np.array_equal(got, expected)
@@ -178,8 +195,15 @@ def test_sample_half_dtypes(dtype):
 def test_sample_padding_and_invalid_rows_give_minus_one():
     probs = np.array([[np.nan, 0, -1], [0.2, 0.3, 0.5], [0.2, 0.3, 0.5]], np.float32)
     one = np.ones(2)
-    tokens = run_sample(probs, (one * 0.9).astype(np.float32), np.zeros(2, np.int32), np.zeros(2, np.int64),
-                        np.zeros(2, np.int64), np.array([0, -1, 2], np.int32), np.array([0, 1, 1], np.int32))
+    tokens = run_sample(
+        probs,
+        (one * 0.9).astype(np.float32),
+        np.zeros(2, np.int32),
+        np.zeros(2, np.int64),
+        np.zeros(2, np.int64),
+        np.array([0, -1, 2], np.int32),
+        np.array([0, 1, 1], np.int32),
+    )
     assert tokens.tolist() == [-1, -1, -1]
 
 
@@ -196,8 +220,9 @@ def test_top_k_one_and_tiny_top_p_are_argmax():
         best = np.where(valid, row, -np.inf).max()
         expected.append(int(np.flatnonzero(valid & (row == best))[0]))  # smallest id on ties
     for top_p, top_k in ((1.0, 1), (1e-9, 0), (0.0, 0), (0.95, 1)):
-        got = run_sample(probs, np.full(rows, top_p, np.float32), np.full(rows, top_k, np.int32), seed, step,
-                         batch_id, cu)
+        got = run_sample(
+            probs, np.full(rows, top_p, np.float32), np.full(rows, top_k, np.int32), seed, step, batch_id, cu
+        )
         assert got.tolist() == expected
 
 
@@ -219,11 +244,25 @@ def test_sampling_frequencies_match_target(top_p, top_k):
     # one request per draw, each with its own seed; and one request walking many positions
     probs = np.repeat(row[None], draws, axis=0)
     cu, batch_id = make_batch(rng, [1] * draws)
-    tokens_seeds = run_sample(probs, np.full(draws, top_p, np.float32), np.full(draws, top_k, np.int32),
-                              np.arange(draws, dtype=np.int64) * 7919 + 1, np.zeros(draws, np.int64), batch_id, cu)
+    tokens_seeds = run_sample(
+        probs,
+        np.full(draws, top_p, np.float32),
+        np.full(draws, top_k, np.int32),
+        np.arange(draws, dtype=np.int64) * 7919 + 1,
+        np.zeros(draws, np.int64),
+        batch_id,
+        cu,
+    )
     cu1 = np.array([0, draws], np.int32)
-    tokens_positions = run_sample(probs, np.array([top_p], np.float32), np.array([top_k], np.int32),
-                                  np.array([42], np.int64), np.array([0], np.int64), np.zeros(draws, np.int32), cu1)
+    tokens_positions = run_sample(
+        probs,
+        np.array([top_p], np.float32),
+        np.array([top_k], np.int32),
+        np.array([42], np.int64),
+        np.array([0], np.int64),
+        np.zeros(draws, np.int32),
+        cu1,
+    )
     for tokens in (tokens_seeds, tokens_positions):
         counts = np.bincount(tokens, minlength=vocab)
         assert counts[target == 0].sum() == 0, "drew a token outside top-k / top-p"
@@ -244,9 +283,15 @@ def test_batch_invariance():
 
     def alone():
         cu = np.array([0, 3], np.int32)
-        return run_sample(mine, np.array([params["top_p"]], np.float32), np.array([params["top_k"]], np.int32),
-                          np.array([params["seed"]], np.int64), np.array([params["step"]], np.int64),
-                          np.zeros(3, np.int32), cu)
+        return run_sample(
+            mine,
+            np.array([params["top_p"]], np.float32),
+            np.array([params["top_k"]], np.int32),
+            np.array([params["seed"]], np.int64),
+            np.array([params["step"]], np.int64),
+            np.zeros(3, np.int32),
+            cu,
+        )
 
     base = alone()
     for slot, others in ((0, 4), (2, 4), (5, 5), (3, 7)):
@@ -255,11 +300,16 @@ def test_batch_invariance():
         rows_per[slot] = 3
         cu, batch_id = make_batch(rng, rows_per, padding_rows=2)
         probs = make_probs(rng, vocab, len(batch_id))
-        probs[cu[slot]:cu[slot] + 3] = mine
+        probs[cu[slot] : cu[slot] + 3] = mine
         top_p, top_k, seed, step = request_params(rng, batch, vocab)
-        top_p[slot], top_k[slot], seed[slot], step[slot] = params["top_p"], params["top_k"], params["seed"], params["step"]
+        top_p[slot], top_k[slot], seed[slot], step[slot] = (
+            params["top_p"],
+            params["top_k"],
+            params["seed"],
+            params["step"],
+        )
         got = run_sample(probs, top_p, top_k, seed, step, batch_id, cu)
-        assert np.array_equal(got[cu[slot]:cu[slot] + 3], base)
+        assert np.array_equal(got[cu[slot] : cu[slot] + 3], base)
 
 
 def test_different_seeds_give_different_streams():
@@ -270,19 +320,40 @@ def test_different_seeds_give_different_streams():
     cu = np.array([0, rows], np.int32)
     bid = np.zeros(rows, np.int32)
     draws = [
-        run_sample(probs, np.array([1.0], np.float32), np.array([0], np.int32), np.array([s], np.int64),
-                   np.array([0], np.int64), bid, cu)
+        run_sample(
+            probs,
+            np.array([1.0], np.float32),
+            np.array([0], np.int32),
+            np.array([s], np.int64),
+            np.array([0], np.int64),
+            bid,
+            cu,
+        )
         for s in (1, 2, 2**32 + 1, -1)
     ]
     for i in range(len(draws)):
         for j in range(i + 1, len(draws)):
             assert (draws[i] != draws[j]).sum() > rows // 2
     # same seed, same positions: same tokens; positions shifted by step_idx: the stream shifts
-    again = run_sample(probs, np.array([1.0], np.float32), np.array([0], np.int32), np.array([1], np.int64),
-                       np.array([0], np.int64), bid, cu)
+    again = run_sample(
+        probs,
+        np.array([1.0], np.float32),
+        np.array([0], np.int32),
+        np.array([1], np.int64),
+        np.array([0], np.int64),
+        bid,
+        cu,
+    )
     assert np.array_equal(again, draws[0])
-    shifted = run_sample(probs, np.array([1.0], np.float32), np.array([0], np.int32), np.array([1], np.int64),
-                         np.array([1], np.int64), bid, cu)
+    shifted = run_sample(
+        probs,
+        np.array([1.0], np.float32),
+        np.array([0], np.int32),
+        np.array([1], np.int64),
+        np.array([1], np.int64),
+        bid,
+        cu,
+    )
     assert np.array_equal(shifted[:-1], draws[0][1:])
 
 
@@ -316,8 +387,9 @@ def test_any_pool_size_gives_the_same_bits(threads):
 
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, FASTSPEC_NUM_THREADS=str(threads))
-    result = subprocess.run([sys.executable, "-c", _THREADS_SCRIPT, root], env=env, cwd=root,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", _THREADS_SCRIPT, root], env=env, cwd=root, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-2000:]
 
 
@@ -351,10 +423,27 @@ def test_every_fp16_pattern_in_one_row():
     got = run_candidates(sub, top_p[:1], np.zeros(1, np.int32), 100)
     assert_candidates_equal(got, ref.top_p_candidates(sub, top_p[:1], np.zeros(1, np.int32), max_candidate_len=100))
     cu = np.array([0, 4], np.int32)
-    tokens = run_sample(rows, top_p[:1], np.array([0], np.int32), np.array([5], np.int64), np.array([0], np.int64),
-                        np.zeros(4, np.int32), cu)
-    assert np.array_equal(tokens, ref.sample_tokens(rows, top_p[:1], np.array([0], np.int32), np.array([5], np.int64),
-                                                    np.array([0], np.int64), np.zeros(4, np.int32), cu))
+    tokens = run_sample(
+        rows,
+        top_p[:1],
+        np.array([0], np.int32),
+        np.array([5], np.int64),
+        np.array([0], np.int64),
+        np.zeros(4, np.int32),
+        cu,
+    )
+    assert np.array_equal(
+        tokens,
+        ref.sample_tokens(
+            rows,
+            top_p[:1],
+            np.array([0], np.int32),
+            np.array([5], np.int64),
+            np.array([0], np.int64),
+            np.zeros(4, np.int32),
+            cu,
+        ),
+    )
 
 
 def near_uniform_rows(rng, vocab: int, rows: int, shape: str) -> np.ndarray:
@@ -403,8 +492,18 @@ def near_uniform_case(rng, vocab: int, shape: str) -> tuple:
 
 def run_sample_stream(probs, top_p, top_k, seed, step_idx, batch_id, cu, rand_stream, num_threads=0):
     tokens = np.full(probs.shape[0], 12345, np.int64)
-    arrays.sample_tokens(np.ascontiguousarray(probs), top_p, top_k, seed, step_idx, batch_id, cu, tokens,
-                          num_threads=num_threads, rand_stream=rand_stream)
+    arrays.sample_tokens(
+        np.ascontiguousarray(probs),
+        top_p,
+        top_k,
+        seed,
+        step_idx,
+        batch_id,
+        cu,
+        tokens,
+        num_threads=num_threads,
+        rand_stream=rand_stream,
+    )
     return tokens
 
 
@@ -421,8 +520,9 @@ def test_draft_stream_matches_reference(vocab):
         assert np.array_equal(got, expected), np.argwhere(got != expected).tolist()
     # the default is TARGET, bit for bit
     target = ref.sample_tokens(probs, top_p, top_k, seed, step_idx, batch_id, cu)
-    assert np.array_equal(run_sample_stream(probs, top_p, top_k, seed, step_idx, batch_id, cu, ref.STREAM_TARGET),
-                          target)
+    assert np.array_equal(
+        run_sample_stream(probs, top_p, top_k, seed, step_idx, batch_id, cu, ref.STREAM_TARGET), target
+    )
     assert np.array_equal(run_sample(probs, top_p, top_k, seed, step_idx, batch_id, cu), target)
 
 

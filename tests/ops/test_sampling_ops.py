@@ -8,9 +8,9 @@ import pytest
 
 import fastspec.ops as ops
 from fastspec import reference as ref
-from tests.ops.raw_op import raw_op
 from tests.helpers.sampling_cases import KINDS, TOP_P_ODD, TOP_PS, make_batch, make_probs, request_params, softmax
 from tests.helpers.static_graph import run_static
+from tests.ops.raw_op import raw_op
 
 
 def as_paddle_probs(probs: np.ndarray, dtype: str) -> tuple[paddle.Tensor, np.ndarray]:
@@ -42,8 +42,9 @@ def sample_case(seed=0, vocab=300):
 def test_candidates_op_matches_reference(dtype, vocab, k):
     probs, top_p, batch_id = candidates_case(vocab + k, vocab)
     tensor, host = as_paddle_probs(probs, dtype)
-    ids, scores, lens = ops.top_p_candidates(tensor, paddle.to_tensor(top_p), paddle.to_tensor(batch_id),
-                                             max_candidate_len=k)
+    ids, scores, lens = ops.top_p_candidates(
+        tensor, paddle.to_tensor(top_p), paddle.to_tensor(batch_id), max_candidate_len=k
+    )
     e_ids, e_scores, e_lens = ref.top_p_candidates(host, top_p, batch_id, max_candidate_len=k)
     assert ids.dtype == paddle.int64 and scores.dtype == paddle.float32 and lens.dtype == paddle.int32
     assert ids.shape == [len(probs), k] and lens.shape == [len(probs)]
@@ -67,7 +68,9 @@ def test_per_request_tensors_may_be_column_vectors():
     col = [paddle.to_tensor(x.reshape(-1, 1)) for x in (top_p, top_k, seed, step)]
     tokens = ops.sample_tokens(paddle.to_tensor(probs), *col, paddle.to_tensor(batch_id), paddle.to_tensor(cu))
     np.testing.assert_array_equal(tokens.numpy(), ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu))
-    ids, _, lens = ops.top_p_candidates(paddle.to_tensor(probs), col[0], paddle.to_tensor(batch_id), max_candidate_len=8)
+    ids, _, lens = ops.top_p_candidates(
+        paddle.to_tensor(probs), col[0], paddle.to_tensor(batch_id), max_candidate_len=8
+    )
     e_ids, _, e_lens = ref.top_p_candidates(probs, top_p, batch_id, max_candidate_len=8)
     np.testing.assert_array_equal(ids.numpy(), e_ids)
     np.testing.assert_array_equal(lens.numpy(), e_lens)
@@ -75,12 +78,17 @@ def test_per_request_tensors_may_be_column_vectors():
 
 def test_empty_batch_of_rows():
     probs = np.zeros((0, 10), np.float32)
-    ids, scores, lens = ops.top_p_candidates(paddle.to_tensor(probs), paddle.to_tensor(np.ones(2, np.float32)),
-                                             paddle.to_tensor(np.zeros(0, np.int32)), max_candidate_len=3)
+    ids, scores, lens = ops.top_p_candidates(
+        paddle.to_tensor(probs),
+        paddle.to_tensor(np.ones(2, np.float32)),
+        paddle.to_tensor(np.zeros(0, np.int32)),
+        max_candidate_len=3,
+    )
     assert ids.shape == [0, 3] and lens.shape == [0]
 
 
 # ---- bad inputs ------------------------------------------------------------------------------
+
 
 def _cand_args(**over):
     probs, top_p, batch_id = candidates_case(1, 50, rows=4)
@@ -112,8 +120,10 @@ def test_candidates_bad_inputs_name_the_argument(over, argument):
         raw_op("top_p_candidates", args, {"max_candidate_len": 4})
 
 
-@pytest.mark.parametrize("k, error", [(0, ValueError), (51, ValueError), (1025, ValueError), (-3, ValueError),
-                                      (2.0, TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    "k, error",
+    [(0, ValueError), (51, ValueError), (1025, ValueError), (-3, ValueError), (2.0, TypeError), (True, TypeError)],
+)
 def test_max_candidate_len_out_of_range(k, error):
     args = {name: paddle.to_tensor(value) for name, value in _cand_args().items()}
     with pytest.raises(error, match="max_candidate_len"):
@@ -125,8 +135,12 @@ def test_max_candidate_len_out_of_range(k, error):
 
 def test_max_candidate_len_upper_bound_is_1024():
     probs = np.full((1, 2000), 1 / 2000, np.float32)
-    ids, _, lens = ops.top_p_candidates(paddle.to_tensor(probs), paddle.to_tensor(np.ones(1, np.float32)),
-                                        paddle.to_tensor(np.zeros(1, np.int32)), max_candidate_len=1024)
+    ids, _, lens = ops.top_p_candidates(
+        paddle.to_tensor(probs),
+        paddle.to_tensor(np.ones(1, np.float32)),
+        paddle.to_tensor(np.zeros(1, np.int32)),
+        max_candidate_len=1024,
+    )
     assert lens.numpy().tolist() == [1024]
     assert ids.numpy()[0].tolist() == list(range(1024))  # exact ties: ids ascending
 
@@ -166,9 +180,15 @@ def test_sample_bad_inputs_name_the_argument(name, value):
 def test_static_graph_build_and_run():
     probs, top_p, top_k, seed, step, batch_id, cu = sample_case(4)
     arrays = dict(zip(SAMPLE_NAMES, (probs, top_p, top_k, seed, step, batch_id, cu)))
-    got = run_static(arrays, lambda feeds: [
-        ops.sample_tokens(*(feeds[n] for n in SAMPLE_NAMES)),
-        *ops.top_p_candidates(feeds["probs"], feeds["top_p"], feeds["batch_id_per_token_output"], max_candidate_len=16)])
+    got = run_static(
+        arrays,
+        lambda feeds: [
+            ops.sample_tokens(*(feeds[n] for n in SAMPLE_NAMES)),
+            *ops.top_p_candidates(
+                feeds["probs"], feeds["top_p"], feeds["batch_id_per_token_output"], max_candidate_len=16
+            ),
+        ],
+    )
     np.testing.assert_array_equal(got[0], ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu))
     for g, e in zip(got[1:], ref.top_p_candidates(probs, top_p, batch_id, max_candidate_len=16)):
         np.testing.assert_array_equal(g, e)
@@ -184,8 +204,9 @@ def test_sample_op_draft_stream_matches_reference(dtype, vocab):
     tensor, host = as_paddle_probs(probs, dtype)
     args = [paddle.to_tensor(x) for x in (top_p, top_k, seed, step, batch_id, cu)]
     draft = ops.sample_tokens(tensor, *args, rand_stream=ref.STREAM_DRAFT)
-    np.testing.assert_array_equal(draft.numpy(), ref.sample_tokens(host, top_p, top_k, seed, step, batch_id, cu,
-                                                                   stream=ref.STREAM_DRAFT))
+    np.testing.assert_array_equal(
+        draft.numpy(), ref.sample_tokens(host, top_p, top_k, seed, step, batch_id, cu, stream=ref.STREAM_DRAFT)
+    )
     target = ref.sample_tokens(host, top_p, top_k, seed, step, batch_id, cu)
     np.testing.assert_array_equal(ops.sample_tokens(tensor, *args, rand_stream=ref.STREAM_TARGET).numpy(), target)
     np.testing.assert_array_equal(ops.sample_tokens(tensor, *args).numpy(), target)
@@ -225,7 +246,9 @@ def test_sample_op_attribute_checked_in_cpp(bad):
 def test_static_graph_draft_stream():
     probs, top_p, top_k, seed, step, batch_id, cu = sample_case(8)
     arrays = dict(zip(SAMPLE_NAMES, (probs, top_p, top_k, seed, step, batch_id, cu)))
-    got = run_static(arrays, lambda feeds: [ops.sample_tokens(*(feeds[n] for n in SAMPLE_NAMES),
-                                                              rand_stream=ref.STREAM_DRAFT)])
-    np.testing.assert_array_equal(got[0], ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu,
-                                                            stream=ref.STREAM_DRAFT))
+    got = run_static(
+        arrays, lambda feeds: [ops.sample_tokens(*(feeds[n] for n in SAMPLE_NAMES), rand_stream=ref.STREAM_DRAFT)]
+    )
+    np.testing.assert_array_equal(
+        got[0], ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu, stream=ref.STREAM_DRAFT)
+    )

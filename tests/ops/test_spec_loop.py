@@ -13,13 +13,43 @@ from fastspec import reference as ref
 
 B, K, L, V, K_CAND, STEPS = 8, 4, 320, 32, 6, 50
 END = 0
-NGRAM_NAMES = ("token_ids_all", "prompt_lens", "step_idx", "draft_token_num", "draft_tokens",
-               "seq_lens_this_time", "seq_lens_encoder", "seq_lens_decoder", "max_dec_len")
-UPDATE_NAMES = ("seq_lens_encoder", "seq_lens_decoder", "seq_lens_this_time", "step_idx", "stop_flags",
-                "accept_tokens", "accept_num", "draft_tokens", "token_ids_all", "prompt_lens",
-                "is_block_step", "max_dec_len", "end_tokens")
-COMPARED = ("token_ids_all", "step_idx", "seq_lens_encoder", "seq_lens_decoder", "seq_lens_this_time",
-            "stop_flags", "accept_tokens", "accept_num", "draft_tokens")
+NGRAM_NAMES = (
+    "token_ids_all",
+    "prompt_lens",
+    "step_idx",
+    "draft_token_num",
+    "draft_tokens",
+    "seq_lens_this_time",
+    "seq_lens_encoder",
+    "seq_lens_decoder",
+    "max_dec_len",
+)
+UPDATE_NAMES = (
+    "seq_lens_encoder",
+    "seq_lens_decoder",
+    "seq_lens_this_time",
+    "step_idx",
+    "stop_flags",
+    "accept_tokens",
+    "accept_num",
+    "draft_tokens",
+    "token_ids_all",
+    "prompt_lens",
+    "is_block_step",
+    "max_dec_len",
+    "end_tokens",
+)
+COMPARED = (
+    "token_ids_all",
+    "step_idx",
+    "seq_lens_encoder",
+    "seq_lens_decoder",
+    "seq_lens_this_time",
+    "stop_flags",
+    "accept_tokens",
+    "accept_num",
+    "draft_tokens",
+)
 ADMIT_STEP, ADMITTED = 10, 7  # slot 7 is inactive until step 10
 BLOCKED, BLOCK_STEPS = 3, range(5, 10)
 REASONING, REASONING_STEPS = 4, range(0, 16)
@@ -73,16 +103,34 @@ def draw_targets(api, s: dict, strategy: str, probs, batch_ids, cu, **options) -
     if strategy == "topp":
         ids, scores, lens = api.top_p_candidates(probs, s["top_p"], batch_ids, max_candidate_len=K_CAND, **options)
         return {"candidate_ids": ids, "candidate_scores": scores, "candidate_lens": lens}
-    return {"target_tokens": api.sample_tokens(probs, s["top_p"], s["top_k"], s["seed"], s["step_idx"], batch_ids, cu,
-                                               **options)}
+    return {
+        "target_tokens": api.sample_tokens(
+            probs, s["top_p"], s["top_k"], s["seed"], s["step_idx"], batch_ids, cu, **options
+        )
+    }
 
 
 def verify_inputs(s: dict, rows: dict, cu) -> tuple:
     """verify_draft_tokens' positional inputs from the loop's state and one step's target rows."""
-    return (s["accept_tokens"], s["accept_num"], s["draft_tokens"], rows.get("target_tokens"), rows.get("candidate_ids"),
-            rows.get("candidate_scores"), rows.get("candidate_lens"), s["seed"], s["step_idx"], s["stop_flags"],
-            s["is_block_step"], s["seq_lens_encoder"], s["seq_lens_this_time"], cu, s["reasoning_status"],
-            s["max_dec_len"], s["end_tokens"])
+    return (
+        s["accept_tokens"],
+        s["accept_num"],
+        s["draft_tokens"],
+        rows.get("target_tokens"),
+        rows.get("candidate_ids"),
+        rows.get("candidate_scores"),
+        rows.get("candidate_lens"),
+        s["seed"],
+        s["step_idx"],
+        s["stop_flags"],
+        s["is_block_step"],
+        s["seq_lens_encoder"],
+        s["seq_lens_this_time"],
+        cu,
+        s["reasoning_status"],
+        s["max_dec_len"],
+        s["end_tokens"],
+    )
 
 
 class RefLoop:
@@ -99,14 +147,16 @@ class RefLoop:
 
     def propose(self) -> None:
         self.s["draft_tokens"], self.s["seq_lens_this_time"] = ref.ngram_match(
-            *(self.s[n] for n in NGRAM_NAMES), max_ngram_size=3)
+            *(self.s[n] for n in NGRAM_NAMES), max_ngram_size=3
+        )
 
     def targets(self, strategy, probs, batch_ids, cu) -> dict:
         return draw_targets(ref, self.s, strategy, probs, batch_ids, cu)
 
     def verify(self, strategy, rows: dict, cu) -> None:
-        self.s["accept_tokens"], self.s["accept_num"] = ref.verify_draft_tokens(*verify_inputs(self.s, rows, cu),
-                                                                                strategy=strategy)
+        self.s["accept_tokens"], self.s["accept_num"] = ref.verify_draft_tokens(
+            *verify_inputs(self.s, rows, cu), strategy=strategy
+        )
 
     def update(self) -> bool:
         outs = ref.update_model_status(*(self.s[n] for n in UPDATE_NAMES))
@@ -168,9 +218,11 @@ def output_rows(loop, table: np.ndarray, step: int) -> tuple[np.ndarray, np.ndar
 def host_events(loop, step: int, state: dict[str, np.ndarray]) -> None:
     """What a scheduler does between steps: admit a request, block one, toggle reasoning."""
     if step == ADMIT_STEP:
-        for name, value in (("seq_lens_encoder", state["prompt_lens"][ADMITTED]),
-                            ("seq_lens_this_time", state["prompt_lens"][ADMITTED]),
-                            ("stop_flags", False)):
+        for name, value in (
+            ("seq_lens_encoder", state["prompt_lens"][ADMITTED]),
+            ("seq_lens_this_time", state["prompt_lens"][ADMITTED]),
+            ("stop_flags", False),
+        ):
             arr = loop.get(name)
             arr[ADMITTED] = value
             loop.set(name, arr)

@@ -21,9 +21,9 @@ from tests.helpers.sampling_cases import (
     softmax,
     to_bf16_bits,
 )
+from tests.helpers.static_graph import run_static
 from tests.ops.raw_op import raw_op
 from tests.ops.test_sampling_kernels import near_uniform_rows
-from tests.helpers.static_graph import run_static
 
 NAMES = ("probs", "top_p", "top_k", "batch_id_per_token_output")
 
@@ -119,8 +119,10 @@ def test_every_fp16_pattern_in_one_row():
 def one_row(row, top_p, top_k):
     probs = np.asarray([row], np.float32)
     got = run_cpu(probs, np.array([top_p], np.float32), np.array([top_k], np.int32), np.zeros(1, np.int32))
-    assert_bits(got, ref.top_k_top_p_probs(probs, np.array([top_p], np.float32), np.array([top_k], np.int32),
-                                           np.zeros(1, np.int32)))
+    assert_bits(
+        got,
+        ref.top_k_top_p_probs(probs, np.array([top_p], np.float32), np.array([top_k], np.int32), np.zeros(1, np.int32)),
+    )
     return got[0]
 
 
@@ -142,13 +144,23 @@ def test_the_rules_by_hand():
 
 
 def test_rows_without_a_valid_entry_and_padding_rows_are_zeros():
-    probs = np.array([[np.nan, -1, 0, np.inf, -0.0], [0.2, 0.3, 0.5, 0, 0], [0.2, 0.3, 0.5, 0, 0],
-                      [0.2, 0.3, 0.5, 0, 0], [0, 0, 0, 0, 0]], np.float32)
+    probs = np.array(
+        [
+            [np.nan, -1, 0, np.inf, -0.0],
+            [0.2, 0.3, 0.5, 0, 0],
+            [0.2, 0.3, 0.5, 0, 0],
+            [0.2, 0.3, 0.5, 0, 0],
+            [0, 0, 0, 0, 0],
+        ],
+        np.float32,
+    )
     batch_id = np.array([0, -1, 1, 1 << 30, 0], np.int32)  # rows 1 and 3 are padding
     got = run_cpu(probs, np.ones(2, np.float32), np.zeros(2, np.int32), batch_id)
     assert (got[[0, 1, 3, 4]] == 0).all() and not np.signbit(got).any()
-    assert got[2].tolist() == ref.top_k_top_p_probs(probs, np.ones(2, np.float32), np.zeros(2, np.int32),
-                                                     batch_id)[2].tolist()
+    assert (
+        got[2].tolist()
+        == ref.top_k_top_p_probs(probs, np.ones(2, np.float32), np.zeros(2, np.int32), batch_id)[2].tolist()
+    )
     assert got[2].sum() > 0.99
 
 
@@ -176,7 +188,7 @@ def test_each_kept_value_is_its_mass_over_the_sets_mass():
         total = int(sum(int(m) for m in masses))
         want = np.zeros(2000, np.float32)
         want[kept] = [np.float32(float(m) / float(total)) for m in masses]
-        assert_bits(got[t:t + 1], want[None], f"row {t}")
+        assert_bits(got[t : t + 1], want[None], f"row {t}")
         assert abs(float(got[t].astype(np.float64).sum()) - 1.0) < 1e-5
 
 
@@ -191,15 +203,31 @@ def test_support_is_what_sample_tokens_draws_and_greedy_is_its_token(vocab):
     draws = 200
     tokens = np.zeros(draws, np.int64)
     for t in range(requests):
-        one = np.repeat(probs[t:t + 1], draws, axis=0)
+        one = np.repeat(probs[t : t + 1], draws, axis=0)
         cu = np.array([0, draws], np.int32)
-        arrays.sample_tokens(one, top_p[t:t + 1], top_k[t:t + 1], np.array([t + 1], np.int64),
-                              np.zeros(1, np.int64), np.zeros(draws, np.int32), cu, tokens)
+        arrays.sample_tokens(
+            one,
+            top_p[t : t + 1],
+            top_k[t : t + 1],
+            np.array([t + 1], np.int64),
+            np.zeros(1, np.int64),
+            np.zeros(draws, np.int32),
+            cu,
+            tokens,
+        )
         assert (target[t, tokens] > 0).all(), f"row {t} drew outside the kept set"
         greedy = np.ones(1, np.int32)
-        arrays.sample_tokens(one, top_p[t:t + 1], greedy, np.array([7], np.int64), np.zeros(1, np.int64),
-                              np.zeros(draws, np.int32), cu, tokens)
-        one_hot = run_cpu(probs[t:t + 1], top_p[t:t + 1], greedy, np.zeros(1, np.int32))[0]
+        arrays.sample_tokens(
+            one,
+            top_p[t : t + 1],
+            greedy,
+            np.array([7], np.int64),
+            np.zeros(1, np.int64),
+            np.zeros(draws, np.int32),
+            cu,
+            tokens,
+        )
+        one_hot = run_cpu(probs[t : t + 1], top_p[t : t + 1], greedy, np.zeros(1, np.int32))[0]
         assert np.flatnonzero(one_hot).tolist() == [tokens[0]] and one_hot[tokens[0]] == 1.0
 
 
@@ -240,11 +268,19 @@ def test_op_matches_reference(dtype, vocab):
 
 def test_op_per_request_column_vectors_and_empty_rows():
     probs, top_p, top_k, batch_id = probs_case(np.random.default_rng(2), 300, (1, 2, 3))
-    out = ops.top_k_top_p_probs(paddle.to_tensor(probs), paddle.to_tensor(top_p[:, None]),
-                                paddle.to_tensor(top_k[:, None]), paddle.to_tensor(batch_id))
+    out = ops.top_k_top_p_probs(
+        paddle.to_tensor(probs),
+        paddle.to_tensor(top_p[:, None]),
+        paddle.to_tensor(top_k[:, None]),
+        paddle.to_tensor(batch_id),
+    )
     assert_bits(out.numpy(), ref.top_k_top_p_probs(probs, top_p, top_k, batch_id))
-    empty = ops.top_k_top_p_probs(paddle.to_tensor(np.zeros((0, 10), np.float32)), paddle.to_tensor(top_p),
-                                  paddle.to_tensor(top_k), paddle.to_tensor(np.zeros(0, np.int32)))
+    empty = ops.top_k_top_p_probs(
+        paddle.to_tensor(np.zeros((0, 10), np.float32)),
+        paddle.to_tensor(top_p),
+        paddle.to_tensor(top_k),
+        paddle.to_tensor(np.zeros(0, np.int32)),
+    )
     assert empty.shape == [0, 10]
 
 

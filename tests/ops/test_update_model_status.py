@@ -7,11 +7,11 @@ import numpy as np
 import paddle
 import pytest
 
-import fastspec.ops as ops
 import fastspec.arrays
+import fastspec.ops as ops
 from fastspec import reference as ref
-from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, random_update_case
 from tests.helpers.static_graph import run_static
+from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, random_update_case
 
 END = 2  # end_tokens = [END, 3] in the hand-written cases
 OUT_NAMES = (*UPDATE_OUTPUTS, "has_running")
@@ -43,8 +43,9 @@ def assert_same(actual: dict, expected: dict, context: str = "") -> None:
         np.testing.assert_array_equal(actual[name], expected[name], err_msg=f"{name} {context}")
 
 
-def case(accepted=(), *, kind: str = "decode", k: int = 3, L: int = 20, prompt: int = 4, step: int = 2,
-         max_dec: int = 100) -> dict:
+def case(
+    accepted=(), *, kind: str = "decode", k: int = 3, L: int = 20, prompt: int = 4, step: int = 2, max_dec: int = 100
+) -> dict:
     """One slot holding `accepted` tokens; kind: decode, prefill, stopped, blocked, inactive."""
     accept_tokens = np.full((1, k + 1), -1, np.int64)
     accept_tokens[0, : len(accepted)] = accepted
@@ -99,8 +100,15 @@ def test_blocked_slot_only_zeroes_this_time_and_accept_num():
     arrays = case([5, 6], kind="blocked")
     out = run_all(arrays)
     assert out["seq_lens_this_time"].tolist() == [0] and out["accept_num"].tolist() == [0]
-    for name in ("seq_lens_encoder", "seq_lens_decoder", "step_idx", "stop_flags", "accept_tokens",
-                 "draft_tokens", "token_ids_all"):
+    for name in (
+        "seq_lens_encoder",
+        "seq_lens_decoder",
+        "step_idx",
+        "stop_flags",
+        "accept_tokens",
+        "draft_tokens",
+        "token_ids_all",
+    ):
         np.testing.assert_array_equal(out[name], arrays[name], err_msg=name)
     assert out["has_running"].tolist() == [False]
 
@@ -247,8 +255,17 @@ def test_empty_batch_has_no_running_slot():
 
 def test_per_request_tensors_may_be_column_vectors():
     arrays = case([5, 6])
-    for name in ("seq_lens_encoder", "seq_lens_decoder", "seq_lens_this_time", "step_idx", "stop_flags",
-                 "accept_num", "prompt_lens", "is_block_step", "max_dec_len"):
+    for name in (
+        "seq_lens_encoder",
+        "seq_lens_decoder",
+        "seq_lens_this_time",
+        "step_idx",
+        "stop_flags",
+        "accept_num",
+        "prompt_lens",
+        "is_block_step",
+        "max_dec_len",
+    ):
         arrays[name] = arrays[name].reshape(-1, 1)
     out = run_op(arrays)
     assert out["step_idx"].shape == (1, 1) and out["step_idx"].tolist() == [[4]]

@@ -17,11 +17,17 @@ from fastspec import reference as ref
 from fastspec.reference import block as bk
 from fastspec.reference.mass import MASS_SCALE, prob_mass
 from fastspec.reference.rng import STREAM_BLOCK, rand64
-from tests.helpers.static_graph import run_static
 from tests.block_cases import exact_accepted, likely_case, markov_generation, markov_joint
+from tests.helpers.static_graph import run_static
 from tests.ops.probability_verify import PROBS, assert_same, positional, run_bindings, run_op
-from tests.rejection_cases import (ARRAY_NAMES, chi2_matches, distribution_case, distribution_pairs, random_case,
-                                   random_rows)
+from tests.rejection_cases import (
+    ARRAY_NAMES,
+    chi2_matches,
+    distribution_case,
+    distribution_pairs,
+    random_case,
+    random_rows,
+)
 
 run_op = partial(run_op, strategy="block")
 run_bindings = partial(run_bindings, strategy="block")
@@ -32,6 +38,7 @@ def run_reference(arrays: dict, **attrs):
 
 
 # -- bit for bit against the reference ---------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_random_batches_match_the_reference(dtype):
@@ -92,8 +99,11 @@ def test_skipped_slots_behave_as_rejection():
     for case in range(60):
         arrays = random_case(rng)
         for attrs in ({"accept_all": True}, {"reject_all": True}):
-            assert_same(run_bindings(arrays, **attrs), run_bindings(arrays, strategy="rejection", **attrs),
-                        f"case {case} {attrs}")
+            assert_same(
+                run_bindings(arrays, **attrs),
+                run_bindings(arrays, strategy="rejection", **attrs),
+                f"case {case} {attrs}",
+            )
 
 
 def test_batch_invariance():
@@ -101,8 +111,10 @@ def test_batch_invariance():
     arrays = likely_case(rng, 8, 3, 9)
     full = run_bindings(arrays)
     order = rng.permutation(8)
-    permuted = {name: value[order] if name not in PROBS + ("cu_seqlens_q_output", "end_tokens", "reasoning_status")
-                else value for name, value in arrays.items()}
+    permuted = {
+        name: value[order] if name not in PROBS + ("cu_seqlens_q_output", "end_tokens", "reasoning_status") else value
+        for name, value in arrays.items()
+    }
     for name in PROBS:
         permuted[name] = arrays[name].reshape(8, 4, -1)[order].reshape(32, -1)
     got = run_bindings(permuted)
@@ -111,6 +123,7 @@ def test_batch_invariance():
 
 
 # -- the integer arithmetic -----------------------------------------------------------------------------------
+
 
 def test_mass_arithmetic_is_exact():
     rng = np.random.default_rng(0)
@@ -150,15 +163,22 @@ def test_decision_by_hand():
 
 # -- bad inputs -----------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("missing", PROBS)
 def test_missing_probabilities_name_the_argument(missing):
     p = np.array([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5]], np.float32)
     arrays = distribution_case(p, p[:1], 2)
     tensors = {name: None if value is None else paddle.to_tensor(value) for name, value in arrays.items()}
     tensors[missing] = None
-    with pytest.raises(ValueError, match=f"verify_draft_tokens.*{missing}.*'block'|verify_draft_tokens.*'block'.*{missing}"):
-        ops.verify_draft_tokens(*positional(tensors), strategy="block",
-                                target_probs=tensors["target_probs"], draft_probs=tensors["draft_probs"])
+    with pytest.raises(
+        ValueError, match=f"verify_draft_tokens.*{missing}.*'block'|verify_draft_tokens.*'block'.*{missing}"
+    ):
+        ops.verify_draft_tokens(
+            *positional(tensors),
+            strategy="block",
+            target_probs=tensors["target_probs"],
+            draft_probs=tensors["draft_probs"],
+        )
     arrays[missing] = None
     with pytest.raises(ValueError, match=missing):
         run_bindings(arrays)
@@ -167,9 +187,12 @@ def test_missing_probabilities_name_the_argument(missing):
 def test_static_graph_build_and_run():
     p = np.array([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5], [0.1, 0.1, 0.8]], np.float32)
     arrays = distribution_case(p, np.array([[0.4, 0.6, 0.0], [0.3, 0.3, 0.4]], np.float32), 64, seed=2)
-    got = run_static(arrays, lambda feeds: ops.verify_draft_tokens(
-        *positional(feeds), strategy="block", target_probs=feeds["target_probs"],
-        draft_probs=feeds["draft_probs"]))
+    got = run_static(
+        arrays,
+        lambda feeds: ops.verify_draft_tokens(
+            *positional(feeds), strategy="block", target_probs=feeds["target_probs"], draft_probs=feeds["draft_probs"]
+        ),
+    )
     assert_same(got, run_reference(arrays))
 
 

@@ -7,11 +7,11 @@ import numpy as np
 import paddle
 import pytest
 
-import fastspec.ops as ops
 import fastspec.arrays
+import fastspec.ops as ops
 from fastspec import reference as ref
-from tests.verify_update_cases import STRATEGIES, VERIFY_NAMES, random_verify_case
 from tests.helpers.static_graph import run_static
+from tests.verify_update_cases import STRATEGIES, VERIFY_NAMES, random_verify_case
 
 END = 2  # end_tokens = [END, 3] in the hand-written cases
 
@@ -38,8 +38,18 @@ def assert_same(actual, expected, context=""):
     np.testing.assert_array_equal(actual[1], expected[1], err_msg=f"accept_num {context}")
 
 
-def case(strategy: str = "greedy", drafts=(), targets=None, candidates=None, *, k: int = 4, step: int = 10,
-         max_dec: int = 100, prefill: int = 0, seed: int = 7) -> tuple[dict, dict]:
+def case(
+    strategy: str = "greedy",
+    drafts=(),
+    targets=None,
+    candidates=None,
+    *,
+    k: int = 4,
+    step: int = 10,
+    max_dec: int = 100,
+    prefill: int = 0,
+    seed: int = 7,
+) -> tuple[dict, dict]:
     """One slot: decode with `drafts` (or prefill of `prefill` tokens), its rows' targets or
     candidates (`candidates`: list of (ids, scores) per row, len = len(ids))."""
     n_rows = 1 if prefill else 1 + len(drafts)
@@ -338,8 +348,16 @@ def test_strategy_is_case_insensitive_and_an_enum_works():
 
 def test_per_request_tensors_may_be_column_vectors():
     arrays, attrs = case("greedy", [5, 6], [5, 7, 8])
-    for name in ("accept_num", "seed", "step_idx", "stop_flags", "is_block_step", "seq_lens_encoder",
-                 "seq_lens_this_time", "max_dec_len"):
+    for name in (
+        "accept_num",
+        "seed",
+        "step_idx",
+        "stop_flags",
+        "is_block_step",
+        "seq_lens_encoder",
+        "seq_lens_this_time",
+        "max_dec_len",
+    ):
         arrays[name] = arrays[name].reshape(-1, 1)
     tokens, num = run_op(arrays, attrs)
     assert num.shape == (1, 1) and num.tolist() == [[2]] and tokens[0, :2].tolist() == [5, 7]
@@ -473,7 +491,11 @@ def test_bad_inputs_name_the_argument(strategy, mutate, argument):
     "attrs, pattern, error",
     [
         ({"strategy": "nucleus"}, "strategy", ValueError),
-        ({"strategy": "rejection"}, "'target_probs' is required", ValueError),  # REJECTION: tests/ops/test_verify_rejection.py
+        (
+            {"strategy": "rejection"},
+            "'target_probs' is required",
+            ValueError,
+        ),  # REJECTION: tests/ops/test_verify_rejection.py
         ({"strategy": ops.VerifyStrategy.REJECTION}, "'target_probs' is required", ValueError),
         ({"strategy": 1}, "strategy", TypeError),
         ({"strategy": "greedy", "accept_all": 1}, "accept_all", TypeError),
@@ -503,7 +525,9 @@ def test_empty_output_rows_emit_nothing():
 def test_static_graph_build_and_run():
     arrays, attrs = case("greedy", [5, 6], [5, 7, 8])
     present = {name: value for name, value in arrays.items() if value is not None}
-    got = run_static(present, lambda feeds: ops.verify_draft_tokens(*(feeds.get(name) for name in VERIFY_NAMES), **attrs))
+    got = run_static(
+        present, lambda feeds: ops.verify_draft_tokens(*(feeds.get(name) for name in VERIFY_NAMES), **attrs)
+    )
     assert_same(got, run_reference(arrays, attrs))
 
 

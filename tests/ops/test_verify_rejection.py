@@ -9,9 +9,9 @@ import pytest
 
 import fastspec.ops as ops
 from fastspec import reference as ref
+from tests.helpers.static_graph import run_static
 from tests.ops.probability_verify import PROBS, assert_same, positional, run_bindings, run_op
 from tests.rejection_cases import ARRAY_NAMES, chi2_matches, distribution_case, random_case, random_rows
-from tests.helpers.static_graph import run_static
 
 OTHERS = tuple(name for name in ARRAY_NAMES if name not in PROBS)
 
@@ -57,8 +57,11 @@ def test_batch_invariance_through_the_op():
     # the same requests in another slot order, rows repacked accordingly
     cu = arrays["cu_seqlens_q_output"]
     spans = [(int(cu[b]), int(cu[b + 1])) for b in order]
-    permuted = {name: (None if value is None else value[order]) for name, value in arrays.items()
-                if name not in PROBS + ("cu_seqlens_q_output", "end_tokens")}
+    permuted = {
+        name: (None if value is None else value[order])
+        for name, value in arrays.items()
+        if name not in PROBS + ("cu_seqlens_q_output", "end_tokens")
+    }
     permuted["end_tokens"] = arrays["end_tokens"]
     for name in PROBS:
         parts = [arrays[name][lo:hi] for lo, hi in spans]
@@ -89,20 +92,35 @@ def test_bad_probability_inputs_name_the_argument(change, argument):
     change(arrays)
     tensors = {name: None if value is None else paddle.to_tensor(value) for name, value in arrays.items()}
     with pytest.raises(ValueError, match=argument):
-        ops.verify_draft_tokens(*positional(tensors), strategy="rejection", target_probs=tensors["target_probs"],
-                                draft_probs=tensors["draft_probs"])
+        ops.verify_draft_tokens(
+            *positional(tensors),
+            strategy="rejection",
+            target_probs=tensors["target_probs"],
+            draft_probs=tensors["draft_probs"],
+        )
 
 
 def test_mixed_probability_dtypes_are_an_error():
     arrays = _base()
     tensors = {name: None if value is None else paddle.to_tensor(value) for name, value in arrays.items()}
     with pytest.raises(ValueError, match="draft_probs"):
-        ops.verify_draft_tokens(*positional(tensors), strategy="rejection", target_probs=tensors["target_probs"],
-                                draft_probs=tensors["draft_probs"].astype("float16"))
+        ops.verify_draft_tokens(
+            *positional(tensors),
+            strategy="rejection",
+            target_probs=tensors["target_probs"],
+            draft_probs=tensors["draft_probs"].astype("float16"),
+        )
 
 
 def test_static_graph_build_and_run():
     arrays = _base()
-    got = run_static(arrays, lambda feeds: ops.verify_draft_tokens(
-        *positional(feeds), strategy="rejection", target_probs=feeds["target_probs"], draft_probs=feeds["draft_probs"]))
+    got = run_static(
+        arrays,
+        lambda feeds: ops.verify_draft_tokens(
+            *positional(feeds),
+            strategy="rejection",
+            target_probs=feeds["target_probs"],
+            draft_probs=feeds["draft_probs"],
+        ),
+    )
     assert_same(got, run_reference(arrays))

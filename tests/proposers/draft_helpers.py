@@ -32,7 +32,9 @@ def expected_drafts(base: int, target_h: int, steps: int, chained: bool) -> list
     return out
 
 
-def decode_state(bases, k: int, *, prompt=(5, 6, 7, 8), step: int = 3, max_dec_len: int = 50, prefill_slots=()) -> SpecState:
+def decode_state(
+    bases, k: int, *, prompt=(5, 6, 7, 8), step: int = 3, max_dec_len: int = 50, prefill_slots=()
+) -> SpecState:
     """Slots in decode (base token = bases[b]) after ``step`` generated tokens; some slots prefill."""
     b = len(bases)
     state = SpecState(b, 64, k, [0], "cpu")

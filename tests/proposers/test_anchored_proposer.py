@@ -3,7 +3,6 @@ request starts from -1, and the config switch reaches the proposer."""
 
 from __future__ import annotations
 
-
 from fastspec import reference as ref
 from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.proposers.ngram import NgramProposer
@@ -31,7 +30,9 @@ def decode_state(generated: list[int], anchor: int) -> SpecState:
 def test_the_proposer_keeps_copying_from_its_anchor():
     state = decode_state([1, 2, 3, 4], anchor=7)
     arrays = {name: getattr(state, name).numpy().copy() for name in ARRAY_NAMES}
-    expected = ref.ngram_match(*(arrays[n] for n in ARRAY_NAMES), max_ngram_size=2, ngram_anchor=state.ngram_anchor.numpy())
+    expected = ref.ngram_match(
+        *(arrays[n] for n in ARRAY_NAMES), max_ngram_size=2, ngram_anchor=state.ngram_anchor.numpy()
+    )
     proposal = NgramProposer(3, max_ngram_size=2, anchored=True).propose(state)
     assert proposal.tokens.numpy()[0].tolist() == expected[0][0, 1:].tolist() == [5, 6, 7]
     assert state.ngram_anchor.numpy().tolist() == expected[2].tolist() == [9, -1]
@@ -53,4 +54,9 @@ def test_a_new_request_starts_without_an_anchor():
 def test_the_config_switch_reaches_the_proposer_and_is_on_by_default():
     config = SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": 3, "anchored": False})
     assert NgramProposer.from_config(config).anchored is False
-    assert NgramProposer.from_config(SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": 3})).anchored is True
+    assert (
+        NgramProposer.from_config(
+            SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": 3})
+        ).anchored
+        is True
+    )

@@ -13,9 +13,12 @@ BASES = [7, 42, 13]
 TARGET_H = [3, 5, 8]
 
 
-def proposer_with_target(k: int, steps: int, chained: bool, static: bool, state, keep_probs: bool = False) -> DraftModelProposer:
-    proposer = DraftModelProposer(RevealLayer(), k, num_model_steps=steps, chain_hidden_states=chained, static=static,
-                                  keep_draft_probs=keep_probs)
+def proposer_with_target(
+    k: int, steps: int, chained: bool, static: bool, state, keep_probs: bool = False
+) -> DraftModelProposer:
+    proposer = DraftModelProposer(
+        RevealLayer(), k, num_model_steps=steps, chain_hidden_states=chained, static=static, keep_draft_probs=keep_probs
+    )
     # the target's hidden state of each slot's last committed token, via observe_target
     b = state.max_num_seqs
     hidden = np.zeros((b, 2), np.float32)

@@ -13,12 +13,12 @@ import paddle
 import pytest
 from paddle import nn
 
-from fastspec.runtime.config import SpeculativeConfig
 from fastspec.demo.draft_models import GridAuxHiddenStates, ReplayAuxHiddenStates, ReplayEagle3Head
 from fastspec.demo.models import ReplayModel, TinyTransformer
-from fastspec.runtime.proposers import DraftModelProposer, DraftShapeError, Eagle3DraftHead
+from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.generation import generate
 from fastspec.runtime.model_inputs import build_model_inputs
+from fastspec.runtime.proposers import DraftModelProposer, DraftShapeError, Eagle3DraftHead
 from tests.proposers.draft_helpers import RevealLayer, decode_state, observe_one_row_per_slot
 from tests.test_runner import copy_task
 
@@ -142,10 +142,16 @@ def test_aux_id_L_captures_the_last_layer_output():
 
 
 def eagle3_config(strategy: str, temperature: float, **kw) -> SpeculativeConfig:
-    return SpeculativeConfig.from_dict({
-        "method": "eagle3", "num_speculative_tokens": 3, "verify_strategy": strategy, "aux_layer_ids": list(IDS),
-        "sampling": {"max_dec_len": 30, "temperature": temperature, "top_p": 0.9}, **kw,
-    })
+    return SpeculativeConfig.from_dict(
+        {
+            "method": "eagle3",
+            "num_speculative_tokens": 3,
+            "verify_strategy": strategy,
+            "aux_layer_ids": list(IDS),
+            "sampling": {"max_dec_len": 30, "temperature": temperature, "top_p": 0.9},
+            **kw,
+        }
+    )
 
 
 @pytest.mark.parametrize("strategy, temperature", [("greedy", 0.0), ("target_match", 1.0)])

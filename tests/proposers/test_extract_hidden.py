@@ -41,7 +41,7 @@ def test_records_hidden_states_of_committed_tokens():
     state.accept_tokens[:] = paddle.to_tensor(np.array([[5, 6], [9, -1]], np.int64))
     hidden = np.arange(8, dtype=np.float32).reshape(4, 2)
     proposer.observe_target(state, paddle.to_tensor(hidden))
-    (tokens0, hidden0), = proposer.records[0]
-    (tokens1, hidden1), = proposer.records[1]
+    ((tokens0, hidden0),) = proposer.records[0]
+    ((tokens1, hidden1),) = proposer.records[1]
     assert tokens0.tolist() == [5, 6] and hidden0.tolist() == [[0, 1], [2, 3]]
     assert tokens1.tolist() == [9] and hidden1.tolist() == [[4, 5]]

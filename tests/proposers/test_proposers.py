@@ -61,9 +61,17 @@ def test_ngram_proposer_matches_the_reference():
     state = decoding_state(k=3)
     before = {name: getattr(state, name).numpy().copy() for name in ("draft_tokens", "seq_lens_this_time")}
     want_drafts, want_lens = reference.ngram_match(
-        state.token_ids_all.numpy(), state.prompt_lens.numpy(), state.step_idx.numpy(), state.draft_token_num.numpy(),
-        before["draft_tokens"], before["seq_lens_this_time"], state.seq_lens_encoder.numpy(),
-        state.seq_lens_decoder.numpy(), state.max_dec_len.numpy(), max_ngram_size=3, min_ngram_size=1,
+        state.token_ids_all.numpy(),
+        state.prompt_lens.numpy(),
+        state.step_idx.numpy(),
+        state.draft_token_num.numpy(),
+        before["draft_tokens"],
+        before["seq_lens_this_time"],
+        state.seq_lens_encoder.numpy(),
+        state.seq_lens_decoder.numpy(),
+        state.max_dec_len.numpy(),
+        max_ngram_size=3,
+        min_ngram_size=1,
     )
     proposal = NgramProposer(3, max_ngram_size=3)(state)
     np.testing.assert_array_equal(state.draft_tokens.numpy(), want_drafts)

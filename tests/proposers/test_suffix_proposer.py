@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastspec.runtime.config import SpeculativeConfig
 from fastspec.demo.models import ReplayModel
-from fastspec.runtime.proposers import NgramProposer, SuffixProposer, make_proposer
 from fastspec.reference.draft_choice import DraftChoice, accepted, first_wins
+from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.generation import generate
+from fastspec.runtime.proposers import NgramProposer, SuffixProposer, make_proposer
 from fastspec.runtime.state import RequestParams
 from tests.test_runner import copy_task
 
@@ -19,8 +19,15 @@ V, K = 64, 4
 
 
 def config(**suffix):
-    return SpeculativeConfig.from_dict({"method": "suffix", "num_speculative_tokens": K, "verify_strategy": "greedy",
-                                        "suffix": suffix, "sampling": {"temperature": 0.0, "max_dec_len": 40}})
+    return SpeculativeConfig.from_dict(
+        {
+            "method": "suffix",
+            "num_speculative_tokens": K,
+            "verify_strategy": "greedy",
+            "suffix": suffix,
+            "sampling": {"temperature": 0.0, "max_dec_len": 40},
+        }
+    )
 
 
 class Recording(SuffixProposer):
@@ -58,10 +65,22 @@ def test_drafts_are_the_caches_and_the_cache_follows_the_state():
     prompts, refs = copy_task(6, length=50, seed=2)
     cfg = config()
     proposer = Recording(K, max_spec_factor=2.0, min_token_prob=0.05)
-    off = generate(ReplayModel(refs, V, end_token=0), prompts, cfg.replace(method="none", num_speculative_tokens=0),
-                   max_num_seqs=3, end_tokens=[0])
-    on = generate(ReplayModel(refs, V, end_token=0), prompts, cfg, max_num_seqs=3, end_tokens=[0], proposer=proposer,
-                  on_step=proposer.after_step)
+    off = generate(
+        ReplayModel(refs, V, end_token=0),
+        prompts,
+        cfg.replace(method="none", num_speculative_tokens=0),
+        max_num_seqs=3,
+        end_tokens=[0],
+    )
+    on = generate(
+        ReplayModel(refs, V, end_token=0),
+        prompts,
+        cfg,
+        max_num_seqs=3,
+        end_tokens=[0],
+        proposer=proposer,
+        on_step=proposer.after_step,
+    )
     assert proposer.checked_drafts > 20 and proposer.checked_rows > 20
     for a, b in zip(off.outputs, on.outputs):
         np.testing.assert_array_equal(a, b)  # greedy verification is lossless
@@ -80,8 +99,16 @@ def test_later_requests_draw_on_earlier_outputs():
     params = [RequestParams(seed=i, max_dec_len=50, temperature=0.0) for i in range(3)]
     proposer = make_proposer(config())
     trace = []
-    generate(ReplayModel(refs, V, end_token=0), prompts, config(), max_num_seqs=1, end_tokens=[0], params=params,
-             proposer=proposer, on_step=lambda s: trace.append((s.request_of_slot[0], int(s.accept_num[0]))))
+    generate(
+        ReplayModel(refs, V, end_token=0),
+        prompts,
+        config(),
+        max_num_seqs=1,
+        end_tokens=[0],
+        params=params,
+        proposer=proposer,
+        on_step=lambda s: trace.append((s.request_of_slot[0], int(s.accept_num[0]))),
+    )
     per_request = [np.mean([n for r, n in trace if r == i]) for i in range(3)]
     assert per_request[0] < 1.5 < per_request[1]  # the first sees random text; the repeats are drafted
 
@@ -93,14 +120,29 @@ STEP_CASES = [("greedy", False), ("target_match", False), ("topp", True)]
 def test_every_step_mode_gives_the_same_steps(strategy, with_ngram):
     prompts, refs = copy_task(5, length=50, seed=7)
     params = [RequestParams(seed=3 + i, max_dec_len=15 + 6 * i, temperature=1.0, top_p=0.9) for i in range(5)]
-    cfg = SpeculativeConfig.from_dict({"method": "suffix", "num_speculative_tokens": K, "verify_strategy": strategy,
-                                       "suffix": {"with_anchored_ngram": with_ngram, "max_spec_factor": 2.0}})
+    cfg = SpeculativeConfig.from_dict(
+        {
+            "method": "suffix",
+            "num_speculative_tokens": K,
+            "verify_strategy": strategy,
+            "suffix": {"with_anchored_ngram": with_ngram, "max_spec_factor": 2.0},
+        }
+    )
     runs = {}
     for mode in (None, "eager", "static"):
         steps = []
-        result = generate(ReplayModel(refs, V, end_token=0), prompts, cfg, max_num_seqs=2, end_tokens=[0], params=params,
-                          step_mode=mode, on_step=lambda s: steps.append(
-                              (s.draft_tokens.numpy().copy(), s.accept_tokens.numpy().copy(), s.step_idx.numpy().copy())))
+        result = generate(
+            ReplayModel(refs, V, end_token=0),
+            prompts,
+            cfg,
+            max_num_seqs=2,
+            end_tokens=[0],
+            params=params,
+            step_mode=mode,
+            on_step=lambda s: steps.append(
+                (s.draft_tokens.numpy().copy(), s.accept_tokens.numpy().copy(), s.step_idx.numpy().copy())
+            ),
+        )
         runs[mode] = (result, steps)
     base, base_steps = runs[None]
     assert base.stats.accepted_tokens > 0
@@ -139,8 +181,9 @@ def test_with_anchored_ngram_the_step_follows_the_draft_choice_rule():
     prompts, refs = copy_task(4, length=60, seed=1)
     ngram = NgramProposer(K, 5, 1, anchored=True)
     proposer = Choosing(K, ngram=ngram)
-    result = generate(ReplayModel(refs, V, end_token=0), prompts, config(), max_num_seqs=2, end_tokens=[0],
-                      proposer=proposer)
+    result = generate(
+        ReplayModel(refs, V, end_token=0), prompts, config(), max_num_seqs=2, end_tokens=[0], proposer=proposer
+    )
     assert Choosing.checked > 5  # preferences formed and were applied
     assert result.stats.mean_accepted_length > 2.0
 
@@ -156,8 +199,9 @@ def test_draft_choice_scores_drafts_by_what_the_target_kept():
     choice.observe(np.array([True, True, False]), first, second, kept, kept_num)
     assert choice.preference().tolist() == [1, 1, 0]  # row 2 was masked out: no preference yet
     # the rule: the preferred drafter unless it has no draft; otherwise the longer, the second on ties
-    assert first_wins(np.array([1, 1, -1, -1, 0, 0]), np.array([2, 0, 3, 3, 2, 2]),
-                      np.array([5, 1, 1, 0, 1, 2])).tolist() == [True, False, False, True, True, False]
+    assert first_wins(
+        np.array([1, 1, -1, -1, 0, 0]), np.array([2, 0, 3, 3, 2, 2]), np.array([5, 1, 1, 0, 1, 2])
+    ).tolist() == [True, False, False, True, True, False]
 
 
 def test_config_reaches_the_proposer_and_bad_values_are_named():

@@ -8,8 +8,8 @@ import paddle
 
 import fastspec.ops as ops
 from fastspec import reference as ref
-from fastspec.runtime.config import SpeculativeConfig
 from fastspec.reference.sampling import sampling_distribution
+from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.sampler import Sampler
 from fastspec.runtime.state import RequestParams, SpecState
 
@@ -39,8 +39,10 @@ def test_sampler_verifies_against_the_op_and_greedy_rows_are_one_hot(monkeypatch
     k, v = 2, 30
     state = SpecState(3, 32, k, end_tokens=[0], place="cpu")
     for slot, (temperature, top_p, top_k) in enumerate(((0.0, 1.0, 0), (1.0, 0.8, 0), (0.7, 0.95, 4))):
-        state.insert([3 + slot, 4, 5], RequestParams(seed=slot, max_dec_len=10, temperature=temperature, top_p=top_p,
-                                                     top_k=top_k))
+        state.insert(
+            [3 + slot, 4, 5],
+            RequestParams(seed=slot, max_dec_len=10, temperature=temperature, top_p=top_p, top_k=top_k),
+        )
     rows_count = state.pack_rows()
     logits = np.random.default_rng(1).normal(size=(rows_count, v)).astype(np.float32) * 2
     logits[0, [7, 9]] = 50.0  # the greedy row ties: id 7 wins

@@ -5,15 +5,24 @@ import paddle
 import pytest
 
 from fastspec import reference
-from fastspec.runtime.config import SpeculativeConfig
 from fastspec.demo.models import TinyTransformer
+from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.generation import generate
 from fastspec.runtime.sampler import Sampler
 from fastspec.runtime.state import RequestParams, SpecState
 
 V = 40
-STATE_NAMES = ("seq_lens_encoder", "seq_lens_decoder", "seq_lens_this_time", "step_idx", "stop_flags",
-               "accept_tokens", "accept_num", "draft_tokens", "token_ids_all")
+STATE_NAMES = (
+    "seq_lens_encoder",
+    "seq_lens_decoder",
+    "seq_lens_this_time",
+    "step_idx",
+    "stop_flags",
+    "accept_tokens",
+    "accept_num",
+    "draft_tokens",
+    "token_ids_all",
+)
 
 
 def config(**kw):
@@ -26,7 +35,11 @@ def make_state(k, temperatures=(0.0, 0.7, 1.0), top_p=(1.0, 0.8, 0.95), top_k=(0
     rng = np.random.default_rng(1)
     for i, t in enumerate(temperatures):
         prompt = rng.integers(2, V, size=5 + 3 * i)
-        state.insert(prompt, RequestParams(seed=100 + i, max_dec_len=12, temperature=t, top_p=top_p[i], top_k=top_k[i]), request_id=i)
+        state.insert(
+            prompt,
+            RequestParams(seed=100 + i, max_dec_len=12, temperature=t, top_p=top_p[i], top_k=top_k[i]),
+            request_id=i,
+        )
     return state
 
 
@@ -36,15 +49,20 @@ def host(state):
 
 def reference_update(before, state):
     outs = reference.update_model_status(
-        *(before[n] for n in STATE_NAMES), state.prompt_lens.numpy(), state.is_block_step.numpy(),
-        state.max_dec_len.numpy(), state.end_tokens.numpy(),
+        *(before[n] for n in STATE_NAMES),
+        state.prompt_lens.numpy(),
+        state.is_block_step.numpy(),
+        state.max_dec_len.numpy(),
+        state.end_tokens.numpy(),
     )
     return dict(zip(STATE_NAMES, outs[:-1])), outs[-1]
 
 
 def greedy_params(state):
     greedy = state.temperature.numpy() <= 0
-    return np.where(greedy, 0.0, state.top_p.numpy()).astype(np.float32), np.where(greedy, 1, state.top_k.numpy()).astype(np.int32)
+    return np.where(greedy, 0.0, state.top_p.numpy()).astype(np.float32), np.where(
+        greedy, 1, state.top_k.numpy()
+    ).astype(np.int32)
 
 
 def assert_state(state, want):
@@ -59,8 +77,9 @@ def test_naive_branch_matches_reference():
     rows = state.row_batch_ids()
     probs = Sampler._probs(logits, state, rows).numpy()
     top_p, top_k = greedy_params(state)
-    tokens = reference.sample_tokens(probs, top_p, top_k, state.seed.numpy(), state.step_idx.numpy(), rows.numpy(),
-                                     state.cu_seqlens_q_output.numpy())
+    tokens = reference.sample_tokens(
+        probs, top_p, top_k, state.seed.numpy(), state.step_idx.numpy(), rows.numpy(), state.cu_seqlens_q_output.numpy()
+    )
     assert tokens[0] == np.argmax(probs[0])  # temperature 0 is greedy
     before = host(state)
     before["accept_tokens"][:3, 0] = tokens
@@ -78,7 +97,13 @@ def test_naive_branch_matches_reference():
 def test_verify_branch_matches_reference(strategy, policy):
     k = 3
     state = make_state(k)
-    cfg = config(method="ngram", num_speculative_tokens=k, verify_strategy=strategy.upper(), accept_policy=policy, max_candidate_len=4)
+    cfg = config(
+        method="ngram",
+        num_speculative_tokens=k,
+        verify_strategy=strategy.upper(),
+        accept_policy=policy,
+        max_candidate_len=4,
+    )
     sampler = Sampler(cfg)
     rng = np.random.default_rng(3)
     # one naive-like prefill step first, so the slots decode
@@ -106,16 +131,33 @@ def test_verify_branch_matches_reference(strategy, policy):
     if strategy == "greedy":
         target = np.argmax(probs, axis=-1)
     elif strategy == "target_match":
-        target = reference.sample_tokens(probs, top_p, top_k, state.seed.numpy(), state.step_idx.numpy(), rows.numpy(), cu)
+        target = reference.sample_tokens(
+            probs, top_p, top_k, state.seed.numpy(), state.step_idx.numpy(), rows.numpy(), cu
+        )
     else:
         ids, scores, lens = reference.top_p_candidates(probs, top_p, rows.numpy(), max_candidate_len=4)
     before = host(state)
     before["accept_tokens"], before["accept_num"] = reference.verify_draft_tokens(
-        before["accept_tokens"], before["accept_num"], before["draft_tokens"], target, ids, scores, lens,
-        state.seed.numpy(), state.step_idx.numpy(), state.stop_flags.numpy(), state.is_block_step.numpy(),
-        state.seq_lens_encoder.numpy(), state.seq_lens_this_time.numpy(), cu, state.reasoning_status.numpy(),
-        state.max_dec_len.numpy(), state.end_tokens.numpy(), strategy=strategy,
-        accept_all=policy == "accept_all", reject_all=policy == "reject_all",
+        before["accept_tokens"],
+        before["accept_num"],
+        before["draft_tokens"],
+        target,
+        ids,
+        scores,
+        lens,
+        state.seed.numpy(),
+        state.step_idx.numpy(),
+        state.stop_flags.numpy(),
+        state.is_block_step.numpy(),
+        state.seq_lens_encoder.numpy(),
+        state.seq_lens_this_time.numpy(),
+        cu,
+        state.reasoning_status.numpy(),
+        state.max_dec_len.numpy(),
+        state.end_tokens.numpy(),
+        strategy=strategy,
+        accept_all=policy == "accept_all",
+        reject_all=policy == "reject_all",
     )
     want, _ = reference_update(before, state)
     sampler(logits, state)
@@ -138,8 +180,10 @@ def transformer():
 
 
 def run(model, prompts, cfg, max_dec_lens, max_num_seqs=None):
-    params = [RequestParams(seed=10 + i, max_dec_len=m, temperature=cfg.sampling.temperature, top_p=cfg.sampling.top_p)
-              for i, m in enumerate(max_dec_lens)]
+    params = [
+        RequestParams(seed=10 + i, max_dec_len=m, temperature=cfg.sampling.temperature, top_p=cfg.sampling.top_p)
+        for i, m in enumerate(max_dec_lens)
+    ]
     return generate(model, prompts, cfg, params=params, max_num_seqs=max_num_seqs, max_model_len=64, end_tokens=[0, 1])
 
 
@@ -154,10 +198,24 @@ def assert_same_outputs(off, on):
 def test_naive_equals_verify_with_reject_all(transformer, strategy):
     prompts = random_prompts(4, seed=1)
     temperature = 1.0 if strategy == "target_match" else 0.0
-    off = run(transformer, prompts, config(method="naive", sampling={"temperature": temperature, "top_p": 0.9}), [20, 14, 25, 9])
-    on = run(transformer, prompts, config(method="ngram", num_speculative_tokens=3, verify_strategy=strategy,
-                                          accept_policy="reject_all", sampling={"temperature": temperature, "top_p": 0.9}),
-             [20, 14, 25, 9])
+    off = run(
+        transformer,
+        prompts,
+        config(method="naive", sampling={"temperature": temperature, "top_p": 0.9}),
+        [20, 14, 25, 9],
+    )
+    on = run(
+        transformer,
+        prompts,
+        config(
+            method="ngram",
+            num_speculative_tokens=3,
+            verify_strategy=strategy,
+            accept_policy="reject_all",
+            sampling={"temperature": temperature, "top_p": 0.9},
+        ),
+        [20, 14, 25, 9],
+    )
     assert_same_outputs(off, on)
     assert on.stats.accepted_tokens == 0 and on.stats.proposed_tokens > 0
 
@@ -168,8 +226,13 @@ def test_greedy_spec_on_is_lossless(transformer, max_num_seqs):
     prompts = random_prompts(5, seed=2)
     lens = [30, 12, 41, 22, 5]
     off = run(transformer, prompts, config(method="none", sampling={"temperature": 0.0}), lens, max_num_seqs)
-    on = run(transformer, prompts, config(method="ngram", num_speculative_tokens=4, verify_strategy="greedy",
-                                          sampling={"temperature": 0.0}), lens, max_num_seqs)
+    on = run(
+        transformer,
+        prompts,
+        config(method="ngram", num_speculative_tokens=4, verify_strategy="greedy", sampling={"temperature": 0.0}),
+        lens,
+        max_num_seqs,
+    )
     assert_same_outputs(off, on)
     assert on.stats.accepted_tokens > 0, "no draft was accepted: the test would not exercise verification"
     assert on.stats.steps < off.stats.steps
@@ -180,15 +243,29 @@ def test_target_match_spec_on_is_lossless_when_sampling(transformer):
     prompts = random_prompts(3, seed=3)
     cfg = {"sampling": {"temperature": 0.8, "top_p": 0.95}}
     off = run(transformer, prompts, config(method="naive", **cfg), [25, 18, 30])
-    on = run(transformer, prompts, config(method="ngram", num_speculative_tokens=4, verify_strategy="target_match", **cfg), [25, 18, 30])
+    on = run(
+        transformer,
+        prompts,
+        config(method="ngram", num_speculative_tokens=4, verify_strategy="target_match", **cfg),
+        [25, 18, 30],
+    )
     assert_same_outputs(off, on)
 
 
 def test_topp_runs_end_to_end(transformer):
     prompts = random_prompts(3, seed=4)
     max_dec_lens = [20, 10, 15]
-    res = run(transformer, prompts, config(method="ngram", num_speculative_tokens=3, verify_strategy="topp",
-                                           sampling={"temperature": 1.0, "top_p": 0.9}), max_dec_lens)
+    res = run(
+        transformer,
+        prompts,
+        config(
+            method="ngram",
+            num_speculative_tokens=3,
+            verify_strategy="topp",
+            sampling={"temperature": 1.0, "top_p": 0.9},
+        ),
+        max_dec_lens,
+    )
     lengths = [len(o) for o in res.outputs]
     assert len(lengths) == len(max_dec_lens)
     assert all(0 < n <= m for n, m in zip(lengths, max_dec_lens)), lengths  # each request within its own limit

@@ -19,8 +19,10 @@ from fastspec.runtime.proposers.draft_choice import DraftChoice
 from fastspec.suffix import SuffixCache
 
 ROOT = Path(__file__).resolve().parents[2]
-RULES = [dict(max_spec_factor=2.0, max_spec_offset=0.0, min_token_prob=0.1),
-         dict(max_spec_factor=1.0, max_spec_offset=1.0, min_token_prob=0.0)]
+RULES = [
+    dict(max_spec_factor=2.0, max_spec_offset=0.0, min_token_prob=0.1),
+    dict(max_spec_factor=1.0, max_spec_offset=1.0, min_token_prob=0.0),
+]
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -31,8 +33,9 @@ def test_batch_observe_equals_the_reference(seed):
     for _ in range(30):
         kept = rng.integers(0, 3, (slots, kept_width))  # few ids: drafts often agree for a while
         kept_num = rng.integers(0, kept_width + 1, slots).astype(np.int32)
-        offers = [(rng.integers(0, 3, (slots, width)), rng.integers(-1, width + 2, slots).astype(np.int32))
-                  for _ in range(2)]
+        offers = [
+            (rng.integers(0, 3, (slots, width)), rng.integers(-1, width + 2, slots).astype(np.int32)) for _ in range(2)
+        ]
         for drafts, _ in offers:  # drafts that copy the kept tokens, so long prefixes occur
             copy = rng.random(slots) < 0.5
             n = min(width, kept_width)
@@ -57,12 +60,24 @@ class ChosenReference:
         self.choice, self.offered = ReferenceChoice(1), None
 
     def draft(self, k: int, rule: dict) -> list[int]:
-        mine = self.suffix.speculate(self.req, self.suffix.request_tokens(self.req), max_spec_tokens=k, **rule).token_ids
+        mine = self.suffix.speculate(
+            self.req, self.suffix.request_tokens(self.req), max_spec_tokens=k, **rule
+        ).token_ids
         s, row = len(self.row) - self.p, np.array([self.row], np.int64)
         drafts, lens, self.anchor = ngram_match(
-            row, np.array([self.p]), np.array([s]), np.array([k], np.int32), np.zeros((1, k + 1), np.int64),
-            np.ones(1, np.int32), np.zeros(1, np.int32), np.array([len(self.row)], np.int32),
-            np.array([1 << 40]), max_ngram_size=self.sizes[0], min_ngram_size=self.sizes[1], ngram_anchor=self.anchor)
+            row,
+            np.array([self.p]),
+            np.array([s]),
+            np.array([k], np.int32),
+            np.zeros((1, k + 1), np.int64),
+            np.ones(1, np.int32),
+            np.zeros(1, np.int32),
+            np.array([len(self.row)], np.int32),
+            np.array([1 << 40]),
+            max_ngram_size=self.sizes[0],
+            min_ngram_size=self.sizes[1],
+            ngram_anchor=self.anchor,
+        )
         other = drafts[0, 1 : lens[0]].tolist()
         self.offered = [(np.array([d], np.int64).reshape(1, -1), np.array([len(d)])) for d in (mine, other)]
         self.chose_ngram = mine != other and not first_wins(self.choice.preference(), len(mine), len(other))[0]
@@ -95,7 +110,11 @@ def run(requests, k, rule, depth, sizes, rng, batch_updates=False):
             req, ref, rest = entry
             got, want = native.draft(req, k, **rule), ref.draft(k, rule)
             assert got == want
-            if ref.offered[0][1][0] and ref.offered[1][1][0] and ref.offered[0][0].tolist() != ref.offered[1][0].tolist():
+            if (
+                ref.offered[0][1][0]
+                and ref.offered[1][1][0]
+                and ref.offered[0][0].tolist() != ref.offered[1][0].tolist()
+            ):
                 picks["ngram" if ref.chose_ngram else "suffix"] += 1
             ok = 0
             while ok < min(len(got), len(rest) - 1) and got[ok] == rest[ok]:
@@ -147,8 +166,9 @@ def test_real_sequences_draft_as_the_reference():
         lines = path.read_text().splitlines(True)[:60]
         other = files[(i + 1) % len(files)].read_text().splitlines(True)[:20]
         edited = [line for j, line in enumerate(lines) if j % 7 != 3] + lines[5:9] + other
-        requests.append(tuple([vocab.setdefault(t, len(vocab)) for t in token.findall("".join(text))]
-                              for text in (lines, edited)))
+        requests.append(
+            tuple([vocab.setdefault(t, len(vocab)) for t in token.findall("".join(text))] for text in (lines, edited))
+        )
     picks = run(requests, 5, RULES[0], 24, (5, 1), np.random.default_rng(1))
     assert picks["suffix"] > 10 and picks["ngram"] > 10  # the choice went both ways where it mattered
     picks = run(requests, 16, RULES[1], 24, (5, 2), np.random.default_rng(2), batch_updates=True)
@@ -158,8 +178,10 @@ def test_real_sequences_draft_as_the_reference():
 def test_without_anchored_ngram_draft_is_the_suffix_draft_and_bad_sizes_are_named():
     cache = SuffixCache(8, -1)
     cache.start_request("a", [1, 2, 3, 1, 2, 3, 1])
-    assert cache.draft("a", 4, max_spec_factor=2.0) == cache.speculate("a", cache.request_tokens("a"), 4,
-                                                                     max_spec_factor=2.0).token_ids
+    assert (
+        cache.draft("a", 4, max_spec_factor=2.0)
+        == cache.speculate("a", cache.request_tokens("a"), 4, max_spec_factor=2.0).token_ids
+    )
     assert cache.draft("a", np.int64(4), max_spec_factor=np.float32(2.0)) == cache.draft("a", 4, max_spec_factor=2.0)
     with pytest.raises(FastspecArgumentError, match="SuffixCache.draft: max_spec_tokens"):
         cache.draft("a", -1)

@@ -36,6 +36,7 @@ class Pair:
         def both(*args):
             getattr(self.native, name)(*args)
             getattr(self.ref, name)(*args)
+
         return both
 
     def check(self, req, context, rule):
@@ -56,9 +57,9 @@ def run_workload(requests, depth, max_cached, rng, chunk=4):
             req, seen, rest = live[0] if rng.random() < 0.5 or len(live) == 1 else live[1]
             rule = RULES[int(rng.integers(len(RULES)))]
             pair.check(req, seen[-depth:], rule)  # the request's own tail (the usual call)
-            pair.check(req, seen[-depth - 3:-3] or seen, rule)  # another context: matches walked from the root
+            pair.check(req, seen[-depth - 3 : -3] or seen, rule)  # another context: matches walked from the root
             step = rest[:chunk]
-            del rest[:len(step)]
+            del rest[: len(step)]
             pair.add_active_response(req, step)
             seen.extend(step)
             if not rest:
@@ -71,8 +72,13 @@ def run_workload(requests, depth, max_cached, rng, chunk=4):
 def test_random_sequences_match_reference(seed):
     rng = np.random.default_rng(seed)
     vocab = int(rng.integers(3, 12))  # small vocabularies repeat themselves
-    requests = [(rng.integers(0, vocab, int(rng.integers(1, 40))).tolist(),
-                 rng.integers(0, vocab, int(rng.integers(1, 60))).tolist()) for _ in range(8)]
+    requests = [
+        (
+            rng.integers(0, vocab, int(rng.integers(1, 40))).tolist(),
+            rng.integers(0, vocab, int(rng.integers(1, 60))).tolist(),
+        )
+        for _ in range(8)
+    ]
     pair = run_workload(requests, depth=int(rng.integers(2, 10)), max_cached=int(rng.integers(-1, 4)), rng=rng)
     # evicting a cached response by hand leaves both equal too
     for req in list(pair.ref.cached)[:1]:
@@ -85,7 +91,7 @@ def test_real_sequences_match_reference():
     """Real text as bytes: the first two 600-byte pieces of each file of the demo's fixed corpus (code,
     notes, a config), each piece a request whose response is the next piece."""
     files = sorted((ROOT / "fastspec" / "demo" / "data").glob("*.txt"))
-    texts = [list(f.read_bytes()[start:start + 600]) for f in files for start in (0, 600)]
+    texts = [list(f.read_bytes()[start : start + 600]) for f in files for start in (0, 600)]
     assert len(texts) == 8 and min(map(len, texts)) > 400
     requests = [(texts[i], texts[i + 1]) for i in range(len(texts) - 1)]
     run_workload(requests, depth=12, max_cached=3, rng=np.random.default_rng(7), chunk=16)
@@ -103,25 +109,30 @@ def test_batch_calls_equal_single_calls():
         limits = rng.integers(0, 7, 5).astype(np.int32)
         tokens, lens, scores = many.speculate_batch(keys, limits, width=6, max_spec_factor=2.0, min_token_prob=0.05)
         for r in range(4):
-            d = one.speculate(r, one.request_tokens(r), max_spec_tokens=int(limits[r]), max_spec_factor=2.0,
-                              min_token_prob=0.05)
-            assert lens[r] == len(d.token_ids) and tokens[r, :lens[r]].tolist() == d.token_ids
-            assert (tokens[r, lens[r]:] == -1).all()
+            d = one.speculate(
+                r, one.request_tokens(r), max_spec_tokens=int(limits[r]), max_spec_factor=2.0, min_token_prob=0.05
+            )
+            assert lens[r] == len(d.token_ids) and tokens[r, : lens[r]].tolist() == d.token_ids
+            assert (tokens[r, lens[r] :] == -1).all()
             assert scores[r] == np.float32(d.score)
         assert lens[4] == 0 and (tokens[4] == -1).all()
         accepted = rng.integers(0, 6, (5, 4)).astype(np.int64)
         counts = rng.integers(0, 5, 5).astype(np.int32)
         many.add_batch(keys, accepted, counts)
         for r in range(4):
-            one.add_active_response(r, accepted[r, :counts[r]].tolist())
+            one.add_active_response(r, accepted[r, : counts[r]].tolist())
         for r in range(4):
             assert one.request_tokens(r).tolist() == many.request_tokens(r).tolist()
 
 
 def snapshot(cache, reqs):
-    return (list(cache.active_requests), cache.cached_requests, cache.memory_bytes(),
-            [cache.request_tokens(r).tolist() for r in reqs],
-            [cache.speculate(r, cache.request_tokens(r), max_spec_tokens=4, max_spec_factor=4.0) for r in reqs])
+    return (
+        list(cache.active_requests),
+        cache.cached_requests,
+        cache.memory_bytes(),
+        [cache.request_tokens(r).tolist() for r in reqs],
+        [cache.speculate(r, cache.request_tokens(r), max_spec_tokens=4, max_spec_factor=4.0) for r in reqs],
+    )
 
 
 def test_bad_calls_raise_named_errors_and_leave_the_cache_unchanged():
@@ -132,28 +143,36 @@ def test_bad_calls_raise_named_errors_and_leave_the_cache_unchanged():
     cache.stop_request("b")
     before = snapshot(cache, ["a"])
     bad_calls = [
-        (SuffixRequestError, lambda: cache.start_request("a", [1])),          # second start of a live id
-        (SuffixRequestError, lambda: cache.add_active_response("b", [1])),    # finished
-        (SuffixRequestError, lambda: cache.add_active_response("zz", [1])),   # unknown
+        (SuffixRequestError, lambda: cache.start_request("a", [1])),  # second start of a live id
+        (SuffixRequestError, lambda: cache.add_active_response("b", [1])),  # finished
+        (SuffixRequestError, lambda: cache.add_active_response("zz", [1])),  # unknown
         (SuffixRequestError, lambda: cache.speculate("b", [1])),
         (SuffixRequestError, lambda: cache.stop_request("b")),
         (SuffixRequestError, lambda: cache.evict_cached_response("zz")),
         (FastspecArgumentError, lambda: cache.add_active_response("a", [1, -2])),
-        (FastspecArgumentError, lambda: cache.add_active_response("a", [100])),   # vocab_size 100
+        (FastspecArgumentError, lambda: cache.add_active_response("a", [100])),  # vocab_size 100
         (FastspecArgumentError, lambda: cache.start_request("c", [2**31])),
         (FastspecTypeError, lambda: cache.add_active_response("a", np.array([1.0, 2.0]))),
         (FastspecTypeError, lambda: cache.add_active_response("a", np.array([[1, 2]]))),
         (FastspecTypeError, lambda: cache.speculate("a", [[1, 2]])),
         (FastspecTypeError, lambda: cache.start_request(["unhashable"], [1])),
-        (FastspecTypeError, lambda: cache.add_batch(np.array([0], np.int32), np.zeros((1, 2), np.int64),
-                                                    np.ones(1, np.int32))),
+        (
+            FastspecTypeError,
+            lambda: cache.add_batch(np.array([0], np.int32), np.zeros((1, 2), np.int64), np.ones(1, np.int32)),
+        ),
         (FastspecTypeError, lambda: cache.add_batch(np.array([0]), np.zeros(2, np.int64), np.ones(1, np.int32))),
-        (FastspecArgumentError, lambda: cache.add_batch(np.array([cache.key("a")]), np.array([[7, -1]]),
-                                                        np.array([2], np.int32))),
-        (SuffixRequestError, lambda: cache.add_batch(np.array([999]), np.zeros((1, 2), np.int64),
-                                                     np.ones(1, np.int32))),
-        (FastspecArgumentError, lambda: cache.add_batch(np.array([cache.key("a")]), np.zeros((1, 2), np.int64),
-                                                        np.array([3], np.int32))),
+        (
+            FastspecArgumentError,
+            lambda: cache.add_batch(np.array([cache.key("a")]), np.array([[7, -1]]), np.array([2], np.int32)),
+        ),
+        (
+            SuffixRequestError,
+            lambda: cache.add_batch(np.array([999]), np.zeros((1, 2), np.int64), np.ones(1, np.int32)),
+        ),
+        (
+            FastspecArgumentError,
+            lambda: cache.add_batch(np.array([cache.key("a")]), np.zeros((1, 2), np.int64), np.array([3], np.int32)),
+        ),
         (SuffixRequestError, lambda: cache.speculate_batch(np.array([999]), np.ones(1, np.int32), 4)),
         (FastspecTypeError, lambda: cache.speculate("a", [1], use_tree_spec="yes")),
         (FastspecArgumentError, lambda: cache.speculate("a", [1], max_spec_tokens=-1)),
@@ -247,8 +266,14 @@ def test_every_accepted_form_of_the_arguments_drafts_alike():
     Python's converting path, the same draft and the same tree."""
     rng = np.random.default_rng(5)
     prompt = rng.integers(0, 6, 60).tolist()
-    forms = [list, tuple, lambda t: np.array(t, np.int64), lambda t: np.array(t, np.int32),
-             lambda t: np.array(t, np.int64).repeat(2)[::2], lambda t: np.array(t, np.uint16)]
+    forms = [
+        list,
+        tuple,
+        lambda t: np.array(t, np.int64),
+        lambda t: np.array(t, np.int32),
+        lambda t: np.array(t, np.int64).repeat(2)[::2],
+        lambda t: np.array(t, np.uint16),
+    ]
     caches = [SuffixCache(8, -1) for _ in forms]
     for cache in caches:
         cache.start_request("r", prompt)
@@ -257,8 +282,12 @@ def test_every_accepted_form_of_the_arguments_drafts_alike():
         for cache, form in zip(caches, forms):
             cache.add_active_response("r", form(new) if len(new) > 1 else new[0])
         context = caches[0].request_tokens("r").tolist()
-        drafts = [cache.speculate("r", form(context), max_spec_tokens=np.int32(5), max_spec_factor=np.float64(2.0),
-                                  min_token_prob=0.1) for cache, form in zip(caches, forms)]
+        drafts = [
+            cache.speculate(
+                "r", form(context), max_spec_tokens=np.int32(5), max_spec_factor=np.float64(2.0), min_token_prob=0.1
+            )
+            for cache, form in zip(caches, forms)
+        ]
         for cache, draft in zip(caches[1:], drafts[1:]):
             assert cache.request_tokens("r").tolist() == context
             same(draft, drafts[0])

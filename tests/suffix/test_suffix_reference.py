@@ -38,7 +38,9 @@ def test_spec_factor_limits_draft_by_match_length():
     assert short.match_len == 1 and len(short.token_ids) == 1
     longer = t.speculate([1, 2, 3], SpecRule(max_spec_tokens=10, max_spec_factor=1.0, min_token_prob=0.0))
     assert longer.match_len == 3 and longer.token_ids == [4, 5, 6]
-    offset = t.speculate([3], SpecRule(max_spec_tokens=10, max_spec_factor=1.0, max_spec_offset=2.0, min_token_prob=0.0))
+    offset = t.speculate(
+        [3], SpecRule(max_spec_tokens=10, max_spec_factor=1.0, max_spec_offset=2.0, min_token_prob=0.0)
+    )
     assert offset.token_ids == [4, 5, 6]
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from fastspec.reference.suffix import ReferenceTree, SpecRule, SuffixCacheReference
-from fastspec.suffix import SuffixCache
 from fastspec.runtime.suffix import TREE_WIDTH_ALL
+from fastspec.suffix import SuffixCache
 
 ROOT = Path(__file__).resolve().parents[2]
 TREE_RULES = [
@@ -15,10 +15,22 @@ TREE_RULES = [
     dict(max_spec_tokens=8, max_spec_factor=2.0, max_spec_offset=1.0, min_token_prob=0.0, tree_width=2),
     dict(max_spec_tokens=6, max_spec_factor=1.0, min_token_prob=0.1, tree_width=3, max_spec_depth=2),
     dict(max_spec_tokens=10, max_spec_factor=3.0, min_token_prob=0.2, tree_width=1, max_spec_depth=3),
-    dict(max_spec_tokens=5, max_spec_factor=1.0, min_token_prob=0.05, tree_width=4, max_spec_nodes=9,
-         budget_caps_depth=True),
-    dict(max_spec_tokens=7, max_spec_factor=2.0, min_token_prob=0.0, tree_width=1, max_spec_nodes=4,
-         budget_caps_depth=True),
+    dict(
+        max_spec_tokens=5,
+        max_spec_factor=1.0,
+        min_token_prob=0.05,
+        tree_width=4,
+        max_spec_nodes=9,
+        budget_caps_depth=True,
+    ),
+    dict(
+        max_spec_tokens=7,
+        max_spec_factor=2.0,
+        min_token_prob=0.0,
+        tree_width=1,
+        max_spec_nodes=4,
+        budget_caps_depth=True,
+    ),
 ]
 BATCH_KEYS = ("max_spec_factor", "max_spec_offset", "min_token_prob", "tree_width", "max_spec_depth")
 
@@ -47,13 +59,13 @@ def test_reference_tree_follows_the_rule(seed):
     tree = ReferenceTree(int(rng.integers(3, 9)))
     for s in range(3):
         tree.extend(s, rng.integers(0, int(rng.integers(2, 6)), 80).tolist())
-    context = tree.seqs[0][:int(rng.integers(1, 80))]
+    context = tree.seqs[0][: int(rng.integers(1, 80))]
     for rule in map(lambda r: SpecRule(**r), TREE_RULES):
         d = tree.speculate(context, rule)
         m = max(d.match_len, 1)
         assert len(d.token_ids) <= rule.nodes(m) <= rule.max_spec_nodes
         assert d.score == sum(d.probs) or abs(d.score - sum(d.probs)) < 1e-12
-        match = context[len(context) - d.match_len:]
+        match = context[len(context) - d.match_len :]
         for i, (token, parent, prob) in enumerate(zip(d.token_ids, d.parents, d.probs)):
             assert -1 <= parent < i  # parents first
             assert i == 0 or prob <= d.probs[i - 1]  # taken most probable first
@@ -76,8 +88,11 @@ def test_reference_tree_one_wide_is_the_chain(seed):
     for m in range(1, tree.max_depth):
         ends = tree._ends(tree.seqs[0][-m:])
         for budget in (1, 4, 9):
-            rule = SpecRule(max_spec_tokens=budget, min_token_prob=float(rng.choice([0.0, 0.1, 0.3])),
-                            budget_caps_depth=bool(rng.integers(2)))
+            rule = SpecRule(
+                max_spec_tokens=budget,
+                min_token_prob=float(rng.choice([0.0, 0.1, 0.3])),
+                budget_caps_depth=bool(rng.integers(2)),
+            )
             size = rule.nodes(m)  # a chain's: its budget and its depth
             chain = tree._follow(ends, m, size, rule.min_token_prob)
             assert fields(tree._grow(ends, m, size, rule)) == fields(chain)
@@ -97,16 +112,20 @@ def drive(requests, depth, rng, chunk):
             limit = int(rng.integers(0, 16))
             batch = {k: v for k, v in rule.items() if k in BATCH_KEYS}
             tokens, parents, probs, lens, scores = native.speculate_tree_batch(
-                np.array([native.key(r), -1]), np.array([limit, 5], np.int32), 16, **batch)
+                np.array([native.key(r), -1]), np.array([limit, 5], np.int32), 16, **batch
+            )
             depth = batch.get("max_spec_depth", 2**31 - 1)  # a runner's tree: the budget caps the depth
-            want = ref.speculate(r, context, SpecRule(**batch, max_spec_tokens=depth, max_spec_nodes=min(limit, 16),
-                                                      budget_caps_depth=True))
+            want = ref.speculate(
+                r,
+                context,
+                SpecRule(**batch, max_spec_tokens=depth, max_spec_nodes=min(limit, 16), budget_caps_depth=True),
+            )
             n = len(want.token_ids)
             assert lens.tolist() == [n, 0] and scores[0] == np.float32(want.score)
             assert tokens[0, :n].tolist() == want.token_ids and parents[0, :n].tolist() == want.parents
             assert probs[0, :n].tolist() == np.float32(want.probs).tolist()
             assert (tokens[:, n:] == -1).all() and (parents[0, n:] == -1).all() and (probs[0, n:] == 0).all()
-            step = response[start:start + chunk]
+            step = response[start : start + chunk]
             native.add_active_response(r, step)
             ref.add_active_response(r, step)
         native.stop_request(r)
@@ -117,8 +136,13 @@ def drive(requests, depth, rng, chunk):
 def test_native_trees_match_reference_on_random_sequences(seed):
     rng = np.random.default_rng(seed)
     vocab = int(rng.integers(2, 8))
-    requests = [(rng.integers(0, vocab, int(rng.integers(1, 30))).tolist(),
-                 rng.integers(0, vocab, int(rng.integers(1, 50))).tolist()) for _ in range(5)]
+    requests = [
+        (
+            rng.integers(0, vocab, int(rng.integers(1, 30))).tolist(),
+            rng.integers(0, vocab, int(rng.integers(1, 50))).tolist(),
+        )
+        for _ in range(5)
+    ]
     drive(requests, int(rng.integers(2, 10)), rng, chunk=int(rng.integers(1, 5)))
 
 
@@ -132,11 +156,12 @@ def test_tree_one_wide_is_the_chain_natively():
     cache = SuffixCache(10)
     cache.start_request("r", (list(range(5)) * 6 + [1, 3, 1, 4]) * 3)
     keys, limits = np.array([cache.key("r")]), np.array([8], np.int32)
-    tokens, parents, probs, lens, scores = cache.speculate_tree_batch(keys, limits, 8, tree_width=1, max_spec_depth=6,
-                                                                      min_token_prob=0.0)
+    tokens, parents, probs, lens, scores = cache.speculate_tree_batch(
+        keys, limits, 8, tree_width=1, max_spec_depth=6, min_token_prob=0.0
+    )
     chain_tokens, chain_lens, chain_scores = cache.speculate_batch(keys, limits - 2, 8, min_token_prob=0.0)
     assert (tokens == chain_tokens).all() and (lens == chain_lens).all() and (scores == chain_scores).all()
-    assert parents[0, :lens[0]].tolist() == list(range(-1, lens[0] - 1))
+    assert parents[0, : lens[0]].tolist() == list(range(-1, lens[0] - 1))
 
 
 def test_bad_tree_calls_raise_named_errors():

@@ -14,15 +14,27 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 OPS = ROOT / "custom_ops"
-SOURCES = sorted([*(OPS / "xpu").glob("*.xpu"), *(OPS / "xpu" / "emulation").glob("*.xpu"),
-                  *(OPS / "xpu" / "host").glob("*.cc")])
-FLAGS = ["-m32", "-std=c++11", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-DFASTSPEC_CHECK_32BIT",
-         f"-I{OPS / 'include'}", f"-I{OPS / 'xpu'}", f"-I{ROOT / 'build' / 'gen'}"]
+SOURCES = sorted(
+    [*(OPS / "xpu").glob("*.xpu"), *(OPS / "xpu" / "emulation").glob("*.xpu"), *(OPS / "xpu" / "host").glob("*.cc")]
+)
+FLAGS = [
+    "-m32",
+    "-std=c++11",
+    "-fsyntax-only",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-DFASTSPEC_CHECK_32BIT",
+    f"-I{OPS / 'include'}",
+    f"-I{OPS / 'xpu'}",
+    f"-I{ROOT / 'build' / 'gen'}",
+]
 
 
 def m32_missing() -> str | None:
-    probe = subprocess.run(["g++", "-m32", "-x", "c++", "-fsyntax-only", "-"], input="#include <cstdint>\n",
-                           capture_output=True, text=True)
+    probe = subprocess.run(
+        ["g++", "-m32", "-x", "c++", "-fsyntax-only", "-"], input="#include <cstdint>\n", capture_output=True, text=True
+    )
     return None if probe.returncode == 0 else probe.stderr.strip().splitlines()[-1]
 
 
@@ -37,8 +49,15 @@ def m32():
 
 def test_every_kernel_file_is_checked():
     names = {path.name for path in SOURCES}
-    assert {"ngram_match.xpu", "ngram_append.xpu", "top_p_candidates.xpu", "sample_tokens.xpu", "top_k_top_p_probs.xpu",
-            "verify_draft_tokens.xpu", "update_model_status.xpu"} <= names
+    assert {
+        "ngram_match.xpu",
+        "ngram_append.xpu",
+        "top_p_candidates.xpu",
+        "sample_tokens.xpu",
+        "top_k_top_p_probs.xpu",
+        "verify_draft_tokens.xpu",
+        "update_model_status.xpu",
+    } <= names
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: str(p.relative_to(OPS)))

@@ -53,7 +53,7 @@ int find_image(dl_phdr_info* object, size_t, void* data) {
   uintptr_t lo = ~uintptr_t{0}, hi = 0, w_lo = ~uintptr_t{0}, w_hi = 0;
   bool ours = false;
   for (int i = 0; i < object->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = object->dlpi_phdr[i];
+    const ElfW(Phdr) & ph = object->dlpi_phdr[i];
     if (ph.p_type != PT_LOAD) continue;
     const uintptr_t a = object->dlpi_addr + ph.p_vaddr;
     lo = std::min(lo, a);
@@ -112,8 +112,8 @@ void shared_access(Launch& l, Shadow* shadow, const char* space, uintptr_t offse
              std::to_string(offset);
     };
     if (kind != Access::kWrite && s.write_epoch < first && s.atomic_epoch < first) {
-      fail_thread(std::string("uninitialised shared read: ") + article(kind) + access() + " reads byte " + std::to_string(offset + i) +
-                  ", which no thread of this block wrote");
+      fail_thread(std::string("uninitialised shared read: ") + article(kind) + access() + " reads byte " +
+                  std::to_string(offset + i) + ", which no thread of this block wrote");
     }
     // A conflict: another thread's plain write; or, for a plain write, another thread's read or
     // atomic; or a plain read and another thread's atomic (its value is not settled before a barrier).
@@ -124,7 +124,8 @@ void shared_access(Launch& l, Shadow* shadow, const char* space, uintptr_t offse
     if (kind != Access::kRead && others_read) other = s.reader != me ? s.reader : -2;
     if (kind != Access::kAtomic && others_atomic) other = s.atomic_thread != me ? s.atomic_thread : -2;
     if (other != -1) {
-      fail_thread(std::string("shared-memory race: ") + article(kind) + access() + " touches byte " + std::to_string(offset + i) + ", which " +
+      fail_thread(std::string("shared-memory race: ") + article(kind) + access() + " touches byte " +
+                  std::to_string(offset + i) + ", which " +
                   (other >= 0 ? thread_name(l, other) : std::string("another thread")) +
                   " also touched since the last barrier, one of them writing (atomics only meet atomics)");
     }
@@ -221,12 +222,12 @@ void note_atomic(const void* address, size_t bytes) { check(address, bytes, Acce
 // ---- the instrumentation's callbacks ------------------------------------------------
 // Hidden: they serve this library's instrumented kernels only.
 #define FS_EMU_HOOK __attribute__((visibility("hidden")))
-#define FS_EMU_HOOKS(n)                                                                                          \
-  extern "C" FS_EMU_HOOK void __tsan_read##n(void* p) { cuda_emu::check(p, n, cuda_emu::Access::kRead); }                  \
-  extern "C" FS_EMU_HOOK void __tsan_write##n(void* p) { cuda_emu::check(p, n, cuda_emu::Access::kWrite); }                \
-  extern "C" FS_EMU_HOOK void __tsan_unaligned_read##n(void* p) { cuda_emu::check(p, n, cuda_emu::Access::kRead); }        \
-  extern "C" FS_EMU_HOOK void __tsan_unaligned_write##n(void* p) { cuda_emu::check(p, n, cuda_emu::Access::kWrite); }      \
-  extern "C" FS_EMU_HOOK void __tsan_volatile_read##n(void* p) { cuda_emu::check(p, n, cuda_emu::Access::kRead); }         \
+#define FS_EMU_HOOKS(n)                                                                                               \
+  extern "C" FS_EMU_HOOK void __tsan_read##n(void* p) { cuda_emu::check(p, n, cuda_emu::Access::kRead); }             \
+  extern "C" FS_EMU_HOOK void __tsan_write##n(void* p) { cuda_emu::check(p, n, cuda_emu::Access::kWrite); }           \
+  extern "C" FS_EMU_HOOK void __tsan_unaligned_read##n(void* p) { cuda_emu::check(p, n, cuda_emu::Access::kRead); }   \
+  extern "C" FS_EMU_HOOK void __tsan_unaligned_write##n(void* p) { cuda_emu::check(p, n, cuda_emu::Access::kWrite); } \
+  extern "C" FS_EMU_HOOK void __tsan_volatile_read##n(void* p) { cuda_emu::check(p, n, cuda_emu::Access::kRead); }    \
   extern "C" FS_EMU_HOOK void __tsan_volatile_write##n(void* p) { cuda_emu::check(p, n, cuda_emu::Access::kWrite); }
 FS_EMU_HOOKS(1)
 FS_EMU_HOOKS(2)
@@ -234,8 +235,12 @@ FS_EMU_HOOKS(4)
 FS_EMU_HOOKS(8)
 FS_EMU_HOOKS(16)
 #undef FS_EMU_HOOKS
-extern "C" FS_EMU_HOOK void __tsan_read_range(void* p, unsigned long n) { cuda_emu::check(p, n, cuda_emu::Access::kRead); }
-extern "C" FS_EMU_HOOK void __tsan_write_range(void* p, unsigned long n) { cuda_emu::check(p, n, cuda_emu::Access::kWrite); }
+extern "C" FS_EMU_HOOK void __tsan_read_range(void* p, unsigned long n) {
+  cuda_emu::check(p, n, cuda_emu::Access::kRead);
+}
+extern "C" FS_EMU_HOOK void __tsan_write_range(void* p, unsigned long n) {
+  cuda_emu::check(p, n, cuda_emu::Access::kWrite);
+}
 extern "C" FS_EMU_HOOK void __tsan_init() {}
 extern "C" FS_EMU_HOOK void __tsan_func_entry(void*) {}
 extern "C" FS_EMU_HOOK void __tsan_func_exit() {}

@@ -43,8 +43,8 @@ char* stack_of(int rank) {
   Device& d = device();
   const size_t slot = kStackBytes + kGuard;
   if (d.stacks == nullptr) {
-    void* p = mmap(nullptr, slot * kMaxThreadsPerBlock, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    void* p = mmap(nullptr, slot * kMaxThreadsPerBlock, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) return nullptr;
     d.stacks = static_cast<char*>(p);
     for (int i = 0; i < kMaxThreadsPerBlock; ++i) mprotect(d.stacks + i * slot, kGuard, PROT_NONE);
@@ -67,8 +67,8 @@ const char* barrier_name(int kind) {
 }
 
 const char* warp_name(int op) {
-  static const char* names[] = {"__match_any_sync", "__reduce_add_sync", "__reduce_max_sync", "__reduce_min_sync",
-                                "__ballot_sync", "__syncwarp"};
+  static const char* names[] = {"__match_any_sync",  "__reduce_add_sync", "__reduce_max_sync",
+                                "__reduce_min_sync", "__ballot_sync",     "__syncwarp"};
   return names[op];
 }
 
@@ -203,11 +203,20 @@ class BlockRun {
           o.result = same;
           break;
         }
-        case kReduceAdd: o.result = add; break;
-        case kReduceMax: o.result = mx; break;
-        case kReduceMin: o.result = mn; break;
-        case kBallot: o.result = ballot; break;
-        default: o.result = 0;
+        case kReduceAdd:
+          o.result = add;
+          break;
+        case kReduceMax:
+          o.result = mx;
+          break;
+        case kReduceMin:
+          o.result = mn;
+          break;
+        case kBallot:
+          o.result = ballot;
+          break;
+        default:
+          o.result = 0;
       }
       o.state = ThreadState::kReady;
       queue_.push_back(o.rank);
@@ -383,13 +392,27 @@ U apply_atomic(AtomicOp op, U* address, U value, U compare, bool is_signed) {
   const U old = *address;
   U next = old;
   switch (op) {
-    case kAdd: next = old + value; break;
-    case kMin: next = is_signed ? (static_cast<S>(value) < static_cast<S>(old) ? value : old) : std::min(old, value); break;
-    case kMax: next = is_signed ? (static_cast<S>(value) > static_cast<S>(old) ? value : old) : std::max(old, value); break;
-    case kExch: next = value; break;
-    case kCas: next = old == compare ? value : old; break;
-    case kOr: next = old | value; break;
-    case kAnd: next = old & value; break;
+    case kAdd:
+      next = old + value;
+      break;
+    case kMin:
+      next = is_signed ? (static_cast<S>(value) < static_cast<S>(old) ? value : old) : std::min(old, value);
+      break;
+    case kMax:
+      next = is_signed ? (static_cast<S>(value) > static_cast<S>(old) ? value : old) : std::max(old, value);
+      break;
+    case kExch:
+      next = value;
+      break;
+    case kCas:
+      next = old == compare ? value : old;
+      break;
+    case kOr:
+      next = old | value;
+      break;
+    case kAnd:
+      next = old & value;
+      break;
   }
   *address = next;  // one host thread runs the whole block: no other thread can interleave
   return old;
@@ -427,8 +450,8 @@ void launch(dim3 grid, dim3 block, size_t shared_bytes, const void* params, size
   const std::string problem = limits_problem(grid, block, shared_bytes);
   if (!problem.empty()) {
     l.block_idx = {0, 0, 0};
-    record_error("launch over the device limits: " + problem + " (grid " + dims(grid.x, grid.y, grid.z) +
-                 ", block " + dims(block.x, block.y, block.z) + ")");
+    record_error("launch over the device limits: " + problem + " (grid " + dims(grid.x, grid.y, grid.z) + ", block " +
+                 dims(block.x, block.y, block.z) + ")");
     tls_launch = outer;
     return;
   }

@@ -173,19 +173,33 @@ inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
 
 template <typename T>
-inline T atomicAdd(T* address, T value) { return cuda_emu::atomic(cuda_emu::kAdd, address, value); }
+inline T atomicAdd(T* address, T value) {
+  return cuda_emu::atomic(cuda_emu::kAdd, address, value);
+}
 template <typename T>
-inline T atomicMin(T* address, T value) { return cuda_emu::atomic(cuda_emu::kMin, address, value); }
+inline T atomicMin(T* address, T value) {
+  return cuda_emu::atomic(cuda_emu::kMin, address, value);
+}
 template <typename T>
-inline T atomicMax(T* address, T value) { return cuda_emu::atomic(cuda_emu::kMax, address, value); }
+inline T atomicMax(T* address, T value) {
+  return cuda_emu::atomic(cuda_emu::kMax, address, value);
+}
 template <typename T>
-inline T atomicExch(T* address, T value) { return cuda_emu::atomic(cuda_emu::kExch, address, value); }
+inline T atomicExch(T* address, T value) {
+  return cuda_emu::atomic(cuda_emu::kExch, address, value);
+}
 template <typename T>
-inline T atomicOr(T* address, T value) { return cuda_emu::atomic(cuda_emu::kOr, address, value); }
+inline T atomicOr(T* address, T value) {
+  return cuda_emu::atomic(cuda_emu::kOr, address, value);
+}
 template <typename T>
-inline T atomicAnd(T* address, T value) { return cuda_emu::atomic(cuda_emu::kAnd, address, value); }
+inline T atomicAnd(T* address, T value) {
+  return cuda_emu::atomic(cuda_emu::kAnd, address, value);
+}
 template <typename T>
-inline T atomicCAS(T* address, T compare, T value) { return cuda_emu::atomic(cuda_emu::kCas, address, value, compare); }
+inline T atomicCAS(T* address, T compare, T value) {
+  return cuda_emu::atomic(cuda_emu::kCas, address, value, compare);
+}
 
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }

@@ -89,8 +89,8 @@ void make_context(Context& to, char* stack, size_t bytes, void (*entry)(void*), 
   to.uc.uc_stack.ss_size = bytes;
   to.uc.uc_link = nullptr;
   const uint64_t e = reinterpret_cast<uint64_t>(entry), a = reinterpret_cast<uint64_t>(arg);
-  makecontext(&to.uc, reinterpret_cast<void (*)()>(&start), 4, static_cast<unsigned>(e >> 32),
-              static_cast<unsigned>(e), static_cast<unsigned>(a >> 32), static_cast<unsigned>(a));
+  makecontext(&to.uc, reinterpret_cast<void (*)()>(&start), 4, static_cast<unsigned>(e >> 32), static_cast<unsigned>(e),
+              static_cast<unsigned>(a >> 32), static_cast<unsigned>(a));
 }
 
 void switch_context(Context& from, Context& to) { swapcontext(&from.uc, &to.uc); }

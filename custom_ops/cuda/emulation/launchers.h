@@ -38,7 +38,7 @@ int cuda_emulated(const OpCall& call, F launch) {
 }  // namespace fastspec
 
 // FASTSPEC_REGISTER_OP's line for the emulated CUDA device (fastspec/op_call.h).
-#define FASTSPEC_REGISTER_CUDA_EMULATED_(op, build)                                                  \
-  FASTSPEC_REGISTER(op, kCudaEmulator, [](const ::fastspec::OpCall& c) {                             \
-    return ::fastspec::cuda_emulated(c, [&] { return op##_cuda_emulated(build(c), nullptr); });       \
+#define FASTSPEC_REGISTER_CUDA_EMULATED_(op, build)                                             \
+  FASTSPEC_REGISTER(op, kCudaEmulator, [](const ::fastspec::OpCall& c) {                        \
+    return ::fastspec::cuda_emulated(c, [&] { return op##_cuda_emulated(build(c), nullptr); }); \
   })

@@ -130,22 +130,47 @@ __global__ void dynamic_shared_kernel(const int* in, int n, int* out) {
 
 cudaError_t cuda_probe_emulated(int which, const int* in, int n, int* out, int n_out) {
   switch (which) {
-    case kProbeClean: FS_CUDA_LAUNCH(clean_kernel, 2, kThreads, 0, nullptr, in, n, out); break;
-    case kProbeDivergentBarrier: FS_CUDA_LAUNCH(divergent_barrier_kernel, 1, kThreads, 0, nullptr, out); break;
-    case kProbeUninitialisedShared: FS_CUDA_LAUNCH(uninitialised_kernel, 1, kThreads, 0, nullptr, out); break;
-    case kProbeReadWriteRace: FS_CUDA_LAUNCH(read_write_race_kernel, 1, kThreads, 0, nullptr, out); break;
-    case kProbeWriteWriteRace: FS_CUDA_LAUNCH(write_write_race_kernel, 1, kThreads, 0, nullptr, out); break;
-    case kProbeOutOfBoundsWrite: FS_CUDA_LAUNCH(out_of_bounds_write_kernel, 1, kThreads, 0, nullptr, out, n_out); break;
-    case kProbeOutOfBoundsRead: FS_CUDA_LAUNCH(out_of_bounds_read_kernel, 1, kThreads, 0, nullptr, in, n, out); break;
-    case kProbeTooManyThreads: FS_CUDA_LAUNCH(nothing_kernel, 1, 1025, 0, nullptr, out); break;
-    case kProbeTooMuchDynamicShared: FS_CUDA_LAUNCH(nothing_kernel, 1, kThreads, 228 * 1024, nullptr, out); break;
-    case kProbeTooMuchStaticShared: FS_CUDA_LAUNCH(big_static_shared_kernel, 1, kThreads, 0, nullptr, out); break;
-    case kProbeWarpDivergence: FS_CUDA_LAUNCH(warp_divergence_kernel, 1, kThreads, 0, nullptr, out); break;
-    case kProbeEarlyExit: FS_CUDA_LAUNCH(early_exit_kernel, 1, kThreads, 0, nullptr, in, out); break;
+    case kProbeClean:
+      FS_CUDA_LAUNCH(clean_kernel, 2, kThreads, 0, nullptr, in, n, out);
+      break;
+    case kProbeDivergentBarrier:
+      FS_CUDA_LAUNCH(divergent_barrier_kernel, 1, kThreads, 0, nullptr, out);
+      break;
+    case kProbeUninitialisedShared:
+      FS_CUDA_LAUNCH(uninitialised_kernel, 1, kThreads, 0, nullptr, out);
+      break;
+    case kProbeReadWriteRace:
+      FS_CUDA_LAUNCH(read_write_race_kernel, 1, kThreads, 0, nullptr, out);
+      break;
+    case kProbeWriteWriteRace:
+      FS_CUDA_LAUNCH(write_write_race_kernel, 1, kThreads, 0, nullptr, out);
+      break;
+    case kProbeOutOfBoundsWrite:
+      FS_CUDA_LAUNCH(out_of_bounds_write_kernel, 1, kThreads, 0, nullptr, out, n_out);
+      break;
+    case kProbeOutOfBoundsRead:
+      FS_CUDA_LAUNCH(out_of_bounds_read_kernel, 1, kThreads, 0, nullptr, in, n, out);
+      break;
+    case kProbeTooManyThreads:
+      FS_CUDA_LAUNCH(nothing_kernel, 1, 1025, 0, nullptr, out);
+      break;
+    case kProbeTooMuchDynamicShared:
+      FS_CUDA_LAUNCH(nothing_kernel, 1, kThreads, 228 * 1024, nullptr, out);
+      break;
+    case kProbeTooMuchStaticShared:
+      FS_CUDA_LAUNCH(big_static_shared_kernel, 1, kThreads, 0, nullptr, out);
+      break;
+    case kProbeWarpDivergence:
+      FS_CUDA_LAUNCH(warp_divergence_kernel, 1, kThreads, 0, nullptr, out);
+      break;
+    case kProbeEarlyExit:
+      FS_CUDA_LAUNCH(early_exit_kernel, 1, kThreads, 0, nullptr, in, out);
+      break;
     case kProbeDynamicShared:
       FS_CUDA_LAUNCH(dynamic_shared_kernel, 1, kThreads, kThreads * sizeof(int), nullptr, in, n, out);
       break;
-    default: return cudaErrorInvalidValue;
+    default:
+      return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
 }

@@ -48,7 +48,6 @@ struct AdaptiveObserveParams {
 enum AdaptiveRate : int { kLearningRate = 0, kKeepTried = 1, kKeepUntried = 2, kRelaxShift = 3, kPrior = 4 };
 constexpr float kTieBreak = 1.0f / 4194304.0f;  // 2^-22 per slot: equal estimates must not tie
 
-
 // Round half to even (as rintf in the default rounding mode), without libm.
 FS_HD float round_even_f32(float x) {
   const float big = 8388608.0f;  // 2^23: from here on every float32 is an integer
@@ -59,9 +58,7 @@ FS_HD float round_even_f32(float x) {
 // -- adaptive_plan -----------------------------------------------------------------------
 
 // The probe step this plan uses (the counter advanced by one, wrapping like int64).
-FS_HD int64_t next_probe_step(int64_t step) {
-  return static_cast<int64_t>(static_cast<uint64_t>(step) + 1u);
-}
+FS_HD int64_t next_probe_step(int64_t step) { return static_cast<int64_t>(static_cast<uint64_t>(step) + 1u); }
 
 // Whether slot b probes at `step`: b = step (mod interval).
 FS_HD bool slot_probes(int64_t b, int64_t step, int32_t interval) {

@@ -56,8 +56,8 @@ struct CandidatesInMemory {
 // picks (the caller has cleared the rows); node_of is C entries of scratch.
 // Returns the node count (node 0 included).
 template <class Candidates>
-FS_HD int64_t build_tree_slot(const Candidates& cand, int64_t count, int64_t cols, int32_t max_depth,
-                              int64_t* tokens, int32_t* parents, int32_t* depths, int16_t* node_of) {
+FS_HD int64_t build_tree_slot(const Candidates& cand, int64_t count, int64_t cols, int32_t max_depth, int64_t* tokens,
+                              int32_t* parents, int32_t* depths, int16_t* node_of) {
   for (int64_t j = 0; j < count; ++j) node_of[j] = -1;
   int64_t nodes = 1;
   for (; nodes < cols; ++nodes) {
@@ -162,7 +162,12 @@ FS_HD bool tree_strategy_ok(int32_t strategy) { return strategy >= kTreeGreedy &
 // in the order of fastspec/reference/trees.py tree_error, at node *node (with
 // its depth in *depth), or kTreeOk.
 enum TreeFault : int32_t {
-  kTreeOk = 0, kTreeTooManyNodes = 1, kTreeNoParent = 2, kTreeCycle = 3, kTreeParentAfter = 4, kTreeTooDeep = 5
+  kTreeOk = 0,
+  kTreeTooManyNodes = 1,
+  kTreeNoParent = 2,
+  kTreeCycle = 3,
+  kTreeParentAfter = 4,
+  kTreeTooDeep = 5
 };
 FS_HD TreeFault tree_fault(const int32_t* parents, int64_t nodes, int64_t cols, int64_t max_depth, int64_t* node,
                            int64_t* depth) {

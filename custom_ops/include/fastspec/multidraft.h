@@ -64,8 +64,8 @@ FS_HD int64_t tries_target(int64_t mp, int64_t mq, const TreeTries& tries, int32
 // mq: true when accepted; otherwise the residual's total is recorded.
 // Rows: kDivide (tries_ratio), residual_total(t, tries, k) (the sum over the row of r_k).
 template <class Rows>
-FS_HD bool tries_accept(const Rows& rows, int64_t t, int64_t d, int64_t mp, int64_t mq, int64_t seed,
-                        int64_t position, TreeTries* tries) {
+FS_HD bool tries_accept(const Rows& rows, int64_t t, int64_t d, int64_t mp, int64_t mq, int64_t seed, int64_t position,
+                        TreeTries* tries) {
   if (tries->empty) return false;
   const int32_t k = tries->count;
   if (d >= 0 && mq > 0) {
@@ -96,7 +96,7 @@ struct TriesInMemory {
     FS_HD int64_t at(int64_t v) const {
       const RejectionRows& r = rows.r;
       return tries_residual<kDivide>(rejection_mass(r.target_probs, r.dtype, r.vocab, t, v),
-                            rejection_mass(r.draft_probs, r.dtype, r.vocab, t, v), tries, k);
+                                     rejection_mass(r.draft_probs, r.dtype, r.vocab, t, v), tries, k);
     }
   };
 

@@ -36,7 +36,8 @@ FS_HD NgramAppendGeometry ngram_append_geometry(int64_t p, int64_t s, int32_t th
   g.searchable = false;
   g.kept = m;
   if (p < 0 || s < 0 || p > max_model_len || s > max_model_len - p) return g;
-  const int64_t md = max64(0, min64(min64(static_cast<int64_t>(draft_token_num), k), sub_sat64(sub_sat64(max_dec_len, s), 1)));
+  const int64_t md =
+      max64(0, min64(min64(static_cast<int64_t>(draft_token_num), k), sub_sat64(sub_sat64(max_dec_len, s), 1)));
   g.kept = min64(m, md);
   const int64_t max_len = min64(static_cast<int64_t>(max_ngram_size), s + g.kept);
   g.p = p;
@@ -128,8 +129,7 @@ FS_HD uint64_t ngram_append_key(const NgramAppendSlot& slot, int generated, int6
 }
 
 // Writes the appended drafts for the best key; returns the final draft count.
-FS_HD int64_t ngram_append_write(const NgramAppendSlot& slot, uint64_t key, int64_t* drafts_row,
-                                 int64_t draft_cols) {
+FS_HD int64_t ngram_append_write(const NgramAppendSlot& slot, uint64_t key, int64_t* drafts_row, int64_t draft_cols) {
   int generated = 0;
   int64_t start = 0;
   const int64_t n = ngram_append_span(slot, key, &generated, &start);

@@ -38,8 +38,7 @@ struct NgramMatchParams {
 // token equals the newest generated token. Its length is how far the region,
 // read backwards from e, agrees with the generated tokens read backwards from
 // the newest one, capped at max_len and never before the region's start.
-FS_HD int32_t ngram_match_length(const int64_t* region, int64_t e, const int64_t* newest,
-                                 int32_t max_len) {
+FS_HD int32_t ngram_match_length(const int64_t* region, int64_t e, const int64_t* newest, int32_t max_len) {
   int32_t m = 1;
   while (m < max_len && e - m >= 0 && region[e - m] == newest[-m]) ++m;
   return m;
@@ -50,12 +49,10 @@ FS_HD int32_t ngram_match_length(const int64_t* region, int64_t e, const int64_t
 // host, so e and the length each fit 31 bits.
 constexpr uint64_t kNoMatch = ~0ull;
 FS_HD uint64_t ngram_match_key(int32_t len, int region_is_generated, int64_t e) {
-  return (static_cast<uint64_t>(0x7fffffff - len) << 32) |
-         (static_cast<uint64_t>(region_is_generated) << 31) | static_cast<uint64_t>(e);
+  return (static_cast<uint64_t>(0x7fffffff - len) << 32) | (static_cast<uint64_t>(region_is_generated) << 31) |
+         static_cast<uint64_t>(e);
 }
-FS_HD int32_t ngram_key_length(uint64_t key) {
-  return 0x7fffffff - static_cast<int32_t>(key >> 32);
-}
+FS_HD int32_t ngram_key_length(uint64_t key) { return 0x7fffffff - static_cast<int32_t>(key >> 32); }
 FS_HD int ngram_key_is_generated(uint64_t key) { return static_cast<int>((key >> 31) & 1u); }
 FS_HD int64_t ngram_key_end(uint64_t key) { return static_cast<int64_t>(key & 0x7fffffffu); }
 
@@ -77,8 +74,8 @@ FS_HD NgramGeometry ngram_geometry(int64_t p, int64_t s, int32_t draft_token_num
   g.valid = g.searchable = false;
   if (p < 0 || s < 0 || p > max_model_len || s > max_model_len - p) return g;
   // max_dec_len - s - 1 may leave the int64 range (max_dec_len near INT64_MIN): saturate.
-  const int64_t md = min64(min64(static_cast<int64_t>(draft_token_num), draft_cols - 1),
-                           sub_sat64(sub_sat64(max_dec_len, s), 1));
+  const int64_t md =
+      min64(min64(static_cast<int64_t>(draft_token_num), draft_cols - 1), sub_sat64(sub_sat64(max_dec_len, s), 1));
   const int64_t max_len = min64(static_cast<int64_t>(max_ngram_size), s);
   if (md <= 0) return g;
   g.valid = true;
@@ -132,8 +129,7 @@ struct RowRef {
 // gives anchor + m; -1 when none does. *end: the source region's end (p for a
 // prompt source, p + s otherwise). Needs a valid geometry (0 <= p, s; p + s <= L).
 template <class Row>
-FS_HD int64_t ngram_anchor_continuation(const Row& row, int64_t p, int64_t s, int64_t k, int64_t anchor,
-                                        int64_t* end) {
+FS_HD int64_t ngram_anchor_continuation(const Row& row, int64_t p, int64_t s, int64_t k, int64_t anchor, int64_t* end) {
   const int64_t known = p + s;
   if (anchor < 0 || anchor >= known) return -1;
   *end = anchor < p ? p : known;
@@ -199,8 +195,8 @@ FS_HD int32_t ngram_budget_step(NgramBudget& state, int32_t enc, int32_t dec, in
 
 // The whole pass over arrays (CPU, and one CUDA thread): in place on
 // seq_lens_this_time, which pass 1 set to 1 + drafts.
-FS_HD void ngram_apply_budget(const NgramMatchParams& a, int32_t* seq_lens_this_time,
-                              const int32_t* seq_lens_encoder, const int32_t* seq_lens_decoder) {
+FS_HD void ngram_apply_budget(const NgramMatchParams& a, int32_t* seq_lens_this_time, const int32_t* seq_lens_encoder,
+                              const int32_t* seq_lens_decoder) {
   NgramBudget state{a.token_budget, 0, 0, 0};
   for (int64_t b = 0; b < a.batch; ++b) state.running += ngram_slot_runs(seq_lens_encoder[b], seq_lens_decoder[b]);
   for (int64_t b = 0; b < a.batch; ++b) {
@@ -218,8 +214,7 @@ int64_t ngram_slot_drafts_cpu(const NgramSlot& slot, int64_t draft_cols, int64_t
 
 // The CPU driver both n-gram ops share: search_slot on every slot (threaded
 // when the call has enough tokens to scan), then the budget pass and its trim.
-void ngram_run_cpu(const NgramMatchParams& params,
-                   void (*search_slot)(const NgramMatchParams&, int64_t));
+void ngram_run_cpu(const NgramMatchParams& params, void (*search_slot)(const NgramMatchParams&, int64_t));
 
 // XPU: one search launch (a cluster per slot, its cores scanning tiles), plus
 // one single-cluster budget launch when token_budget > 0 (custom_ops/xpu).

@@ -47,9 +47,13 @@ struct OpCall {
   // field = the tensor's data typed as the field (nullptr when left out); the
   // generated <op>_params builders (build/gen/fastspec/params/) read with these.
   template <typename T>
-  void read(int index, T*& field) const { field = data<T>(index); }
+  void read(int index, T*& field) const {
+    field = data<T>(index);
+  }
   template <typename T>
-  void read_attr(int index, T& field) const { field = static_cast<T>(attr(index)); }
+  void read_attr(int index, T& field) const {
+    field = static_cast<T>(attr(index));
+  }
   XpuGrid xpu() const {
     XpuGrid grid = xpu_grid;
     grid.stream = stream;
@@ -79,7 +83,7 @@ struct Registrar {
 #define FASTSPEC_CONCAT_(a, b) a##b
 #define FASTSPEC_CONCAT(a, b) FASTSPEC_CONCAT_(a, b)
 // FASTSPEC_REGISTER(ngram_match, kCuda, launcher): `launcher` runs op ngram_match on CUDA.
-#define FASTSPEC_REGISTER(op, backend, launcher)                                          \
+#define FASTSPEC_REGISTER(op, backend, launcher)                                            \
   static const ::fastspec::Registrar FASTSPEC_CONCAT(registrar_##op##_##backend, __LINE__)( \
       #op, ::fastspec::Backend::backend, launcher)
 
@@ -90,16 +94,16 @@ struct Registrar {
 //   ngram_match_cuda(params, cudaStream_t) (its cudaError_t becomes the status).
 // The glue file includes custom_ops/cuda/emulation/launchers.h, which defines
 // FASTSPEC_REGISTER_CUDA_EMULATED_.
-#define FASTSPEC_REGISTER_OP(op, build)                                                                     \
-  FASTSPEC_REGISTER(op, kCpu, [](const ::fastspec::OpCall& c) { return op##_cpu(build(c)); });              \
-  FASTSPEC_REGISTER(op, kXpu, [](const ::fastspec::OpCall& c) { return op##_xpu(build(c), c.xpu()); });     \
-  FASTSPEC_REGISTER_CUDA_EMULATED_(op, build);                                                              \
+#define FASTSPEC_REGISTER_OP(op, build)                                                                 \
+  FASTSPEC_REGISTER(op, kCpu, [](const ::fastspec::OpCall& c) { return op##_cpu(build(c)); });          \
+  FASTSPEC_REGISTER(op, kXpu, [](const ::fastspec::OpCall& c) { return op##_xpu(build(c), c.xpu()); }); \
+  FASTSPEC_REGISTER_CUDA_EMULATED_(op, build);                                                          \
   FASTSPEC_REGISTER_CUDA_(op, build)
 
 #if defined(FASTSPEC_WITH_CUDA)
-#define FASTSPEC_REGISTER_CUDA_(op, build)                                                       \
-  FASTSPEC_REGISTER(op, kCuda, [](const ::fastspec::OpCall& c) {                                 \
-    return static_cast<int>(op##_cuda(build(c), static_cast<cudaStream_t>(c.stream)));           \
+#define FASTSPEC_REGISTER_CUDA_(op, build)                                             \
+  FASTSPEC_REGISTER(op, kCuda, [](const ::fastspec::OpCall& c) {                       \
+    return static_cast<int>(op##_cuda(build(c), static_cast<cudaStream_t>(c.stream))); \
   })
 #else
 #define FASTSPEC_REGISTER_CUDA_(op, build) static_assert(true, "no CUDA in this build")

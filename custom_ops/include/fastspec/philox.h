@@ -31,8 +31,7 @@ FS_HD void mul_hi_lo(uint32_t a, uint32_t b, uint32_t* hi, uint32_t* lo) {
 }
 
 // Philox4x32 with 10 rounds and the Random123 constants.
-FS_HD Philox4 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
-                            uint32_t k0, uint32_t k1) {
+FS_HD Philox4 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1) {
   for (int round = 0; round < 10; ++round) {
     uint32_t hi0, lo0, hi1, lo1;
     mul_hi_lo(0xD2511F53u, c0, &hi0, &lo0);
@@ -55,9 +54,8 @@ FS_HD Philox4 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
 FS_HD uint64_t rand64(int64_t seed, int64_t position, uint32_t stream, uint32_t index = 0) {
   const uint64_t s = static_cast<uint64_t>(seed);
   const uint64_t p = static_cast<uint64_t>(position);
-  const Philox4 r = philox4x32_10(static_cast<uint32_t>(p), static_cast<uint32_t>(p >> 32),
-                                  stream, index, static_cast<uint32_t>(s),
-                                  static_cast<uint32_t>(s >> 32));
+  const Philox4 r = philox4x32_10(static_cast<uint32_t>(p), static_cast<uint32_t>(p >> 32), stream, index,
+                                  static_cast<uint32_t>(s), static_cast<uint32_t>(s >> 32));
   return static_cast<uint64_t>(r.x[0]) | (static_cast<uint64_t>(r.x[1]) << 32);
 }
 
@@ -69,7 +67,7 @@ FS_HD uint64_t scale_rand64(uint64_t r, uint64_t total) { return mul_hi64(r, tot
 #if defined(FASTSPEC_WITH_CUDA)
 namespace fastspec {
 // out[i] = rand64(seeds[i], positions[i], stream_id) for i < n (tests).
-cudaError_t rand64_cuda(const int64_t* seeds, const int64_t* positions, uint32_t stream_id,
-                        uint64_t* out, int64_t n, cudaStream_t stream);
+cudaError_t rand64_cuda(const int64_t* seeds, const int64_t* positions, uint32_t stream_id, uint64_t* out, int64_t n,
+                        cudaStream_t stream);
 }  // namespace fastspec
 #endif

@@ -16,9 +16,12 @@ inline int32_t prob_dtype(int32_t dtype) {
 template <typename Fn>
 auto with_prob_tag(int32_t probs_dtype, const Fn& fn) {
   switch (probs_dtype) {
-    case kProbF32: return fn(F32Tag{});
-    case kProbF16: return fn(F16Tag{});
-    default: return fn(BF16Tag{});
+    case kProbF32:
+      return fn(F32Tag{});
+    case kProbF16:
+      return fn(F16Tag{});
+    default:
+      return fn(BF16Tag{});
   }
 }
 

@@ -72,8 +72,7 @@ FS_HD bool rejection_accepts_masses(int64_t mp, int64_t mq, int64_t seed, int64_
 }
 
 // The acceptance test of draft d at row t (accept_all is the caller's).
-FS_HD bool rejection_accepts(const RejectionRows& r, int64_t t, int64_t d, int64_t seed,
-                             int64_t position) {
+FS_HD bool rejection_accepts(const RejectionRows& r, int64_t t, int64_t d, int64_t seed, int64_t position) {
   if (d < 0 || d >= r.vocab) return false;
   return rejection_accepts_masses(rejection_mass(r.target_probs, r.dtype, r.vocab, t, d),
                                   rejection_mass(r.draft_probs, r.dtype, r.vocab, t, d), seed, position);
@@ -101,8 +100,7 @@ struct WeightedRow {
 
 // A draw over ascending ids from the masses of row t of weight `weight`; -1
 // when their total is 0. Serial (CPU, and a CUDA thread per slot).
-FS_HD int64_t rejection_draw(const RejectionRows& r, int64_t t, int64_t weight, int64_t seed,
-                             int64_t position) {
+FS_HD int64_t rejection_draw(const RejectionRows& r, int64_t t, int64_t weight, int64_t seed, int64_t position) {
   const WeightedRow row = {r, t, weight};
   int64_t total = 0;
   for (int64_t v = 0; v < r.vocab; ++v) total += row.at(v);
@@ -113,8 +111,7 @@ FS_HD int64_t rejection_draw(const RejectionRows& r, int64_t t, int64_t weight, 
 // after a REJECTION rejection, w_i after a BLOCK prefix), falling back to p
 // when that residual is empty; weight kDrawTarget: the bonus after full
 // acceptance (p). -1: no token (the row has no target mass).
-FS_HD int64_t rejection_correction(const RejectionRows& r, int64_t t, int64_t weight, int64_t seed,
-                                   int64_t position) {
+FS_HD int64_t rejection_correction(const RejectionRows& r, int64_t t, int64_t weight, int64_t seed, int64_t position) {
   if (weight >= 0) {
     const int64_t token = rejection_draw(r, t, weight, seed, position);
     if (token >= 0) return token;

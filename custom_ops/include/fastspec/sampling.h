@@ -100,9 +100,15 @@ FS_HD uint32_t prob_key(uint32_t f32bits) {
   return (f32bits - 1u) < 0x7f7fffffu ? f32bits : 0u;  // [1, 0x7f7fffff]: finite, > 0
 }
 
-struct F32Tag { using T = float; };
-struct F16Tag { using T = uint16_t; };
-struct BF16Tag { using T = uint16_t; };
+struct F32Tag {
+  using T = float;
+};
+struct F16Tag {
+  using T = uint16_t;
+};
+struct BF16Tag {
+  using T = uint16_t;
+};
 
 FS_HD uint32_t key_of(F32Tag, const float* row, int64_t i) { return prob_key(f32_bits(row[i])); }
 FS_HD uint32_t key_of(F16Tag, const uint16_t* row, int64_t i) { return prob_key(f16_to_f32_bits(row[i])); }
@@ -192,8 +198,7 @@ FS_HD bool row_request(const int32_t* batch_id_per_token_output, int64_t t, int6
   *b = v;
   return v >= 0 && v < batch;
 }
-FS_HD int64_t row_position(const int64_t* step_idx, const int32_t* cu_seqlens_q_output, int64_t b,
-                           int64_t t) {
+FS_HD int64_t row_position(const int64_t* step_idx, const int32_t* cu_seqlens_q_output, int64_t b, int64_t t) {
   return static_cast<int64_t>(static_cast<uint64_t>(step_idx[b]) + static_cast<uint64_t>(t) -
                               static_cast<uint64_t>(static_cast<int64_t>(cu_seqlens_q_output[b])));
 }

@@ -70,7 +70,8 @@ FS_HD bool update_slot_rule(const UpdateModelStatusParams& a, int64_t b, int64_t
   const int64_t p = a.prompt_lens[b];
   const int64_t max_dec = a.max_dec_len[b];
   int64_t step = a.step_idx[b];
-  *history_at = static_cast<int64_t>(static_cast<uint64_t>(p) + static_cast<uint64_t>(step));  // used only when a token is kept (then in [0, L))
+  *history_at = static_cast<int64_t>(static_cast<uint64_t>(p) +
+                                     static_cast<uint64_t>(step));  // used only when a token is kept (then in [0, L))
   int64_t kept = 0;
   bool ended = false;
   for (int64_t k = 0; k < count && !ended; ++k) {

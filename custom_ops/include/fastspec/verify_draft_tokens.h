@@ -76,8 +76,7 @@ FS_HD int64_t verify_candidate_len(const VerifyDraftTokensParams& a, int64_t t) 
 
 // Does the strategy accept draft d >= 0 at output row t (deciding `position`
 // of request b)? accept_all and negative drafts are verify_slot_with's.
-FS_HD bool verify_accepts(const VerifyDraftTokensParams& a, int64_t b, int64_t t, int64_t d,
-                          int64_t position) {
+FS_HD bool verify_accepts(const VerifyDraftTokensParams& a, int64_t b, int64_t t, int64_t d, int64_t position) {
   if (verify_reads_probs(a.strategy)) return rejection_accepts(a.rejection(), t, d, a.seed[b], position);
   if (a.strategy == kVerifyTopp) {
     const int64_t* ids = a.candidate_ids + t * a.candidate_cols;
@@ -95,8 +94,8 @@ FS_HD bool verify_accepts(const VerifyDraftTokensParams& a, int64_t b, int64_t t
 // else the weight of the residual (kMassOne for REJECTION, w_i for BLOCK);
 // only REJECTION and BLOCK read it. -1 (or any negative value) when the row
 // has none: verify_slot_with emits end_tokens[0].
-FS_HD int64_t verify_correction(const VerifyDraftTokensParams& a, int64_t b, int64_t t,
-                                int64_t position, int64_t weight) {
+FS_HD int64_t verify_correction(const VerifyDraftTokensParams& a, int64_t b, int64_t t, int64_t position,
+                                int64_t weight) {
   int64_t token = -1;
   if (verify_reads_probs(a.strategy)) {
     token = rejection_correction(a.rejection(), t, weight, a.seed[b], position);
@@ -165,10 +164,9 @@ FS_HD void verify_slot_with(const VerifyDraftTokensParams& a, int64_t b, const R
   const int64_t first_row = judged.first;
 
   // Drafts beyond column K cannot be read: a decode slot judges at most K.
-  const int64_t drafts =
-      (prefill || a.reject_all || (a.reasoning_status && a.reasoning_status[b] == 1))
-          ? 0
-          : min64(need - 1, a.draft_cols - 1);
+  const int64_t drafts = (prefill || a.reject_all || (a.reasoning_status && a.reasoning_status[b] == 1))
+                             ? 0
+                             : min64(need - 1, a.draft_cols - 1);
   SlotEmitter emitter = slot_emitter(a, b, out);
   bool ended = false;
 

@@ -98,8 +98,8 @@ void complete(Core& core, int spaces) {
       continue;
     }
     if (std::memcmp(p.src, p.snapshot.data(), p.bytes) != 0) {
-      std::string what = std::string(copy_name(p.from, p.to)) +
-                         "_ASYNC: its source changed before the fence that completes the copy";
+      std::string what =
+          std::string(copy_name(p.from, p.to)) + "_ASYNC: its source changed before the fence that completes the copy";
       report(what.c_str());
     }
     std::memcpy(p.dst, p.snapshot.data(), p.bytes);

@@ -78,12 +78,12 @@ inline int core_num() { return xpu_emu::core_num(); }
 inline int cluster_id() { return xpu_emu::cluster_id(); }
 inline int cluster_num() { return xpu_emu::cluster_num(); }
 
-#define FS_EMU_COPY(name, from, to)                                                                        \
-  inline void name(const void* src, void* dst, int bytes) {                                                \
-    xpu_emu::copy(xpu_emu::from, xpu_emu::to, src, dst, bytes, false);                                     \
-  }                                                                                                        \
-  inline void name##_ASYNC(const void* src, void* dst, int bytes) {                                        \
-    xpu_emu::copy(xpu_emu::from, xpu_emu::to, src, dst, bytes, true);                                      \
+#define FS_EMU_COPY(name, from, to)                                    \
+  inline void name(const void* src, void* dst, int bytes) {            \
+    xpu_emu::copy(xpu_emu::from, xpu_emu::to, src, dst, bytes, false); \
+  }                                                                    \
+  inline void name##_ASYNC(const void* src, void* dst, int bytes) {    \
+    xpu_emu::copy(xpu_emu::from, xpu_emu::to, src, dst, bytes, true);  \
   }
 FS_EMU_COPY(GM2LM, kGM, kLM)
 FS_EMU_COPY(LM2GM, kLM, kGM)

@@ -5,8 +5,8 @@
 namespace fastspec {
 
 int adaptive_plan_xpu(const AdaptivePlanParams& p, const XpuGrid& grid) {
-  if (!xpu::grid_ok(grid) || p.batch < 1 || p.draft_cols < 2 || p.draft_cols > xpu::kMaxDraftCols ||
-      p.cost_len < 1 || p.batch * p.draft_cols > 0x7fffffff) {
+  if (!xpu::grid_ok(grid) || p.batch < 1 || p.draft_cols < 2 || p.draft_cols > xpu::kMaxDraftCols || p.cost_len < 1 ||
+      p.batch * p.draft_cols > 0x7fffffff) {
     return kInvalidArgument;
   }
   return FS_XPU_LAUNCH(1, grid, xpu::adaptive_plan_kernel, p.acceptance, p.found, p.step_cost, p.rates,

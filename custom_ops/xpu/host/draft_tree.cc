@@ -20,9 +20,9 @@ int verify_draft_tree_xpu(const VerifyDraftTreeParams& p, const XpuGrid& grid) {
   if (p.batch == 0) return kOk;
   const RejectionRows r = p.rejection();
   return FS_XPU_LAUNCH(grid.clusters, grid, xpu::verify_draft_tree_kernel, xpu::i64(p.accept_tokens), p.accept_num,
-                       xpu::i64(p.draft_tree_tokens), p.draft_tree_parents, xpu::i64(p.target_tokens),
-                       xpu::i64(p.seed), xpu::i64(p.step_idx), p.stop_flags, p.is_block_step, p.seq_lens_encoder,
-                       p.seq_lens_this_time, p.cu_seqlens_q_output, xpu::i64(p.max_dec_len), xpu::i64(p.end_tokens),
+                       xpu::i64(p.draft_tree_tokens), p.draft_tree_parents, xpu::i64(p.target_tokens), xpu::i64(p.seed),
+                       xpu::i64(p.step_idx), p.stop_flags, p.is_block_step, p.seq_lens_encoder, p.seq_lens_this_time,
+                       p.cu_seqlens_q_output, xpu::i64(p.max_dec_len), xpu::i64(p.end_tokens),
                        static_cast<const unsigned char*>(r.target_probs),
                        static_cast<const unsigned char*>(r.draft_probs), r.dtype, r.vocab, p.accept_nodes, p.batch,
                        p.draft_cols, p.tree_cols, p.rows, p.num_end_tokens, p.strategy);

@@ -11,8 +11,8 @@ int verify_draft_tokens_xpu(const VerifyDraftTokensParams& p, const XpuGrid& gri
   }
   if (p.batch == 0) return kOk;
   const RejectionRows r = p.rejection();
-  return FS_XPU_LAUNCH(grid.clusters, grid, xpu::verify_draft_tokens_kernel, xpu::i64(p.accept_tokens),
-                       p.accept_num, xpu::i64(p.draft_tokens), xpu::i64(p.target_tokens), xpu::i64(p.candidate_ids),
+  return FS_XPU_LAUNCH(grid.clusters, grid, xpu::verify_draft_tokens_kernel, xpu::i64(p.accept_tokens), p.accept_num,
+                       xpu::i64(p.draft_tokens), xpu::i64(p.target_tokens), xpu::i64(p.candidate_ids),
                        p.candidate_scores, p.candidate_lens, xpu::i64(p.seed), xpu::i64(p.step_idx), p.stop_flags,
                        p.is_block_step, p.seq_lens_encoder, p.seq_lens_this_time, p.cu_seqlens_q_output,
                        p.reasoning_status, xpu::i64(p.max_dec_len), xpu::i64(p.end_tokens),

@@ -87,7 +87,9 @@ class DraftLengthController:
     ) -> None:
         b, k = int(max_num_seqs), int(num_speculative_tokens)
         if b < 1 or k < 1:
-            raise ValueError(f"DraftLengthController: need max_num_seqs >= 1 and num_speculative_tokens >= 1, got {b}, {k}")
+            raise ValueError(
+                f"DraftLengthController: need max_num_seqs >= 1 and num_speculative_tokens >= 1, got {b}, {k}"
+            )
         self.max_num_seqs, self.num_speculative_tokens = b, k
         self.cost_model = cost_model
         self.probe_interval = int(probe_interval)
@@ -109,8 +111,16 @@ class DraftLengthController:
     def from_config(cls, config, max_num_seqs: int, cost_model: StepCostModel, place=None) -> DraftLengthController:
         """From a SpeculativeConfig's ``adaptive`` section (K = num_speculative_tokens)."""
         a = config.adaptive
-        return cls(max_num_seqs, config.num_speculative_tokens, cost_model, learning_rate=a.learning_rate,
-                   relax_rate=a.relax_rate, prior=a.prior, probe_interval=a.probe_interval, place=place)
+        return cls(
+            max_num_seqs,
+            config.num_speculative_tokens,
+            cost_model,
+            learning_rate=a.learning_rate,
+            relax_rate=a.relax_rate,
+            prior=a.prior,
+            probe_interval=a.probe_interval,
+            place=place,
+        )
 
     # -- between steps (host) ---------------------------------------------------------------
 
@@ -132,14 +142,26 @@ class DraftLengthController:
 
     def plan(self, state: SpecState) -> None:
         """Writes ``state.draft_token_num`` (in place) for the coming proposal."""
-        ops.adaptive_plan(self.acceptance, self.found, self._cost, self.rates, state.seq_lens_encoder,
-                          state.stop_flags, state.is_block_step, self._probe, state.draft_token_num, self._worth,
-                          self._ranking, probe_interval=self.probe_interval)
+        ops.adaptive_plan(
+            self.acceptance,
+            self.found,
+            self._cost,
+            self.rates,
+            state.seq_lens_encoder,
+            state.stop_flags,
+            state.is_block_step,
+            self._probe,
+            state.draft_token_num,
+            self._worth,
+            self._ranking,
+            probe_interval=self.probe_interval,
+        )
 
     def observe(self, state: SpecState) -> None:
         """After the state update: folds this step's rows and ``accept_num`` into the estimates."""
-        ops.adaptive_observe(self.acceptance, self.found, state.draft_token_num, state.cu_seqlens_q_output,
-                             state.accept_num, self.rates)
+        ops.adaptive_observe(
+            self.acceptance, self.found, state.draft_token_num, state.cu_seqlens_q_output, state.accept_num, self.rates
+        )
 
     # -- inspection -------------------------------------------------------------------------
 
@@ -149,4 +171,3 @@ class DraftLengthController:
 
     def _tensor(self, array: np.ndarray) -> paddle.Tensor:
         return paddle.to_tensor(array, place=self.place)
-

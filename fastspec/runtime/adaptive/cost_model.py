@@ -80,8 +80,13 @@ class RooflineCost:
     def named(cls, target_model: str, gpu: str, launch_us: float = 100.0) -> RooflineCost:
         """The roofline of ``TARGET_MODELS[target_model]`` on ``GPUS[gpu]``."""
         model, card = TARGET_MODELS[target_model], GPUS[gpu]
-        return cls(model.parameters, model.parameters * model.bytes_per_parameter, card.bandwidth,
-                   card.peak_flops, launch_us * 1e-6)
+        return cls(
+            model.parameters,
+            model.parameters * model.bytes_per_parameter,
+            card.bandwidth,
+            card.peak_flops,
+            launch_us * 1e-6,
+        )
 
     @property
     def ridge_tokens(self) -> float:

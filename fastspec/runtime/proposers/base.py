@@ -64,7 +64,9 @@ class Proposer(ABC):
 
     def __init__(self, num_speculative_tokens: int) -> None:
         if num_speculative_tokens < 1:
-            raise ValueError(f"{type(self).__name__}: num_speculative_tokens must be >= 1, got {num_speculative_tokens}")
+            raise ValueError(
+                f"{type(self).__name__}: num_speculative_tokens must be >= 1, got {num_speculative_tokens}"
+            )
         self.num_speculative_tokens = num_speculative_tokens
 
     @abstractmethod
@@ -123,5 +125,6 @@ class Proposer(ABC):
         drafts = paddle.where(state.draft_columns < lens.unsqueeze(-1), proposal.tokens, state.no_draft)
         paddle.assign(paddle.concat([state.draft_tokens[:, :1], drafts], axis=1), state.draft_tokens)
         # decode: 1 + drafts; prefill: its prompt tokens as they are; otherwise none
-        paddle.assign(paddle.where(decode, lens + 1, state.seq_lens_this_time * prefill.astype("int32")),
-                      state.seq_lens_this_time)
+        paddle.assign(
+            paddle.where(decode, lens + 1, state.seq_lens_this_time * prefill.astype("int32")), state.seq_lens_this_time
+        )

@@ -29,8 +29,15 @@ class DraftChoice:
         """``first`` / ``second``: (drafts [B, W], lens [B]) offered this step; rows where ``mask``; scored and
         averaged in C++."""
         rows = [(_rows(tokens, np.int64, 2), _rows(lens, np.int32, 1)) for tokens, lens in (first, second)]
-        module().draft_choice_observe(self.average, _rows(mask, bool, 1), *rows[0], *rows[1], _rows(kept, np.int64, 2),
-                                      _rows(kept_num, np.int32, 1), self.rate)
+        module().draft_choice_observe(
+            self.average,
+            _rows(mask, bool, 1),
+            *rows[0],
+            *rows[1],
+            _rows(kept, np.int64, 2),
+            _rows(kept_num, np.int32, 1),
+            self.rate,
+        )
 
 
 def _rows(values, dtype, ndim: int) -> np.ndarray:

@@ -9,9 +9,9 @@ import paddle
 
 from fastspec import ops
 from fastspec.core.schema import PROBABILITY_STRATEGIES
+from fastspec.core.streams import STREAM_DRAFT
 from fastspec.runtime.proposers.base import Proposal, Proposer
 from fastspec.runtime.proposers.tree import TreeProposal, empty_tree_proposal, head_top_k_tree
-from fastspec.core.streams import STREAM_DRAFT
 from fastspec.runtime.state import SpecState
 
 
@@ -117,16 +117,22 @@ class DraftModelProposer(Proposer):
         k = num_speculative_tokens
         steps = k if num_model_steps is None else num_model_steps
         if not isinstance(steps, int) or isinstance(steps, bool) or not 1 <= steps <= k:
-            raise ValueError(f"DraftModelProposer: num_model_steps must be in [1, num_speculative_tokens = {k}], got {steps!r}")
+            raise ValueError(
+                f"DraftModelProposer: num_model_steps must be in [1, num_speculative_tokens = {k}], got {steps!r}"
+            )
         if steps < k and not 1 <= min_ngram_size <= max_ngram_size:
-            raise ValueError(f"DraftModelProposer: need 1 <= min_ngram_size <= max_ngram_size, got {min_ngram_size}, {max_ngram_size}")
+            raise ValueError(
+                f"DraftModelProposer: need 1 <= min_ngram_size <= max_ngram_size, got {min_ngram_size}, {max_ngram_size}"
+            )
         self.draft_model = draft_model
         self.num_model_steps = steps
         self.chain_hidden_states = bool(chain_hidden_states)
         self.sample_drafts = bool(sample_drafts)
         self.keep_draft_probs = self.sample_drafts if keep_draft_probs is None else bool(keep_draft_probs)
         self.static = bool(static)
-        self.input_hidden_size = _width(input_hidden_size or getattr(draft_model, "input_hidden_size", None), "input_hidden_size")
+        self.input_hidden_size = _width(
+            input_hidden_size or getattr(draft_model, "input_hidden_size", None), "input_hidden_size"
+        )
         self.hidden_size = _width(hidden_size or getattr(draft_model, "hidden_size", None), "hidden_size")
         self.vocab_size = _width(vocab_size or getattr(draft_model, "vocab_size", None), "vocab_size")
         self.max_ngram_size, self.min_ngram_size, self.token_budget = max_ngram_size, min_ngram_size, token_budget
@@ -176,7 +182,9 @@ class DraftModelProposer(Proposer):
             DraftShapeError: ``hidden`` is not 2-D or its width is not the head's input width.
         """
         if len(hidden.shape) != 2:
-            raise DraftShapeError(f"DraftModelProposer.observe_target: hidden must be [T, H_in], got shape {list(hidden.shape)}")
+            raise DraftShapeError(
+                f"DraftModelProposer.observe_target: hidden must be [T, H_in], got shape {list(hidden.shape)}"
+            )
         width = int(hidden.shape[1])
         if self.input_hidden_size is None:
             self.input_hidden_size = width
@@ -319,9 +327,18 @@ class DraftModelProposer(Proposer):
             self.check(proposal, b)
             self.write(proposal, state)
             ops.ngram_append(
-                state.token_ids_all, state.prompt_lens, state.step_idx, state.draft_token_num, state.draft_tokens,
-                state.seq_lens_this_time, state.seq_lens_encoder, state.seq_lens_decoder, state.max_dec_len,
-                max_ngram_size=self.max_ngram_size, min_ngram_size=self.min_ngram_size, token_budget=self.token_budget,
+                state.token_ids_all,
+                state.prompt_lens,
+                state.step_idx,
+                state.draft_token_num,
+                state.draft_tokens,
+                state.seq_lens_this_time,
+                state.seq_lens_encoder,
+                state.seq_lens_decoder,
+                state.max_dec_len,
+                max_ngram_size=self.max_ngram_size,
+                min_ngram_size=self.min_ngram_size,
+                token_budget=self.token_budget,
                 ngram_anchor=state.ngram_anchor if self.anchored else None,
             )
             final_lens = paddle.where(decode, paddle.clip(state.seq_lens_this_time - 1, min=0), paddle.zeros_like(lens))
@@ -339,13 +356,21 @@ class DraftModelProposer(Proposer):
         if not self.ready:  # no width known and no target forward yet: nothing to draft from
             return empty_tree_proposal(b, k * top_k)
         with paddle.no_grad():
-            tree = head_top_k_tree(self.draft_model, state.draft_tokens[:, 0], self.buffers["target_hidden"], k, top_k,
-                                   self.chain_hidden_states)
+            tree = head_top_k_tree(
+                self.draft_model,
+                state.draft_tokens[:, 0],
+                self.buffers["target_hidden"],
+                k,
+                top_k,
+                self.chain_hidden_states,
+            )
         live = paddle.logical_and(state.slot_phases()[1], self.buffers["observed"]).unsqueeze(-1)
         tree.tokens = paddle.where(live, tree.tokens, paddle.full_like(tree.tokens, -1))
         return tree
 
-    def _keep_probs(self, probs: list[paddle.Tensor], model_lens: paddle.Tensor, proposal: Proposal, state: SpecState) -> None:
+    def _keep_probs(
+        self, probs: list[paddle.Tensor], model_lens: paddle.Tensor, proposal: Proposal, state: SpecState
+    ) -> None:
         """Writes draft_probs [B, K, V] in place: the model's q for its columns, one-hot of the
         draft for n-gram columns (a deterministic proposal), zeros past the drafts."""
         b, k = state.max_num_seqs, self.num_speculative_tokens
@@ -361,7 +386,9 @@ class DraftModelProposer(Proposer):
         drafts = proposal.tokens
         live = (cols < proposal.lens.reshape([-1, 1])) & (drafts >= 0) & (drafts < vocab)
         one = live.unsqueeze(-1) & paddle.logical_not(from_model)
-        q = paddle.put_along_axis(q, paddle.clip(drafts, 0, vocab - 1).unsqueeze(-1), one.astype("float32"), axis=-1, reduce="add")
+        q = paddle.put_along_axis(
+            q, paddle.clip(drafts, 0, vocab - 1).unsqueeze(-1), one.astype("float32"), axis=-1, reduce="add"
+        )
         paddle.assign(q, output=self.buffers["draft_probs"])
 
     def draft_probs_rows(self, state: SpecState, num_rows: int, vocab_size: int | None = None) -> paddle.Tensor | None:

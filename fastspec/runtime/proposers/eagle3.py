@@ -43,7 +43,9 @@ class Eagle3DraftHead(nn.Layer):
     def __init__(self, vocab_size: int, hidden_size: int, num_aux: int = 3, seed: int = 0) -> None:
         super().__init__()
         if num_aux < 2:
-            raise ValueError(f"Eagle3DraftHead: num_aux must be >= 2 (the fused width must differ from H), got {num_aux}")
+            raise ValueError(
+                f"Eagle3DraftHead: num_aux must be >= 2 (the fused width must differ from H), got {num_aux}"
+            )
         paddle.seed(seed)
         self.vocab_size, self.hidden_size, self.input_hidden_size = vocab_size, hidden_size, num_aux * hidden_size
         self.fc = nn.Linear(num_aux * hidden_size, hidden_size, bias_attr=False)

@@ -34,7 +34,9 @@ class ExtractHiddenStatesProposer(Proposer):
 
     needs_target_hidden = True
 
-    def __init__(self, num_speculative_tokens: int = 1, sink: Callable[[int, np.ndarray, np.ndarray], None] | None = None) -> None:
+    def __init__(
+        self, num_speculative_tokens: int = 1, sink: Callable[[int, np.ndarray, np.ndarray], None] | None = None
+    ) -> None:
         if num_speculative_tokens != 1:
             raise ValueError(
                 f"ExtractHiddenStatesProposer: num_speculative_tokens must be 1 (one draft column: the target-sampled token), "

@@ -14,8 +14,14 @@ class NgramProposer(Proposer):
 
     static_step_safe = True
 
-    def __init__(self, num_speculative_tokens: int, max_ngram_size: int = 3, min_ngram_size: int = 1, token_budget: int = 0,
-                 anchored: bool = False):
+    def __init__(
+        self,
+        num_speculative_tokens: int,
+        max_ngram_size: int = 3,
+        min_ngram_size: int = 1,
+        token_budget: int = 0,
+        anchored: bool = False,
+    ):
         super().__init__(num_speculative_tokens)
         self.max_ngram_size = max_ngram_size
         self.min_ngram_size = min_ngram_size
@@ -24,8 +30,13 @@ class NgramProposer(Proposer):
 
     @classmethod
     def from_config(cls, config) -> NgramProposer:
-        return cls(config.num_speculative_tokens, config.max_ngram_size, config.min_ngram_size, config.token_budget,
-                   anchored=getattr(config, "anchored", False))
+        return cls(
+            config.num_speculative_tokens,
+            config.max_ngram_size,
+            config.min_ngram_size,
+            config.token_budget,
+            anchored=getattr(config, "anchored", False),
+        )
 
     def propose(self, state: SpecState) -> Proposal:
         if state.num_speculative_tokens != self.num_speculative_tokens:
@@ -50,4 +61,6 @@ class NgramProposer(Proposer):
         )
         # ngram_match wrote in place; hand the same drafts back through the checked contract
         decode = state.slot_phases()[1]
-        return Proposal(state.draft_tokens[:, 1:], paddle.clip(state.seq_lens_this_time - 1, min=0) * decode.astype("int32"))
+        return Proposal(
+            state.draft_tokens[:, 1:], paddle.clip(state.seq_lens_this_time - 1, min=0) * decode.astype("int32")
+        )

@@ -42,14 +42,25 @@ class SuffixProposer(Proposer):
     static_step_safe = True  # propose reads only the fixed buffers filled before the program
     drafts_trees = True  # the cache's trees, drafted on the host (tree_top_k continuations per node)
 
-    def __init__(self, num_speculative_tokens: int, max_tree_depth: int = 24, max_cached_requests: int = 10000,
-                 max_spec_factor: float = 2.0, max_spec_offset: float = 0.0, min_token_prob: float = 0.1,
-                 ngram: NgramProposer | None = None, cache: SuffixCache | None = None, tree_top_k: int = 2) -> None:
+    def __init__(
+        self,
+        num_speculative_tokens: int,
+        max_tree_depth: int = 24,
+        max_cached_requests: int = 10000,
+        max_spec_factor: float = 2.0,
+        max_spec_offset: float = 0.0,
+        min_token_prob: float = 0.1,
+        ngram: NgramProposer | None = None,
+        cache: SuffixCache | None = None,
+        tree_top_k: int = 2,
+    ) -> None:
         super().__init__(num_speculative_tokens)
         self.tree_top_k = tree_top_k
         self.tree_buffers: TreeProposal | None = None  # [B, N - 1] candidates of a tree step
         self.cache = cache if cache is not None else SuffixCache(max_tree_depth, max_cached_requests)
-        self.rule = dict(max_spec_factor=max_spec_factor, max_spec_offset=max_spec_offset, min_token_prob=min_token_prob)
+        self.rule = dict(
+            max_spec_factor=max_spec_factor, max_spec_offset=max_spec_offset, min_token_prob=min_token_prob
+        )
         self.ngram = ngram  # the anchored n-gram proposer whose longer drafts win, or None
         self.draft_buffer: paddle.Tensor | None = None  # int64 [B, K]
         self.draft_lens: paddle.Tensor | None = None  # int32 [B]
@@ -67,10 +78,23 @@ class SuffixProposer(Proposer):
         s = config.suffix
         ngram = None
         if s.with_anchored_ngram:
-            ngram = NgramProposer(config.num_speculative_tokens, config.max_ngram_size, config.min_ngram_size,
-                                  config.token_budget, anchored=True)
-        return cls(config.num_speculative_tokens, s.max_tree_depth, s.max_cached_requests, s.max_spec_factor,
-                   s.max_spec_offset, s.min_token_prob, ngram=ngram, tree_top_k=config.tree.top_k)
+            ngram = NgramProposer(
+                config.num_speculative_tokens,
+                config.max_ngram_size,
+                config.min_ngram_size,
+                config.token_budget,
+                anchored=True,
+            )
+        return cls(
+            config.num_speculative_tokens,
+            s.max_tree_depth,
+            s.max_cached_requests,
+            s.max_spec_factor,
+            s.max_spec_offset,
+            s.min_token_prob,
+            ngram=ngram,
+            tree_top_k=config.tree.top_k,
+        )
 
     # -- host side, between the programs ---------------------------------------------------
 
@@ -111,10 +135,16 @@ class SuffixProposer(Proposer):
     def _draft_trees(self, keys: np.ndarray, state: SpecState) -> None:
         count = self.tree_buffers.tokens.shape[1]
         tokens, parents, probs, _, _ = self.cache.speculate_tree_batch(
-            keys, np.full(keys.shape, count, np.int32), count, tree_width=self.tree_top_k,
-            max_spec_depth=self.num_speculative_tokens, **self.rule)
-        for host, buffer in zip((tokens, parents, probs), (self.tree_buffers.tokens, self.tree_buffers.parents,
-                                                           self.tree_buffers.scores)):
+            keys,
+            np.full(keys.shape, count, np.int32),
+            count,
+            tree_width=self.tree_top_k,
+            max_spec_depth=self.num_speculative_tokens,
+            **self.rule,
+        )
+        for host, buffer in zip(
+            (tokens, parents, probs), (self.tree_buffers.tokens, self.tree_buffers.parents, self.tree_buffers.scores)
+        ):
             paddle.assign(state.staging(host), output=buffer)
 
     def observe_accepted(self, state: SpecState, status: StepStatus) -> None:
@@ -125,8 +155,9 @@ class SuffixProposer(Proposer):
         if self._choice is not None:
             tokens, lens, decode = self._offered
             ngram_tokens, ngram_lens = status.extras
-            self._choice.observe(decode, (tokens, lens), (ngram_tokens, ngram_lens[:, 0].astype(np.int32)), kept,
-                                 kept_num)
+            self._choice.observe(
+                decode, (tokens, lens), (ngram_tokens, ngram_lens[:, 0].astype(np.int32)), kept, kept_num
+            )
         self._stop_slots(np.flatnonzero((self._keys >= 0) & status.stopped))
 
     def status_fields(self, state: SpecState) -> list[paddle.Tensor]:
@@ -164,19 +195,26 @@ class SuffixProposer(Proposer):
                 self._choice = DraftChoice(b)
             if state.trees:
                 if self.ngram is not None:
-                    raise ValueError("SuffixProposer: a tree step drafts from the suffix cache alone (no anchored n-gram)")
+                    raise ValueError(
+                        "SuffixProposer: a tree step drafts from the suffix cache alone (no anchored n-gram)"
+                    )
                 c = state.num_tree_nodes - 1
-                self.tree_buffers = TreeProposal(paddle.to_tensor(np.full((b, c), -1, np.int64), place=state.place),
-                                                 paddle.to_tensor(np.full((b, c), -1, np.int32), place=state.place),
-                                                 paddle.to_tensor(np.zeros((b, c), np.float32), place=state.place))
+                self.tree_buffers = TreeProposal(
+                    paddle.to_tensor(np.full((b, c), -1, np.int64), place=state.place),
+                    paddle.to_tensor(np.full((b, c), -1, np.int32), place=state.place),
+                    paddle.to_tensor(np.zeros((b, c), np.float32), place=state.place),
+                )
         elif self.draft_buffer.shape[0] != state.max_num_seqs:
-            raise ValueError(f"SuffixProposer: built for {self.draft_buffer.shape[0]} slots, the state has "
-                             f"{state.max_num_seqs}")
+            raise ValueError(
+                f"SuffixProposer: built for {self.draft_buffer.shape[0]} slots, the state has {state.max_num_seqs}"
+            )
 
     def _check_state(self, state: SpecState) -> None:
         if state.num_speculative_tokens != self.num_speculative_tokens:
-            raise ValueError(f"SuffixProposer: the state holds {state.num_speculative_tokens} draft columns, "
-                             f"the proposer drafts {self.num_speculative_tokens}")
+            raise ValueError(
+                f"SuffixProposer: the state holds {state.num_speculative_tokens} draft columns, "
+                f"the proposer drafts {self.num_speculative_tokens}"
+            )
 
     # -- inside the step ------------------------------------------------------------------
 
@@ -194,8 +232,11 @@ class SuffixProposer(Proposer):
             paddle.assign(other_lens, output=self.ngram_lens)
             pref = self.preference  # DraftChoice's rule (first_wins), in tensor ops
             suffix_wins = paddle.logical_or(
-                paddle.logical_or(paddle.logical_and(pref == 1, lens > 0), paddle.logical_and(pref == -1, other_lens == 0)),
-                paddle.logical_and(pref == 0, lens > other_lens))
+                paddle.logical_or(
+                    paddle.logical_and(pref == 1, lens > 0), paddle.logical_and(pref == -1, other_lens == 0)
+                ),
+                paddle.logical_and(pref == 0, lens > other_lens),
+            )
             tokens = paddle.where(suffix_wins.unsqueeze(-1), tokens, other.tokens)
             lens = paddle.where(suffix_wins, lens, other_lens)
         return Proposal(tokens, lens)

@@ -25,8 +25,11 @@ class TreeProposal:
 
 def empty_tree_proposal(batch: int, count: int) -> TreeProposal:
     """No candidates: every decode slot gets the root-only tree (one row, no drafts)."""
-    return TreeProposal(paddle.full([batch, count], -1, dtype="int64"), paddle.full([batch, count], -1, dtype="int32"),
-                        paddle.zeros([batch, count], dtype="float32"))
+    return TreeProposal(
+        paddle.full([batch, count], -1, dtype="int64"),
+        paddle.full([batch, count], -1, dtype="int32"),
+        paddle.zeros([batch, count], dtype="float32"),
+    )
 
 
 def top_k_rows(x: paddle.Tensor, k: int) -> tuple[paddle.Tensor, paddle.Tensor]:
@@ -42,8 +45,14 @@ def top_k_rows(x: paddle.Tensor, k: int) -> tuple[paddle.Tensor, paddle.Tensor]:
     return paddle.concat(values, axis=-1), paddle.concat(indices, axis=-1)
 
 
-def head_top_k_tree(head: Callable, input_ids: paddle.Tensor, target_hidden: paddle.Tensor, depth: int, top_k: int,
-                    chain_hidden_states: bool) -> TreeProposal:
+def head_top_k_tree(
+    head: Callable,
+    input_ids: paddle.Tensor,
+    target_hidden: paddle.Tensor,
+    depth: int,
+    top_k: int,
+    chain_hidden_states: bool,
+) -> TreeProposal:
     """EAGLE-2's candidates from a draft head: at each depth the ``top_k`` best continuations (by cumulative
     log-probability) of the previous depth's ``top_k``, so ``C = depth * top_k``.
 
@@ -67,7 +76,9 @@ def head_top_k_tree(head: Callable, input_ids: paddle.Tensor, target_hidden: pad
         scores.append(score)
         parent_rows = (paddle.arange(batch, dtype="int64").unsqueeze(-1) * rows + source).reshape([-1])
         own_rows = paddle.arange(batch, dtype="int64").unsqueeze(-1).expand([batch, top_k]).reshape([-1])
-        hidden = paddle.gather(hidden_out, parent_rows) if chain_hidden_states else paddle.gather(target_hidden, own_rows)
+        hidden = (
+            paddle.gather(hidden_out, parent_rows) if chain_hidden_states else paddle.gather(target_hidden, own_rows)
+        )
         ids, rows = token.reshape([-1]), top_k
     return TreeProposal(paddle.concat(tokens, axis=1), paddle.concat(parents, axis=1), paddle.concat(scores, axis=1))
 
@@ -77,9 +88,16 @@ def write_tree(proposal: TreeProposal, state: SpecState) -> None:
     committed token, ``seq_lens_this_time`` becomes the node count, cut where the slot's nodes would run past
     ``token_ids_all`` (a model lays node ``i`` at ``prompt_lens + step_idx - 1 + i``; docs/trees.md)."""
     state.draft_tree_tokens[:, 0] = state.draft_tokens[:, 0]  # in place (a slice would be a copy in a static program)
-    tree = ops.build_draft_tree(proposal.tokens, proposal.parents, proposal.scores, state.draft_tree_tokens,
-                                state.seq_lens_this_time, state.seq_lens_encoder, state.seq_lens_decoder,
-                                max_depth=state.num_speculative_tokens)
+    tree = ops.build_draft_tree(
+        proposal.tokens,
+        proposal.parents,
+        proposal.scores,
+        state.draft_tree_tokens,
+        state.seq_lens_this_time,
+        state.seq_lens_encoder,
+        state.seq_lens_decoder,
+        max_depth=state.num_speculative_tokens,
+    )
     paddle.assign(tree.draft_tree_parents, output=state.draft_tree_parents)
     paddle.assign(tree.draft_tree_depths, output=state.draft_tree_depths)
     room = state.max_model_len + 1 - state.prompt_lens - state.step_idx
