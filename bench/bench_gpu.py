@@ -35,11 +35,21 @@ from typing import Callable
 
 import numpy as np
 
-from bench.common import RESULTS, cuda_read_bandwidth, cuda_seconds, fmt_time, machine, median_seconds, write_json
+from bench.common import (
+    RESULTS,
+    cuda_launch_seconds,
+    cuda_read_bandwidth,
+    cuda_seconds,
+    fmt_time,
+    machine,
+    median_seconds,
+    write_json,
+)
 from fastspec.cli.errors import ArgumentParser, UserError, int_list, user_errors
+from tests.helpers.sampling_cases import make_probs
 
 K, VOCAB, TOP_P, TOP_K = 5, 151936, 0.9, 50
-KINDS = ("peaked", "flat")
+KINDS = ("peaked", "uniform")  # tests.helpers.sampling_cases: N(0, 5^2) logits, and near-uniform rows
 PER_REQUEST_NAMES = ("top_p", "seq_lens_this_time", "seed", "acceptance", "prompt_lens")  # [B] tensors
 
 
@@ -72,27 +82,13 @@ class Device:
 
     def launch_floor(self) -> float:
         """One tiny kernel node in a graph (the cost of a launch-bound op)."""
-        if self.emulate:
-            return 1e-6
-        from tests.helpers.cuda import capture
-
-        empty = self.torch.empty(1, device="cuda")
-        calls = 100
-        return cuda_seconds(capture(lambda: [empty.zero_() for _ in range(calls)]).replay) / calls
-
-
-def probability_rows(kind: str, rows: int, vocab: int, rng: np.random.Generator) -> np.ndarray:
-    """Peaked rows (softmax of N(0, 5^2) logits: a few tokens hold the mass) or near-flat ones."""
-    scale = 5.0 if kind == "peaked" else 0.05
-    logits = rng.normal(0.0, scale, (rows, vocab)).astype(np.float32)
-    e = np.exp(logits - logits.max(axis=1, keepdims=True))
-    return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+        return 1e-6 if self.emulate else cuda_launch_seconds()
 
 
 def sampling_inputs(kind: str, batch: int, vocab: int, top_k: int, rng: np.random.Generator) -> dict:
     rows = batch * (K + 1)
     return {
-        "probs": probability_rows(kind, rows, vocab, rng),
+        "probs": make_probs(rng, vocab, rows, kinds=(kind,)),
         "top_p": np.full(batch, TOP_P, np.float32),
         "top_k": np.full(batch, top_k, np.int32),
         "seed": np.arange(batch, dtype=np.int64) + 1,
@@ -107,8 +103,8 @@ def verify_inputs(kind: str, batch: int, vocab: int, rng: np.random.Generator) -
     from tests.helpers.slot_inputs import decode_slots
 
     rows = batch * (K + 1)
-    q = probability_rows(kind, rows, vocab, rng)
-    p = (0.7 * q + 0.3 * probability_rows(kind, rows, vocab, rng)).astype(np.float32)
+    q = make_probs(rng, vocab, rows, kinds=(kind,))
+    p = (0.7 * q + 0.3 * make_probs(rng, vocab, rows, kinds=(kind,))).astype(np.float32)
     draft_tokens = np.zeros((batch, K + 1), np.int64)
     draft_tokens[:, 1:] = q.reshape(batch, K + 1, vocab)[:, :K].argmax(axis=2)
     return {

@@ -18,7 +18,7 @@ from argparse import RawDescriptionHelpFormatter
 
 import numpy as np
 
-from bench.common import cuda_seconds, device, fmt_time, machine, median_seconds, write_json
+from bench.common import cuda_launch_seconds, cuda_seconds, device, fmt_time, machine, median_seconds, write_json
 from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
 from fastspec.core.schema import SCHEMAS
 from tests.helpers.slot_inputs import decode_slots
@@ -157,9 +157,7 @@ def cuda_rows(batches: list[int], calls: int) -> list[dict]:
     import fastspec.arrays
     from tests.helpers.cuda import capture, to_device
 
-    empty = torch.empty(1, device="cuda")
-    empty_graph = capture(lambda: [empty.zero_() for _ in range(calls)])
-    floor = cuda_seconds(empty_graph.replay) / calls
+    floor = cuda_launch_seconds(calls)
     print(
         f"CUDA; floor = one tiny kernel node in a graph: {fmt_time(floor)}; per-call times are "
         f"medians of {calls} back-to-back calls (eager) or graph nodes (replay)"

@@ -110,3 +110,13 @@ def cuda_read_bandwidth() -> float:
 
     data = torch.ones(1 << 28, dtype=torch.int64, device="cuda")
     return data.numel() * 8 / cuda_seconds(lambda: data.max(), repeat=10)
+
+
+def cuda_launch_seconds(calls: int = 100) -> float:
+    """One tiny kernel node in a replayed CUDA Graph: the floor of a launch-bound op (needs PyTorch)."""
+    import torch
+
+    from tests.helpers.cuda import capture
+
+    empty = torch.empty(1, device="cuda")
+    return cuda_seconds(capture(lambda: [empty.zero_() for _ in range(calls)]).replay) / calls
