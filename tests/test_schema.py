@@ -21,6 +21,7 @@ from fastspec.core.schema import (
     STREAM_TARGET,
     XPU_MAX_DRAFTS,
     XPU_MAX_END_TOKENS,
+    XPU_MAX_STOP_COLS,
     VerifyStrategy,
 )
 
@@ -33,6 +34,7 @@ def test_constants_agree_with_the_kernels_and_the_reference():
     xpu_types = (INCLUDE.parent.parent / "xpu" / "xpu_types.h").read_text()
     assert re.search(rf"kMaxDraftCols = {XPU_MAX_DRAFTS + 1};", xpu_types)
     assert re.search(rf"kMaxEndTokens = {XPU_MAX_END_TOKENS};", xpu_types)
+    assert re.search(rf"kMaxStopCols = {XPU_MAX_STOP_COLS};", xpu_types)
     assert (STREAM_TARGET, STREAM_DRAFT) == (ref.STREAM_TARGET, ref.STREAM_DRAFT)
     assert tuple(s.value for s in VerifyStrategy) == STRATEGIES
     # the reference keeps its own copies (it is the independent contract): tie them to the schema

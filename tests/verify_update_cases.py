@@ -42,6 +42,8 @@ UPDATE_NAMES = (
     "end_tokens",
 )
 UPDATE_OUTPUTS = UPDATE_NAMES[:9]
+UPDATE_STOPS = ("stop_token_ids", "stop_sequences", "min_tokens")  # optional: None leaves one out
+UPDATE_ARGS = UPDATE_NAMES + UPDATE_STOPS
 
 STRATEGIES = ("topp", "greedy", "target_match")
 SLOT_KINDS = ("decode", "decode", "decode", "prefill", "stopped", "blocked", "inactive", "short_rows")
@@ -230,6 +232,8 @@ def random_update_case(
             step_idx[i] = -1
     max_dec_len = step_idx + rng.integers(0, cols + 3, size=b)
     this_time = rng.integers(0, cols + 1, size=b).astype(np.int32)
+    history = rng.integers(0, vocab, size=(b, L)).astype(np.int64)
+    stops = random_stop_tables(rng, history, prompt_lens, step_idx, accept_tokens, accept_num, vocab)
     return {
         "seq_lens_encoder": enc,
         "seq_lens_decoder": dec,
@@ -239,12 +243,56 @@ def random_update_case(
         "accept_tokens": accept_tokens,
         "accept_num": accept_num,
         "draft_tokens": rng.integers(-1, vocab, size=(b, cols)).astype(np.int64),
-        "token_ids_all": rng.integers(0, vocab, size=(b, L)).astype(np.int64),
+        "token_ids_all": history,
         "prompt_lens": prompt_lens,
         "is_block_step": block,
         "max_dec_len": max_dec_len,
         "end_tokens": end_tokens,
+        **stops,
     }
+
+
+def slot_output(history: np.ndarray, prompt_len: int, step: int, accepted: np.ndarray, count: int) -> list[int]:
+    """A slot's output before the step (where its positions are valid) followed by its accepted tokens."""
+    L = len(history)
+    before = history[prompt_len : prompt_len + step].tolist() if 0 <= prompt_len <= L and 0 <= step <= L else []
+    return before + accepted[: min(max(count, 0), len(accepted))].tolist()
+
+
+def random_stop_tables(
+    rng: np.random.Generator,
+    history: np.ndarray,
+    prompt_lens: np.ndarray,
+    step_idx: np.ndarray,
+    accept_tokens: np.ndarray,
+    accept_num: np.ndarray,
+    vocab: int,
+) -> dict:
+    """update_model_status's optional stop tables (each left out now and then: None): stop ids planted among the
+    accepted tokens, stop sequences cut from the output and the accepted tokens (so that some end inside the
+    step's run, within it or spanning the output before it) among random ones, and min_tokens around the step."""
+    b = len(history)
+    width = int(rng.choice([1, 2, 16]))
+    ids = np.where(rng.random((b, width)) < 0.4, rng.integers(0, vocab, (b, width)), -1).astype(np.int64)
+    seq_width = int(rng.choice([1, 3, 8, 64]))
+    sequences = np.full((b, seq_width), -1, np.int64)
+    for i in range(b):
+        output = slot_output(history[i], int(prompt_lens[i]), int(step_idx[i]), accept_tokens[i], int(accept_num[i]))
+        if output and rng.random() < 0.3:
+            ids[i, rng.integers(0, width)] = output[-int(rng.integers(1, min(len(output), 4) + 1))]
+        at = 0
+        while at < seq_width and rng.random() < 0.8:
+            length = int(rng.integers(1, min(seq_width - at, 6) + 1))
+            end = int(rng.integers(length, len(output) + 1)) if len(output) >= length and rng.random() < 0.7 else -1
+            piece = output[end - length : end] if end >= 0 else rng.integers(0, vocab, length).tolist()
+            sequences[i, at : at + length] = piece
+            at += length + (1 if rng.random() < 0.9 else 0)  # now and then two sequences run into one
+    min_tokens = (step_idx + rng.integers(-2, accept_tokens.shape[1] + 2, size=b)).astype(np.int64)
+    tables = {"stop_token_ids": ids, "stop_sequences": sequences, "min_tokens": min_tokens}
+    for name in tables:
+        if rng.random() < 0.25:
+            tables[name] = None
+    return tables
 
 
 def verify_case_from(strategy: str, **arrays) -> tuple[dict, dict]:

@@ -59,7 +59,9 @@ FS_XPU_KERNEL_DECL void update_model_status_kernel(
     int* seq_lens_encoder, int* seq_lens_decoder, int* seq_lens_this_time, xpu_int64* step_idx, bool* stop_flags,
     xpu_int64* accept_tokens, int* accept_num, xpu_int64* draft_tokens, xpu_int64* token_ids_all,
     const xpu_int64* prompt_lens, const bool* is_block_step, const xpu_int64* max_dec_len, const xpu_int64* end_tokens,
-    bool* has_running, xpu_int64 batch, xpu_int64 draft_cols, xpu_int64 max_model_len, xpu_int64 num_end_tokens);
+    const xpu_int64* stop_token_ids, const xpu_int64* stop_sequences, const xpu_int64* min_tokens, bool* has_running,
+    xpu_int64 batch, xpu_int64 draft_cols, xpu_int64 max_model_len, xpu_int64 num_end_tokens, xpu_int64 stop_cols,
+    xpu_int64 stop_sequence_cols);
 
 FS_XPU_KERNEL_DECL void adaptive_plan_kernel(const float* acceptance, const float* found, const float* step_cost,
                                              const float* rates, const int* seq_lens_encoder, const bool* stop_flags,

@@ -22,5 +22,6 @@ namespace xpu {
 // calls and the schema's device_limits["xpu"] turn them into clear errors first.
 constexpr int kMaxDraftCols = 128;  // K + 1: one int64 row is 1 KB
 constexpr int kMaxEndTokens = 64;   // E: 512 B
+constexpr int kMaxStopCols = 64;    // S and SS of update_model_status's stop tables: 512 B each
 }  // namespace xpu
 }  // namespace fastspec

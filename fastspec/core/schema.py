@@ -14,7 +14,7 @@ and its documentation. Everything else is derived from it:
 Shapes are written with symbols: ``B`` batch slots, ``K + 1`` draft columns,
 ``L`` max model length, ``T`` output rows, ``V`` vocabulary, ``E`` end tokens,
 ``Kc`` candidate columns, ``M`` bitmask rows, ``W`` bitmask words, ``S``, ``NB``, ``BW`` the widths of
-process_logits' tables (:data:`SIZES` lists them all).
+process_logits' tables, ``SS`` that of the stop sequences (:data:`SIZES` lists them all).
 ``"[B] | [B, 1]"`` accepts either shape. A symbol is bound by the first tensor that has it and
 checked against every later one.
 This module imports nothing outside the standard library.
@@ -35,6 +35,7 @@ CUDA_MAX_BATCH = 4096  # custom_ops/include/fastspec/common.h kMaxCudaBatch (a t
 # The XPU kernels keep a slot's rows in local memory (custom_ops/xpu/xpu_types.h; a test checks they agree).
 XPU_MAX_DRAFTS = 127  # K: a [K + 1] int64 row is 1 KB
 XPU_MAX_END_TOKENS = 64  # E
+XPU_MAX_STOP_COLS = 64  # S and SS of update_model_status's stop tables
 _XPU_LIMITS = {"K": XPU_MAX_DRAFTS}
 _XPU_LIMITS_E = {"K": XPU_MAX_DRAFTS, "E": XPU_MAX_END_TOKENS}
 MAX_CANDIDATE_LEN = 1024  # custom_ops/include/fastspec/sampling.h kMaxCandidateLen (likewise)
@@ -54,6 +55,7 @@ SIZES = {
     "N": "tree_cols",
     "C": "candidate_count",
     "S": "stop_cols",
+    "SS": "stop_sequence_cols",
     "NB": "bias_cols",
     "BW": "bad_words_cols",
     "M": "mask_rows",
@@ -591,7 +593,8 @@ UPDATE_MODEL_STATUS = OpSchema(
     summary="Commits the accepted tokens of a step and advances every slot's state.",
     details=(
         "Running slots append their kept tokens to ``token_ids_all`` at ``prompt_lens + step_idx``\n"
-        "(truncated at the first end token, at ``max_dec_len`` and at ``L``), advance ``step_idx`` and the\n"
+        "(truncated at the first end or stop token, after the first stop sequence the output ends with\n"
+        "once ``min_tokens`` tokens are out, at ``max_dec_len`` and at ``L``), advance ``step_idx`` and the\n"
         "sequence lengths, set ``draft_tokens[b, 0]`` to the last kept token and clear the drafts; an\n"
         "ended request sets ``stop_flags``. Stopped and inactive slots are zeroed; blocked slots only\n"
         "get ``seq_lens_this_time = accept_num = 0``. See docs/ops/update_model_status.md."
@@ -615,6 +618,24 @@ UPDATE_MODEL_STATUS = OpSchema(
         _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
         Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids"),
         Tensor(
+            "stop_token_ids",
+            ("int64",),
+            "[B, S]",
+            "each request's stop token ids, -1 for none; they end it as end tokens do. Left out: none",
+            optional=True,
+        ),
+        Tensor(
+            "stop_sequences",
+            ("int64",),
+            "[B, SS]",
+            "each request's stop sequences one after another, split at the negative entries (-1);"
+            " the request ends after the first one its output ends with. Left out: none",
+            optional=True,
+        ),
+        _per_request(
+            "min_tokens", "int64", "a stop sequence counts once this many tokens are out. Left out: 0", optional=True
+        ),
+        Tensor(
             "has_running",
             ("bool",),
             "[1]",
@@ -624,8 +645,11 @@ UPDATE_MODEL_STATUS = OpSchema(
     ),
     attrs=(),
     result="ModelStatus",
-    symbol_ranges={"K": (0, None), "E": (1, None), "L": (0, INT32_MAX)},
-    device_limits={"cuda": {"B": CUDA_MAX_BATCH}, "xpu": _XPU_LIMITS_E},
+    symbol_ranges={"K": (0, None), "E": (1, None), "L": (0, INT32_MAX), "S": (1, None), "SS": (1, None)},
+    device_limits={
+        "cuda": {"B": CUDA_MAX_BATCH},
+        "xpu": {**_XPU_LIMITS_E, "S": XPU_MAX_STOP_COLS, "SS": XPU_MAX_STOP_COLS},
+    },
     example=(
         ">>> status = fs.update_model_status(  # one decode slot accepts 5 6 after token 4\n"
         "...     T([0], dtype='int32'), T([3], dtype='int32'), T([2], dtype='int32'), T([1], dtype='int64'),\n"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastspec.reference.sequences import table_sequences
+
 _F32 = np.float32
 
 
@@ -33,19 +35,6 @@ def penalized_logit(
         if count > 0 and (presence != 0 or frequency != 0):
             x = (x - frequency * _F32(count)) - presence
     return _F32(x)
-
-
-def bad_word_sequences(table_row: np.ndarray) -> list[list[int]]:
-    """A request's bad words: its table row split at the negative entries (empty pieces dropped)."""
-    sequences, current = [], []
-    for token in (int(t) for t in table_row):
-        if token < 0:
-            if current:
-                sequences.append(current)
-            current = []
-        else:
-            current.append(token)
-    return sequences + ([current] if current else [])
 
 
 def process_logits(
@@ -109,7 +98,7 @@ def process_logits(
                 if 0 <= token < vocab:
                     row[token] = row[token] + _F32(value)
 
-        for sequence in bad_word_sequences(bad_words[b]):
+        for sequence in table_sequences(bad_words[b]):
             if not 0 <= sequence[-1] < vocab:
                 continue
             prefix = sequence[:-1]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastspec.reference.sequences import table_sequences
+
 
 def _running(enc: int, dec: int, stopped: bool, blocked: bool) -> bool:
     return (enc > 0 or (enc == 0 and dec > 0)) and not stopped and not blocked
@@ -11,6 +13,14 @@ def _running(enc: int, dec: int, stopped: bool, blocked: bool) -> bool:
 
 def _wrap32(x: int) -> int:
     return int(np.array(x & 0xFFFFFFFF, dtype=np.uint32).astype(np.int32))
+
+
+def _ends_a_stop(output: np.ndarray, token: int, sequences: list[list[int]]) -> bool:
+    """Whether ``output`` (the output so far) followed by ``token`` ends with one of the stop ``sequences``."""
+    if not sequences:
+        return False
+    tail = [*(int(t) for t in output), token]
+    return any(tail[-len(s) :] == s for s in sequences)
 
 
 def update_model_status(
@@ -27,8 +37,12 @@ def update_model_status(
     is_block_step: np.ndarray,
     max_dec_len: np.ndarray,
     end_tokens: np.ndarray,
+    stop_token_ids: np.ndarray | None = None,
+    stop_sequences: np.ndarray | None = None,
+    min_tokens: np.ndarray | None = None,
 ) -> tuple[np.ndarray, ...]:
-    """Returns updated copies of the nine in-place tensors, then ``has_running`` (bool ``[1]``)."""
+    """Returns updated copies of the nine in-place tensors, then ``has_running`` (bool ``[1]``).
+    ``stop_token_ids`` [B, S], ``stop_sequences`` [B, SS] and ``min_tokens`` [B]: left out, none and 0."""
     copies = [
         np.array(x, copy=True)
         for x in (
@@ -49,6 +63,7 @@ def update_model_status(
     ends = [int(e) for e in np.asarray(end_tokens).reshape(-1)]
     batch, max_len = history.shape
     cols = accepted.shape[1]
+    min_tokens = np.zeros(batch, np.int64) if min_tokens is None else np.asarray(min_tokens).reshape(-1)
 
     has_running = False
     for b in range(batch):
@@ -63,6 +78,8 @@ def update_model_status(
             continue
 
         p, step, max_dec = int(prompt_lens[b]), int(steps[b]), int(max_dec_len[b])
+        stop_ids = [] if stop_token_ids is None else [int(t) for t in stop_token_ids[b] if t >= 0]
+        sequences = [] if stop_sequences is None else table_sequences(stop_sequences[b])
         kept, ended = [], False
         for k in range(min(max(int(num[b]), 0), cols)):
             position = p + step
@@ -71,7 +88,11 @@ def update_model_status(
                 break
             token = int(accepted[b, k])
             step += 1
-            is_end = token in ends
+            is_end = (
+                token in ends
+                or token in stop_ids
+                or (step >= int(min_tokens[b]) and _ends_a_stop(history[b, p:position], token, sequences))
+            )
             if step >= max_dec and not is_end:
                 token = ends[0]
             history[b, position] = token

@@ -62,8 +62,9 @@ class ModelCallError(RuntimeError):
 class RequestOutput:
     """What one step did for one request: the tokens it accepted (``new_tokens``, in order; the end
     token included when emitted) and, once ``finished``, why (``finish_reason``):
-    ``"end"`` an end token, ``"stop"`` another stop rule of the request, ``"length"`` it reached
-    ``max_dec_len`` (its last token is then an end token), ``"aborted"`` ``abort`` was called.
+    ``"end"`` an end token, ``"stop"`` one of its stop token ids or stop sequences (kept in the output),
+    ``"length"`` it reached ``max_dec_len`` (its last token is then an end token), ``"aborted"`` ``abort``
+    was called.
     ``logprobs``: None (no request asks for them yet)."""
 
     request_id: Hashable
@@ -459,10 +460,11 @@ class SpecEngine:
         return outputs
 
     def _finish_reason(self, request: _Request) -> str:
-        if len(request.output) >= request.params.max_dec_len:
-            return "length"
-        if request.output and request.output[-1] in self._end_tokens:
-            return "end"
+        """As update_model_status ended it: an end token (at max_dec_len, possibly the one it wrote there) or
+        a stop token or sequence of the request, which keeps its last token even at max_dec_len."""
+        output = request.output
+        if output and output[-1] in self._end_tokens:
+            return "length" if len(output) >= request.params.max_dec_len else "end"
         return "stop"
 
 

@@ -26,7 +26,7 @@ class Sampler:
                                       TOPP top_p_candidates | REJECTION and BLOCK top_k_top_p_probs,
                                       the target's distribution, with the proposer's draft_probs),
                                       then verify_draft_tokens
-        both:  update_model_status
+        both:  update_model_status (where a run ends: end and stop tokens, stop sequences)
 
     A request with temperature 0 is greedy on every path: its top_k becomes 1 and its top_p 0,
     so sample_tokens and top_p_candidates keep only the argmax (smallest id on ties).
@@ -174,6 +174,8 @@ class Sampler:
 
     @staticmethod
     def _update(state: SpecState) -> paddle.Tensor:
+        """Commits the kept tokens; a slot's run ends at its first end or stop token or stop sequence."""
+        tables = state.logit_tables
         outs = ops.update_model_status(
             state.seq_lens_encoder,
             state.seq_lens_decoder,
@@ -188,5 +190,8 @@ class Sampler:
             state.is_block_step,
             state.max_dec_len,
             state.end_tokens,
+            tables.stop_token_ids,
+            tables.stop_sequences,
+            tables.min_tokens,
         )
         return outs[-1]

@@ -1,6 +1,8 @@
 """The sampling parameters that act on the logits (repetition, presence and frequency penalties,
-logit bias, bad words, min_tokens, stop token ids): their checks when a request is inserted, and
-the per-slot tables on the device that ``process_logits`` reads (docs/ops/process_logits.md).
+logit bias, bad words, min_tokens, stop token ids) and the stops (stop token ids, stop sequences):
+their checks when a request is inserted, and the per-slot tables on the device that
+``process_logits`` and ``update_model_status`` read (docs/ops/process_logits.md,
+docs/ops/update_model_status.md).
 
 The tables have fixed widths (``TableWidths``), so a step's call has the same shapes whatever
 its requests ask for: it can sit in a static program or a CUDA Graph.
@@ -20,7 +22,7 @@ from fastspec import ops
 LOGIT_BIAS_LIMIT = 100.0  # a bias is clamped to [-100, 100], as the OpenAI API does
 # Parameters a request may name but that nothing applies yet: any value but the one that turns them
 # off is refused, so that no request silently gets less than it asked for.
-NOT_APPLIED_YET = {"min_p": 0.0, "stop_token_ids": [], "stop": [], "logprobs": None}
+NOT_APPLIED_YET = {"min_p": 0.0, "logprobs": None}
 
 
 class InvalidRequestError(ValueError):
@@ -34,6 +36,7 @@ class TableWidths:
     stop_token_ids: int = 16
     logit_bias: int = 64
     bad_words: int = 256  # entries of all its bad words, one -1 after each
+    stop: int = 64  # entries of all its stop sequences, one -1 after each (the XPU takes up to 64)
 
 
 def check_request(params: Any, request: Any, vocab_size: int | None = None, widths: TableWidths | None = None) -> None:
@@ -89,6 +92,8 @@ def check_request(params: Any, request: Any, vocab_size: int | None = None, widt
     if len(params.stop_token_ids) > widths.stop_token_ids:
         fail("stop_token_ids", f"has {len(params.stop_token_ids)} ids, at most {widths.stop_token_ids}")
     sequences("stop", params.stop)
+    if sum(len(s) + 1 for s in params.stop) > widths.stop:
+        fail("stop", f"takes more than {widths.stop} entries (each sequence and a separator)")
     if params.logprobs is not None and (not isinstance(params.logprobs, (int, np.integer)) or params.logprobs < 0):
         fail("logprobs", f"must be None or an integer >= 0, got {params.logprobs!r}")
     for name, off in NOT_APPLIED_YET.items():
@@ -96,19 +101,19 @@ def check_request(params: Any, request: Any, vocab_size: int | None = None, widt
             fail(name, f"is not applied yet: only {off!r} is taken, got {getattr(params, name)!r}")
 
 
-def bad_words_row(bad_words: Sequence[Sequence[int]], width: int) -> np.ndarray:
-    """A request's bad words as one table row: each sequence followed by -1, then -1 to the width."""
+def sequences_row(sequences: Sequence[Sequence[int]], width: int) -> np.ndarray:
+    """A request's bad words or stop sequences as one table row: each sequence followed by -1, then -1 to the width."""
     row = np.full(width, -1, np.int64)
     at = 0
-    for sequence in bad_words:
+    for sequence in sequences:
         row[at : at + len(sequence)] = sequence
         at += len(sequence) + 1
     return row
 
 
 class LogitTables:
-    """Each slot's logit parameters on the device: float32 [B] penalties, int64 [B] min_tokens and the
-    padded [B, width] tables of stop token ids, bias entries and bad words (-1: none)."""
+    """Each slot's logit parameters and stops on the device: float32 [B] penalties, int64 [B] min_tokens and
+    the padded [B, width] tables of stop token ids, bias entries, bad words and stop sequences (-1: none)."""
 
     def __init__(self, max_num_seqs: int, place: Any, widths: TableWidths | None = None) -> None:
         self.widths = w = widths or TableWidths()
@@ -125,6 +130,7 @@ class LogitTables:
         self.logit_bias_ids = full([b, w.logit_bias], -1, "int64")
         self.logit_bias_values = full([b, w.logit_bias], 0.0, "float32")
         self.bad_words = full([b, w.bad_words], -1, "int64")
+        self.stop_sequences = full([b, w.stop], -1, "int64")
 
     def write(self, slot: int, params: Any, copy: Any) -> None:
         """Slot ``slot``'s rows of every table from a checked request's parameters; ``copy`` turns a host
@@ -143,7 +149,8 @@ class LogitTables:
             ("stop_token_ids", stops),
             ("logit_bias_ids", ids),
             ("logit_bias_values", values),
-            ("bad_words", bad_words_row(params.bad_words, w.bad_words)),
+            ("bad_words", sequences_row(params.bad_words, w.bad_words)),
+            ("stop_sequences", sequences_row(params.stop, w.stop)),
         ):
             getattr(self, name)[slot] = copy(row)
 

@@ -36,9 +36,10 @@ class RequestParams:
     logit_bias: dict[int, float] = field(default_factory=dict)  # token id -> added to its logit, clamped to [-100, 100]
     bad_words: list[list[int]] = field(default_factory=list)  # a sequence's last token is banned after the rest
     min_tokens: int = 0  # end and stop tokens are banned until this many tokens are out
+    stop_token_ids: list[int] = field(default_factory=list)  # end the request like an end token (kept)
+    # token sequences: the request ends after the first one its output ends with (kept), once min_tokens are out
+    stop: list[list[int]] = field(default_factory=list)
     # not applied yet: only the neutral value is taken (fastspec.runtime.sampling_params.NOT_APPLIED_YET)
-    stop_token_ids: list[int] = field(default_factory=list)  # end the request like an end token
-    stop: list[list[int]] = field(default_factory=list)  # token sequences that end the request after them
     logprobs: int | None = None  # n >= 0: each token's log-probability and the n most likely
     # a grammar the output must follow: exactly one of json_schema (a dict or JSON string), json_object (True),
     # regex, lark (docs/structured_output.md); needs generate(..., tokenizer=...)

@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from fastspec.core.schema import SCHEMAS, XPU_MAX_DRAFTS, XPU_MAX_END_TOKENS
+from fastspec.core.schema import SCHEMAS, XPU_MAX_DRAFTS, XPU_MAX_END_TOKENS, XPU_MAX_STOP_COLS
 from tests.emulated.devices import XPU_GRIDS as GRIDS
 
 from .case import Case
@@ -45,7 +45,11 @@ def _as_columns(rng: np.random.Generator, case: Case) -> None:
 
 def _options(rng: np.random.Generator, case: Case) -> dict:
     dims = case_dims(case)
-    fits_xpu = dims.get("K", 0) <= XPU_MAX_DRAFTS and dims.get("E", 1) <= XPU_MAX_END_TOKENS
+    fits_xpu = (
+        dims.get("K", 0) <= XPU_MAX_DRAFTS
+        and dims.get("E", 1) <= XPU_MAX_END_TOKENS
+        and max(dims.get("S", 1), dims.get("SS", 1)) <= XPU_MAX_STOP_COLS
+    )
     if fits_xpu and rng.random() < TARGETS[case.target].xpu_share:
         grid = GRIDS[int(rng.integers(0, len(GRIDS)))]
         return {"backend": "xpu_emulator", "xpu_grid": grid, "xpu_reverse_clusters": bool(rng.random() < 0.5)}

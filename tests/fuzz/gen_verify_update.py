@@ -1,7 +1,7 @@
 """Well-formed random calls of verify_draft_tokens (every strategy) and update_model_status.
 
 The tests' batches (every slot kind, planted accepted drafts, end tokens, max_dec_len hit,
-short row ranges, bad candidate rows, L nearly full) plus wider drafts (up to the XPU's
+short row ranges, bad candidate rows, L nearly full; update's stop tables, up to the XPU's 64 columns) plus wider drafts (up to the XPU's
 K = 127), up to 64 end tokens, REJECTION / BLOCK rows in float16 and bfloat16, and now and then a
 batch large enough for the CPU kernels to thread.
 """

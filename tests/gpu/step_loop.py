@@ -162,7 +162,7 @@ def run_step(bufs: dict, strategy: str) -> None:
         b["end_tokens"],
         strategy=strategy,
     )
-    arrays.update_model_status(*(b[n] for n in UPDATE), b["has_running"])
+    arrays.update_model_status(*(b[n] for n in UPDATE), has_running=b["has_running"])
 
 
 def reference_step(host: dict, strategy: str) -> None:

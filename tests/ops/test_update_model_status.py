@@ -11,15 +11,15 @@ import fastspec.arrays
 import fastspec.ops as ops
 from fastspec import reference as ref
 from tests.helpers.static_graph import run_static
-from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, random_update_case
+from tests.verify_update_cases import UPDATE_ARGS, UPDATE_NAMES, UPDATE_OUTPUTS, random_update_case
 
 END = 2  # end_tokens = [END, 3] in the hand-written cases
 OUT_NAMES = (*UPDATE_OUTPUTS, "has_running")
 
 
 def run_op(arrays: dict) -> dict:
-    tensors = {name: paddle.to_tensor(value) for name, value in arrays.items()}
-    outs = ops.update_model_status(*(tensors[name] for name in UPDATE_NAMES))
+    tensors = {name: None if value is None else paddle.to_tensor(value) for name, value in arrays.items()}
+    outs = ops.update_model_status(*(tensors.get(name) for name in UPDATE_ARGS))
     assert len(outs) == 10
     for name, out in zip(UPDATE_OUTPUTS, outs):
         assert out is tensors[name]
@@ -28,14 +28,14 @@ def run_op(arrays: dict) -> dict:
 
 
 def run_bindings(arrays: dict) -> dict:
-    copies = {name: np.ascontiguousarray(value).copy() for name, value in arrays.items()}
+    copies = {name: None if value is None else np.ascontiguousarray(value).copy() for name, value in arrays.items()}
     copies["has_running"] = np.array([True, True])[:1]  # overwritten
-    fastspec.arrays.update_model_status(*(copies[name] for name in UPDATE_NAMES), copies["has_running"])
+    fastspec.arrays.update_model_status(*(copies.get(name) for name in UPDATE_ARGS), has_running=copies["has_running"])
     return {name: copies[name] for name in OUT_NAMES}
 
 
 def run_reference(arrays: dict) -> dict:
-    return dict(zip(OUT_NAMES, ref.update_model_status(*(arrays[name] for name in UPDATE_NAMES))))
+    return dict(zip(OUT_NAMES, ref.update_model_status(*(arrays.get(name) for name in UPDATE_ARGS))))
 
 
 def assert_same(actual: dict, expected: dict, context: str = "") -> None:
@@ -307,5 +307,5 @@ def test_bad_inputs_name_the_argument(mutate, argument):
 
 def test_static_graph_build_and_run():
     arrays = case([5, 6])
-    got = run_static(arrays, lambda feeds: ops.update_model_status(*(feeds[name] for name in UPDATE_NAMES)))
+    got = run_static(arrays, lambda feeds: ops.update_model_status(*(feeds.get(name) for name in UPDATE_ARGS)))
     assert_same(dict(zip(OUT_NAMES, got)), run_reference(arrays))

@@ -13,6 +13,7 @@
 
 #include "fastspec/common.h"
 #include "fastspec/float_ops.h"
+#include "fastspec/token_sequences.h"
 
 namespace fastspec {
 
@@ -119,19 +120,11 @@ FS_HD float penalized_logit(float x, int64_t count, float repetition, float pres
 
 FS_HD bool in_vocab(int64_t token, int64_t vocab) { return token >= 0 && token < vocab; }
 
-// Whether the bad word ending at entry e of a request's table bans its token there: a sequence
-// ends where a non-negative entry is followed by a negative one or the table's end, and begins
-// after the negative entry before it. `entry(i)` reads entry i; `from_end(k)` is the output's
-// k-th token from its end, `available` its length. The banned token is entry(e).
+// Whether the bad word ending at entry e of a request's table bans its token there (entry(e)):
+// the output ends with the rest of it (token_sequences.h).
 template <typename Entry, typename FromEnd>
 FS_HD bool bad_word_bans(const Entry& entry, int64_t e, int64_t width, int64_t available, const FromEnd& from_end) {
-  if (entry(e) < 0 || (e + 1 < width && entry(e + 1) >= 0)) return false;
-  for (int64_t k = 0; k < e; ++k) {
-    const int64_t token = entry(e - 1 - k);
-    if (token < 0) return true;  // the start of the sequence
-    if (k >= available || token != from_end(k)) return false;
-  }
-  return true;
+  return sequence_rest_precedes(entry, e, width, available, from_end);
 }
 
 FS_HD float negative_infinity_f32() { return -__builtin_huge_valf(); }

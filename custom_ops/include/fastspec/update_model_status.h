@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "fastspec/common.h"
+#include "fastspec/token_sequences.h"
 #include "fastspec/verify_slot.h"  // is_end_token
 
 namespace fastspec {
@@ -26,12 +27,73 @@ struct UpdateModelStatusParams {
   const bool* is_block_step;    // [B]
   const int64_t* max_dec_len;   // [B]
   const int64_t* end_tokens;    // [E], E >= 1
-  bool* has_running;            // [1], written (never read)
-  int64_t batch;                // B
-  int64_t draft_cols;           // K + 1 (accept_tokens and draft_tokens)
-  int64_t max_model_len;        // L
-  int64_t num_end_tokens;       // E
+  const int64_t* stop_token_ids;  // [B, S] or null (none): each request's stop token ids, -1 for none
+  const int64_t* stop_sequences;  // [B, SS] or null (none): its stop sequences, split at the negative entries
+  const int64_t* min_tokens;      // [B] or null (0): a stop sequence counts once this many tokens are out
+  bool* has_running;              // [1], written (never read)
+  int64_t batch;                  // B
+  int64_t draft_cols;             // K + 1 (accept_tokens and draft_tokens)
+  int64_t max_model_len;          // L
+  int64_t num_end_tokens;         // E
+  int64_t stop_cols;              // S (0 without stop_token_ids)
+  int64_t stop_sequence_cols;     // SS (0 without stop_sequences)
 };
+
+// The output a stop sequence may reach back into: the slot's last `count` output tokens before
+// this step, at `tokens` (in token_ids_all, or a copy of them in XPU local memory).
+struct RecentOutput {
+  const int64_t* tokens;
+  int64_t count;
+};
+
+// How many output tokens before this step a stop sequence of slot b may need: up to the table's
+// width (no sequence is longer), none without stop sequences or when the slot's positions are out
+// of [0, L) (it keeps no token then). They end at token_ids_all[b, prompt_lens + step_idx - 1].
+FS_HD int64_t stop_lookback(const UpdateModelStatusParams& a, int64_t b) {
+  if (a.stop_sequences == nullptr) return 0;
+  const int64_t p = a.prompt_lens[b], step = a.step_idx[b];
+  if (p < 0 || step < 0 || p > a.max_model_len || step > a.max_model_len - p) return 0;
+  return min64(step, a.stop_sequence_cols);
+}
+
+// The output before a new token, read from its end: this step's kept tokens kept[0, num_kept),
+// after the recent output.
+struct OutputBefore {
+  const int64_t* kept;
+  int64_t num_kept;
+  RecentOutput recent;
+  FS_HD int64_t length() const { return num_kept + recent.count; }
+  FS_HD int64_t operator()(int64_t k) const {  // the k-th token from the end
+    return k < num_kept ? kept[num_kept - 1 - k] : recent.tokens[recent.count - 1 - (k - num_kept)];
+  }
+};
+
+struct TableRow {
+  const int64_t* entries;
+  FS_HD int64_t operator()(int64_t i) const { return entries[i]; }
+};
+
+// Whether `token`, output token number `out` of slot b, ends its request: an end token, one of
+// its stop token ids, or (once out >= min_tokens) the last token of one of its stop sequences
+// whose rest ends `before`.
+FS_HD bool ends_request(const UpdateModelStatusParams& a, int64_t b, int64_t token, int64_t out,
+                        const OutputBefore& before) {
+  if (is_end_token(token, a.end_tokens, a.num_end_tokens)) return true;
+  if (a.stop_token_ids != nullptr) {
+    const int64_t* ids = a.stop_token_ids + b * a.stop_cols;
+    for (int64_t s = 0; s < a.stop_cols; ++s) {
+      if (ids[s] >= 0 && ids[s] == token) return true;
+    }
+  }
+  if (a.stop_sequences == nullptr || (a.min_tokens != nullptr && out < a.min_tokens[b])) return false;
+  const TableRow table{a.stop_sequences + b * a.stop_sequence_cols};
+  for (int64_t e = 0; e < a.stop_sequence_cols; ++e) {
+    if (table(e) == token && sequence_rest_precedes(table, e, a.stop_sequence_cols, before.length(), before)) {
+      return true;
+    }
+  }
+  return false;
+}
 
 // int32 addition that wraps like numpy's instead of being undefined.
 FS_HD int32_t wrap_add32(int32_t a, int32_t b) {
@@ -45,8 +107,10 @@ FS_HD bool slot_running(int32_t enc, int32_t dec, bool stopped, bool blocked) {
 // The per-slot rule (docs/ops/update_model_status.md), all but the history: the kept tokens are left in
 // accept_tokens[b, 0:accept_num[b]], and *history_at is where they go in
 // token_ids_all[b, :] (update_slot writes them; the XPU kernel copies them
-// out of local memory). Returns whether the slot is running afterwards.
-FS_HD bool update_slot_rule(const UpdateModelStatusParams& a, int64_t b, int64_t* history_at) {
+// out of local memory). `recent`: the output before this step that stop sequences read
+// (stop_lookback tokens). Returns whether the slot is running afterwards.
+FS_HD bool update_slot_rule(const UpdateModelStatusParams& a, int64_t b, int64_t* history_at,
+                            const RecentOutput& recent) {
   int64_t* accepted = a.accept_tokens + b * a.draft_cols;
   const bool blocked = a.is_block_step[b];
   if (blocked) {  // wins over stopped
@@ -82,7 +146,7 @@ FS_HD bool update_slot_rule(const UpdateModelStatusParams& a, int64_t b, int64_t
     }
     int64_t token = accepted[k];
     step += 1;
-    const bool is_end = is_end_token(token, a.end_tokens, a.num_end_tokens);
+    const bool is_end = ends_request(a, b, token, step, OutputBefore{accepted, kept, recent});
     if (step >= max_dec && !is_end) token = a.end_tokens[0];
     ended = is_end || step >= max_dec;
     accepted[kept++] = token;
@@ -112,8 +176,12 @@ FS_HD bool update_slot_rule(const UpdateModelStatusParams& a, int64_t b, int64_t
 
 // The whole per-slot rule on arrays (CPU, CUDA).
 FS_HD bool update_slot(const UpdateModelStatusParams& a, int64_t b) {
+  RecentOutput recent{nullptr, stop_lookback(a, b)};
+  if (recent.count > 0) {
+    recent.tokens = a.token_ids_all + b * a.max_model_len + (a.prompt_lens[b] + a.step_idx[b] - recent.count);
+  }
   int64_t history_at = 0;
-  const bool running = update_slot_rule(a, b, &history_at);
+  const bool running = update_slot_rule(a, b, &history_at, recent);
   const int64_t* accepted = a.accept_tokens + b * a.draft_cols;
   for (int32_t k = 0; k < a.accept_num[b]; ++k) a.token_ids_all[b * a.max_model_len + history_at + k] = accepted[k];
   return running;
