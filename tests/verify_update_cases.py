@@ -278,12 +278,17 @@ def random_stop_tables(
     sequences = np.full((b, seq_width), -1, np.int64)
     for i in range(b):
         output = slot_output(history[i], int(prompt_lens[i]), int(step_idx[i]), accept_tokens[i], int(accept_num[i]))
-        if output and rng.random() < 0.3:
-            ids[i, rng.integers(0, width)] = output[-int(rng.integers(1, min(len(output), 4) + 1))]
+        run = len(output) - len(slot_output(history[i], int(prompt_lens[i]), int(step_idx[i]), accept_tokens[i], 0))
+        if run and rng.random() < 0.4:  # one of this step's tokens
+            ids[i, rng.integers(0, width)] = output[-int(rng.integers(1, run + 1))]
         at = 0
         while at < seq_width and rng.random() < 0.8:
             length = int(rng.integers(1, min(seq_width - at, 6) + 1))
-            end = int(rng.integers(length, len(output) + 1)) if len(output) >= length and rng.random() < 0.7 else -1
+            end = -1  # a random sequence, or one that ends inside this step's run or anywhere in the output
+            if run and len(output) >= length and rng.random() < 0.5:
+                end = int(rng.integers(max(length, len(output) - run + 1), len(output) + 1))
+            elif len(output) >= length and rng.random() < 0.4:
+                end = int(rng.integers(length, len(output) + 1))
             piece = output[end - length : end] if end >= 0 else rng.integers(0, vocab, length).tolist()
             sequences[i, at : at + length] = piece
             at += length + (1 if rng.random() < 0.9 else 0)  # now and then two sequences run into one

@@ -127,10 +127,11 @@ def _update_model_status() -> tuple[Arrays, dict[str, Any]]:
         "is_block_step": np.zeros(2, bool),
         "max_dec_len": np.array([100, 100], _I64),
         "end_tokens": np.array([0], _I64),
-        # slot 0 stops at its stop token 6; slot 1 after its stop sequence 4 5 (4 was already out)
+        # slot 0 stops at its stop token 6; slot 1's stop sequence 4 5 (4 was already out) comes before
+        # its min_tokens, so it goes on
         "stop_token_ids": np.array([[6, -1], [-1, -1]], _I64),
         "stop_sequences": np.array([[-1, -1, -1], [4, 5, -1]], _I64),
-        "min_tokens": np.array([0, 2], _I64),
+        "min_tokens": np.array([0, 3], _I64),
     }, {}
 
 
