@@ -5,7 +5,9 @@
     python -m bench.bench_verify_update --device cuda   # CUDA through the bindings (PyTorch): eager and graph replay
 
 Workload: every slot decoding with K = 5 drafts, about half of them accepted, TOPP rows of
-K' = 8 candidates; update keeps every request running (huge max_dec_len, no end token drawn).
+K' = 8 candidates; update keeps every request running (huge max_dec_len, no end token drawn) and
+reads the runtime's stop tables (16 stop-id and 64 stop-sequence columns; each request has 2 stop
+ids and 2 stop sequences whose last token is drawn now and then, none of which ever completes).
 Both ops move a few hundred bytes per slot, so the floor is one call: on the CPU the cost of
 crossing into C++ once (a no-op bindings call), on CUDA one empty kernel launch (eager) / one
 graph kernel node. Writes bench/results/verify_update_<device>.json.
@@ -77,7 +79,20 @@ def update_inputs(batch: int, max_model_len: int, seed: int = 0) -> dict:
         "is_block_step": np.zeros(batch, np.bool_),
         "max_dec_len": np.full(batch, 10**9, np.int64),
         "end_tokens": np.array([END], np.int64),
+        **stop_tables(rng, batch),
     }
+
+
+def stop_tables(rng: np.random.Generator, batch: int) -> dict:
+    """The runtime's stop tables (TableWidths: 16 and 64 columns): 2 stop ids that are never drawn and 2
+    sequences of 3 whose last token often is, so the op compares them with the output before it."""
+    ids = np.full((batch, 16), -1, np.int64)
+    ids[:, :2] = rng.integers(1000, 2000, size=(batch, 2))
+    sequences = np.full((batch, 64), -1, np.int64)
+    for at in (0, 4):
+        sequences[:, at : at + 2] = rng.integers(1000, 2000, size=(batch, 2))
+        sequences[:, at + 2] = rng.integers(1, 1000, size=batch)
+    return {"stop_token_ids": ids, "stop_sequences": sequences, "min_tokens": np.zeros(batch, np.int64)}
 
 
 # --- CPU ---------------------------------------------------------------------

@@ -88,16 +88,15 @@ def update_model_status(
                 break
             token = int(accepted[b, k])
             step += 1
-            is_end = (
-                token in ends
-                or token in stop_ids
-                or (step >= int(min_tokens[b]) and _ends_a_stop(history[b, p:position], token, sequences))
+            is_end = token in ends
+            is_stop = token in stop_ids or (
+                step >= int(min_tokens[b]) and _ends_a_stop(history[b, p:position], token, sequences)
             )
             if step >= max_dec and not is_end:
                 token = ends[0]
             history[b, position] = token
             kept.append(token)
-            if is_end or step >= max_dec:
+            if is_end or is_stop or step >= max_dec:
                 ended = True
                 break
         steps[b] = step

@@ -460,8 +460,8 @@ class SpecEngine:
         return outputs
 
     def _finish_reason(self, request: _Request) -> str:
-        """As update_model_status ended it: an end token (at max_dec_len, possibly the one it wrote there) or
-        a stop token or sequence of the request, which keeps its last token even at max_dec_len."""
+        """As update_model_status ended it: an end token (at max_dec_len, possibly the one it wrote there), or
+        else a stop token or stop sequence of the request."""
         output = request.output
         if output and output[-1] in self._end_tokens:
             return "length" if len(output) >= request.params.max_dec_len else "end"

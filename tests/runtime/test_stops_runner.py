@@ -28,14 +28,9 @@ STOPS = ("stop_token_ids", "stop", "min_tokens")
 OTHERS = ("repetition_penalty", "frequency_penalty", "presence_penalty", "logit_bias", "bad_words")
 
 
-def stop_values(rng: np.random.Generator, text: list[int], names: tuple[str, ...]) -> dict:
-    """Stops cut from the text the model favours (so that most of them hit, some late), and random ones."""
+def other_values(rng: np.random.Generator, text: list[int], names: tuple[str, ...]) -> dict:
+    """min_tokens and the logit parameters, random."""
     values = {}
-    if "stop_token_ids" in names and rng.random() < 0.8:
-        values["stop_token_ids"] = [int(text[rng.integers(2, len(text))]), int(rng.integers(3, V))]
-    if "stop" in names and rng.random() < 0.8:
-        start, length = int(rng.integers(0, len(text) - 3)), int(rng.integers(1, 4))
-        values["stop"] = [text[start : start + length], rng.integers(3, V, 2).tolist()]
     if "min_tokens" in names and rng.random() < 0.7:
         values["min_tokens"] = int(rng.integers(1, 20))
     if "repetition_penalty" in names:
@@ -49,20 +44,40 @@ def stop_values(rng: np.random.Generator, text: list[int], names: tuple[str, ...
     return values
 
 
-def workload(names: tuple[str, ...], temperature: float, seed: int = 11):
+def stop_values(rng: np.random.Generator, output: list[int], names: tuple[str, ...]) -> dict:
+    """Stops cut from what the request writes without them (so that most of them hit, some at the last
+    token, some only by a later occurrence), and random ones."""
+    values = {}
+    if "stop_token_ids" in names and rng.random() < 0.8:
+        values["stop_token_ids"] = [int(output[rng.integers(1, len(output))]), int(rng.integers(3, V))]
+    if "stop" in names and rng.random() < 0.8:
+        length = int(rng.integers(1, 4))
+        start = int(rng.integers(0, max(len(output) - length, 0) + 1))
+        values["stop"] = [[int(t) for t in output[start : start + length]], rng.integers(3, V, 2).tolist()]
+    return values
+
+
+def workload(names: tuple[str, ...], strategy: str, temperature: float, seed: int = 11):
+    """Requests with random values of ``names``, and the run of those requests without stops (one token longer):
+    the stops are cut from its outputs."""
     prompts, refs = copy_task(5, length=40, seed=7)
     rng = np.random.default_rng(seed)
-    params = [
+    free_params = [
         RequestParams(
-            seed=17 + i,
-            max_dec_len=int(rng.integers(10, 32)),
+            17 + i,
+            int(rng.integers(10, 32)) + 1,
             temperature=temperature,
             top_p=0.95,
-            **stop_values(rng, refs[i], names),
+            **other_values(rng, refs[i], names),
         )
         for i in range(len(prompts))
     ]
-    return prompts, refs, params
+    free = run("none", strategy, free_params, temperature)
+    params = [
+        dataclasses.replace(p, max_dec_len=p.max_dec_len - 1, **stop_values(rng, out[: p.max_dec_len - 1], names))
+        for p, out in zip(free_params, free.outputs)
+    ]
+    return params, free
 
 
 def run(method: str, strategy: str, params: list, temperature: float, tree: bool = False, step_mode: str = "eager"):
@@ -91,23 +106,16 @@ def cut(tokens: list[int], params: RequestParams) -> tuple[list[int], str]:
     stop token or stop sequence (counted once min_tokens are out), or max_dec_len's; and the finish reason."""
     out = []
     for token in tokens:
+        if len(out) + 1 >= params.max_dec_len and token != END:  # the last token is an end token, a stop's too
+            return [*out, END], "length"
         out.append(int(token))
-        n = len(out)
         if token == END:
-            return out, "length" if n >= params.max_dec_len else "end"
+            return out, "length" if len(out) >= params.max_dec_len else "end"
         if token in params.stop_token_ids or (
-            n >= params.min_tokens and any(out[-len(s) :] == list(s) for s in params.stop)
+            len(out) >= params.min_tokens and any(out[-len(s) :] == list(s) for s in params.stop)
         ):
             return out, "stop"
-        if n >= params.max_dec_len:
-            out[-1] = END
-            return out, "length"
     raise AssertionError("the run without stops ended first")
-
-
-def without_stops(params: RequestParams) -> RequestParams:
-    """The request without its stops, one token longer (so that its max_dec_len-th token is the model's own)."""
-    return dataclasses.replace(params, stop_token_ids=[], stop=[], max_dec_len=params.max_dec_len + 1)
 
 
 def comparable(params: RequestParams) -> bool:
@@ -129,26 +137,27 @@ CASES = [(k, s, t) for k in NAME_SETS for s, t in (("greedy", 0.0), ("target_mat
     "method, tree", [("ngram", False), ("mtp", False), ("mtp", True)], ids=["ngram", "mtp-chain", "mtp-tree"]
 )
 def test_speculation_on_stops_where_speculation_off_does(names, strategy, temperature, method, tree):
-    prompts, refs, params = workload(NAME_SETS[names], temperature)
+    params, free = workload(NAME_SETS[names], strategy, temperature)
     off = run("none", strategy, params, temperature)
     on = run(method, strategy, params, temperature, tree)
     for a, b in zip(off.outputs, on.outputs):
         np.testing.assert_array_equal(b, a)
     assert on.stats.accepted_tokens > 0
-    free = run("none", strategy, [without_stops(p) for p in params], temperature)
-    stopped = 0
+    checked = stopped = 0
     for i, p in enumerate(params):
+        out = off.outputs[i].tolist()
         if comparable(p):
-            expected, reason = cut(free.outputs[i].tolist(), p)
-            assert off.outputs[i].tolist() == expected, f"request {i}"
-            stopped += reason == "stop"
-    assert stopped >= 2, "the stops ended too few requests"
+            expected, _ = cut(free.outputs[i].tolist(), p)
+            assert out == expected, f"request {i}"
+            checked += 1
+        stopped += len(out) < p.max_dec_len and out[-1] != END  # only a stop ends a request so
+    assert checked >= 1 and stopped >= 2, (checked, stopped)
 
 
 @pytest.mark.parametrize("method", ["ngram", "mtp"])
 def test_a_static_step_stops_too(method):
     """The stops sit in the step's static program: fixed-width tables, no host read."""
-    prompts, refs, params = workload(STOPS, 0.0)
+    params, _ = workload(STOPS, "greedy", 0.0)
     off = run("none", "greedy", params, 0.0)
     on = run(method, "greedy", params, 0.0, step_mode="static")
     for a, b in zip(off.outputs, on.outputs):
@@ -191,7 +200,8 @@ def test_the_engine_streams_up_to_the_stop_and_says_so(proposer, strategy):
 
 
 def test_a_step_with_stops_still_reads_the_device_once():
-    prompts, refs, params = workload(STOPS, 1.0)
+    params, _ = workload(STOPS, "target_match", 1.0)
+    prompts, refs = copy_task(5, length=40, seed=7)
     with counted_reads() as reads:
         per_step = []
         last = [0]
@@ -211,7 +221,7 @@ def test_the_config_holds_stop_defaults():
     params = default_params(config, 2)
     assert params[1].stop_token_ids == [7] and params[0].stop == [[4, 5], [9]]
     assert params[0].stop is not params[1].stop  # each request its own copy
-    state = SpecState(2, 64, K, [END], "cpu")
+    state = SpecState(2, 128, K, [END], "cpu")
     state.insert([3, 4, 5], params[0])
     assert state.logit_tables.stop_sequences.numpy()[0, :6].tolist() == [4, 5, -1, 9, -1, -1]
 

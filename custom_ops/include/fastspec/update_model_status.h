@@ -73,12 +73,10 @@ struct TableRow {
   FS_HD int64_t operator()(int64_t i) const { return entries[i]; }
 };
 
-// Whether `token`, output token number `out` of slot b, ends its request: an end token, one of
-// its stop token ids, or (once out >= min_tokens) the last token of one of its stop sequences
-// whose rest ends `before`.
-FS_HD bool ends_request(const UpdateModelStatusParams& a, int64_t b, int64_t token, int64_t out,
-                        const OutputBefore& before) {
-  if (is_end_token(token, a.end_tokens, a.num_end_tokens)) return true;
+// Whether `token`, output token number `out` of slot b, is one of its stop token ids or (once
+// out >= min_tokens) the last token of one of its stop sequences whose rest ends `before`.
+FS_HD bool hits_stop(const UpdateModelStatusParams& a, int64_t b, int64_t token, int64_t out,
+                     const OutputBefore& before) {
   if (a.stop_token_ids != nullptr) {
     const int64_t* ids = a.stop_token_ids + b * a.stop_cols;
     for (int64_t s = 0; s < a.stop_cols; ++s) {
@@ -146,9 +144,11 @@ FS_HD bool update_slot_rule(const UpdateModelStatusParams& a, int64_t b, int64_t
     }
     int64_t token = accepted[k];
     step += 1;
-    const bool is_end = ends_request(a, b, token, step, OutputBefore{accepted, kept, recent});
+    const bool is_end = is_end_token(token, a.end_tokens, a.num_end_tokens);
+    // At max_dec_len a stop is still replaced, as verify_draft_tokens replaces any token but an end token there.
+    const bool is_stop = !is_end && hits_stop(a, b, token, step, OutputBefore{accepted, kept, recent});
     if (step >= max_dec && !is_end) token = a.end_tokens[0];
-    ended = is_end || step >= max_dec;
+    ended = is_end || is_stop || step >= max_dec;
     accepted[kept++] = token;
   }
   for (int64_t k = kept; k < a.draft_cols; ++k) accepted[k] = -1;
