@@ -148,8 +148,6 @@ def test_rows_judged_without_their_drafts_would_differ(monkeypatch):
         ("min_tokens", -1, "min_tokens must be an integer >= 0"),
         ("logprobs", -2, "logprobs must be None or an integer >= 0"),
         ("min_p", 0.1, "min_p is not applied yet"),
-        ("stop_token_ids", [3], "stop_token_ids is not applied yet"),
-        ("stop", [[3, 4]], "stop is not applied yet"),
         ("logprobs", 2, "logprobs is not applied yet"),
     ],
 )
