@@ -73,20 +73,45 @@ struct TableRow {
   FS_HD int64_t operator()(int64_t i) const { return entries[i]; }
 };
 
-// Whether `token`, output token number `out` of slot b, is one of its stop token ids or (once
-// out >= min_tokens) the last token of one of its stop sequences whose rest ends `before`.
-FS_HD bool hits_stop(const UpdateModelStatusParams& a, int64_t b, int64_t token, int64_t out,
-                     const OutputBefore& before) {
+// A slot's stops: its rows of the stop tables, each up to its last non-negative entry (the runtime
+// pads them with -1, so a token meets the entries its request brought, not the tables' widths).
+struct SlotStops {
+  const int64_t* ids;
+  int64_t num_ids;
+  const int64_t* sequences;
+  int64_t sequences_width;
+  int64_t min_tokens;
+};
+
+FS_HD int64_t used_width(const int64_t* row, int64_t width) {
+  while (width > 0 && row[width - 1] < 0) --width;
+  return width;
+}
+
+FS_HD SlotStops slot_stops(const UpdateModelStatusParams& a, int64_t b) {
+  SlotStops stops{nullptr, 0, nullptr, 0, 0};
   if (a.stop_token_ids != nullptr) {
-    const int64_t* ids = a.stop_token_ids + b * a.stop_cols;
-    for (int64_t s = 0; s < a.stop_cols; ++s) {
-      if (ids[s] >= 0 && ids[s] == token) return true;
-    }
+    stops.ids = a.stop_token_ids + b * a.stop_cols;
+    stops.num_ids = used_width(stops.ids, a.stop_cols);
   }
-  if (a.stop_sequences == nullptr || (a.min_tokens != nullptr && out < a.min_tokens[b])) return false;
-  const TableRow table{a.stop_sequences + b * a.stop_sequence_cols};
-  for (int64_t e = 0; e < a.stop_sequence_cols; ++e) {
-    if (table(e) == token && sequence_rest_precedes(table, e, a.stop_sequence_cols, before.length(), before)) {
+  if (a.stop_sequences != nullptr) {
+    stops.sequences = a.stop_sequences + b * a.stop_sequence_cols;
+    stops.sequences_width = used_width(stops.sequences, a.stop_sequence_cols);
+  }
+  if (a.min_tokens != nullptr) stops.min_tokens = a.min_tokens[b];
+  return stops;
+}
+
+// Whether `token`, output token number `out`, is one of the slot's stop token ids or (once
+// out >= min_tokens) the last token of one of its stop sequences whose rest ends `before`.
+FS_HD bool hits_stop(const SlotStops& stops, int64_t token, int64_t out, const OutputBefore& before) {
+  for (int64_t s = 0; s < stops.num_ids; ++s) {
+    if (stops.ids[s] >= 0 && stops.ids[s] == token) return true;
+  }
+  if (out < stops.min_tokens) return false;
+  const TableRow table{stops.sequences};
+  for (int64_t e = 0; e < stops.sequences_width; ++e) {
+    if (table(e) == token && sequence_rest_precedes(table, e, stops.sequences_width, before.length(), before)) {
       return true;
     }
   }
@@ -134,6 +159,7 @@ FS_HD bool update_slot_rule(const UpdateModelStatusParams& a, int64_t b, int64_t
   int64_t step = a.step_idx[b];
   *history_at = static_cast<int64_t>(static_cast<uint64_t>(p) +
                                      static_cast<uint64_t>(step));  // used only when a token is kept (then in [0, L))
+  const SlotStops stops = slot_stops(a, b);
   int64_t kept = 0;
   bool ended = false;
   for (int64_t k = 0; k < count && !ended; ++k) {
@@ -146,7 +172,7 @@ FS_HD bool update_slot_rule(const UpdateModelStatusParams& a, int64_t b, int64_t
     step += 1;
     const bool is_end = is_end_token(token, a.end_tokens, a.num_end_tokens);
     // At max_dec_len a stop is still replaced, as verify_draft_tokens replaces any token but an end token there.
-    const bool is_stop = !is_end && hits_stop(a, b, token, step, OutputBefore{accepted, kept, recent});
+    const bool is_stop = !is_end && hits_stop(stops, token, step, OutputBefore{accepted, kept, recent});
     if (step >= max_dec && !is_end) token = a.end_tokens[0];
     ended = is_end || is_stop || step >= max_dec;
     accepted[kept++] = token;
