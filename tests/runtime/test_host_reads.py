@@ -15,7 +15,7 @@ from fastspec.demo.models import ReplayModel
 from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.generation import generate
 from fastspec.runtime.state import RequestParams
-from tests.runtime.test_runner import copy_task
+from tests.helpers.runtime_cases import copy_task
 
 V, K, SLOTS = 64, 3, 2
 AUX_IDS = (1, 2, 4)

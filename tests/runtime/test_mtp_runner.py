@@ -10,7 +10,7 @@ from fastspec.demo.models import ReplayModel, TinyTransformer
 from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.generation import generate
 from fastspec.runtime.proposers import DraftModelProposer, ExtractHiddenStatesProposer
-from tests.runtime.test_runner import copy_task
+from tests.helpers.runtime_cases import copy_task
 
 V = 64
 

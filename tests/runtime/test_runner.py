@@ -7,22 +7,9 @@ import pytest
 from fastspec.demo.models import ReplayModel, TinyTransformer
 from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.generation import ModelInputs, generate
+from tests.helpers.runtime_cases import copy_task
 
 V = 64
-
-
-def copy_task(n, length=60, seed=0):
-    """Prompts ``text + [sep]`` and references ``text`` with a few substituted tokens."""
-    rng = np.random.default_rng(seed)
-    prompts, refs = [], {}
-    for i in range(n):
-        text = rng.integers(3, V, size=length)
-        ref = text.copy()
-        for j in rng.choice(length, size=length // 15, replace=False):
-            ref[j] = rng.integers(3, V)
-        prompts.append(text.tolist() + [2])
-        refs[i] = ref.tolist()
-    return prompts, refs
 
 
 def cfg(**kw):

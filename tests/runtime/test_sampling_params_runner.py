@@ -17,7 +17,7 @@ from fastspec.runtime.config import ConfigError, SpeculativeConfig
 from fastspec.runtime.generation import default_params, generate
 from fastspec.runtime.sampling_params import InvalidRequestError
 from fastspec.runtime.state import RequestParams, SpecState
-from tests.runtime.test_runner import copy_task
+from tests.helpers.runtime_cases import copy_task
 
 V, END, K = 64, 0, 4
 PARAMETERS = ("repetition_penalty", "presence_penalty", "frequency_penalty", "logit_bias", "bad_words", "min_tokens")

@@ -16,7 +16,7 @@ from fastspec.runtime.proposers import ExtractHiddenStatesProposer
 from fastspec.runtime.sampler import Sampler
 from fastspec.runtime.state import RequestParams, SpecState
 from fastspec.runtime.step import SpecStep
-from tests.runtime.test_runner import copy_task
+from tests.helpers.runtime_cases import copy_task
 
 V, K, SLOTS, MIN_STEPS = 64, 3, 2, 30
 SNAPSHOT = (

@@ -24,7 +24,7 @@ from fastspec.runtime.proposers import NgramProposer
 from fastspec.runtime.sampler import Sampler
 from fastspec.runtime.state import RequestParams, SpecState
 from fastspec.runtime.step import SpecStep
-from tests.runtime.test_runner import copy_task
+from tests.helpers.runtime_cases import copy_task
 
 V, K, TOP_K, N, END = 64, 3, 2, 7, 0
 AUX_IDS = (1, 2, 4)

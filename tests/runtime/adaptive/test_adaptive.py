@@ -17,23 +17,9 @@ from fastspec import reference as ref
 from fastspec.runtime.adaptive.controller import DraftLengthController
 from fastspec.runtime.adaptive.cost_model import RooflineCost
 from fastspec.runtime.state import SpecState
+from tests.helpers.runtime_cases import LineCost
 
 K = 5
-
-
-@dataclass
-class LineCost:
-    """A hand-made step cost: ``intercept + slope x tokens`` seconds."""
-
-    intercept: float
-    slope: float
-    version: int = 0
-
-    def seconds(self, tokens):
-        return self.intercept + self.slope * np.asarray(tokens, dtype=np.float64)
-
-    def record(self, tokens, seconds):
-        pass
 
 
 def controller(batch: int, cost, **kw) -> DraftLengthController:

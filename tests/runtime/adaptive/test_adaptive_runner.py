@@ -14,7 +14,7 @@ from fastspec.runtime.adaptive.trace import AcceptanceTrace
 from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.generation import generate
 from fastspec.runtime.state import RequestParams
-from tests.runtime.adaptive.test_adaptive import LineCost
+from tests.helpers.runtime_cases import LineCost
 
 STEEP = LineCost(0.02, 0.01)  # a draft costs half a request's share of the step: drafts must earn it
 

@@ -6,7 +6,7 @@ import paddle
 
 from fastspec.runtime.proposers import DraftModelProposer, NgramProposer
 from tests.helpers.draft_helpers import RevealLayer, decode_state, observe_one_row_per_slot
-from tests.runtime.proposers.test_proposers import decoding_state
+from tests.helpers.runtime_cases import decoding_state
 
 
 def test_ngram_proposer_takes_at_most_draft_token_num():

@@ -20,7 +20,7 @@ from fastspec.runtime.generation import generate
 from fastspec.runtime.model_inputs import build_model_inputs
 from fastspec.runtime.proposers import DraftModelProposer, DraftShapeError, Eagle3DraftHead
 from tests.helpers.draft_helpers import RevealLayer, decode_state, observe_one_row_per_slot
-from tests.runtime.test_runner import copy_task
+from tests.helpers.runtime_cases import copy_task
 
 V, MAX_LEN, LAYERS, IDS = 64, 64, 4, (1, 2, 4)  # MAX_LEN: decode_state's max_model_len
 

@@ -6,7 +6,7 @@ import pytest
 
 from fastspec import reference
 from fastspec.runtime.proposers import NgramProposer, Proposal, ProposalError, Proposer
-from fastspec.runtime.state import RequestParams, SpecState
+from tests.helpers.runtime_cases import decoding_state
 
 
 class FixedProposer(Proposer):
@@ -16,21 +16,6 @@ class FixedProposer(Proposer):
 
     def propose(self, state):
         return Proposal(paddle.to_tensor(self.tokens), paddle.to_tensor(self.lens))
-
-
-def decoding_state(k=3, prompts=([5, 6, 7, 8, 5, 6, 7, 9], [1, 2, 3, 1, 2]), generated=([5, 6], [1]), length=32):
-    """A state whose slots are decoding: prompts inserted, then ``generated`` tokens committed."""
-    state = SpecState(len(prompts) + 1, length, k, end_tokens=[0], place="cpu")
-    for i, (prompt, gen) in enumerate(zip(prompts, generated)):
-        slot = state.insert(prompt, RequestParams(seed=i, max_dec_len=16), request_id=i)
-        p = len(prompt)
-        state.token_ids_all[slot, p : p + len(gen)] = paddle.to_tensor(np.asarray(gen, np.int64))
-        state.step_idx[slot] = len(gen)
-        state.seq_lens_encoder[slot] = 0
-        state.seq_lens_decoder[slot] = p + len(gen) - 1
-        state.seq_lens_this_time[slot] = 1
-        state.draft_tokens[slot, 0] = gen[-1]
-    return state
 
 
 def test_wrong_shape_gets_the_documented_error():

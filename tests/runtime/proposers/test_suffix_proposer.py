@@ -13,7 +13,7 @@ from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.generation import generate
 from fastspec.runtime.proposers import NgramProposer, SuffixProposer, make_proposer
 from fastspec.runtime.state import RequestParams
-from tests.runtime.test_runner import copy_task
+from tests.helpers.runtime_cases import copy_task
 
 V, K = 64, 4
 
