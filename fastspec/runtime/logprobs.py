@@ -24,6 +24,11 @@ CODE_INF = 1 << 33  # above every finite code ((127 + 150) * 2^24 + m < 2^33)
 CODE_TOP = 1 << 34  # key = (CODE_TOP - q) * 2^ID_BITS + (ID_MASK - id): a larger key, a larger log-probability
 
 
+def const(value, dtype: str) -> paddle.Tensor:
+    """A ``[1]`` tensor that broadcasts (``full_like`` would ask a static program's variable for its place)."""
+    return paddle.full([1], value, dtype)
+
+
 def row_logprobs(logits: paddle.Tensor, state, rows: paddle.Tensor) -> paddle.Tensor:
     """float32 ``[T, V]``: log-softmax of each processed row over its request's temperature (the
     sampler's, greedy reading 1). Built from reductions along the row, so a row's values depend on
@@ -39,22 +44,34 @@ def keys(logprobs: paddle.Tensor, ids: paddle.Tensor) -> paddle.Tensor:
     a = -logprobs.astype("float64")  # exact; a >= 0
     finite = paddle.isfinite(a)
     positive = paddle.logical_and(finite, a > 0)
-    safe = paddle.where(positive, a, paddle.ones_like(a))
+    safe = paddle.where(positive, a, const(1.0, "float64"))
     e = paddle.clip(paddle.floor(paddle.log2(safe)), -149.0, 127.0)
-    m = safe * paddle.pow(paddle.full_like(e, 2.0), 23.0 - e)  # exact: a power of two
+    m = safe * paddle.pow(const(2.0, "float64"), 23.0 - e)  # exact: a power of two
     # float64 log2 of a float32 value is exact enough for the floor; the two fixes make sure of it
     high = m >= MANTISSA
     e, m = paddle.where(high, e + 1, e), paddle.where(high, m * 0.5, m)
     low = paddle.logical_and(m < MANTISSA // 2, e > -149)
     e, m = paddle.where(low, e - 1, e), paddle.where(low, m * 2.0, m)
     q = (e + 150.0) * MANTISSA + m  # an integer below 2^33, exact in float64
-    q = paddle.where(positive, q, paddle.where(finite, paddle.zeros_like(q), paddle.full_like(q, CODE_INF)))
-    q = q.astype("int64")
+    q = paddle.where(positive, q, paddle.where(finite, const(0.0, "float64"), const(CODE_INF, "float64")))
+    high = const(CODE_TOP, "int64") - q.astype("int64")
+    return high * const(1 << ID_BITS, "int64") + (const(ID_MASK, "int64") - ids.astype("int64"))
 
-    def const(value):
-        return paddle.full([1], value, "int64")
 
-    return (const(CODE_TOP) - q) * const(1 << ID_BITS) + (const(ID_MASK) - ids.astype("int64"))
+def best_of_rows(logp: paddle.Tensor, w: int) -> tuple[paddle.Tensor, paddle.Tensor]:
+    """``[T, w]`` values and ids of each row's ``w`` most likely tokens: every token above the ``w``-th
+    value, then the smallest ids at it (which tied tokens a top-k keeps is its own affair)."""
+    values, ids = paddle.topk(logp, w, axis=-1)
+    threshold = values[:, w - 1 :]
+    above = paddle.sum((values > threshold).astype("int64"), axis=-1, keepdim=True)
+    vocab = int(logp.shape[-1])
+    negated_ids = -paddle.arange(vocab, dtype="int64").unsqueeze(0)
+    at = paddle.where(logp == threshold, negated_ids, const(-vocab, "int64"))
+    tied = -paddle.topk(at, w, axis=-1)[0]  # the smallest ids at the threshold, ascending
+    column = paddle.arange(w, dtype="int64").unsqueeze(0)
+    keep = column < above
+    fill = paddle.take_along_axis(tied, paddle.clip(column - above, min=0), axis=-1)
+    return paddle.where(keep, values, threshold.expand_as(values)), paddle.where(keep, ids, fill)
 
 
 def step_logprobs(logits: paddle.Tensor, state, rows: paddle.Tensor, width: int) -> paddle.Tensor:
@@ -64,7 +81,7 @@ def step_logprobs(logits: paddle.Tensor, state, rows: paddle.Tensor, width: int)
     clamped row and token give; the host reads only the emitted ones."""
     logp = row_logprobs(logits, state, rows)
     num_rows, vocab = int(logp.shape[0]), int(logp.shape[1])
-    best, best_ids = paddle.topk(logp, min(width, vocab), axis=-1)  # [T, w]
+    best, best_ids = best_of_rows(logp, min(width, vocab))  # [T, w]
     tokens = state.accept_tokens  # [B, K + 1]
     nodes = state.accept_nodes if state.trees else paddle.arange(tokens.shape[1], dtype="int32").unsqueeze(0)
     row = state.cu_seqlens_q_output[:-1].unsqueeze(-1) + paddle.clip(nodes, min=0)
