@@ -25,7 +25,6 @@ DRAFT_MODEL_METHODS = ("mtp", "eagle3")  # a draft head fed with the target's hi
 ACCEPT_POLICIES = ("normal", "accept_all", "reject_all")
 MAX_SPECULATIVE_TOKENS = 64  # K: drafts per request per step
 MAX_PROBE_INTERVAL = 1024  # bounds the controller's probe ring (up to B + interval rows)
-MAX_LOGPROBS = 20  # the most likely tokens a request may have listed with each token (the OpenAI API's limit)
 
 
 class ConfigError(ValueError):

@@ -16,7 +16,6 @@ import numpy as np
 import paddle
 
 from fastspec import ops
-from fastspec.runtime.config import MAX_LOGPROBS
 
 LOGIT_BIAS_LIMIT = 100.0  # a bias is clamped to [-100, 100], as the OpenAI API does
 # Parameters a request may name but that nothing applies yet: any value but the one that turns them
@@ -35,7 +34,7 @@ class TableWidths:
     stop_token_ids: int = 16
     logit_bias: int = 64
     bad_words: int = 256  # entries of all its bad words, one -1 after each
-    logprobs: int = MAX_LOGPROBS  # most likely tokens listed with each emitted one
+    logprobs: int = 20  # most likely tokens listed with each emitted one (the OpenAI API's limit)
 
 
 def check_request(params: Any, request: Any, vocab_size: int | None = None, widths: TableWidths | None = None) -> None:

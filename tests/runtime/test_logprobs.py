@@ -21,8 +21,8 @@ from fastspec.runtime.engine import SpecEngine
 from fastspec.runtime.generation import default_params, generate
 from fastspec.runtime.sampling_params import InvalidRequestError, TableWidths, bad_words_row
 from fastspec.runtime.state import RequestParams, SpecState
-from tests.test_host_reads import counted_reads
-from tests.test_runner import copy_task
+from tests.helpers.host_reads import counted_reads
+from tests.helpers.runtime_cases import copy_task
 
 V, END, K = 64, 0, 4
 WIDTH = TableWidths().logprobs
