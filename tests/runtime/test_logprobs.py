@@ -169,14 +169,17 @@ class Recorder:
         self.model, self.rows = model, {}
 
     def __call__(self, inputs):
-        logits = self.model(inputs)
+        out = self.model(inputs)
+        logits = out[0] if isinstance(out, tuple) else out  # (logits, hidden) for a draft head
         slots, positions, prompt_lens = (t.numpy() for t in (inputs.row_slot, inputs.row_pos, inputs.prompt_lens))
         values = logits.numpy()
         for row, slot in enumerate(slots):
             if slot >= 0:
                 index = int(positions[row]) + 1 - int(prompt_lens[slot])
-                self.rows[(inputs.request_ids[slot], index)] = values[row].copy()
-        return logits
+                self.rows[(inputs.request_ids[slot], index)] = values[
+                    row
+                ].copy()  # the model's rows depend on these alone
+        return out
 
 
 def reference_row(raw, prompt, output, j, p: RequestParams):
@@ -209,17 +212,32 @@ def reference_row(raw, prompt, output, j, p: RequestParams):
     )
 
 
-@pytest.mark.parametrize("temperature", [0.0, 0.7], ids=["greedy", "sampled"])
-def test_logprobs_equal_the_reference_on_the_processed_rows(temperature):
-    """Spec off, each request's tokens against the reference: its processing, its temperature (1 when greedy),
-    then the log-softmax and the n best; a request that did not ask gets None, logprobs = 0 only its tokens'."""
+REFERENCE_CASES = [
+    ("none", False, "greedy", 0.0),
+    ("none", False, "target_match", 0.7),
+    ("mtp", False, "rejection", 0.7),
+    ("mtp", True, "rejection", 0.7),
+]
+
+
+@pytest.mark.parametrize(
+    "method, tree, strategy, temperature",
+    REFERENCE_CASES,
+    ids=["off-greedy", "off-sampled", "mtp-rejection", "mtp-tree-rejection"],
+)
+def test_logprobs_equal_the_reference_on_the_processed_rows(method, tree, strategy, temperature):
+    """Each request's tokens against the reference: its processing with the output before the token as
+    history, its temperature (1 when greedy), then the log-softmax and the n best; a request that did not
+    ask gets None, logprobs = 0 only its tokens'. Under REJECTION with a draft model too: the target's row
+    at the token's position, never the draft's distribution or the residual a rejected draft leaves."""
     recorders = []
 
     def record(model):
         recorders.append(Recorder(model))
         return recorders[-1]
 
-    result, params = run("none", temperature=temperature, model_wrapper=record)
+    result, params = run(method, strategy, tree, temperature=temperature, model_wrapper=record)
+    assert method == "none" or result.stats.accepted_tokens > 0
     prompts, _, _ = workload()
     rows = recorders[0].rows
     for i, p in enumerate(params):
