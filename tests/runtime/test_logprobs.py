@@ -137,9 +137,21 @@ def with_temperature(params, temperature):
     return params
 
 
-def run(method, strategy="greedy", tree=False, step_mode="eager", temperature=0.0, model_wrapper=None, progress=None):
+def run(
+    method,
+    strategy="greedy",
+    tree=False,
+    step_mode="eager",
+    temperature=0.0,
+    model_wrapper=None,
+    progress=None,
+    asks=None,
+):
+    """``asks``: each request's logprobs instead of the workload's."""
     prompts, refs, params = workload()
     params = with_temperature(params, temperature)
+    for p, n in zip(params, asks or []):
+        p.logprobs = n
     model = ReplayModel(refs, V, end_token=END, peak=0.9)
     head = None
     if method == "mtp":
@@ -281,12 +293,19 @@ def test_speculation_on_returns_what_speculation_off_returns_bit_for_bit(method,
     assert any(lp is None for lp in on.logprobs) and any(lp for lp in on.logprobs)
 
 
-@pytest.mark.parametrize("method", ["ngram", "mtp"])
-def test_a_static_step_returns_them_too(method):
-    off, _ = run("none", "target_match", temperature=1.0)
-    on, _ = run(method, "target_match", step_mode="static", temperature=1.0)
+@pytest.mark.parametrize(
+    "method, tree", [("ngram", False), ("mtp", False), ("mtp", True)], ids=["ngram", "mtp", "mtp-tree"]
+)
+def test_a_static_step_returns_them_too(method, tree):
+    """The first requests do not ask and the last do: steps switch from the program without
+    log-probabilities to the one with them (each built once)."""
+    asks = [None, None, None, 3, WIDTH]
+    off, _ = run("none", "target_match", temperature=1.0, asks=asks)
+    on, _ = run(method, "target_match", tree, step_mode="static", temperature=1.0, asks=asks)
+    for a, b in zip(off.outputs, on.outputs):
+        np.testing.assert_array_equal(b, a)
     assert on.logprobs == off.logprobs
-    assert on.stats.program_builds["finish"] <= 2  # one program with log-probabilities, one without
+    assert on.stats.program_builds == {"prepare": 1, "finish": 2}
 
 
 def test_streamed_logprobs_match_their_tokens_and_survive_preemption():
