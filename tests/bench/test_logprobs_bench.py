@@ -9,7 +9,7 @@ import numpy as np
 import paddle
 
 import bench.common
-from bench.bench_logprobs import K, WIDTH, main, state_of
+from bench.bench_logprobs import WIDTH, K, main, state_of
 from fastspec.runtime.logprobs import decode, step_logprobs
 
 
