@@ -375,3 +375,33 @@ def test_a_request_asks_for_at_most_the_table_width_and_the_config_holds_the_def
     assert [p.logprobs for p in default_params(config, 2)] == [3, 3]
     with pytest.raises(ConfigError, match="sampling: request defaults: logprobs must be None or an integer"):
         SpeculativeConfig.from_dict({"sampling": {"logprobs": WIDTH + 1}})
+
+
+def test_grammar_masks_are_part_of_the_distribution_and_speculation_still_changes_nothing():
+    """Structured output: a constrained row's tokens the grammar forbids read -inf (more than the grammar
+    allows are listed), a free request's never do; spec on returns spec off's logprobs bit for bit."""
+    pytest.importorskip("llguidance")
+    pytest.importorskip("tokenizers")
+    from tests.helpers import structured_cases as sc
+
+    prompts, refs, params = sc.workload(6, ("regex", "schema", None))
+    params = [
+        RequestParams(p.seed, 40, temperature=1.0, structured_output=p.structured_output, logprobs=WIDTH)
+        for p in params
+    ]
+
+    def run_with(config):
+        model = ReplayModel(refs, sc.vocab_size(), end_token=sc.END, peak=0.9)
+        config = SpeculativeConfig.from_dict(config)
+        return generate(
+            model, prompts, config, params=params, end_tokens=[sc.END], max_num_seqs=3, tokenizer=sc.tokenizer()
+        )
+
+    off = run_with({"method": "none"})
+    on = run_with({"method": "ngram", "num_speculative_tokens": K, "verify_strategy": "target_match"})
+    for a, b in zip(off.outputs, on.outputs):
+        np.testing.assert_array_equal(b, a)
+    assert on.logprobs == off.logprobs and on.stats.accepted_tokens > 0
+    banned = [any(v == -np.inf for _, listed in lp for _, v in listed) for lp in off.logprobs]
+    assert banned == [p.structured_output is not None for p in params]
+    assert all(v > -np.inf for lp in off.logprobs for v, _ in lp)  # every emitted token the grammar allowed
