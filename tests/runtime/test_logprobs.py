@@ -19,7 +19,7 @@ from fastspec.runtime import logprobs as device
 from fastspec.runtime.config import ConfigError, SpeculativeConfig
 from fastspec.runtime.engine import SpecEngine
 from fastspec.runtime.generation import default_params, generate
-from fastspec.runtime.sampling_params import InvalidRequestError, TableWidths, bad_words_row
+from fastspec.runtime.sampling_params import InvalidRequestError, TableWidths, sequences_row
 from fastspec.runtime.state import RequestParams, SpecState
 from tests.helpers.host_reads import counted_reads
 from tests.helpers.runtime_cases import copy_task
@@ -220,7 +220,7 @@ def reference_row(raw, prompt, output, j, p: RequestParams):
         np.full((1, widths.stop_token_ids), -1, np.int64),
         ids,
         bias,
-        bad_words_row(p.bad_words, widths.bad_words)[None],
+        sequences_row(p.bad_words, widths.bad_words)[None],
     )
 
 

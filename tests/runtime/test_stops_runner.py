@@ -25,11 +25,11 @@ from tests.helpers.runtime_cases import copy_task
 
 V, END, K = 64, 0, 4
 STOPS = ("stop_token_ids", "stop", "min_tokens")
-OTHERS = ("repetition_penalty", "frequency_penalty", "presence_penalty", "logit_bias", "bad_words")
+OTHERS = ("repetition_penalty", "frequency_penalty", "presence_penalty", "logit_bias", "bad_words", "logprobs")
 
 
 def other_values(rng: np.random.Generator, text: list[int], names: tuple[str, ...]) -> dict:
-    """min_tokens and the logit parameters, random."""
+    """min_tokens, the logit parameters and logprobs, random."""
     values = {}
     if "min_tokens" in names and rng.random() < 0.7:
         values["min_tokens"] = int(rng.integers(1, 20))
@@ -40,6 +40,7 @@ def other_values(rng: np.random.Generator, text: list[int], names: tuple[str, ..
             presence_penalty=float(rng.uniform(0.0, 0.5)),
             logit_bias={int(t): float(rng.uniform(-3, 3)) for t in rng.integers(3, V, 3)},
             bad_words=[text[5:7], [int(rng.integers(3, V))]],
+            logprobs=None if rng.random() < 0.3 else int(rng.integers(0, 4)),
         )
     return values
 
@@ -142,6 +143,10 @@ def test_speculation_on_stops_where_speculation_off_does(names, strategy, temper
     on = run(method, strategy, params, temperature, tree)
     for a, b in zip(off.outputs, on.outputs):
         np.testing.assert_array_equal(b, a)
+    assert on.logprobs == off.logprobs  # one per kept token: none for the tokens dropped after a stop
+    for out, lp in zip(off.outputs, off.logprobs):
+        assert lp is None or len(lp) == len(out)
+    assert ("logprobs" in NAME_SETS[names]) == any(lp for lp in off.logprobs)
     assert on.stats.accepted_tokens > 0
     checked = stopped = 0
     for i, p in enumerate(params):
