@@ -144,10 +144,10 @@ def acceptance_rows(names: list[str], seeds: int, requests: int, chunk: int) -> 
 def op_rows(batch: int = 64, k: int = 5, vocab: int = 32000) -> list[dict]:
     import fastspec.arrays
     from tests.block_cases import likely_case
-    from tests.rejection_cases import ARRAY_NAMES
+    from tests.helpers.op_names import probability_positional
 
     arrays = likely_case(np.random.default_rng(0), batch, k, vocab)
-    positional = ["accept_tokens", "accept_num", "draft_tokens", None, None, None, None, *ARRAY_NAMES[5:]]
+    positional = probability_positional(arrays)
     floor = cpu_read_seconds(arrays["target_probs"][:: k + 1])  # one p row per slot
     rows = []
     print(f"\nverify_draft_tokens on the CPU, B = {batch}, K = {k}, V = {vocab}: floor {fmt_time(floor)}")
@@ -155,7 +155,7 @@ def op_rows(batch: int = 64, k: int = 5, vocab: int = 32000) -> list[dict]:
 
         def call():
             fastspec.arrays.verify_draft_tokens(
-                *(None if n is None else arrays[n] for n in positional),
+                *positional,
                 strategy=strategy,
                 target_probs=arrays["target_probs"],
                 draft_probs=arrays["draft_probs"],
