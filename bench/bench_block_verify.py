@@ -32,7 +32,7 @@ from argparse import RawDescriptionHelpFormatter
 
 import numpy as np
 
-from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json
+from bench.common import cpu_read_seconds, fmt_time, median_seconds, report
 from fastspec.cli.errors import ArgumentParser, choice_list, int_range, user_errors
 
 warnings.filterwarnings("ignore", message="No ccache found")
@@ -206,9 +206,7 @@ def main(argv=None) -> int:
     paddle.set_device("cpu")
     rows = acceptance_rows(args.workloads, args.seeds, args.requests, args.chunk_tokens)
     ops = [] if args.no_op else op_rows()
-    path = write_json(args.out, {"machine": machine(), "acceptance": rows, "op": ops})
-    print(f"wrote {path}")
-    return 0
+    return report(args.out, {"acceptance": rows, "op": ops})
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import machine, write_json  # noqa: E402
+from bench.common import report  # noqa: E402
 from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors  # noqa: E402
 from fastspec.core.examples import example_call  # noqa: E402
 from fastspec.core.schema import SCHEMAS  # noqa: E402
@@ -259,7 +259,7 @@ def main(argv=None) -> int:
             f"(step = {ngram:.2f} calls{_flag(ngram, CONTROLLER_TARGET)})",
             flush=True,
         )
-    path = write_json(
+    return report(
         f"call_overhead{args.tag}",
         {
             "raw": {
@@ -274,13 +274,10 @@ def main(argv=None) -> int:
             },
             "targets": targets,
             "inputs": "fastspec.core.examples.example_call(op, B)",
-            "machine": machine(),
             "rows": rows,
             "controller": controller,
         },
     )
-    print(f"wrote {path}")
-    return 0
 
 
 if __name__ == "__main__":

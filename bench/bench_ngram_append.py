@@ -21,9 +21,8 @@ from bench.common import (
     cuda_seconds,
     device,
     fmt_time,
-    machine,
     median_seconds,
-    write_json,
+    report,
 )
 from bench.workloads import ngram_inputs
 from fastspec.cli.errors import ArgumentParser, choice_list, int_list, user_errors
@@ -105,19 +104,16 @@ def main(argv=None) -> int:
                     flush=True,
                 )
                 rows.append(row)
-    path = write_json(
+    return report(
         f"ngram_append_{args.device}",
         {
             "op": "ngram_append",
             "device": args.device,
             "attrs": ATTRS,
             "read_bandwidth_Bps": bandwidth,
-            "machine": machine(),
             "rows": rows,
         },
     )
-    print(f"wrote {path}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -20,9 +20,8 @@ from bench.common import (
     cuda_seconds,
     device,
     fmt_time,
-    machine,
     median_seconds,
-    write_json,
+    report,
 )
 from bench.workloads import ngram_inputs
 from fastspec.cli.errors import ArgumentParser, choice_list, int_list, user_errors
@@ -108,7 +107,7 @@ def main(argv=None) -> int:
         rows.append({"workload": "overhead", "batch": 256, "max_model_len": 16, "time_s": overhead})
 
     name = f"ngram_match_{args.device}" + (f"_{threads}t" if args.device == "cpu" else "") + args.tag
-    path = write_json(
+    return report(
         name,
         {
             "op": "ngram_match",
@@ -116,12 +115,9 @@ def main(argv=None) -> int:
             "threads": threads,
             "read_bandwidth_Bps": bandwidth,
             "attrs": ATTRS,
-            "machine": machine(),
             "rows": rows,
         },
     )
-    print(f"wrote {path}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ from tests.helpers.sampling_cases import to_bf16_bits
 from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
 
 
-
 def copies(named: dict) -> dict:
     return {name: None if value is None else np.ascontiguousarray(value).copy() for name, value in named.items()}
 

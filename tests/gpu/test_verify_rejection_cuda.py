@@ -17,6 +17,7 @@ from tests.helpers.cuda import capture, target  # noqa: E402
 from tests.helpers.op_names import probability_positional  # noqa: E402
 from tests.rejection_cases import ARRAY_NAMES, chi2_matches, distribution_case, random_case, random_rows  # noqa: E402
 
+
 def to_device(arrays: dict, dtype: torch.dtype) -> dict:
     out = {}
     for name, value in arrays.items():

@@ -24,8 +24,8 @@ int verify_draft_tree_xpu(const VerifyDraftTreeParams& p, const XpuGrid& grid) {
                        xpu::i64(p.step_idx), p.stop_flags, p.is_block_step, p.seq_lens_encoder, p.seq_lens_this_time,
                        p.cu_seqlens_q_output, xpu::i64(p.max_dec_len), xpu::i64(p.end_tokens),
                        static_cast<const unsigned char*>(r.target_probs), r.dtype,
-                       static_cast<const unsigned char*>(r.draft_probs), r.dtype, p.accept_nodes, p.batch,
-                       p.draft_cols, p.tree_cols, p.rows, p.num_end_tokens, r.vocab, p.strategy);
+                       static_cast<const unsigned char*>(r.draft_probs), r.dtype, p.accept_nodes, p.batch, p.draft_cols,
+                       p.tree_cols, p.rows, p.num_end_tokens, r.vocab, p.strategy);
 }
 
 }  // namespace fastspec
