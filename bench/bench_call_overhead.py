@@ -149,27 +149,8 @@ def controller_step(batch: int, rounds: int, repeats: int, calls: int) -> dict:
     state.stop_flags[:] = False  # every slot decodes: 3 rows (2 drafts), 2 tokens kept
     state.cu_seqlens_q_output[:] = paddle.to_tensor((np.arange(batch + 1) * 3).astype(np.int32))
     state.accept_num[:] = paddle.full([batch], 2, "int32")
-    plan_args = [
-        ctl.acceptance,
-        ctl.found,
-        ctl._cost,
-        ctl.rates,
-        state.seq_lens_encoder,
-        state.stop_flags,
-        state.is_block_step,
-        ctl._probe,
-        state.draft_token_num,
-        ctl._worth,
-        ctl._ranking,
-    ]
-    observe_args = [
-        ctl.acceptance,
-        ctl.found,
-        state.draft_token_num,
-        state.cu_seqlens_q_output,
-        state.accept_num,
-        ctl.rates,
-    ]
+    plan_args = ctl.plan_tensors(state)
+    observe_args = ctl.observe_tensors(state)
     _, ngram_attrs = example_call("ngram_match")
     ngram = inputs("ngram_match", batch, ngram_attrs)
 
