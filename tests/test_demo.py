@@ -5,11 +5,11 @@ other files does not change what they check.
 """
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.python_module import run_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -17,13 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.slow
 def test_demo_short_mode(tmp_path):
     out = tmp_path / "demo"
-    proc = subprocess.run(
-        [sys.executable, "-m", "fastspec.demo", "--short", "--out", str(out)],  # --short picks the builtin corpus
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_module("fastspec.demo", "--short", "--out", str(out))  # --short picks the builtin corpus
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "lossless check" in proc.stdout and "PASS" in proc.stdout
     assert "mean accepted length" in proc.stdout

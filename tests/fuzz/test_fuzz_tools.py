@@ -15,6 +15,7 @@ import pytest
 
 import fastspec.arrays
 from fastspec.core.errors import FastspecBuildError
+from tests.helpers.python_module import run_module
 from tests.fuzz import sanitizer
 from tests.fuzz.campaign import make_case
 from tests.fuzz.case import Case, from_json, is_strided, strided_view, to_json
@@ -139,27 +140,19 @@ def test_the_sanitizer_environment_preloads_the_runtimes():
 def test_a_worker_that_dies_is_a_finding_and_the_campaign_resumes(tmp_path):
     """A worker aborting (as a sanitizer report makes it) before case 2 of 6: the supervisor names
     that case, saves it, runs the other five, and exits 1."""
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.fuzz",
-            "--cases",
-            "6",
-            "--targets",
-            "update_model_status",
-            "--no-corpus",
-            "--abort-at",
-            "2",
-            "--jobs",
-            "1",
-            "--out",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    result = run_module(
+        "tests.fuzz",
+        "--cases",
+        "6",
+        "--targets",
+        "update_model_status",
+        "--no-corpus",
+        "--abort-at",
+        "2",
+        "--jobs",
+        "1",
+        "--out",
+        str(tmp_path),
     )
     assert result.returncode == 1, result.stdout + result.stderr
     summary = json.loads((tmp_path / "last_run.json").read_text())
