@@ -143,7 +143,7 @@ def acceptance_rows(names: list[str], seeds: int, requests: int, chunk: int) -> 
 
 def op_rows(batch: int = 64, k: int = 5, vocab: int = 32000) -> list[dict]:
     import fastspec.arrays
-    from tests.block_cases import likely_case
+    from tests.helpers.block_cases import likely_case
     from tests.helpers.op_names import probability_positional
 
     arrays = likely_case(np.random.default_rng(0), batch, k, vocab)

@@ -15,7 +15,6 @@ import pytest
 
 import fastspec.arrays
 from fastspec.core.errors import FastspecBuildError
-from tests.helpers.python_module import run_module
 from tests.fuzz import sanitizer
 from tests.fuzz.campaign import make_case
 from tests.fuzz.case import Case, from_json, is_strided, strided_view, to_json
@@ -24,8 +23,8 @@ from tests.fuzz.malform import malform
 from tests.fuzz.reports import report_summary
 from tests.fuzz.targets import TARGETS
 from tests.fuzz.values import adversarial, case_dims
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import ROOT
+from tests.helpers.python_module import run_module
 
 
 def same_case(a: Case, b: Case) -> bool:
