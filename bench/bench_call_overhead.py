@@ -7,7 +7,7 @@ Two front ends, each against its own floor on the very same arrays:
 
 * ``paddle``: ``fastspec.ops.<op>(...)`` (the public, checked call, arguments by keyword) against
   ``paddle._C_ops._run_custom_op("fastspec_<op>", ...)`` (Paddle's custom-op entry, no
-  Python checks); target ratio <= 1.3 (issue 21).
+  Python checks); target ratio <= 1.3 (docs/DEVELOPING.md, checked calls at raw speed).
 * ``arrays``: ``fastspec.arrays.<op>(...)`` on numpy arrays against a prepared launch
   (``fastspec.arrays.prepare``: checked once, then only the C++ call); target <= 3.
 
@@ -57,7 +57,7 @@ def cases() -> list[tuple[str, str, dict]]:
 
 
 CASES = cases()
-CONTROLLER_BATCH, CONTROLLER_TARGET = 256, 2.0  # one controller step within 2 raw custom-op calls (issue 21)
+CONTROLLER_BATCH, CONTROLLER_TARGET = 256, 2.0  # one controller step within 2 raw custom-op calls
 CONTROLLER_K, CONTROLLER_L = 5, 64  # the controller's drafts and the state's history length
 
 
