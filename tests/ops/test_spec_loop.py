@@ -14,17 +14,7 @@ from tests.helpers.op_names import NGRAM_NAMES, UPDATE_NAMES, UPDATE_OUTPUTS
 
 B, K, L, V, K_CAND, STEPS = 8, 4, 320, 32, 6, 50
 END = 0
-COMPARED = (
-    "token_ids_all",
-    "step_idx",
-    "seq_lens_encoder",
-    "seq_lens_decoder",
-    "seq_lens_this_time",
-    "stop_flags",
-    "accept_tokens",
-    "accept_num",
-    "draft_tokens",
-)
+COMPARED = UPDATE_OUTPUTS  # every tensor the step writes in place
 ADMIT_STEP, ADMITTED = 10, 7  # slot 7 is inactive until step 10
 BLOCKED, BLOCK_STEPS = 3, range(5, 10)
 REASONING, REASONING_STEPS = 4, range(0, 16)
