@@ -320,41 +320,26 @@ def test_different_seeds_give_different_streams():
     probs = np.repeat(row[None], rows, axis=0)
     cu = np.array([0, rows], np.int32)
     bid = np.zeros(rows, np.int32)
-    draws = [
-        run_sample(
+
+    def draw(seed: int, step: int) -> np.ndarray:  # one request over every row, top_p 1, no top_k
+        return run_sample(
             probs,
             np.array([1.0], np.float32),
             np.array([0], np.int32),
-            np.array([s], np.int64),
-            np.array([0], np.int64),
+            np.array([seed], np.int64),
+            np.array([step], np.int64),
             bid,
             cu,
         )
-        for s in (1, 2, 2**32 + 1, -1)
-    ]
+
+    draws = [draw(s, 0) for s in (1, 2, 2**32 + 1, -1)]
     for i in range(len(draws)):
         for j in range(i + 1, len(draws)):
             assert (draws[i] != draws[j]).sum() > rows // 2
     # same seed, same positions: same tokens; positions shifted by step_idx: the stream shifts
-    again = run_sample(
-        probs,
-        np.array([1.0], np.float32),
-        np.array([0], np.int32),
-        np.array([1], np.int64),
-        np.array([0], np.int64),
-        bid,
-        cu,
-    )
+    again = draw(1, 0)
     assert np.array_equal(again, draws[0])
-    shifted = run_sample(
-        probs,
-        np.array([1.0], np.float32),
-        np.array([0], np.int32),
-        np.array([1], np.int64),
-        np.array([1], np.int64),
-        bid,
-        cu,
-    )
+    shifted = draw(1, 1)
     assert np.array_equal(shifted[:-1], draws[0][1:])
 
 
