@@ -407,28 +407,16 @@ def test_every_fp16_pattern_in_one_row():
     sub = rng.integers(1, 1024, 3000).astype(np.uint16).view(np.float16)[None]
     got = run_candidates(sub, top_p[:1], np.zeros(1, np.int32), 100)
     assert_candidates_equal(got, ref.top_p_candidates(sub, top_p[:1], np.zeros(1, np.int32), max_candidate_len=100))
-    cu = np.array([0, 4], np.int32)
-    tokens = run_sample(
+    one_request = (
         rows,
         top_p[:1],
         np.array([0], np.int32),
         np.array([5], np.int64),
         np.array([0], np.int64),
         np.zeros(4, np.int32),
-        cu,
+        np.array([0, 4], np.int32),
     )
-    assert np.array_equal(
-        tokens,
-        ref.sample_tokens(
-            rows,
-            top_p[:1],
-            np.array([0], np.int32),
-            np.array([5], np.int64),
-            np.array([0], np.int64),
-            np.zeros(4, np.int32),
-            cu,
-        ),
-    )
+    assert np.array_equal(run_sample(*one_request), ref.sample_tokens(*one_request))
 
 
 def near_uniform_rows(rng, vocab: int, rows: int, shape: str) -> np.ndarray:
