@@ -404,8 +404,8 @@ def xpu_kernel_args(op: OpSchema) -> list[str]:
 
 def xpu_kernels_header() -> str:
     """``fastspec/xpu_kernels.h``: ``<op>_kernel`` of every op, as the XPU launchers (custom_ops/xpu/host) and
-    the .xpu definitions both see it (custom_ops/xpu/kernels.h includes it), so a definition that drifts from
-    the schema fails to link."""
+    the .xpu definitions both see it (custom_ops/xpu/kernels.h includes it): a definition that drifts from the
+    schema leaves the declared kernel undefined, and the library fails to load naming it."""
     out = [HEADER, "#pragma once\n", "namespace fastspec {", "namespace xpu {", ""]
     for op in SCHEMAS.values():
         out += [f"FS_XPU_KERNEL_DECL void {op.name}_kernel(", *(f"    {a}," for a in xpu_kernel_args(op))]

@@ -1,8 +1,9 @@
 // Every XPU kernel as its host launcher sees it (custom_ops/xpu/host): the
 // same signatures as the __global__ definitions in the .xpu files, declared
 // with __attribute__((global)) under XTDK and as plain functions under the
-// emulation (where the .xpu files include this header too, so a definition
-// that drifts fails to link). Pointers are global memory; 64-bit integers
+// emulation (where the .xpu files include this header too: a definition that
+// drifts from its declaration leaves the declared kernel undefined, and the
+// library fails to load naming it). Pointers are global memory; 64-bit integers
 // are xpu_int64 on both sides (xpu_types.h).
 #pragma once
 
