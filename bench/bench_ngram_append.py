@@ -24,13 +24,12 @@ from bench.common import (
     median_seconds,
     report,
 )
-from bench.workloads import ngram_inputs
+from bench.workloads import NGRAM_ATTRS, ngram_inputs
 from fastspec.cli.errors import ArgumentParser, choice_list, int_list, user_errors
-from fastspec.core.schema import SCHEMAS
+from tests.helpers.op_names import NGRAM_NAMES
 
-ARRAY_NAMES = tuple(t.name for t in SCHEMAS["ngram_append"].inputs if not t.optional)  # the anchor stays off
-
-ATTRS = {"max_ngram_size": 5, "min_ngram_size": 1, "token_budget": 0}
+ARRAY_NAMES = NGRAM_NAMES  # the anchor stays off
+ATTRS = NGRAM_ATTRS
 MODEL_DRAFTS = 2
 
 
