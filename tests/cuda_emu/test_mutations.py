@@ -19,7 +19,7 @@ from tests.helpers.ngram_append_cases import random_append_case
 from tests.helpers.ngram_cases import ARRAY_NAMES, random_anchors, random_case
 from tests.helpers.paths import ROOT
 from tests.helpers.sampling_cases import make_batch, make_probs, probs_case, request_params
-from tests.helpers.verify_update_cases import UPDATE_ARGS, random_update_case
+from tests.helpers.verify_update_cases import UPDATE_NAMES, random_update_case
 
 CUDA_SOURCES = ROOT / "custom_ops" / "cuda"
 OPTIONS = {"backend": "cuda_emulator"}
@@ -82,7 +82,7 @@ def update_workload() -> bool:
     rng = np.random.default_rng(5)
     for _ in range(20):
         arrays = random_update_case(rng, batch=int(rng.integers(33, 200)))
-        want = ref.update_model_status(*(arrays.get(name) for name in UPDATE_ARGS))
+        want = ref.update_model_status(*(arrays.get(name) for name in UPDATE_NAMES))
         if not all(np.array_equal(g, w) for g, w in zip(update(arrays, OPTIONS), want)):
             return False
     return True

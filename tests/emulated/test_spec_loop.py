@@ -49,7 +49,7 @@ class KernelLoop:
         arrays.verify_draft_tokens(*verify_inputs(self.s, rows, cu), strategy=strategy, **self.options)
 
     def update(self) -> bool:
-        status = arrays.update_model_status(*(self.s[n] for n in UPDATE_NAMES), **self.options)
+        status = arrays.update_model_status(*(self.s.get(n) for n in UPDATE_NAMES), **self.options)
         return bool(status.has_running[0])
 
 

@@ -12,14 +12,8 @@ from tests.helpers import rejection_cases
 from tests.helpers.block_cases import likely_case
 from tests.helpers.devices import DEVICES
 from tests.helpers.emulated_calls import assert_all_equal, in_dtype, rejection, update, verify
-from tests.helpers.verify_update_cases import (
-    STRATEGIES,
-    UPDATE_ARGS,
-    UPDATE_OUTPUTS,
-    VERIFY_NAMES,
-    random_update_case,
-    random_verify_case,
-)
+from tests.helpers.op_names import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
+from tests.helpers.verify_update_cases import STRATEGIES, random_update_case, random_verify_case
 
 ACCEPT = ("accept_tokens", "accept_num")
 UPDATED = (*UPDATE_OUTPUTS, "has_running")
@@ -95,7 +89,7 @@ def test_update_random_batches_match_the_reference(device):
     for case in range(device.random_cases * 3 // 2):
         named = random_update_case(rng)
         options = device.launch(case)
-        expected = ref.update_model_status(*(named.get(name) for name in UPDATE_ARGS))
+        expected = ref.update_model_status(*(named.get(name) for name in UPDATE_NAMES))
         assert_all_equal(UPDATED, update(named, options), expected, f"case {case} {device.describe(options)}")
 
 
@@ -110,7 +104,7 @@ def test_large_batches_match_the_reference(device, size):
         expected = ref.verify_draft_tokens(*(named[name] for name in VERIFY_NAMES), **attrs)
         assert_all_equal(ACCEPT, verify(named, attrs, device.launch(n)), expected, strategy)
     named = random_update_case(rng, batch=batch, k=5, max_model_len=64)
-    expected = ref.update_model_status(*(named.get(name) for name in UPDATE_ARGS))
+    expected = ref.update_model_status(*(named.get(name) for name in UPDATE_NAMES))
     assert_all_equal(UPDATED, update(named, device.launch(batch)), expected)
 
 

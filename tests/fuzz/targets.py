@@ -21,7 +21,7 @@ from tests.helpers.bitmask_cases import NAMES as BITMASK_NAMES
 from tests.helpers.logits_cases import NAMES as LOGITS_NAMES
 from tests.helpers.ngram_cases import ARRAY_NAMES as NGRAM_NAMES
 from tests.helpers.tree_cases import BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS
-from tests.helpers.verify_update_cases import UPDATE_ARGS, UPDATE_OUTPUTS, VERIFY_NAMES
+from tests.helpers.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
 
 from .gen_adaptive import observe_call, plan_call
 from .gen_bitmask import bitmask_call
@@ -94,7 +94,7 @@ def _verify_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
 
 
 def _update_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
-    return dict(zip((*UPDATE_OUTPUTS, "has_running"), ref.update_model_status(*(a.get(name) for name in UPDATE_ARGS))))
+    return dict(zip((*UPDATE_OUTPUTS, "has_running"), ref.update_model_status(*(a.get(name) for name in UPDATE_NAMES))))
 
 
 def _build_tree_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:

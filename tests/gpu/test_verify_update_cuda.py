@@ -16,14 +16,8 @@ import fastspec.arrays
 from fastspec import reference as ref
 from tests.gpu.step_loop import STEPS, B, graph_loop_state, reference_step, run_step
 from tests.helpers.cuda import capture, target, to_device, to_host
-from tests.helpers.verify_update_cases import (
-    STRATEGIES,
-    UPDATE_ARGS,
-    UPDATE_OUTPUTS,
-    VERIFY_NAMES,
-    random_update_case,
-    random_verify_case,
-)
+from tests.helpers.op_names import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
+from tests.helpers.verify_update_cases import STRATEGIES, random_update_case, random_verify_case
 
 
 def verify_cuda(arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -37,7 +31,7 @@ def update_cuda(arrays: dict) -> list[np.ndarray]:
     tensors = to_device(arrays)
     has_running = torch.ones(1, dtype=torch.bool, device=target.device)  # overwritten
     fastspec.arrays.update_model_status(
-        *(tensors.get(name) for name in UPDATE_ARGS), has_running=has_running, **target.kw
+        *(tensors.get(name) for name in UPDATE_NAMES), has_running=has_running, **target.kw
     )
     target.synchronize()
     return [tensors[name].cpu().numpy() for name in UPDATE_OUTPUTS] + [has_running.cpu().numpy()]
@@ -66,7 +60,7 @@ def test_update_random_batches_match_the_reference():
     rng = np.random.default_rng(500)
     for n in range(target.cases(1000)):
         arrays = random_update_case(rng)
-        expected = ref.update_model_status(*(arrays.get(name) for name in UPDATE_ARGS))
+        expected = ref.update_model_status(*(arrays.get(name) for name in UPDATE_NAMES))
         assert_update_same(update_cuda(arrays), expected, f"case {n}")
 
 
@@ -78,7 +72,7 @@ def test_large_batches_match_the_reference(batch):
         expected = ref.verify_draft_tokens(*(arrays[name] for name in VERIFY_NAMES), **attrs)
         assert_verify_same(verify_cuda(arrays, attrs), expected, strategy)
     arrays = random_update_case(rng, batch=batch, k=5, max_model_len=64)
-    assert_update_same(update_cuda(arrays), ref.update_model_status(*(arrays.get(name) for name in UPDATE_ARGS)))
+    assert_update_same(update_cuda(arrays), ref.update_model_status(*(arrays.get(name) for name in UPDATE_NAMES)))
 
 
 def test_batch_above_the_cuda_limit_is_an_error():

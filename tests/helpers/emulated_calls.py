@@ -8,21 +8,9 @@ import numpy as np
 
 from fastspec import arrays
 from fastspec import reference as ref
+from tests.helpers.op_names import SLOT_STATE
 from tests.helpers.sampling_cases import to_bf16_bits
-from tests.helpers.verify_update_cases import UPDATE_ARGS, UPDATE_OUTPUTS, VERIFY_NAMES
-
-SLOT_STATE = (
-    "seed",
-    "step_idx",
-    "stop_flags",
-    "is_block_step",
-    "seq_lens_encoder",
-    "seq_lens_this_time",
-    "cu_seqlens_q_output",
-    "reasoning_status",
-    "max_dec_len",
-    "end_tokens",
-)
+from tests.helpers.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
 
 
 def copies(named: dict) -> dict:
@@ -64,7 +52,7 @@ def rejection(named: dict, attrs: dict, options: dict, strategy: str = "rejectio
 def update(named: dict, options: dict) -> list[np.ndarray]:
     c = copies(named)
     has_running = np.ones(1, np.bool_)  # overwritten, even for an empty batch
-    arrays.update_model_status(*(c.get(name) for name in UPDATE_ARGS), has_running=has_running, **options)
+    arrays.update_model_status(*(c.get(name) for name in UPDATE_NAMES), has_running=has_running, **options)
     return [c[name] for name in UPDATE_OUTPUTS] + [has_running]
 
 

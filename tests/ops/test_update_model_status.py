@@ -11,7 +11,7 @@ import fastspec.arrays
 import fastspec.ops as ops
 from fastspec import reference as ref
 from tests.helpers.static_graph import run_static
-from tests.helpers.verify_update_cases import UPDATE_ARGS, UPDATE_NAMES, UPDATE_OUTPUTS, random_update_case
+from tests.helpers.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, random_update_case
 
 END = 2  # end_tokens = [END, 3] in the hand-written cases
 OUT_NAMES = (*UPDATE_OUTPUTS, "has_running")
@@ -19,7 +19,7 @@ OUT_NAMES = (*UPDATE_OUTPUTS, "has_running")
 
 def run_op(arrays: dict) -> dict:
     tensors = {name: None if value is None else paddle.to_tensor(value) for name, value in arrays.items()}
-    outs = ops.update_model_status(*(tensors.get(name) for name in UPDATE_ARGS))
+    outs = ops.update_model_status(*(tensors.get(name) for name in UPDATE_NAMES))
     assert len(outs) == 10
     for name, out in zip(UPDATE_OUTPUTS, outs):
         assert out is tensors[name]
@@ -30,12 +30,12 @@ def run_op(arrays: dict) -> dict:
 def run_bindings(arrays: dict) -> dict:
     copies = {name: None if value is None else np.ascontiguousarray(value).copy() for name, value in arrays.items()}
     copies["has_running"] = np.array([True, True])[:1]  # overwritten
-    fastspec.arrays.update_model_status(*(copies.get(name) for name in UPDATE_ARGS), has_running=copies["has_running"])
+    fastspec.arrays.update_model_status(*(copies.get(name) for name in UPDATE_NAMES), has_running=copies["has_running"])
     return {name: copies[name] for name in OUT_NAMES}
 
 
 def run_reference(arrays: dict) -> dict:
-    return dict(zip(OUT_NAMES, ref.update_model_status(*(arrays.get(name) for name in UPDATE_ARGS))))
+    return dict(zip(OUT_NAMES, ref.update_model_status(*(arrays.get(name) for name in UPDATE_NAMES))))
 
 
 def assert_same(actual: dict, expected: dict, context: str = "") -> None:
@@ -238,11 +238,11 @@ def test_accept_num_out_of_range_reads_at_most_k_plus_1():
 
 def test_has_running_is_any_slot_running_after_the_update():
     slots = [case([5], kind="blocked"), case([5, END]), case([5], kind="stopped")]
-    batch = {name: np.concatenate([s[name] for s in slots]) for name in UPDATE_NAMES}
+    batch = {name: np.concatenate([s[name] for s in slots]) for name in slots[0]}
     batch["end_tokens"] = slots[0]["end_tokens"]
     assert run_all(batch)["has_running"].tolist() == [False]
     slots.append(case([5]))
-    batch = {name: np.concatenate([s[name] for s in slots]) for name in UPDATE_NAMES}
+    batch = {name: np.concatenate([s[name] for s in slots]) for name in slots[0]}
     batch["end_tokens"] = slots[0]["end_tokens"]
     assert run_all(batch)["has_running"].tolist() == [True]
 
@@ -307,5 +307,5 @@ def test_bad_inputs_name_the_argument(mutate, argument):
 
 def test_static_graph_build_and_run():
     arrays = case([5, 6])
-    got = run_static(arrays, lambda feeds: ops.update_model_status(*(feeds.get(name) for name in UPDATE_ARGS)))
+    got = run_static(arrays, lambda feeds: ops.update_model_status(*(feeds.get(name) for name in UPDATE_NAMES)))
     assert_same(dict(zip(OUT_NAMES, got)), run_reference(arrays))

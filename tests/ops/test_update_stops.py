@@ -11,7 +11,7 @@ import fastspec.ops as ops
 from fastspec.reference.sequences import table_sequences
 from tests.helpers.static_graph import run_static
 from tests.ops.test_update_model_status import END, OUT_NAMES, assert_same, case, run_all, run_op, run_reference
-from tests.helpers.verify_update_cases import UPDATE_ARGS, random_update_case, slot_output
+from tests.helpers.verify_update_cases import UPDATE_NAMES, random_update_case, slot_output
 
 
 def with_stops(arrays: dict, ids=None, sequences=None, min_tokens=None) -> dict:
@@ -176,7 +176,7 @@ def test_column_vector_min_tokens():
 
 def test_static_graph_with_stops():
     arrays = with_stops(case([5, 6, 7]), ids=[9], sequences=[[6, 7]], min_tokens=0)
-    got = run_static(arrays, lambda feeds: ops.update_model_status(*(feeds.get(name) for name in UPDATE_ARGS)))
+    got = run_static(arrays, lambda feeds: ops.update_model_status(*(feeds.get(name) for name in UPDATE_NAMES)))
     assert_same(dict(zip(OUT_NAMES, got)), run_reference(arrays))
 
 
