@@ -51,7 +51,16 @@ def cuda_candidates(probs_dev, top_p, batch_id, k):
     ids = torch.full((rows, k), 777, dtype=torch.int64, device=target.device)  # garbage: all must be written
     scores = torch.full((rows, k), 5.0, dtype=torch.float32, device=target.device)
     lens = torch.full((rows,), 999, dtype=torch.int32, device=target.device)
-    arrays.top_p_candidates(probs_dev, dev(top_p), dev(batch_id), ids, scores, lens, max_candidate_len=k, **target.kw)
+    arrays.top_p_candidates(
+        probs_dev,
+        dev(top_p),
+        dev(batch_id),
+        candidate_ids=ids,
+        candidate_scores=scores,
+        candidate_lens=lens,
+        max_candidate_len=k,
+        **target.kw,
+    )
     target.synchronize()
     return ids.cpu().numpy(), scores.cpu().numpy(), lens.cpu().numpy()
 
@@ -61,7 +70,7 @@ def cuda_sample(probs_dev, top_p, top_k, seed, step, batch_id, cu, rand_stream=r
     arrays.sample_tokens(
         probs_dev,
         *(dev(x) for x in (top_p, top_k, seed, step, batch_id, cu)),
-        tokens,
+        tokens=tokens,
         rand_stream=rand_stream,
         **target.kw,
     )
@@ -154,11 +163,13 @@ def test_cuda_matches_cpu_kernel_on_many_rows():
     probs = make_probs(rng, vocab, len(batch_id))
     top_p, top_k, seed, step = request_params(rng, 100, vocab)
     tokens = np.zeros(len(batch_id), np.int64)
-    arrays.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu, tokens)
+    arrays.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu, tokens=tokens)
     assert np.array_equal(cuda_sample(dev(probs), top_p, top_k, seed, step, batch_id, cu), tokens)
     rows = len(batch_id)
     ids, scores, lens = np.zeros((rows, 100), np.int64), np.zeros((rows, 100), np.float32), np.zeros(rows, np.int32)
-    arrays.top_p_candidates(probs, top_p, batch_id, ids, scores, lens, max_candidate_len=100)
+    arrays.top_p_candidates(
+        probs, top_p, batch_id, candidate_ids=ids, candidate_scores=scores, candidate_lens=lens, max_candidate_len=100
+    )
     assert_candidates_equal(cuda_candidates(dev(probs), top_p, batch_id, 100), (ids, scores, lens))
 
 

@@ -25,7 +25,7 @@ from tests.helpers.sampling_cases import make_batch, make_probs, probs_case, req
 
 def cuda_probs(probs_dev, top_p, top_k, batch_id):
     out = torch.full(tuple(probs_dev.shape), 5.0, dtype=torch.float32, device=target.device)  # garbage: all written
-    fastspec.arrays.top_k_top_p_probs(probs_dev, dev(top_p), dev(top_k), dev(batch_id), out, **target.kw)
+    fastspec.arrays.top_k_top_p_probs(probs_dev, dev(top_p), dev(top_k), dev(batch_id), target_probs=out, **target.kw)
     target.synchronize()
     return out.cpu().numpy()
 
@@ -79,7 +79,7 @@ def test_cuda_matches_cpu_kernel_on_many_rows():
     rng = np.random.default_rng(99)
     probs, top_p, top_k, batch_id = probs_case(rng, 4096, [int(x) for x in rng.integers(1, 5, 100)], padding_rows=5)
     cpu = np.zeros(probs.shape, np.float32)
-    fastspec.arrays.top_k_top_p_probs(probs, top_p, top_k, batch_id, cpu)
+    fastspec.arrays.top_k_top_p_probs(probs, top_p, top_k, batch_id, target_probs=cpu)
     assert_bits(cuda_probs(dev(probs), top_p, top_k, batch_id), cpu)
 
 
@@ -96,7 +96,7 @@ def test_graph_replay_with_new_probabilities():
     out = torch.zeros((rows, vocab), dtype=torch.float32, device=target.device)
 
     def step():
-        fastspec.arrays.top_k_top_p_probs(t["probs"], t["top_p"], t["top_k"], t["batch_id"], out)
+        fastspec.arrays.top_k_top_p_probs(t["probs"], t["top_p"], t["top_k"], t["batch_id"], target_probs=out)
 
     graph = capture(step)
     for replay in range(3):
