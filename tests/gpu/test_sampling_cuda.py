@@ -25,6 +25,7 @@ from tests.helpers.sampling_cases import (
     TOP_PS,
     make_batch,
     make_probs,
+    min_p_values,
     request_params,
     to_bf16_bits,
 )
@@ -46,7 +47,7 @@ def dev(x: np.ndarray) -> torch.Tensor:
     return tensor(x)
 
 
-def cuda_candidates(probs_dev, top_p, batch_id, k):
+def cuda_candidates(probs_dev, top_p, batch_id, k, min_p=None):
     rows = probs_dev.shape[0]
     ids = torch.full((rows, k), 777, dtype=torch.int64, device=target.device)  # garbage: all must be written
     scores = torch.full((rows, k), 5.0, dtype=torch.float32, device=target.device)
@@ -55,6 +56,7 @@ def cuda_candidates(probs_dev, top_p, batch_id, k):
         probs_dev,
         dev(top_p),
         dev(batch_id),
+        None if min_p is None else dev(min_p),
         candidate_ids=ids,
         candidate_scores=scores,
         candidate_lens=lens,
@@ -65,11 +67,12 @@ def cuda_candidates(probs_dev, top_p, batch_id, k):
     return ids.cpu().numpy(), scores.cpu().numpy(), lens.cpu().numpy()
 
 
-def cuda_sample(probs_dev, top_p, top_k, seed, step, batch_id, cu, rand_stream=ref.STREAM_TARGET):
+def cuda_sample(probs_dev, top_p, top_k, seed, step, batch_id, cu, rand_stream=ref.STREAM_TARGET, min_p=None):
     tokens = torch.full((probs_dev.shape[0],), 777, dtype=torch.int64, device=target.device)
     arrays.sample_tokens(
         probs_dev,
         *(dev(x) for x in (top_p, top_k, seed, step, batch_id, cu)),
+        None if min_p is None else dev(min_p),
         tokens=tokens,
         rand_stream=rand_stream,
         **target.kw,
@@ -142,6 +145,26 @@ def test_sample_matches_reference(dtype, vocab):
         assert np.array_equal(cuda_sample(probs_dev, *args, stream), ref.sample_tokens(host, *args, stream=stream))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("vocab", [1, 7, 300, 32000])
+def test_min_p_matches_reference(dtype, vocab):
+    """sample_tokens and top_p_candidates with min_p per request (edge values included)."""
+    target.skip_slow_dtype(dtype, vocab)
+    rng = np.random.default_rng(vocab + 19)
+    rows_per_request = [1, 3, 2, 1, 4, 1, 2, 5] if vocab < 32000 else [1, 2, 1, 3]
+    cu, batch_id = make_batch(rng, rows_per_request, padding_rows=3)
+    probs = make_probs(rng, vocab, len(batch_id))
+    top_p, top_k, seed, step = request_params(rng, len(rows_per_request), vocab)
+    min_p = min_p_values(rng, len(rows_per_request))
+    probs_dev, host = device_probs(probs, dtype)
+    args = (top_p, top_k, seed, step, batch_id, cu)
+    got = cuda_sample(probs_dev, *args, min_p=min_p)
+    assert np.array_equal(got, ref.sample_tokens(host, *args, min_p))
+    k = min(64, vocab)
+    expected = ref.top_p_candidates(host, top_p, batch_id, min_p, max_candidate_len=k)
+    assert_candidates_equal(cuda_candidates(probs_dev, top_p, batch_id, k, min_p), expected)
+
+
 def test_sample_large_vocab():
     rng = np.random.default_rng(5)
     cu, batch_id = make_batch(rng, [2, 1, 2], padding_rows=1)
@@ -202,7 +225,7 @@ def test_graph_replay_with_new_probabilities_and_seeds(stream):
     rows = len(batch_id)
 
     def requests() -> dict:
-        new = {"probs": make_probs(rng, vocab, rows)}
+        new = {"probs": make_probs(rng, vocab, rows), "min_p": min_p_values(rng, 4)}
         new["top_p"], new["top_k"], new["seed"], new["step_idx"] = request_params(rng, 4, vocab)
         return new
 
@@ -223,21 +246,28 @@ def test_graph_replay_with_new_probabilities_and_seeds(stream):
             t["step_idx"],
             t["batch_id"],
             t["cu"],
-            t["tokens"],
+            t["min_p"],
+            tokens=t["tokens"],
             rand_stream=stream,
         )
         arrays.top_p_candidates(
-            t["probs"], t["top_p"], t["batch_id"], t["ids"], t["scores"], t["lens"], max_candidate_len=k
+            t["probs"],
+            t["top_p"],
+            t["batch_id"],
+            t["min_p"],
+            candidate_ids=t["ids"],
+            candidate_scores=t["scores"],
+            candidate_lens=t["lens"],
+            max_candidate_len=k,
         )
 
     def check(new: dict, out: dict, replay: int) -> None:
-        expected = ref.sample_tokens(
-            new["probs"], new["top_p"], new["top_k"], new["seed"], new["step_idx"], batch_id, cu, stream=stream
-        )
+        per_request = (new["seed"], new["step_idx"], batch_id, cu, new["min_p"])
+        expected = ref.sample_tokens(new["probs"], new["top_p"], new["top_k"], *per_request, stream=stream)
         assert np.array_equal(out["tokens"], expected), replay
         assert_candidates_equal(
             tuple(out[n] for n in ("ids", "scores", "lens")),
-            ref.top_p_candidates(new["probs"], new["top_p"], batch_id, max_candidate_len=k),
+            ref.top_p_candidates(new["probs"], new["top_p"], batch_id, new["min_p"], max_candidate_len=k),
         )
 
     replay_on_new_inputs(step, t, (requests() for _ in range(3)), check)
