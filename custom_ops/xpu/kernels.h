@@ -33,19 +33,20 @@ FS_XPU_KERNEL_DECL void ngram_budget_kernel(int* seq_lens_this_time, const int* 
 
 FS_XPU_KERNEL_DECL void top_p_candidates_kernel(const unsigned char* probs, int probs_dtype, const float* top_p,
                                                 const int* batch_id_per_token_output, const float* min_p,
-                                                xpu_int64* candidate_ids,
-                                                float* candidate_scores, int* candidate_lens, xpu_int64 rows,
-                                                xpu_int64 vocab, xpu_int64 batch, int max_candidate_len);
+                                                xpu_int64* candidate_ids, float* candidate_scores, int* candidate_lens,
+                                                xpu_int64 rows, xpu_int64 vocab, xpu_int64 batch,
+                                                int max_candidate_len);
 
 FS_XPU_KERNEL_DECL void sample_tokens_kernel(const unsigned char* probs, int probs_dtype, const float* top_p,
                                              const int* top_k, const xpu_int64* seed, const xpu_int64* step_idx,
                                              const int* batch_id_per_token_output, const int* cu_seqlens_q_output,
-                                             const float* min_p, xpu_int64* tokens, xpu_int64 rows, xpu_int64 vocab, xpu_int64 batch,
-                                             unsigned int rand_stream);
+                                             const float* min_p, xpu_int64* tokens, xpu_int64 rows, xpu_int64 vocab,
+                                             xpu_int64 batch, unsigned int rand_stream);
 
 FS_XPU_KERNEL_DECL void top_k_top_p_probs_kernel(const unsigned char* probs, int probs_dtype, const float* top_p,
                                                  const int* top_k, const int* batch_id_per_token_output,
-                                                 const float* min_p, float* target_probs, xpu_int64 rows, xpu_int64 vocab, xpu_int64 batch);
+                                                 const float* min_p, float* target_probs, xpu_int64 rows,
+                                                 xpu_int64 vocab, xpu_int64 batch);
 
 FS_XPU_KERNEL_DECL void verify_draft_tokens_kernel(
     xpu_int64* accept_tokens, int* accept_num, const xpu_int64* draft_tokens, const xpu_int64* target_tokens,

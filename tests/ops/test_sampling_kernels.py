@@ -595,5 +595,7 @@ def test_whole_row_sets_and_small_batches_equal_the_reference(vocab, rows):
     for threads in (1, 2, 0):
         np.testing.assert_array_equal(run_sample(probs, top_p, top_k, seed, step_idx, batch_id, cu, threads), want)
         out = np.full(probs.shape, 7.0, np.float32)
-        arrays.top_k_top_p_probs(np.ascontiguousarray(probs), top_p, top_k, batch_id, target_probs=out, num_threads=threads)
+        arrays.top_k_top_p_probs(
+            np.ascontiguousarray(probs), top_p, top_k, batch_id, target_probs=out, num_threads=threads
+        )
         assert np.array_equal(out.view(np.uint32), want_probs.view(np.uint32))

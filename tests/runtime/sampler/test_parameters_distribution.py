@@ -14,8 +14,8 @@ from fastspec import reference as ref
 from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.sampler import Sampler
 from fastspec.runtime.state import RequestParams, SpecState
-from tests.helpers.sampling_cases import softmax
 from tests.helpers.rejection_cases import chi2_matches
+from tests.helpers.sampling_cases import softmax
 
 V, K, SLOTS = 12, 2, 2000
 PROMPT = [3, 4, 5, 3]
