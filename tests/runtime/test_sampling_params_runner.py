@@ -110,11 +110,12 @@ def test_speculation_on_emits_what_speculation_off_emits(names, strategy, temper
     assert on.stats.accepted_tokens > 0
 
 
+@pytest.mark.parametrize("strategy, temperature", [("greedy", 0.0), ("target_match", 1.0)])
 @pytest.mark.parametrize("method", ["ngram", "mtp"])
-def test_a_static_step_applies_them_too(method):
-    """The processing sits in the step's static program: fixed shapes, no host read."""
-    off = run("none", "greedy", PARAMETERS, 0.0)
-    on = run(method, "greedy", PARAMETERS, 0.0, step_mode="static")
+def test_a_static_step_applies_them_too(method, strategy, temperature):
+    """The processing and min_p sit in the step's static program: fixed shapes, no host read."""
+    off = run("none", strategy, PARAMETERS, temperature)
+    on = run(method, strategy, PARAMETERS, temperature, step_mode="static")
     for a, b in zip(off.outputs, on.outputs):
         np.testing.assert_array_equal(b, a)
 
