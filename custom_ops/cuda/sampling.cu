@@ -63,9 +63,7 @@ __device__ uint32_t row_max_key(const typename Tag::T* row, int64_t vocab, Share
   m = __reduce_max_sync(0xffffffffu, m);  // every lane gets here: kThreads is a multiple of 32
   if ((threadIdx.x & 31u) == 0) atomicMax(&s.max_key, static_cast<int>(m));  // keys are < 2^31
   __syncthreads();
-  const uint32_t result = static_cast<uint32_t>(s.max_key);
-  __syncthreads();
-  return result;
+  return static_cast<uint32_t>(s.max_key);  // written once per block: no barrier needed after the read
 }
 
 // min_p's floor of a row (sampling.h minp_floor): 1, every valid key, when min_p cannot cut.
