@@ -43,7 +43,7 @@ def minp_quantum(min_p: float) -> int:
         return 0
     if q >= 1:
         return TOPP_ONE
-    return int(np.rint(np.float64(q) * TOPP_ONE))  # rint: half to even; 0 below 2^-25
+    return int(np.rint(np.float64(q) * TOPP_ONE))  # rint: half to even; 0 up to 2^-25
 
 
 def minp_threshold(max_mass: int, min_p: float) -> int:

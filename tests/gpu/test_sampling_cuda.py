@@ -206,9 +206,9 @@ def test_bad_sizes_are_errors():
             probs,
             dev(np.ones(1, np.float32)),
             dev(np.zeros(2, np.int32)),
-            ids,
-            scores,
-            lens,
+            candidate_ids=ids,
+            candidate_scores=scores,
+            candidate_lens=lens,
             max_candidate_len=11,
             **target.kw,
         )
@@ -309,7 +309,7 @@ def test_draft_stream_differs_from_target_and_matches_cpu():
     target = cuda_sample(dev(probs), *args, ref.STREAM_TARGET)
     draft = cuda_sample(dev(probs), *args, ref.STREAM_DRAFT)
     cpu = np.zeros(len(batch_id), np.int64)
-    arrays.sample_tokens(probs, *args, cpu, rand_stream=ref.STREAM_DRAFT)
+    arrays.sample_tokens(probs, *args, tokens=cpu, rand_stream=ref.STREAM_DRAFT)
     assert np.array_equal(draft, cpu)
     assert (target >= 0).all() and (draft >= 0).all()
     assert (target != draft).mean() > 0.9
@@ -331,4 +331,4 @@ def test_bad_stream_is_an_error(bad):
     ]
     tokens = torch.zeros(2, dtype=torch.int64, device=target.device)
     with pytest.raises(ValueError, match="stream"):
-        arrays.sample_tokens(probs, *args, tokens, rand_stream=bad, **target.kw)
+        arrays.sample_tokens(probs, *args, tokens=tokens, rand_stream=bad, **target.kw)

@@ -8,8 +8,9 @@ import numpy as np
 KINDS = ("peaked", "uniform", "ties", "zeros", "special", "tiny", "large", "subnormal", "invalid")
 TOP_PS = (1e-6, 0.5, 0.95, 1.0)
 TOP_P_ODD = (float("nan"), 1.5, -0.5, 0.0)
-# min_p: off (0), the largest alone (1), below its quantum (1e-9), one quantum (2^-24), ordinary cuts
-MIN_PS = (0.0, 1.0, 1e-9, 2.0**-24, 0.01, 0.1, 0.5, 0.9)
+# min_p: off (0), the largest alone (1), below or at half its quantum (1e-9, 2^-25: no cut), rounding up to
+# one quantum (1.5 2^-25) or one (2^-24), ordinary cuts
+MIN_PS = (0.0, 1.0, 1e-9, 2.0**-25, 1.5 * 2.0**-25, 2.0**-24, 0.01, 0.1, 0.5, 0.9)
 MIN_P_ODD = (float("nan"), -0.5, 1.5, float("inf"), float("-inf"))  # read as 0, 0, 1, 1, 0
 
 

@@ -144,7 +144,8 @@ def test_min_p_comes_before_top_k_and_top_p(api):
 
 
 def test_the_threshold_is_exact_integer_arithmetic():
-    assert minp_quantum(0.0) == minp_quantum(float("nan")) == minp_quantum(-1.0) == minp_quantum(2.0**-26) == 0
+    assert minp_quantum(0.0) == minp_quantum(float("nan")) == minp_quantum(-1.0) == minp_quantum(2.0**-25) == 0
+    assert minp_quantum(1.5 * 2.0**-25) == 1  # rounds up to one quantum
     assert minp_quantum(1.0) == minp_quantum(7.0) == 1 << 24
     assert minp_quantum(2.0**-24) == 1 and minp_quantum(0.5) == 1 << 23
     big = 1 << 40

@@ -47,7 +47,7 @@ FS_HD uint64_t minp_quantum(float min_p) {
   uint64_t qi = static_cast<uint64_t>(x);
   const float frac = x - static_cast<float>(qi);
   qi += (frac > 0.5f || (frac == 0.5f && (qi & 1u))) ? 1u : 0u;
-  return qi;                                // 0 for min_p below 2^-25
+  return qi;                                // 0 for min_p up to 2^-25
 }
 
 // ceil(mass * qi / 2^24), exact through a 128-bit product (mul_hi64).
