@@ -332,9 +332,9 @@ def run_cuda(args) -> dict:
         a = inputs(kind, args.batch, args.k, args.vocab)
         t = {name: torch.from_numpy(value).cuda() for name, value in a.items()}
         out = torch.empty((rows, args.vocab), dtype=torch.float32, device="cuda")
-        new = lambda: fastspec.arrays.top_k_top_p_probs(
+        new = lambda: fastspec.arrays.top_k_top_p_probs(  # noqa: E731
             t["probs"], t["top_p"], t["top_k"], t["batch_id"], target_probs=out
-        )  # noqa: E731
+        )
         old = lambda: old_target_torch(t["probs"], t["batch_id"], t["top_p"], t["top_k"], args.batch)  # noqa: E731
         new()
         same = torch.equal(old().view(torch.int32), out.view(torch.int32))
