@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from bench.common import machine, write_json
+from bench.common import report
 from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
 
 TARGET = 1.5
@@ -244,12 +244,11 @@ def main(argv=None) -> int:
             f"{1e3 * r['softmax_s']:8.3f}ms {r['paddle_ops_per_step']:10d}  {by_op}",
             flush=True,
         )
-    path = write_json(
+    return report(
         f"step{args.tag}",
         {
             "target_ratio": TARGET,
             "threads": threads,
-            "machine": machine(),
             "method": {
                 "rounds": args.rounds,
                 "steps": args.steps,
@@ -258,8 +257,6 @@ def main(argv=None) -> int:
             "rows": results,
         },
     )
-    print(f"wrote {path}")
-    return 0
 
 
 if __name__ == "__main__":
