@@ -25,11 +25,11 @@ from tests.helpers.runtime_cases import copy_task
 
 V, END, K = 64, 0, 4
 STOPS = ("stop_token_ids", "stop", "min_tokens")
-OTHERS = ("repetition_penalty", "frequency_penalty", "presence_penalty", "logit_bias", "bad_words", "logprobs")
+OTHERS = ("repetition_penalty", "frequency_penalty", "presence_penalty", "logit_bias", "bad_words", "logprobs", "min_p")
 
 
 def other_values(rng: np.random.Generator, text: list[int], names: tuple[str, ...]) -> dict:
-    """min_tokens, the logit parameters and logprobs, random."""
+    """min_tokens, the logit parameters, min_p and logprobs, random."""
     values = {}
     if "min_tokens" in names and rng.random() < 0.7:
         values["min_tokens"] = int(rng.integers(1, 20))
@@ -41,6 +41,7 @@ def other_values(rng: np.random.Generator, text: list[int], names: tuple[str, ..
             logit_bias={int(t): float(rng.uniform(-3, 3)) for t in rng.integers(3, V, 3)},
             bad_words=[text[5:7], [int(rng.integers(3, V))]],
             logprobs=None if rng.random() < 0.3 else int(rng.integers(0, 4)),
+            min_p=float(rng.choice([0.0, 0.05, 0.2])),
         )
     return values
 
