@@ -86,6 +86,10 @@ FS_XPU_KERNEL_DECL void verify_draft_tree_kernel(
     int* accept_nodes, xpu_int64 batch, xpu_int64 draft_cols, xpu_int64 tree_cols, xpu_int64 rows,
     xpu_int64 num_end_tokens, int strategy);
 
+FS_XPU_KERNEL_DECL void temperature_softmax_kernel(const float* logits, const float* temperature,
+                                                   const int* batch_id_per_token_output, float* probs, xpu_int64 rows,
+                                                   xpu_int64 vocab, xpu_int64 batch);
+
 FS_XPU_KERNEL_DECL void process_logits_kernel(
     float* logits, const xpu_int64* token_ids_all, const xpu_int64* prompt_lens, const xpu_int64* step_idx,
     const xpu_int64* draft_tokens, const int* batch_id_per_token_output, const int* cu_seqlens_q_output,

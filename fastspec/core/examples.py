@@ -222,6 +222,15 @@ def _process_logits() -> tuple[Arrays, dict[str, Any]]:
     }, {}
 
 
+@_example("temperature_softmax")
+def _temperature_softmax() -> tuple[Arrays, dict[str, Any]]:
+    return {
+        "logits": np.array([[1.0, 2.0, 3.0], [0.5, -np.inf, 0.5], [2.0, 2.0, 1.0]], _F32),
+        "temperature": np.array([0.7, 0.0], _F32),
+        "batch_id_per_token_output": np.array([0, 1, 1], _I32),
+    }, {}
+
+
 @_example("apply_token_bitmask")
 def _apply_token_bitmask() -> tuple[Arrays, dict[str, Any]]:
     return {

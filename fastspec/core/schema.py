@@ -445,6 +445,34 @@ TOP_K_TOP_P_PROBS = OpSchema(
     ),
 )
 
+TEMPERATURE_SOFTMAX = OpSchema(
+    name="temperature_softmax",
+    summary="Each output row's probabilities: the softmax of its logits over its request's temperature.",
+    details=(
+        "Row ``t`` of request ``b`` gets ``exp(x_v - m) / sum_u exp(x_u - m)`` with ``x_v = logits[t, v] * (1 / tau)``,\n"
+        "``tau = temperature[b]`` (1 unless it is a finite number >= 2^-126: a greedy request's 0 reads as 1) and\n"
+        "``m = max_v x_v``, bit for bit on every backend: exp is the project's own (the entries below ``m - 64``\n"
+        "get 0), the sum has a fixed order (256 lane sums folded pairwise) and each float32 operation is rounded\n"
+        "on its own. Padding rows, and rows with a NaN logit or whose ``m`` is not finite, are all zeros.\n"
+        "See docs/ops/temperature_softmax.md."
+    ),
+    tensors=(
+        Tensor("logits", ("float32",), "[T, V]", "each output row's logits (after process_logits)"),
+        _per_request("temperature", "float32", "each request's temperature; <= 0 (greedy) or not finite reads as 1"),
+        _BATCH_ID,
+        Tensor("probs", ("float32",), "[T, V]", "each row's probabilities (all zeros for a row without them)", output=True),
+    ),
+    attrs=(),
+    symbol_ranges={"V": (1, INT32_MAX)},
+    example=(
+        ">>> logits = T([[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]], dtype='float32')\n"
+        ">>> probs = fs.temperature_softmax(  # equal logits: uniform rows; row 1 is padding\n"
+        "...     logits, T([0.7], dtype='float32'), T([0, -1], dtype='int32'))\n"
+        ">>> probs.tolist()\n"
+        "[[0.25, 0.25, 0.25, 0.25], [0.0, 0.0, 0.0, 0.0]]"
+    ),
+)
+
 APPLY_TOKEN_BITMASK = OpSchema(
     name="apply_token_bitmask",
     summary="Sets the logits of the tokens a row's grammar forbids to -inf, in place (structured output).",
@@ -1007,6 +1035,7 @@ SCHEMAS: dict[str, OpSchema] = {
         BUILD_DRAFT_TREE,
         VERIFY_DRAFT_TREE,
         PROCESS_LOGITS,
+        TEMPERATURE_SOFTMAX,
         APPLY_TOKEN_BITMASK,
     )
 }

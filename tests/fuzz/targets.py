@@ -18,6 +18,7 @@ from fastspec.core.schema import STRATEGIES, TREE_STRATEGIES
 from tests.adaptive_cases import OBSERVE_NAMES, PLAN_NAMES
 from tests.adaptive_cases import outputs as adaptive_outputs
 from tests.bitmask_cases import NAMES as BITMASK_NAMES
+from tests.helpers.softmax_cases import NAMES as SOFTMAX_NAMES
 from tests.logits_cases import NAMES as LOGITS_NAMES
 from tests.ngram_cases import ARRAY_NAMES as NGRAM_NAMES
 from tests.tree_cases import BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS
@@ -28,6 +29,7 @@ from .gen_bitmask import bitmask_call
 from .gen_logits import logits_call
 from .gen_ngram import ngram_call
 from .gen_sampling import candidates_call, probs_call, sample_call
+from .gen_softmax import softmax_call
 from .gen_trees import build_call, verify_tree_call
 from .gen_verify_update import update_call, verify_call
 
@@ -147,6 +149,10 @@ def _bitmask_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
     return {"logits": ref.apply_token_bitmask(*(a[name] for name in BITMASK_NAMES))}
 
 
+def _softmax_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    return {"probs": ref.temperature_softmax(*(a[name] for name in SOFTMAX_NAMES))}
+
+
 def _verify(strategy: str) -> Target:
     return Target(
         f"verify_draft_tokens[{strategy}]",
@@ -176,5 +182,6 @@ TARGETS: dict[str, Target] = {
         Target("adaptive_observe", "adaptive_observe", observe_call, _observe_reference, any_nan=True),
         Target("process_logits", "process_logits", logits_call, _logits_reference, any_nan=True),
         Target("apply_token_bitmask", "apply_token_bitmask", bitmask_call, _bitmask_reference),
+        Target("temperature_softmax", "temperature_softmax", softmax_call, _softmax_reference),
     )
 }
