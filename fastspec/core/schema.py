@@ -320,6 +320,9 @@ _BATCH_ID = Tensor(
     "the request of each row; a value outside ``[0, B)`` marks a padding row",
 )
 _CU_SEQLENS = Tensor("cu_seqlens_q_output", ("int32",), "[B + 1]", "request ``b`` owns rows ``[cu[b], cu[b + 1])``")
+_CU_SEQLENS_INPLACE = Tensor(
+    "cu_seqlens_q_output", ("int32",), "[B + 1]", "written: request ``b`` owns rows ``[cu[b], cu[b + 1])``", inplace=True
+)
 _TOP_P = _per_request("top_p", "float32", "top-p of each request, whatever the dtype of ``probs``")
 _TOP_K = _per_request("top_k", "int32", "top-k of each request (``<= 0`` or ``>= V``: no top-k)")
 
@@ -442,6 +445,49 @@ TOP_K_TOP_P_PROBS = OpSchema(
         "...     batch_id_per_token_output=T([0, 1], dtype='int32'))\n"
         ">>> target.tolist()  # row 0: the top 2 (ties by id), row 1: the top-p prefix of one token\n"
         "[[0.25, 0.75, 0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]]"
+    ),
+)
+
+PACK_ROWS = OpSchema(
+    name="pack_rows",
+    summary="A step's rows before the model: slot kinds, a proposer's drafts, the packed rows and the step's record.",
+    details=(
+        "Slot ``b`` is running iff not stopped and not blocked; a running slot with encoder tokens prefills, one\n"
+        "with none and decoder tokens decodes. With a proposal, a decode slot keeps its first\n"
+        "``clamp(proposal_lens[b], 0, K)`` drafts in ``draft_tokens[b, 1..]`` (-1 after them) and feeds 1 + that\n"
+        "many tokens; a prefill keeps ``seq_lens_this_time``; any other slot gets -1 drafts and 0. Its rows: a\n"
+        "decode slot's ``max(seq_lens_this_time, 0)``, a prefill's 1, else 0; ``cu_seqlens_q_output`` their prefix\n"
+        "sums (saturated at 2^31 - 1), ``batch_id_per_token_output[r]`` the slot that owns row ``r`` (-1 past\n"
+        "them); ``step_record[b]`` = (rows, decode, ``draft_tokens[b, 1..K]``). See docs/ops/pack_rows.md."
+    ),
+    tensors=(
+        _per_request("stop_flags", "bool", "stopped requests get no rows"),
+        _per_request("is_block_step", "bool", "blocked requests get no rows"),
+        _per_request("seq_lens_encoder", "int32", "``> 0``: a prefill"),
+        _per_request("seq_lens_decoder", "int32", "encoder ``== 0`` and decoder ``> 0``: a decode"),
+        Tensor("draft_tokens", ("int64",), "[B, K + 1]", "columns ``1..K`` written from a proposal", inplace=True),
+        _per_request("seq_lens_this_time", "int32", "tokens each slot feeds the model (written with a proposal)",
+                     inplace=True),
+        _CU_SEQLENS_INPLACE,
+        Tensor("batch_id_per_token_output", ("int32",), _ROWS, "the slot of each output row, -1 past them",
+               inplace=True),
+        Tensor("proposal_tokens", ("int64",), "[B, K]", "a proposer's drafts (read only with ``proposal_lens``)",
+               optional=True),
+        _per_request("proposal_lens", "int32", "drafts each slot offers; absent: no proposal", optional=True),
+        Tensor("step_record", ("int64",), "[B, K + 2]", "per slot: rows, decode (1 or 0), its drafts", output=True),
+    ),
+    attrs=(),
+    result="PackedRows",
+    symbol_ranges={"T": (0, INT32_MAX)},
+    device_limits={"xpu": _XPU_LIMITS},
+    example=(
+        ">>> record = fs.pack_rows(  # slot 0 decodes and offers 1 draft, slot 1 prefills\n"
+        "...     T([False, False]), T([False, False]), T([0, 7], dtype='int32'), T([5, 0], dtype='int32'),\n"
+        "...     T([[3, -1, -1], [9, -1, -1]], dtype='int64'), T([1, 7], dtype='int32'),\n"
+        "...     T([0, 0, 0], dtype='int32'), T([0, 0, 0, 0], dtype='int32'),\n"
+        "...     proposal_tokens=T([[4, 5], [6, 6]], dtype='int64'), proposal_lens=T([1, 2], dtype='int32'))\n"
+        ">>> record.step_record.tolist()\n"
+        "[[2, 1, 4, -1], [1, 0, -1, -1]]"
     ),
 )
 
@@ -1037,6 +1083,7 @@ SCHEMAS: dict[str, OpSchema] = {
         PROCESS_LOGITS,
         TEMPERATURE_SOFTMAX,
         APPLY_TOKEN_BITMASK,
+        PACK_ROWS,
     )
 }
 

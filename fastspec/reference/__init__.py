@@ -11,6 +11,7 @@ from fastspec.reference.block import verify_block
 from fastspec.reference.logits import process_logits
 from fastspec.reference.model_status import update_model_status
 from fastspec.reference.ngram import ngram_append, ngram_match
+from fastspec.reference.packing import pack_rows
 from fastspec.reference.rejection import verify_rejection
 from fastspec.reference.rng import (
     STREAM_ACCEPT,
@@ -46,6 +47,7 @@ __all__ = [
     "check_draft_trees",
     "ngram_append",
     "ngram_match",
+    "pack_rows",
     "philox4x32_10",
     "process_logits",
     "rand64",

@@ -18,6 +18,8 @@ from fastspec.core.schema import STRATEGIES, TREE_STRATEGIES
 from tests.adaptive_cases import OBSERVE_NAMES, PLAN_NAMES
 from tests.adaptive_cases import outputs as adaptive_outputs
 from tests.bitmask_cases import NAMES as BITMASK_NAMES
+from tests.helpers.pack_rows_cases import NAMES as PACK_NAMES
+from tests.helpers.pack_rows_cases import OUTPUTS as PACK_OUTPUTS
 from tests.helpers.softmax_cases import NAMES as SOFTMAX_NAMES
 from tests.logits_cases import NAMES as LOGITS_NAMES
 from tests.ngram_cases import ARRAY_NAMES as NGRAM_NAMES
@@ -28,6 +30,7 @@ from .gen_adaptive import observe_call, plan_call
 from .gen_bitmask import bitmask_call
 from .gen_logits import logits_call
 from .gen_ngram import ngram_call
+from .gen_pack_rows import pack_rows_call
 from .gen_sampling import candidates_call, probs_call, sample_call
 from .gen_softmax import softmax_call
 from .gen_trees import build_call, verify_tree_call
@@ -153,6 +156,10 @@ def _softmax_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
     return {"probs": ref.temperature_softmax(*(a[name] for name in SOFTMAX_NAMES))}
 
 
+def _pack_rows_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    return dict(zip(PACK_OUTPUTS, ref.pack_rows(*(a[name] for name in PACK_NAMES))))
+
+
 def _verify(strategy: str) -> Target:
     return Target(
         f"verify_draft_tokens[{strategy}]",
@@ -183,5 +190,6 @@ TARGETS: dict[str, Target] = {
         Target("process_logits", "process_logits", logits_call, _logits_reference, any_nan=True),
         Target("apply_token_bitmask", "apply_token_bitmask", bitmask_call, _bitmask_reference),
         Target("temperature_softmax", "temperature_softmax", softmax_call, _softmax_reference),
+        Target("pack_rows", "pack_rows", pack_rows_call, _pack_rows_reference),
     )
 }
