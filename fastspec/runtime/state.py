@@ -183,6 +183,7 @@ class SpecState:
         self.end_tokens = paddle.to_tensor(np.asarray(end_tokens, dtype=np.int64), place=self.place)
         self.cu_seqlens_q_output = full([b + 1], 0, "int32")
         self.batch_id_per_token_output = full([b * self.rows_per_slot], -1, "int32")
+        self._scratch_packing = (full([b + 1], 0, "int32"), full([b * self.rows_per_slot], -1, "int32"))
         self._zero = full([1], 0, "int32")
         self._row_index = paddle.to_tensor(np.arange(b * self.rows_per_slot, dtype=np.int32), place=self.place)
         self.draft_columns = paddle.to_tensor(np.arange(k, dtype=np.int32)[None, :], place=self.place)
@@ -359,6 +360,14 @@ class SpecState:
         length, and 1 + that length into ``seq_lens_this_time``; a prefill keeps its tokens, other slots get none)
         when one is given. Returns the step record, int64 ``[B, K + 2]``: rows, decode, drafts per slot
         (``fastspec.runtime.step_status``)."""
+        return self._pack_rows(proposal, self.cu_seqlens_q_output, self.batch_id_per_token_output)
+
+    def write_proposal(self, proposal) -> None:
+        """``proposal``'s drafts and lengths written as ``pack_slot_rows`` writes them, the row packing left as it
+        is (the op's packing goes to scratch tensors allocated with the state)."""
+        self._pack_rows(proposal, *self._scratch_packing)
+
+    def _pack_rows(self, proposal, cu: paddle.Tensor, row_slots: paddle.Tensor) -> paddle.Tensor:
         tokens = lens = None
         if proposal is not None:
             tokens, lens = proposal.tokens, proposal.lens
@@ -370,8 +379,8 @@ class SpecState:
             self.seq_lens_decoder,
             self.draft_tokens,
             self.seq_lens_this_time,
-            self.cu_seqlens_q_output,
-            self.batch_id_per_token_output,
+            cu,
+            row_slots,
             proposal_tokens=tokens,
             proposal_lens=lens,
         ).step_record

@@ -122,7 +122,7 @@ class SpecStep:
                 if trees:
                     write_tree(proposer.propose_tree(state, sampler.config.tree.top_k), state)
                 elif proposer is not None:
-                    return proposer.propose_and_pack(state)
+                    proposer(state)
                 return state.pack_slot_rows()
 
         def finish_program(record, logits, hidden=None):

@@ -117,14 +117,7 @@ class Proposer(ABC):
         if proposal.lens.dtype != paddle.int32:
             raise ProposalError(f"{name}: proposal lens must be int32, got {proposal.lens.dtype}")
 
-    def write(self, proposal: Proposal, state: SpecState) -> paddle.Tensor:
-        """Drafts of decode slots into draft_tokens[:, 1:] (-1 past the length), lengths into seq_lens_this_time,
-        and the step's rows packed with them (``SpecState.pack_slot_rows``: one op); returns the step record."""
-        return state.pack_slot_rows(proposal)
-
-    def propose_and_pack(self, state: SpecState) -> paddle.Tensor:
-        """``propose``, checked and written into ``state`` with the step's rows packed; returns the step record
-        (what a step's prepare program ends with)."""
-        proposal = self.propose(state)
-        self.check(proposal, state.max_num_seqs)
-        return self.write(proposal, state)
+    def write(self, proposal: Proposal, state: SpecState) -> None:
+        """Drafts of decode slots into draft_tokens[:, 1:] (-1 past the length), lengths into seq_lens_this_time
+        (``SpecState.write_proposal``; the row packing is left as it is)."""
+        state.write_proposal(proposal)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import paddle
+
 from fastspec import ops
 from fastspec.runtime.proposers.base import Proposal, Proposer
 from fastspec.runtime.state import SpecState
@@ -57,6 +59,6 @@ class NgramProposer(Proposer):
             token_budget=self.token_budget,
             ngram_anchor=state.ngram_anchor if self.anchored else None,
         )
-        # ngram_match wrote in place; hand the same drafts back through the checked contract (the lengths of
-        # slots that do not decode, and negative ones, count as 0 where they are written: SpecState.pack_slot_rows)
-        return Proposal(state.draft_tokens[:, 1:], state.seq_lens_this_time - 1)
+        # ngram_match wrote in place; hand the same drafts back through the checked contract (a slot that does not
+        # decode has its length ignored where the proposal is written: SpecState.pack_slot_rows)
+        return Proposal(state.draft_tokens[:, 1:], paddle.clip(state.seq_lens_this_time - 1, min=0))
