@@ -143,8 +143,8 @@ def acceptance_rows(names: list[str], seeds: int, requests: int, chunk: int) -> 
 
 def op_rows(batch: int = 64, k: int = 5, vocab: int = 32000) -> list[dict]:
     import fastspec.arrays
-    from tests.block_cases import likely_case
-    from tests.rejection_cases import ARRAY_NAMES
+    from tests.helpers.block_cases import likely_case
+    from tests.helpers.rejection_cases import ARRAY_NAMES
 
     arrays = likely_case(np.random.default_rng(0), batch, k, vocab)
     positional = ["accept_tokens", "accept_num", "draft_tokens", None, None, None, None, *ARRAY_NAMES[5:]]

@@ -378,7 +378,7 @@ def batch_256_rows(device: Device, table: Table) -> None:
     from bench.bench_draft_tree import NODES, build_inputs, full_tree
     from bench.bench_draft_tree import verify_inputs as tree_inputs
     from fastspec import arrays
-    from tests.adaptive_cases import observe_case, plan_case
+    from tests.helpers.adaptive_cases import observe_case, plan_case
 
     rng = np.random.default_rng(2)
     floor = device.launch_floor()

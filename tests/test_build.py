@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.paths import ROOT
+
 LEVELS = {"scalar": 0, "avx2": 1, "avx512": 2}
 
 
@@ -147,7 +148,7 @@ import numpy as np
 from fastspec import arrays
 from fastspec import reference as ref
 from bench.workloads import ngram_inputs
-from tests.ngram_cases import ARRAY_NAMES
+from tests.helpers.ngram_cases import ARRAY_NAMES
 
 print(ctypes.CDLL(arrays.module().__file__).fastspec_simd_level())
 rng = np.random.default_rng(7)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.paths import ROOT
 
 # module prefix -> layer rank (the longest prefix wins); lower ranks never import higher ones
 LAYERS = {

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,8 +12,8 @@ import pytest
 from fastspec import arrays
 from fastspec.cli import check, main
 from fastspec.cli.cases import cases
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 ROWS = [c.name for c in cases()]
 
 

@@ -7,15 +7,14 @@ import argparse
 import importlib
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from fastspec.cli import errors
 from fastspec.cli.errors import UserError
 from fastspec.demo import cli as demo
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 BENCHES = sorted(p.stem for p in (ROOT / "bench").glob("bench_*.py"))
 
 

@@ -13,8 +13,7 @@ import pytest
 
 import fastspec
 from fastspec.cli import info
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import ROOT
 
 
 def run_info(*args: str, **env: str) -> subprocess.CompletedProcess:

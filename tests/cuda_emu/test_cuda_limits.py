@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from fastspec import arrays
-from tests import ngram_harness as harness
-from tests.emulated.devices import CUDA
-from tests.ngram_cases import random_case
+from tests.helpers import ngram_harness as harness
+from tests.helpers.devices import CUDA
+from tests.helpers.ngram_cases import random_case
 
 
 def test_batch_above_the_cuda_limit_is_the_cpu_backends_error():

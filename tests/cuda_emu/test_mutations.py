@@ -8,20 +8,20 @@ from __future__ import annotations
 
 import contextlib
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import fastspec.arrays
 from fastspec import reference as ref
-from tests.emulated.calls import candidates, renormalised, sample, update
+from tests.helpers.emulated_calls import candidates, renormalised, sample, update
+from tests.helpers.ngram_append_cases import random_append_case
+from tests.helpers.ngram_cases import ARRAY_NAMES, random_anchors, random_case
+from tests.helpers.paths import ROOT
 from tests.helpers.sampling_cases import make_batch, make_probs, probs_case, request_params
-from tests.ngram_append_cases import random_append_case
-from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case
-from tests.verify_update_cases import UPDATE_NAMES, random_update_case
+from tests.helpers.verify_update_cases import UPDATE_NAMES, random_update_case
 
-CUDA_SOURCES = Path(__file__).resolve().parents[2] / "custom_ops" / "cuda"
+CUDA_SOURCES = ROOT / "custom_ops" / "cuda"
 OPTIONS = {"backend": "cuda_emulator"}
 
 

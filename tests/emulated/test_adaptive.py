@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests import adaptive_cases as cases
-from tests.emulated.devices import DEVICES
+from tests.helpers import adaptive_cases as cases
+from tests.helpers.devices import DEVICES
 
 OPS = ("adaptive_plan", "adaptive_observe")
 devices = pytest.mark.parametrize("device", DEVICES, ids=str)

@@ -9,8 +9,8 @@ import pytest
 
 import fastspec.arrays
 from fastspec import reference as ref
-from tests.emulated.devices import DEVICES
-from tests.tree_cases import (
+from tests.helpers.devices import DEVICES
+from tests.helpers.tree_cases import (
     BUILD_NAMES,
     BUILD_OUTPUTS,
     VERIFY_TREE_NAMES,

@@ -9,9 +9,9 @@ import pytest
 
 from fastspec import arrays
 from fastspec import reference as ref
-from tests import ngram_harness as harness
-from tests.emulated.devices import DEVICES, EVERY_LAUNCH, launch_id
-from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case, spec_example
+from tests.helpers import ngram_harness as harness
+from tests.helpers.devices import DEVICES, EVERY_LAUNCH, launch_id
+from tests.helpers.ngram_cases import ARRAY_NAMES, random_anchors, random_case, spec_example
 
 CASES, SEEDS = harness.RANDOM_CASES, harness.FIRST_SEEDS
 

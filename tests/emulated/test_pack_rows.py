@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.emulated.devices import DEVICES
+from tests.helpers.devices import DEVICES
 from tests.helpers import pack_rows_cases as cases
 
 devices = pytest.mark.parametrize("device", DEVICES, ids=str)

@@ -9,8 +9,15 @@ import pytest
 
 from fastspec import arrays
 from fastspec import reference as ref
-from tests.emulated.calls import assert_bits, assert_candidates_equal, candidates, in_dtype, renormalised, sample
-from tests.emulated.devices import DEVICES, EVERY_LAUNCH, launch_id
+from tests.helpers.devices import DEVICES, EVERY_LAUNCH, launch_id
+from tests.helpers.emulated_calls import (
+    assert_bits,
+    assert_candidates_equal,
+    candidates,
+    in_dtype,
+    renormalised,
+    sample,
+)
 from tests.helpers.sampling_cases import (
     KINDS,
     TOP_P_ODD,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fastspec import arrays
-from tests.emulated.devices import DEVICES, EmulatedDevice
+from tests.helpers.devices import DEVICES, EmulatedDevice
 from tests.ops.test_spec_loop import (
     COMPARED,
     NGRAM_NAMES,

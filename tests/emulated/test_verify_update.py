@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from fastspec import reference as ref
-from tests import rejection_cases
-from tests.block_cases import likely_case
-from tests.emulated.calls import assert_all_equal, in_dtype, rejection, update, verify
-from tests.emulated.devices import DEVICES
-from tests.verify_update_cases import (
+from tests.helpers import rejection_cases
+from tests.helpers.block_cases import likely_case
+from tests.helpers.devices import DEVICES
+from tests.helpers.emulated_calls import assert_all_equal, in_dtype, rejection, update, verify
+from tests.helpers.verify_update_cases import (
     STRATEGIES,
     UPDATE_NAMES,
     UPDATE_OUTPUTS,

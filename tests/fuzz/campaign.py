@@ -4,7 +4,7 @@ Case ``index`` of target ``target`` under ``seed`` depends on nothing else
 (``numpy.random.default_rng([seed, crc32(target), index])``), so any case replays alone.
 Of every case: half get adversarial values, a tenth is broken on purpose, a fifth have
 per-request tensors shaped ``[B, 1]``, an eighth (a twentieth for the sampling ops) run on the
-emulated XPU (a grid of tests/emulated/devices.py, clusters forward or reversed), the rest on the
+emulated XPU (a grid of tests/helpers/devices.py, clusters forward or reversed), the rest on the
 CPU kernels inline or on their thread pool.
 """
 
@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from fastspec.core.schema import SCHEMAS, XPU_MAX_DRAFTS, XPU_MAX_END_TOKENS
-from tests.emulated.devices import XPU_GRIDS as GRIDS
+from tests.helpers.devices import XPU_GRIDS as GRIDS
 
 from .case import Case
 from .check import Outcome, run_case

@@ -1,6 +1,6 @@
 """Well-formed random calls of adaptive_plan and adaptive_observe.
 
-The tests' states (``tests/adaptive_cases.py``: decoding, free and prefilling slots, estimates tied
+The tests' states (``tests/helpers/adaptive_cases.py``: decoding, free and prefilling slots, estimates tied
 across slots, ``found`` at halves, and in a third of the calls values the controller never makes:
 NaN, negative and infinite estimates and costs, wild row and accept counts), K now and then up to
 the XPU's limit, and now and then the bench's B = 256, K = 5 with a run of near-equal worths
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastspec.core.schema import XPU_MAX_DRAFTS
-from tests.adaptive_cases import observe_case, plan_case, rise_against_slot_order
+from tests.helpers.adaptive_cases import observe_case, plan_case, rise_against_slot_order
 
 
 def _k(rng: np.random.Generator) -> int | None:

@@ -1,4 +1,4 @@
-"""Well-formed random calls of apply_token_bitmask: the tests' calls (``tests/bitmask_cases.py``: every
+"""Well-formed random calls of apply_token_bitmask: the tests' calls (``tests/helpers/bitmask_cases.py``: every
 logits dtype, vocabularies on and off a word boundary, masks narrower and wider than the vocabulary,
 free rows, indices outside the masks and wild ones, NaN and infinite logits), and now and then a
 row of a real vocabulary (V = 151936) or many short rows."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.bitmask_cases import case
+from tests.helpers.bitmask_cases import case
 
 
 def bitmask_call(rng: np.random.Generator) -> tuple[dict, dict]:

@@ -1,6 +1,6 @@
 """Well-formed random calls of process_logits.
 
-The tests' calls (``tests/logits_cases.py``: small vocabularies so tokens repeat, chains and trees,
+The tests' calls (``tests/helpers/logits_cases.py``: small vocabularies so tokens repeat, chains and trees,
 bad words cut from the output's tail, and in a third of the calls values a runner never makes: NaN
 and infinite penalties, logits and bias values, ids outside the vocabulary, negative and huge
 lengths, malformed trees, rows off their slot), K now and then at its limit and now and then a
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.logits_cases import case
+from tests.helpers.logits_cases import case
 
 
 def logits_call(rng: np.random.Generator) -> tuple[dict, dict]:

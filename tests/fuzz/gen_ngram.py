@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.ngram_append_cases import random_append_case
-from tests.ngram_cases import random_anchors, random_case
+from tests.helpers.ngram_append_cases import random_append_case
+from tests.helpers.ngram_cases import random_anchors, random_case
 
 from .values import INT32_MAX, INT32_MIN
 

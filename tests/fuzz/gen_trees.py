@@ -1,4 +1,4 @@
-"""Well-formed random calls of build_draft_tree and verify_draft_tree: the tests' batches (tests/tree_cases.py:
+"""Well-formed random calls of build_draft_tree and verify_draft_tree: the tests' batches (tests/helpers/tree_cases.py:
 every slot kind, EAGLE-2 candidates and arbitrary ones with ties, NaN and infinite scores, parents out of
 order; trees deep and wide, REJECTION's trees drafted from q (sampled or one-hot, up to 127 children of a
 node), end tokens and max_dec_len on the walk, padding rows) plus the layout's limits
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastspec.core.schema import MAX_TREE_CANDIDATES, MAX_TREE_NODES
-from tests.tree_cases import (
+from tests.helpers.tree_cases import (
     eagle_candidates,
     random_build_case,
     random_verify_tree_case,

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from fastspec.core.schema import XPU_MAX_DRAFTS, XPU_MAX_END_TOKENS
-from tests import rejection_cases
+from tests.helpers import rejection_cases
 from tests.helpers.sampling_cases import to_bf16_bits
-from tests.verify_update_cases import random_update_case, random_verify_case
+from tests.helpers.verify_update_cases import random_update_case, random_verify_case
 
 
 def _k(rng: np.random.Generator) -> int | None:

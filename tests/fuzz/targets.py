@@ -15,16 +15,16 @@ import numpy as np
 from fastspec import reference as ref
 from fastspec.core.errors import FastspecArgumentError
 from fastspec.core.schema import STRATEGIES, TREE_STRATEGIES
-from tests.adaptive_cases import OBSERVE_NAMES, PLAN_NAMES
-from tests.adaptive_cases import outputs as adaptive_outputs
-from tests.bitmask_cases import NAMES as BITMASK_NAMES
+from tests.helpers.adaptive_cases import OBSERVE_NAMES, PLAN_NAMES
+from tests.helpers.adaptive_cases import outputs as adaptive_outputs
+from tests.helpers.bitmask_cases import NAMES as BITMASK_NAMES
+from tests.helpers.logits_cases import NAMES as LOGITS_NAMES
+from tests.helpers.ngram_cases import ARRAY_NAMES as NGRAM_NAMES
 from tests.helpers.pack_rows_cases import NAMES as PACK_NAMES
 from tests.helpers.pack_rows_cases import OUTPUTS as PACK_OUTPUTS
 from tests.helpers.softmax_cases import NAMES as SOFTMAX_NAMES
-from tests.logits_cases import NAMES as LOGITS_NAMES
-from tests.ngram_cases import ARRAY_NAMES as NGRAM_NAMES
-from tests.tree_cases import BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS
-from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
+from tests.helpers.tree_cases import BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS
+from tests.helpers.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
 
 from .gen_adaptive import observe_call, plan_call
 from .gen_bitmask import bitmask_call

@@ -23,8 +23,7 @@ from tests.fuzz.malform import malform
 from tests.fuzz.reports import report_summary
 from tests.fuzz.targets import TARGETS
 from tests.fuzz.values import adversarial, case_dims
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import ROOT
 
 
 def same_case(a: Case, b: Case) -> bool:

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.needs_gpu
 import numpy as np
 
 import fastspec.arrays
-from tests import adaptive_cases as cases
+from tests.helpers import adaptive_cases as cases
 from tests.helpers.cuda import capture, to_device
 
 OPS = ("adaptive_plan", "adaptive_observe")

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 import numpy as np
 
 import fastspec.arrays
-from tests import bitmask_cases as cases
+from tests.helpers import bitmask_cases as cases
 from tests.helpers.cuda import capture, copy_into, target, tensor
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import fastspec.arrays
 from fastspec import reference as ref
 from tests.helpers.cuda import capture, copy_into, target, to_device
-from tests.tree_cases import (
+from tests.helpers.tree_cases import (
     BUILD_NAMES,
     BUILD_OUTPUTS,
     VERIFY_TREE_NAMES,

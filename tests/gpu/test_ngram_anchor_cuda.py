@@ -13,8 +13,8 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 import fastspec.arrays  # noqa: E402
 from fastspec import reference as ref  # noqa: E402
 from tests.helpers.cuda import capture, copy_into, shaped_like, target, to_device, to_host  # noqa: E402
-from tests.ngram_append_cases import random_append_case  # noqa: E402
-from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case  # noqa: E402
+from tests.helpers.ngram_append_cases import random_append_case  # noqa: E402
+from tests.helpers.ngram_cases import ARRAY_NAMES, random_anchors, random_case  # noqa: E402
 
 CASES = {"ngram_match": random_case, "ngram_append": random_append_case}
 

@@ -12,9 +12,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tests import ngram_harness as harness  # noqa: E402
+from tests.helpers import ngram_harness as harness  # noqa: E402
 from tests.helpers.cuda import check_ngram_replays, run_ngram_cuda, target  # noqa: E402
-from tests.ngram_append_cases import hybrid_example, random_append_case  # noqa: E402
+from tests.helpers.ngram_append_cases import hybrid_example, random_append_case  # noqa: E402
 
 run_cuda = partial(run_ngram_cuda, "ngram_append")
 reference = partial(harness.run_reference, "ngram_append")

@@ -14,9 +14,9 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 
 import fastspec.arrays  # noqa: E402
 from fastspec import reference as ref  # noqa: E402
-from tests import ngram_harness as harness  # noqa: E402
+from tests.helpers import ngram_harness as harness  # noqa: E402
 from tests.helpers.cuda import check_ngram_replays, run_ngram_cuda, target  # noqa: E402
-from tests.ngram_cases import random_case, spec_example  # noqa: E402
+from tests.helpers.ngram_cases import random_case, spec_example  # noqa: E402
 
 run_cuda = partial(run_ngram_cuda, "ngram_match")
 reference = partial(harness.run_reference, "ngram_match")

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.needs_gpu
 import numpy as np
 
 import fastspec.arrays
-from tests import logits_cases as cases
+from tests.helpers import logits_cases as cases
 from tests.helpers.cuda import replay_on_new_inputs, shaped_like, to_device
 
 

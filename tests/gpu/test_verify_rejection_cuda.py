@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 import fastspec.arrays  # noqa: E402
 from fastspec import reference as ref  # noqa: E402
 from tests.helpers.cuda import capture, target  # noqa: E402
-from tests.rejection_cases import ARRAY_NAMES, chi2_matches, distribution_case, random_case, random_rows  # noqa: E402
+from tests.helpers.rejection_cases import ARRAY_NAMES, chi2_matches, distribution_case, random_case, random_rows  # noqa: E402
 
 POSITIONAL = [
     "accept_tokens",

@@ -16,7 +16,7 @@ import fastspec.arrays
 from fastspec import reference as ref
 from tests.gpu.step_loop import STEPS, B, graph_loop_state, reference_step, run_step
 from tests.helpers.cuda import capture, target, to_device, to_host
-from tests.verify_update_cases import (
+from tests.helpers.verify_update_cases import (
     STRATEGIES,
     UPDATE_NAMES,
     UPDATE_OUTPUTS,

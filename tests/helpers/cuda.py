@@ -3,7 +3,7 @@
 ``target`` is the real GPU (torch CUDA tensors, the kernels on the framework's stream) where one
 is visible and the bindings have CUDA; otherwise the host emulation of a CUDA device (CPU torch
 tensors and ``backend="cuda_emulator"``, each launch in the next block order of
-tests/emulated/devices.py's CUDA launches). A test writes ``.to(target.device)``,
+tests/helpers/devices.py's CUDA launches). A test writes ``.to(target.device)``,
 ``device=target.device``, ``**target.kw`` on every kernel call and ``target.synchronize()``, and
 runs unchanged on both. Tests that need the device itself (CUDA Graphs, streams, raw device
 pointers) are marked ``needs_gpu`` and skipped on the emulator (tests/gpu/conftest.py).
@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 
-from tests.emulated.devices import CUDA
+from tests.helpers.devices import CUDA
 
 EMULATED_CASES = 10  # random cases per test on the emulator (the GPU runs the CPU tests' hundreds)
 
@@ -133,8 +133,8 @@ def replay_on_new_inputs(
 def check_ngram_replays(op: str, random_case: Callable, seed: int, replays: int = 5) -> None:
     """An n-gram op captured on a 16-slot case and replayed on new cases of its shapes: each equals the reference."""
     import fastspec.arrays
-    from tests import ngram_harness as harness
-    from tests.ngram_cases import ARRAY_NAMES
+    from tests.helpers import ngram_harness as harness
+    from tests.helpers.ngram_cases import ARRAY_NAMES
 
     rng = np.random.default_rng(seed)
     first, attrs = random_case(rng, batch=16, max_model_len=256)
@@ -157,7 +157,7 @@ def check_ngram_replays(op: str, random_case: Callable, seed: int, replays: int 
 def run_ngram_cuda(op: str, arrays: dict[str, np.ndarray], attrs: dict) -> tuple[np.ndarray, np.ndarray]:
     """An n-gram kernel (``ngram_match`` / ``ngram_append``) on the target through the bindings."""
     import fastspec.arrays
-    from tests.ngram_cases import ARRAY_NAMES
+    from tests.helpers.ngram_cases import ARRAY_NAMES
 
     tensors = to_device(arrays)
     getattr(fastspec.arrays, op)(*(tensors[name] for name in ARRAY_NAMES), **attrs, **target.kw)

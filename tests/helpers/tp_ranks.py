@@ -1,4 +1,4 @@
-"""One tensor-parallel rank of tests/test_tensor_parallel.py (``paddle.distributed.spawn`` target).
+"""One tensor-parallel rank of tests/runtime/test_tensor_parallel.py (``paddle.distributed.spawn`` target).
 
 Each rank holds its own ``SpecEngine`` and a vocabulary-parallel head: it computes the logits of
 its own vocabulary slice, the ranks all-gather the slices, and every rank steps on the full

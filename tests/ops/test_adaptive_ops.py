@@ -12,7 +12,7 @@ import fastspec.ops as ops
 from fastspec import reference as ref
 from fastspec.core.errors import FastspecArgumentError
 from fastspec.reference.adaptive import controller_rates
-from tests import adaptive_cases as cases
+from tests.helpers import adaptive_cases as cases
 
 OPS = ("adaptive_plan", "adaptive_observe")
 

@@ -12,7 +12,7 @@ import fastspec.arrays
 import fastspec.ops as ops
 from fastspec import reference as ref
 from fastspec.reference.bitmask import allowed_tokens
-from tests import bitmask_cases as cases
+from tests.helpers import bitmask_cases as cases
 
 
 def test_random_calls_match_the_reference():

@@ -22,7 +22,7 @@ from fastspec.core.errors import FastspecArgumentError, FastspecTypeError
 from fastspec.core.examples import example_call as valid_call  # a call (B = 2) every front end accepts
 from fastspec.core.schema import SCHEMAS, STRATEGIES, Dim
 from fastspec.core.validate import TensorMeta, validate
-from tests.ops.raw_op import raw_op
+from tests.helpers.raw_op import raw_op
 
 WRONG_DTYPE = {"int64": np.int32, "int32": np.int64, "bool": np.int32, "float32": np.float64}
 

@@ -16,8 +16,8 @@ from fastspec.core.refusals import Refusal
 from fastspec.core.refusals import error as refusal_error
 from fastspec.core.schema import SCHEMAS
 from fastspec.reference.rejection import rejection_accepts, rejection_residual
-from tests import rejection_cases
-from tests.tree_cases import (
+from tests.helpers import rejection_cases
+from tests.helpers.tree_cases import (
     BUILD_NAMES,
     BUILD_OUTPUTS,
     VERIFY_TREE_NAMES,
@@ -31,7 +31,7 @@ from tests.tree_cases import (
     redraft_from_q,
     widest_node_case,
 )
-from tests.verify_update_cases import VERIFY_NAMES, random_verify_case
+from tests.helpers.verify_update_cases import VERIFY_NAMES, random_verify_case
 
 BACKENDS = (None, "cuda_emulator", "xpu_emulator")
 

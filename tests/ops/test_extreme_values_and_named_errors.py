@@ -13,8 +13,8 @@ import fastspec.ops as ops
 from fastspec import reference as ref
 from fastspec.core.errors import FastspecArgumentError, FastspecTypeError
 from fastspec.core.schema import SCHEMAS
-from tests.ngram_cases import ARRAY_NAMES
-from tests.ops.raw_op import raw_op
+from tests.helpers.ngram_cases import ARRAY_NAMES
+from tests.helpers.raw_op import raw_op
 from tests.ops.test_argument_errors import valid_call
 
 NGRAM_OPS = ("ngram_match", "ngram_append")

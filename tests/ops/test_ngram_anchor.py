@@ -11,9 +11,9 @@ import pytest
 import fastspec.arrays
 import fastspec.ops as ops
 from fastspec import reference as ref
+from tests.helpers.ngram_append_cases import random_append_case
+from tests.helpers.ngram_cases import ARRAY_NAMES, random_anchors, random_case
 from tests.helpers.static_graph import run_static
-from tests.ngram_append_cases import random_append_case
-from tests.ngram_cases import ARRAY_NAMES, random_anchors, random_case
 
 CASES = {"ngram_match": random_case, "ngram_append": random_append_case}
 
@@ -105,7 +105,7 @@ def test_a_copying_loop_keeps_its_anchors(front_end):
 
 @pytest.mark.parametrize("op", sorted(CASES))
 def test_static_graph_with_and_without_anchors(op):
-    from tests.ops.test_ngram_anchor_reference import PROMPT, slot
+    from tests.reference.test_ngram_anchor_reference import PROMPT, slot
 
     arrays = slot(PROMPT, [1, 2, 3, 4])
     for anchor in (None, np.array([7], np.int64)):

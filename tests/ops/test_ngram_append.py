@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import fastspec.ops as ops
-from tests import ngram_harness as harness
+from tests.helpers import ngram_harness as harness
+from tests.helpers.ngram_append_cases import ARRAY_NAMES, hybrid_example
 from tests.helpers.static_graph import run_static
-from tests.ngram_append_cases import ARRAY_NAMES, hybrid_example
 
 run_op = partial(harness.run_paddle, "ngram_append")
 run_reference = partial(harness.run_reference, "ngram_append")
@@ -35,7 +35,7 @@ def test_the_query_reaches_into_the_model_drafts():
 
 def test_without_model_drafts_it_is_ngram_match():
     rng = np.random.default_rng(5)
-    from tests.ngram_cases import random_case
+    from tests.helpers.ngram_cases import random_case
 
     for _ in range(200):
         arrays, attrs = random_case(rng)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import fastspec.ops as ops
-from tests import ngram_harness as harness
+from tests.helpers import ngram_harness as harness
+from tests.helpers.ngram_cases import ARRAY_NAMES, spec_example
 from tests.helpers.static_graph import run_static
-from tests.ngram_cases import ARRAY_NAMES, spec_example
 
 run_op = partial(harness.run_paddle, "ngram_match")
 run_reference = partial(harness.run_reference, "ngram_match")

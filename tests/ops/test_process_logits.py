@@ -10,7 +10,7 @@ import paddle
 import pytest
 
 import fastspec.ops as ops
-from tests import logits_cases as cases
+from tests.helpers import logits_cases as cases
 
 
 def run_paddle(arrays: dict) -> np.ndarray:

@@ -12,6 +12,7 @@ import pytest
 from fastspec import arrays
 from fastspec import reference as ref
 from fastspec.reference.mass import prob_mass
+from tests.helpers.paths import ROOT
 from tests.helpers.sampling_cases import (
     KINDS,
     TOP_P_ODD,
@@ -383,9 +384,8 @@ def test_any_pool_size_gives_the_same_bits(threads):
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(ROOT)
     env = dict(os.environ, FASTSPEC_NUM_THREADS=str(threads))
     result = subprocess.run(
         [sys.executable, "-c", _THREADS_SCRIPT, root], env=env, cwd=root, capture_output=True, text=True, timeout=300

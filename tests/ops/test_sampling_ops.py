@@ -8,9 +8,9 @@ import pytest
 
 import fastspec.ops as ops
 from fastspec import reference as ref
+from tests.helpers.raw_op import raw_op
 from tests.helpers.sampling_cases import KINDS, TOP_P_ODD, TOP_PS, make_batch, make_probs, request_params, softmax
 from tests.helpers.static_graph import run_static
-from tests.ops.raw_op import raw_op
 
 
 def as_paddle_probs(probs: np.ndarray, dtype: str) -> tuple[paddle.Tensor, np.ndarray]:

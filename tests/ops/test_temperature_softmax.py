@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import paddle
@@ -17,8 +16,7 @@ import fastspec.arrays
 import fastspec.ops as ops
 from fastspec.reference.softmax import softmax_exp
 from tests.helpers import softmax_cases as cases
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import ROOT
 
 
 def test_random_calls_match_the_reference():

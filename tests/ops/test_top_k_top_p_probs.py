@@ -12,6 +12,7 @@ from fastspec import arrays
 from fastspec import reference as ref
 from fastspec.reference.mass import prob_mass
 from fastspec.reference.sampling import sample_set
+from tests.helpers.raw_op import raw_op
 from tests.helpers.sampling_cases import (
     KINDS,
     large_vocab_case,
@@ -22,7 +23,6 @@ from tests.helpers.sampling_cases import (
     to_bf16_bits,
 )
 from tests.helpers.static_graph import run_static
-from tests.ops.raw_op import raw_op
 from tests.ops.test_sampling_kernels import near_uniform_rows
 
 NAMES = ("probs", "top_p", "top_k", "batch_id_per_token_output")

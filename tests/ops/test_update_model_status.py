@@ -11,7 +11,7 @@ import fastspec.arrays
 import fastspec.ops as ops
 from fastspec import reference as ref
 from tests.helpers.static_graph import run_static
-from tests.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, random_update_case
+from tests.helpers.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, random_update_case
 
 END = 2  # end_tokens = [END, 3] in the hand-written cases
 OUT_NAMES = (*UPDATE_OUTPUTS, "has_running")

@@ -17,10 +17,9 @@ from fastspec import reference as ref
 from fastspec.reference import block as bk
 from fastspec.reference.mass import MASS_SCALE, prob_mass
 from fastspec.reference.rng import STREAM_BLOCK, rand64
-from tests.block_cases import exact_accepted, likely_case, markov_generation, markov_joint
-from tests.helpers.static_graph import run_static
-from tests.ops.probability_verify import PROBS, assert_same, positional, run_bindings, run_op
-from tests.rejection_cases import (
+from tests.helpers.block_cases import exact_accepted, likely_case, markov_generation, markov_joint
+from tests.helpers.probability_verify import PROBS, assert_same, positional, run_bindings, run_op
+from tests.helpers.rejection_cases import (
     ARRAY_NAMES,
     chi2_matches,
     distribution_case,
@@ -28,6 +27,7 @@ from tests.rejection_cases import (
     random_case,
     random_rows,
 )
+from tests.helpers.static_graph import run_static
 
 run_op = partial(run_op, strategy="block")
 run_bindings = partial(run_bindings, strategy="block")

@@ -9,9 +9,9 @@ import pytest
 
 import fastspec.ops as ops
 from fastspec import reference as ref
+from tests.helpers.probability_verify import PROBS, assert_same, positional, run_bindings, run_op
+from tests.helpers.rejection_cases import ARRAY_NAMES, chi2_matches, distribution_case, random_case, random_rows
 from tests.helpers.static_graph import run_static
-from tests.ops.probability_verify import PROBS, assert_same, positional, run_bindings, run_op
-from tests.rejection_cases import ARRAY_NAMES, chi2_matches, distribution_case, random_case, random_rows
 
 OTHERS = tuple(name for name in ARRAY_NAMES if name not in PROBS)
 

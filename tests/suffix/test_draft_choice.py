@@ -6,7 +6,6 @@ an anchor, the numpy ``DraftChoice``), draft for draft on random and real sequen
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +16,8 @@ from fastspec.reference.draft_choice import DraftChoice as ReferenceChoice
 from fastspec.reference.draft_choice import first_wins
 from fastspec.runtime.proposers.draft_choice import DraftChoice
 from fastspec.suffix import SuffixCache
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 RULES = [
     dict(max_spec_factor=2.0, max_spec_offset=0.0, min_token_prob=0.1),
     dict(max_spec_factor=1.0, max_spec_offset=1.0, min_token_prob=0.0),
@@ -156,10 +155,10 @@ def test_random_sequences_draft_as_the_reference(seed):
 
 
 def test_real_sequences_draft_as_the_reference():
-    """This repository's source files as word tokens: each output is its prompt with lines dropped
+    """The demo's fixed corpus (code, notes, a config) as word tokens: each output is its prompt with lines dropped
     and moved (a rewrite) or a run of lines from another file (new text)."""
     token = re.compile(r"[A-Za-z_]\w*|\d+|\s+|[^\w\s]")
-    files = sorted((ROOT / "fastspec" / "runtime").glob("*.py"))[:6]
+    files = sorted((ROOT / "fastspec" / "demo" / "data").glob("*.txt"))
     vocab: dict[str, int] = {}
     requests = []
     for i, path in enumerate(files):

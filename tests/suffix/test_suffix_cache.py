@@ -1,15 +1,13 @@
 """The native SuffixCache against the reference, draft for draft, and its named errors."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from fastspec.core.errors import FastspecArgumentError, FastspecTypeError
 from fastspec.reference.suffix import SpecRule, SuffixCacheReference
 from fastspec.suffix import SuffixCache, SuffixRequestError
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 RULES = [
     dict(max_spec_tokens=5, max_spec_factor=1.0, max_spec_offset=0.0, min_token_prob=0.1),
     dict(max_spec_tokens=16, max_spec_factor=2.0, max_spec_offset=1.0, min_token_prob=0.0),

@@ -1,15 +1,13 @@
 """Tree drafts of the suffix cache (docs/suffix.md "Trees"): the reference's rule, and the native cache against it."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from fastspec.reference.suffix import ReferenceTree, SpecRule, SuffixCacheReference
 from fastspec.runtime.suffix import TREE_WIDTH_ALL
 from fastspec.suffix import SuffixCache
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 TREE_RULES = [
     dict(max_spec_tokens=15, max_spec_factor=4.0, min_token_prob=0.05, tree_width=TREE_WIDTH_ALL, max_spec_depth=5),
     dict(max_spec_tokens=8, max_spec_factor=2.0, max_spec_offset=1.0, min_token_prob=0.0, tree_width=2),
@@ -147,8 +145,9 @@ def test_native_trees_match_reference_on_random_sequences(seed):
 
 
 def test_native_trees_match_reference_on_real_sequences():
-    """This repository's Python files as bytes: one request per file, the next file as its response."""
-    texts = [list(f.read_bytes()[:500]) for f in sorted((ROOT / "fastspec" / "runtime").glob("*.py"))[:5]]
+    """The demo's fixed corpus as bytes: 500-byte pieces, each a request whose response is the next."""
+    files = sorted((ROOT / "fastspec" / "demo" / "data").glob("*.txt"))
+    texts = [list(f.read_bytes()[start : start + 500]) for f in files for start in (0, 500)]
     drive([(texts[i], texts[i + 1]) for i in range(len(texts) - 1)], 12, np.random.default_rng(5), chunk=24)
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import ROOT
+
 OPS = ROOT / "custom_ops"
 SOURCES = sorted(
     [*(OPS / "xpu").glob("*.xpu"), *(OPS / "xpu" / "emulation").glob("*.xpu"), *(OPS / "xpu" / "host").glob("*.cc")]

@@ -8,7 +8,7 @@ import pytest
 
 import fastspec.arrays
 from fastspec.core.errors import FastspecArgumentError
-from tests.ngram_cases import ARRAY_NAMES, spec_example
+from tests.helpers.ngram_cases import ARRAY_NAMES, spec_example
 
 FENCED, MISSING_FENCE, SHARED_UNWRITTEN, SOURCE_CHANGED, OVER_BUDGET, WRONG_SPACE, EARLY_EXIT = range(7)
 OK, EMULATION_ERROR = 0, -3  # fastspec::kOk, kXpuEmulationError

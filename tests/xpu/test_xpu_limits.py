@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from fastspec.core.errors import FastspecArgumentError
-from tests import ngram_harness as harness
-from tests.emulated.calls import update
-from tests.emulated.devices import XPU
-from tests.ngram_cases import random_case
-from tests.verify_update_cases import random_update_case
+from tests.helpers import ngram_harness as harness
+from tests.helpers.devices import XPU
+from tests.helpers.emulated_calls import update
+from tests.helpers.ngram_cases import random_case
+from tests.helpers.verify_update_cases import random_update_case
 
 
 def test_drafts_past_the_xpu_limit_are_an_error():

@@ -1,0 +1,55 @@
+"""Small runtime set-ups several test modules share: the copy task the replay model serves, a state
+whose slots are decoding, and a hand-made step cost for the adaptive controller."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import paddle
+
+from fastspec.runtime.state import RequestParams, SpecState
+
+
+def copy_task(n, length=60, seed=0, vocab=64):
+    """Prompts ``text + [sep]`` and references ``text`` with a few substituted tokens."""
+    rng = np.random.default_rng(seed)
+    prompts, refs = [], {}
+    for i in range(n):
+        text = rng.integers(3, vocab, size=length)
+        ref = text.copy()
+        for j in rng.choice(length, size=length // 15, replace=False):
+            ref[j] = rng.integers(3, vocab)
+        prompts.append(text.tolist() + [2])
+        refs[i] = ref.tolist()
+    return prompts, refs
+
+
+def decoding_state(k=3, prompts=([5, 6, 7, 8, 5, 6, 7, 9], [1, 2, 3, 1, 2]), generated=([5, 6], [1]), length=32):
+    """A state whose slots are decoding: prompts inserted, then ``generated`` tokens committed."""
+    state = SpecState(len(prompts) + 1, length, k, end_tokens=[0], place="cpu")
+    for i, (prompt, gen) in enumerate(zip(prompts, generated)):
+        slot = state.insert(prompt, RequestParams(seed=i, max_dec_len=16), request_id=i)
+        p = len(prompt)
+        state.token_ids_all[slot, p : p + len(gen)] = paddle.to_tensor(np.asarray(gen, np.int64))
+        state.step_idx[slot] = len(gen)
+        state.seq_lens_encoder[slot] = 0
+        state.seq_lens_decoder[slot] = p + len(gen) - 1
+        state.seq_lens_this_time[slot] = 1
+        state.draft_tokens[slot, 0] = gen[-1]
+    return state
+
+
+@dataclass
+class LineCost:
+    """A hand-made step cost: ``intercept + slope x tokens`` seconds."""
+
+    intercept: float
+    slope: float
+    version: int = 0
+
+    def seconds(self, tokens):
+        return self.intercept + self.slope * np.asarray(tokens, dtype=np.float64)
+
+    def record(self, tokens, seconds):
+        pass

@@ -1,0 +1,196 @@
+"""The host waits for the device at most once a step: ``generate`` reads device memory on the host
+(``Tensor.numpy``, ``item``, ``tolist``, ``bool``, ``int``, ``float``, ...) at most once per step, for
+every proposer and step mode, and its outputs stay those of the run without speculation."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import paddle
+import pytest
+
+from fastspec.demo.draft_models import ReplayAuxHiddenStates, ReplayDraftHead, ReplayEagle3Head, ReplayHiddenStates
+from fastspec.demo.models import ReplayModel
+from fastspec.runtime.config import SpeculativeConfig
+from fastspec.runtime.generation import generate
+from fastspec.runtime.state import RequestParams
+from tests.helpers.runtime_cases import copy_task
+
+V, K, SLOTS = 64, 3, 2
+AUX_IDS = (1, 2, 4)
+READS = (
+    "numpy",
+    "item",
+    "tolist",
+    "__bool__",
+    "__int__",
+    "__float__",
+    "__index__",
+    "__array__",
+    "__format__",
+    "__repr__",
+    "__str__",
+    "__nonzero__",
+)
+
+
+@contextlib.contextmanager
+def counted_reads():
+    """Counts host reads of paddle Tensors; a read that calls another (``int`` -> ``numpy``) counts once."""
+    count, depth, saved = [0], [0], {}
+
+    def wrap(original):
+        def read(self, *args, **kwargs):
+            if depth[0] == 0:
+                count[0] += 1
+            depth[0] += 1
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+
+        return read
+
+    for name in READS:
+        if name in paddle.Tensor.__dict__:
+            saved[name] = paddle.Tensor.__dict__[name]
+            setattr(paddle.Tensor, name, wrap(saved[name]))
+    try:
+        yield count
+    finally:
+        for name, original in saved.items():
+            setattr(paddle.Tensor, name, original)
+
+
+def test_the_counter_sees_every_kind_of_read():
+    x = paddle.to_tensor(3, dtype="int64")
+    with counted_reads() as reads:
+        x.numpy()
+        int(x)
+        float(x)
+        bool(x)
+        x.item()
+        x.tolist()
+        np.asarray(x)
+        x.sum() + 1  # device ops: no read
+    assert reads[0] == 7
+
+
+def workload():
+    prompts, refs = copy_task(6, length=48, seed=3)
+    params = [RequestParams(seed=5 + i, max_dec_len=10 + 4 * i, temperature=1.0, top_p=0.9) for i in range(6)]
+    return prompts, refs, params
+
+
+def run(method, step_mode, counter=None, strategy="target_match", **changes):
+    prompts, refs, params = workload()
+    model, head = ReplayModel(refs, V, end_token=0), None
+    if method in ("mtp", "hybrid"):
+        model, head = ReplayHiddenStates(model), ReplayDraftHead(refs, V, end_token=0, peak=0.8)
+    elif method == "eagle3":
+        model = ReplayAuxHiddenStates(model, AUX_IDS, num_layers=4)
+        head = ReplayEagle3Head(refs, V, AUX_IDS, end_token=0, peak=0.8)
+    config = SpeculativeConfig.from_dict(
+        {
+            "method": {"hybrid": "mtp", "anchored": "ngram"}.get(method, method),
+            "num_speculative_tokens": 0 if method == "naive" else K,
+            "verify_strategy": strategy,
+            "num_model_steps": 1 if method == "hybrid" else 0,
+            "aux_layer_ids": list(AUX_IDS),
+            "anchored": method == "anchored",
+            **changes,
+        }
+    )
+    per_step = []
+    progress = None
+    if counter is not None:
+        last = [0]
+
+        def progress(*_):
+            per_step.append(counter[0] - last[0])
+            last[0] = counter[0]
+
+    result = generate(
+        model,
+        prompts,
+        config,
+        max_num_seqs=SLOTS,
+        end_tokens=[0],
+        params=params,
+        draft_model=head,
+        step_mode=step_mode,
+        progress=progress,
+    )
+    return result, per_step
+
+
+CASES = [
+    ("naive", "eager"),
+    ("naive", "static"),
+    ("ngram", "eager"),
+    ("ngram", "static"),
+    ("anchored", "eager"),
+    ("anchored", "static"),
+    ("suffix", "eager"),
+    ("suffix", "static"),
+    ("mtp", "eager"),
+    ("mtp", "static"),
+    ("hybrid", "eager"),
+    ("eagle3", "eager"),
+    ("eagle3", "static"),
+]
+
+
+@pytest.mark.parametrize("method, step_mode", CASES, ids=[f"{m}-{s}" for m, s in CASES])
+@pytest.mark.slow
+def test_at_most_one_host_read_per_step(method, step_mode):
+    run(method, step_mode)  # warm: a static program's build happens outside the count
+    with counted_reads() as reads:
+        result, per_step = run(method, step_mode, reads)
+    assert len(per_step) == result.stats.steps > 10
+    assert max(per_step) <= 1, f"reads per step: {per_step}"
+    off, _ = run("naive", "eager")
+    for a, b in zip(off.outputs, result.outputs):  # speculation changes nothing a request produces
+        np.testing.assert_array_equal(a, b)
+
+
+def test_suffix_with_anchored_ngram_and_adaptive_read_once_per_step():
+    with counted_reads() as reads:
+        result, per_step = run(
+            "suffix",
+            "eager",
+            reads,
+            suffix={"with_anchored_ngram": True},
+            adaptive={"enabled": True, "cost_model": "roofline", "launch_us": 0.0},
+        )
+    assert max(per_step) <= 1, f"reads per step: {per_step}"
+    off, _ = run("naive", "eager")
+    for a, b in zip(off.outputs, result.outputs):
+        np.testing.assert_array_equal(a, b)
+    assert result.stats.accepted_tokens > 0
+
+
+def test_outputs_from_the_statuses_equal_the_state_history():
+    """The outputs ``generate`` collects from each step's status equal what the state holds on the device."""
+    prompts, refs, params = workload()
+    seen = {}
+
+    def on_step(state):  # before finished requests leave: the device's history of each slot
+        for slot, request in enumerate(state.request_of_slot):
+            if request is not None:
+                seen[request] = (state.output(slot), state.host.output(slot))
+
+    config = SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": K})
+    result = generate(
+        ReplayModel(refs, V, end_token=0),
+        prompts,
+        config,
+        max_num_seqs=SLOTS,
+        end_tokens=[0],
+        params=params,
+        on_step=on_step,
+    )
+    for request, (device, host) in seen.items():
+        np.testing.assert_array_equal(host, device)
+        np.testing.assert_array_equal(result.outputs[request], device)
