@@ -226,9 +226,7 @@ def main(argv=None) -> int:
 
     threads = arrays.module().num_threads()
     print(f"eager step, ngram K={args.k}, TARGET_MATCH, V={args.vocab}, fixed logits; {threads} fastspec thread(s)")
-    print(
-        f"{'B':>4} {'rows':>5} {'host':>10} {'raw ops':>10} {'ratio':>6} {'paddle ops':>10}  raw by op"
-    )
+    print(f"{'B':>4} {'rows':>5} {'host':>10} {'raw ops':>10} {'ratio':>6} {'paddle ops':>10}  raw by op")
     results = []
     for batch in args.batches:
         r = measure(batch, args.k, args.vocab, args.rounds, args.steps)

@@ -43,9 +43,7 @@ def measure(rows: int, vocab: int) -> dict:
     t = {name: paddle.to_tensor(value) for name, value in a.items()}
     op = median_seconds(lambda: ops.temperature_softmax(*t.values()), repeat=30, budget_s=10.0)
     temp = paddle.gather(t["temperature"], t["batch_id_per_token_output"]).unsqueeze(-1)
-    peer = median_seconds(
-        lambda: paddle.nn.functional.softmax(t["logits"] / temp, axis=-1), repeat=30, budget_s=10.0
-    )
+    peer = median_seconds(lambda: paddle.nn.functional.softmax(t["logits"] / temp, axis=-1), repeat=30, budget_s=10.0)
     return {"rows": rows, "vocab": vocab, "raw_s": raw, "op_s": op, "paddle_softmax_s": peer, "floor_s": floor}
 
 

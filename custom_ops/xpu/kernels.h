@@ -90,8 +90,7 @@ FS_XPU_KERNEL_DECL void pack_rows_kernel(const bool* stop_flags, const bool* is_
                                          const int* seq_lens_decoder, xpu_int64* draft_tokens, int* seq_lens_this_time,
                                          int* cu_seqlens_q_output, int* batch_id_per_token_output,
                                          const xpu_int64* proposal_tokens, const int* proposal_lens,
-                                         xpu_int64* step_record, xpu_int64 batch, xpu_int64 draft_cols,
-                                         xpu_int64 rows);
+                                         xpu_int64* step_record, xpu_int64 batch, xpu_int64 draft_cols, xpu_int64 rows);
 
 FS_XPU_KERNEL_DECL void temperature_softmax_kernel(const float* logits, const float* temperature,
                                                    const int* batch_id_per_token_output, float* probs, xpu_int64 rows,

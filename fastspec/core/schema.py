@@ -321,7 +321,11 @@ _BATCH_ID = Tensor(
 )
 _CU_SEQLENS = Tensor("cu_seqlens_q_output", ("int32",), "[B + 1]", "request ``b`` owns rows ``[cu[b], cu[b + 1])``")
 _CU_SEQLENS_INPLACE = Tensor(
-    "cu_seqlens_q_output", ("int32",), "[B + 1]", "written: request ``b`` owns rows ``[cu[b], cu[b + 1])``", inplace=True
+    "cu_seqlens_q_output",
+    ("int32",),
+    "[B + 1]",
+    "written: request ``b`` owns rows ``[cu[b], cu[b + 1])``",
+    inplace=True,
 )
 _TOP_P = _per_request("top_p", "float32", "top-p of each request, whatever the dtype of ``probs``")
 _TOP_K = _per_request("top_k", "int32", "top-k of each request (``<= 0`` or ``>= V``: no top-k)")
@@ -466,13 +470,20 @@ PACK_ROWS = OpSchema(
         _per_request("seq_lens_encoder", "int32", "``> 0``: a prefill"),
         _per_request("seq_lens_decoder", "int32", "encoder ``== 0`` and decoder ``> 0``: a decode"),
         Tensor("draft_tokens", ("int64",), "[B, K + 1]", "columns ``1..K`` written from a proposal", inplace=True),
-        _per_request("seq_lens_this_time", "int32", "tokens each slot feeds the model (written with a proposal)",
-                     inplace=True),
+        _per_request(
+            "seq_lens_this_time", "int32", "tokens each slot feeds the model (written with a proposal)", inplace=True
+        ),
         _CU_SEQLENS_INPLACE,
-        Tensor("batch_id_per_token_output", ("int32",), _ROWS, "the slot of each output row, -1 past them",
-               inplace=True),
-        Tensor("proposal_tokens", ("int64",), "[B, K]", "a proposer's drafts (read only with ``proposal_lens``)",
-               optional=True),
+        Tensor(
+            "batch_id_per_token_output", ("int32",), _ROWS, "the slot of each output row, -1 past them", inplace=True
+        ),
+        Tensor(
+            "proposal_tokens",
+            ("int64",),
+            "[B, K]",
+            "a proposer's drafts (read only with ``proposal_lens``)",
+            optional=True,
+        ),
         _per_request("proposal_lens", "int32", "drafts each slot offers; absent: no proposal", optional=True),
         Tensor("step_record", ("int64",), "[B, K + 2]", "per slot: rows, decode (1 or 0), its drafts", output=True),
     ),
@@ -506,7 +517,9 @@ TEMPERATURE_SOFTMAX = OpSchema(
         Tensor("logits", ("float32",), "[T, V]", "each output row's logits (after process_logits)"),
         _per_request("temperature", "float32", "each request's temperature; <= 0 (greedy) or not finite reads as 1"),
         _BATCH_ID,
-        Tensor("probs", ("float32",), "[T, V]", "each row's probabilities (all zeros for a row without them)", output=True),
+        Tensor(
+            "probs", ("float32",), "[T, V]", "each row's probabilities (all zeros for a row without them)", output=True
+        ),
     ),
     attrs=(),
     symbol_ranges={"V": (1, INT32_MAX)},

@@ -15,8 +15,10 @@ EXP_FLOOR = F32(-64.0)  # exp of anything below is 0
 LOG2E = F32(1.44269502162933349609375)
 ROUND_MAGIC = F32(12582912.0)  # 1.5 * 2^23: (k + m) - m rounds k to an integer, ties to even
 LN2_HI, LN2_LO = F32(0.693359375), F32(-2.12194440e-4)
-EXP_POLY = tuple(F32(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
-                                  1.6666665459e-1, 5.0000001201e-1))  # c5 .. c0
+EXP_POLY = tuple(
+    F32(c)
+    for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1)
+)  # c5 .. c0
 FLOAT32_MAX = F32(np.finfo(np.float32).max)
 FLOAT32_MIN_NORMAL = F32(np.finfo(np.float32).tiny)
 

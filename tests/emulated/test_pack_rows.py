@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.helpers.devices import DEVICES
 from tests.helpers import pack_rows_cases as cases
+from tests.helpers.devices import DEVICES
 
 devices = pytest.mark.parametrize("device", DEVICES, ids=str)
 

@@ -37,24 +37,24 @@ def old_glue(arrays: dict) -> dict[str, np.ndarray]:
     k = t["draft_tokens"].shape[1] - 1
     running = paddle.logical_not(paddle.logical_or(t["stop_flags"], t["is_block_step"]))
     prefill = paddle.logical_and(running, t["seq_lens_encoder"] > 0)
-    decode = paddle.logical_and(
-        running, paddle.logical_and(t["seq_lens_encoder"] == 0, t["seq_lens_decoder"] > 0)
-    )
+    decode = paddle.logical_and(running, paddle.logical_and(t["seq_lens_encoder"] == 0, t["seq_lens_decoder"] > 0))
     if t["proposal_lens"] is not None:
         lens = paddle.clip(t["proposal_lens"], 0, k) * decode.astype("int32")
         columns = paddle.to_tensor(np.arange(k, dtype=np.int32)[None, :])
         drafts = paddle.where(columns < lens.unsqueeze(-1), t["proposal_tokens"], paddle.full([1, 1], -1, "int64"))
         t["draft_tokens"] = paddle.concat([t["draft_tokens"][:, :1], drafts], axis=1)
-        t["seq_lens_this_time"] = paddle.where(
-            decode, lens + 1, t["seq_lens_this_time"] * prefill.astype("int32")
-        )
+        t["seq_lens_this_time"] = paddle.where(decode, lens + 1, t["seq_lens_this_time"] * prefill.astype("int32"))
     rows = paddle.where(decode, paddle.clip(t["seq_lens_this_time"], min=0), prefill.astype("int32"))
     cu = paddle.cumsum(paddle.concat([paddle.zeros([1], "int32"), rows]), axis=0).astype("int32")
     capacity = len(arrays["batch_id_per_token_output"])
     slot = paddle.searchsorted(cu[1:], paddle.arange(capacity, dtype="int32"), out_int32=True, right=True)
     slot_or_none = paddle.to_tensor(np.append(np.arange(len(arrays["stop_flags"])), -1).astype(np.int32))
     record = paddle.concat(
-        [(cu[1:] - cu[:-1]).unsqueeze(-1).astype("int64"), decode.unsqueeze(-1).astype("int64"), t["draft_tokens"][:, 1:]],
+        [
+            (cu[1:] - cu[:-1]).unsqueeze(-1).astype("int64"),
+            decode.unsqueeze(-1).astype("int64"),
+            t["draft_tokens"][:, 1:],
+        ],
         axis=1,
     )
     return {

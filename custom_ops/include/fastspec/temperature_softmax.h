@@ -38,8 +38,8 @@ constexpr float kFloat32MinNormal = 1.17549435082228751e-38f;  // 2^-126
 // flush-to-zero mode would treat differently): e^-64 / 2^31 > 2^-126.
 constexpr float kSoftmaxExpFloor = -64.0f;
 constexpr float kLog2e = 1.44269502162933349609375f;  // float32(log2(e))
-constexpr float kRoundMagic = 12582912.0f;             // 1.5 * 2^23: (k + m) - m rounds k to an integer, ties to even
-constexpr float kLn2Hi = 0.693359375f;                 // ln 2 = kLn2Hi + kLn2Lo; n * kLn2Hi is exact for |n| < 2^15
+constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23: (k + m) - m rounds k to an integer, ties to even
+constexpr float kLn2Hi = 0.693359375f;  // ln 2 = kLn2Hi + kLn2Lo; n * kLn2Hi is exact for |n| < 2^15
 constexpr float kLn2Lo = -2.12194440e-4f;
 // exp(r) - 1 - r ~ r^2 (c0 + c1 r + ... + c5 r^5) on [-ln2 / 2, ln2 / 2] (Cephes' expf coefficients)
 constexpr float kExpC0 = 5.0000001201e-1f;
@@ -98,9 +98,7 @@ FS_HD float fold_softmax_lanes(float* lanes) {
   return lanes[0];
 }
 
-FS_HD bool softmax_sizes_ok(const TemperatureSoftmaxParams& p) {
-  return p.rows >= 0 && p.vocab >= 1 && p.batch >= 1;
-}
+FS_HD bool softmax_sizes_ok(const TemperatureSoftmaxParams& p) { return p.rows >= 0 && p.vocab >= 1 && p.batch >= 1; }
 
 // CPU: a row by one thread (SIMD: 8 or 16 lanes of the 256 at a time); rows over
 // the pool from 2^18 entries. Returns kOk.
