@@ -125,6 +125,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--presence-penalty", type=float_range(), default=None, help="sampling.presence_penalty (0: off)")
     p.add_argument("--frequency-penalty", type=float_range(), default=None, help="sampling.frequency_penalty (0: off)")
     p.add_argument(
+        "--logprobs",
+        type=int_range(0),
+        default=None,
+        help="sampling.logprobs: each token's log-probability and the N (at most 20) most likely; prints a few of "
+        "the first request's and checks them against spec off (greedy and target_match: bit for bit)",
+    )
+    p.add_argument(
         "--static-step",
         action="store_true",
         help="run the spec-on step as two programs built once and replayed (fastspec.runtime.step.SpecStep)",
@@ -226,7 +233,7 @@ def make_config(args):
         sampling["temperature"] = args.temperature
     if args.top_p is not None:
         sampling["top_p"] = args.top_p
-    for name in ("repetition_penalty", "presence_penalty", "frequency_penalty"):
+    for name in ("repetition_penalty", "presence_penalty", "frequency_penalty", "logprobs"):
         if getattr(args, name) is not None:
             sampling[name] = getattr(args, name)
     changes["sampling"] = sampling
@@ -307,11 +314,24 @@ def lossless_check(off, on, strategy):
         int(np.sum(a[: min(len(a), len(b))] == b[: min(len(a), len(b))])) for a, b in zip(off.outputs, on.outputs)
     )
     if strategy in ("greedy", "target_match"):
-        verdict = "PASS" if equal == len(off.outputs) else "FAIL"
-        return verdict, f"{verdict}: {equal}/{len(off.outputs)} outputs identical to spec off"
+        same_logprobs = on.logprobs == off.logprobs  # every request's, or every request's None
+        verdict = "PASS" if equal == len(off.outputs) and same_logprobs else "FAIL"
+        asked = any(lp is not None for lp in off.logprobs)
+        also = (" and their logprobs" if same_logprobs else ", logprobs DIFFER") if asked else ""
+        return verdict, f"{verdict}: {equal}/{len(off.outputs)} outputs identical to spec off{also}"
     return "n/a", (
         f"n/a for {strategy} (lossless in distribution, not token for token): {same}/{tokens} tokens equal to spec off"
     )
+
+
+def logprobs_preview(result, tokenizer, tokens: int = 4) -> str:
+    """The first request's first few tokens with their log-probabilities and their rows' most likely."""
+    word = lambda t: tokenizer.words[t] if 0 <= t < len(tokenizer.words) else str(t)  # noqa: E731
+    lines = ["logprobs of request 0 (token: logprob | most likely first):"]
+    for token, (logprob, best) in zip(result.outputs[0][:tokens], result.logprobs[0][:tokens]):
+        listed = ", ".join(f"{word(t)!r} {p:.3f}" for t, p in best[:3]) + (" ..." if len(best) > 3 else "")
+        lines.append(f"  {word(int(token))!r}: {logprob:.3f} | {listed or '-'}")
+    return "\n".join(lines)
 
 
 def table(off, on, check_text) -> str:
@@ -530,6 +550,8 @@ def main(argv=None) -> int:
             "(the build time is inside the spec-on wall time)"
         )
     print(table(off, on, check_text))
+    if on.logprobs and on.logprobs[0] is not None:
+        print(logprobs_preview(on, workload.tokenizer))
     if tree is not None:
         print()
         print(

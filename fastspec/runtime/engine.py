@@ -64,7 +64,8 @@ class RequestOutput:
     token included when emitted) and, once ``finished``, why (``finish_reason``):
     ``"end"`` an end token, ``"stop"`` another stop rule of the request, ``"length"`` it reached
     ``max_dec_len`` (its last token is then an end token), ``"aborted"`` ``abort`` was called.
-    ``logprobs``: None (no request asks for them yet)."""
+    ``logprobs``: for a request with ``logprobs = n``, one ``(logprob, [(token id, logprob), ...])``
+    per new token, its row's n most likely tokens most likely first (docs/python_api.md); else None."""
 
     request_id: Hashable
     new_tokens: list
@@ -395,6 +396,7 @@ class SpecEngine:
         """Propose -> model -> sample / verify + update -> collect: the only place a step runs."""
         state, step, clock, stats = self.state, self.spec_step, self._clock, self.stats
         step_start = time.perf_counter()
+        step.logprobs = any(r.params.logprobs is not None for r in self._running.values())
         with clock("propose"):
             step.prepare()  # plans the draft lengths, proposes and packs the rows (the grammars' drafts and masks)
         with clock("pack"):
@@ -447,7 +449,9 @@ class SpecEngine:
             new = status.accept_tokens[slot, : max(n, 0)].tolist()
             request.output.extend(new)
             reason = self._finish_reason(request) if slot in finished else None
-            outputs.append(RequestOutput(request.request_id, new, slot in finished, reason))
+            n = request.params.logprobs
+            logprobs = None if n is None else status.logprobs_of(slot, n)
+            outputs.append(RequestOutput(request.request_id, new, slot in finished, reason, logprobs))
             if slot in finished:
                 self.state.free(slot)
                 if self.grammar is not None:

@@ -8,7 +8,7 @@ finished requests (``fastspec.runtime.engine``). Returns the outputs and ``Gener
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
@@ -29,6 +29,8 @@ __all__ = ["GenerationResult", "GenerationStats", "Model", "ModelInputs", "STAGE
 class GenerationResult:
     outputs: list  # int64 arrays, one per prompt, in prompt order (end token included if emitted)
     stats: GenerationStats
+    # per prompt: None, or (logprobs = n) one (logprob, [(token id, logprob), ...n]) per output token
+    logprobs: list = field(default_factory=list)
 
 
 def default_params(config: SpeculativeConfig, count: int) -> list[RequestParams]:
@@ -111,6 +113,7 @@ def generate(
     for i, (prompt, request) in enumerate(zip(prompts, params)):
         engine.add_request(i, prompt, request)
     tokens: list = [[] for _ in prompts]
+    logprobs: list = [None if p.logprobs is None else [] for p in params]
     finished = 0
     stats = engine.stats
     start = time.perf_counter()
@@ -121,10 +124,12 @@ def generate(
             raise error.__cause__
         for out in outputs:
             tokens[out.request_id].extend(out.new_tokens)
+            if out.logprobs is not None:
+                logprobs[out.request_id].extend(out.logprobs)
             finished += out.finished
         if progress is not None:
             progress(finished, len(prompts), stats.generated_tokens)
     stats.wall_time = time.perf_counter() - start
     if engine.spec_step.mode != "eager":
         stats.program_builds = dict(engine.spec_step.builds)
-    return GenerationResult([np.asarray(t, dtype=np.int64) for t in tokens], stats)
+    return GenerationResult([np.asarray(t, dtype=np.int64) for t in tokens], stats, logprobs)

@@ -7,6 +7,7 @@ import paddle
 from fastspec import ops
 from fastspec.core.schema import PROBABILITY_STRATEGIES
 from fastspec.runtime.config import SpeculativeConfig
+from fastspec.runtime.logprobs import step_logprobs
 from fastspec.runtime.state import SpecState
 from fastspec.runtime.trees import first_child_one_hot, sample_at_depths
 
@@ -26,7 +27,8 @@ class Sampler:
                                       TOPP top_p_candidates | REJECTION and BLOCK top_k_top_p_probs,
                                       the target's distribution, with the proposer's draft_probs),
                                       then verify_draft_tokens
-        both:  update_model_status
+        both:  update_model_status, then (``logprobs_width > 0``) the emitted tokens' log-probabilities
+               under the processed rows / temperature (fastspec.runtime.logprobs)
 
     A request with temperature 0 is greedy on every path: its top_k becomes 1 and its top_p 0,
     so sample_tokens and top_p_candidates keep only the argmax (smallest id on ties).
@@ -38,6 +40,10 @@ class Sampler:
         self.accept_all = config.accept_policy == "accept_all"
         self.reject_all = config.accept_policy == "reject_all"
         self.grammar = None  # a GrammarBatch when some request has structured output: its masks apply first
+        # > 0: also the emitted tokens' log-probabilities and this many best of each row (fastspec.runtime.logprobs),
+        # left in step_logprobs after each forward
+        self.logprobs_width = 0
+        self.step_logprobs: paddle.Tensor | None = None
 
     def forward(
         self, logits: paddle.Tensor, state: SpecState, draft_probs: paddle.Tensor | None = None
@@ -63,7 +69,9 @@ class Sampler:
             self._verify_and_sample(probs, state, rows, top_p, top_k, draft_probs)
         else:
             self._normal_sample(probs, state, rows, top_p, top_k)
-        return self._update(state)
+        has_running = self._update(state)
+        self.step_logprobs = step_logprobs(logits, state, rows, self.logprobs_width) if self.logprobs_width else None
+        return has_running
 
     __call__ = forward
 

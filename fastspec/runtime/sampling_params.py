@@ -20,7 +20,7 @@ from fastspec import ops
 LOGIT_BIAS_LIMIT = 100.0  # a bias is clamped to [-100, 100], as the OpenAI API does
 # Parameters a request may name but that nothing applies yet: any value but the one that turns them
 # off is refused, so that no request silently gets less than it asked for.
-NOT_APPLIED_YET = {"min_p": 0.0, "stop_token_ids": [], "stop": [], "logprobs": None}
+NOT_APPLIED_YET = {"min_p": 0.0, "stop_token_ids": [], "stop": []}
 
 
 class InvalidRequestError(ValueError):
@@ -34,12 +34,13 @@ class TableWidths:
     stop_token_ids: int = 16
     logit_bias: int = 64
     bad_words: int = 256  # entries of all its bad words, one -1 after each
+    logprobs: int = 20  # most likely tokens listed with each emitted one (the OpenAI API's limit)
 
 
 def check_request(params: Any, request: Any, vocab_size: int | None = None, widths: TableWidths | None = None) -> None:
     """Raises ``InvalidRequestError`` naming ``request`` and the parameter when one is out of range:
     a repetition penalty <= 0, a penalty that is not finite, min_p outside [0, 1], a token id outside
-    the vocabulary, an empty sequence, a negative min_tokens or logprobs, a list over its width; and a
+    the vocabulary, an empty sequence, a negative min_tokens, logprobs outside [0, width], a list over its width; and a
     parameter of ``NOT_APPLIED_YET`` set to anything but its neutral value."""
     widths = widths or TableWidths()
 
@@ -89,8 +90,9 @@ def check_request(params: Any, request: Any, vocab_size: int | None = None, widt
     if len(params.stop_token_ids) > widths.stop_token_ids:
         fail("stop_token_ids", f"has {len(params.stop_token_ids)} ids, at most {widths.stop_token_ids}")
     sequences("stop", params.stop)
-    if params.logprobs is not None and (not isinstance(params.logprobs, (int, np.integer)) or params.logprobs < 0):
-        fail("logprobs", f"must be None or an integer >= 0, got {params.logprobs!r}")
+    n = params.logprobs
+    if n is not None and (not isinstance(n, (int, np.integer)) or isinstance(n, bool) or not 0 <= n <= widths.logprobs):
+        fail("logprobs", f"must be None or an integer in [0, {widths.logprobs}], got {n!r}")
     for name, off in NOT_APPLIED_YET.items():
         if getattr(params, name) != off:
             fail(name, f"is not applied yet: only {off!r} is taken, got {getattr(params, name)!r}")

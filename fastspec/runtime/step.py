@@ -34,7 +34,9 @@ class SpecStep:
       in fixed shapes, ``max_rows = max_num_seqs * state.rows_per_slot`` (``K + 1``, or N for a tree
       step); rows past the packed ones are padding (``batch_id_per_token_output`` is -1 there) and are
       ignored. ``pad_rows`` pads a ``[T, ...]`` model output. It returns the status tensor the host
-      reads once (``StepStatus``): the step's only wait for the device.
+      reads once (``StepStatus``): the step's only wait for the device. While ``logprobs`` is set (the
+      runner sets it when some running request asks for log-probabilities) it is a second program that
+      also computes them and puts them in the same status (``fastspec.runtime.logprobs``).
 
     A tree step (``state.num_tree_nodes > 0``, docs/trees.md): ``prepare`` asks the proposer for
     ``config.tree.top_k`` candidates per depth and builds each slot's tree (``build_draft_tree``; a slot's
@@ -125,22 +127,28 @@ class SpecStep:
                     proposer(state)
                 return state.pack_slot_rows()
 
-        def finish_program(record, logits, hidden=None):
-            builds["finish"] += 1
-            draft_probs = None
-            if probabilities:
-                draft_probs = proposer.draft_probs_rows(state, int(logits.shape[0]), int(logits.shape[-1]))
-            sampler(logits, state, draft_probs=draft_probs)
-            if self.observes:
-                proposer.observe_target(state, hidden)
-            if controller is not None:
-                controller.observe(state)
-            extras = proposer.status_fields(state) if proposer is not None else []
-            self._extra_widths = [int(np.prod(e.shape)) // state.max_num_seqs for e in extras]
-            return status_tensor(state, record, extras)
+        def finish_program_with(logprobs: bool):
+            def finish_program(record, logits, hidden=None):
+                builds["finish"] += 1
+                draft_probs = None
+                if probabilities:
+                    draft_probs = proposer.draft_probs_rows(state, int(logits.shape[0]), int(logits.shape[-1]))
+                sampler.logprobs_width = state.logit_tables.widths.logprobs if logprobs else 0
+                sampler(logits, state, draft_probs=draft_probs)
+                if self.observes:
+                    proposer.observe_target(state, hidden)
+                if controller is not None:
+                    controller.observe(state)
+                extras = proposer.status_fields(state) if proposer is not None else []
+                self._extra_widths = [int(np.prod(e.shape)) // state.max_num_seqs for e in extras]
+                return status_tensor(state, record, extras, sampler.step_logprobs)
+
+            return finish_program
 
         compile_ = (lambda f: paddle.jit.to_static(f, full_graph=True)) if mode == "static" else (lambda f: f)
-        self._prepare, self._finish = compile_(prepare_program), compile_(finish_program)
+        self._prepare = compile_(prepare_program)
+        self._finish = {flag: compile_(finish_program_with(flag)) for flag in (False, True)}  # built when first run
+        self.logprobs = False  # the next finish computes log-probabilities too
         self._graphs: dict[str, object] = {}
         self._graph_io: dict[str, tuple] = {}
         self._no_input = paddle.zeros([1], dtype="int32")  # prepare's program takes no real input
@@ -175,9 +183,10 @@ class SpecStep:
             )
         if self.grammar is not None:
             self.grammar.masks_ready()  # computed while the model ran
+        logprobs = self.logprobs
         with paddle.no_grad():
-            device_status = self._run("finish", self._finish, args)
-        status = StepStatus.read(device_status, self.state.num_speculative_tokens, self._extra_widths)
+            device_status = self._run("finish_logprobs" if logprobs else "finish", self._finish[logprobs], args)
+        status = StepStatus.read(device_status, self.state.num_speculative_tokens, self._extra_widths, logprobs)
         self.state.apply_status(status)
         if self.proposer is not None:
             self.proposer.observe_accepted(self.state, status)

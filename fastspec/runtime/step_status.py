@@ -6,7 +6,9 @@ loop's statistics, finished slots, outputs and host-side drafters take it from t
 
     rows (this step's output rows), decode (1: a decode slot this step), drafts [K] (the drafts the
     step verified, -1 past them), accept_num, accept_tokens [K + 1], stopped, blocked, encoder,
-    decoder (after the update), then whatever the proposer adds (``Proposer.status_fields``).
+    decoder (after the update), then whatever the proposer adds (``Proposer.status_fields``), then, in a
+    step where some request asks for log-probabilities, their keys: [K + 1] records of 1 + w
+    (``fastspec.runtime.logprobs``).
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import paddle
 
+from fastspec.runtime.logprobs import token_logprobs
 from fastspec.runtime.state import SpecState
 
 
-def status_tensor(state: SpecState, record: paddle.Tensor, extras: list[paddle.Tensor]) -> paddle.Tensor:
+def status_tensor(
+    state: SpecState, record: paddle.Tensor, extras: list[paddle.Tensor], logprobs: paddle.Tensor | None = None
+) -> paddle.Tensor:
     """int64 ``[B, W]``: the step's ``record`` (``SpecState.pack_slot_rows``: rows, decode, drafts), the state after
-    the update, then ``extras`` ([B, w] each)."""
+    the update, then ``extras`` ([B, w] each), then ``logprobs`` (``Sampler.step_logprobs``) when given."""
     flags = paddle.stack(
         [
             state.accept_num,
@@ -34,6 +39,7 @@ def status_tensor(state: SpecState, record: paddle.Tensor, extras: list[paddle.T
     ).astype("int64")
     parts = [record, flags[:, :1], state.accept_tokens, flags[:, 1:]]
     parts += [e.reshape([state.max_num_seqs, -1]).astype("int64") for e in extras]
+    parts += [] if logprobs is None else [logprobs]
     return paddle.concat(parts, axis=1)
 
 
@@ -51,13 +57,15 @@ class StepStatus:
     encoder: np.ndarray
     decoder: np.ndarray
     extras: list = field(default_factory=list)
+    logprobs: np.ndarray | None = None  # int64 keys [B, K + 1, 1 + w] when the step computed them
 
     @classmethod
-    def read(cls, status: paddle.Tensor, k: int, extra_widths: list[int]) -> StepStatus:
-        """The one device-to-host read of a step."""
+    def read(cls, status: paddle.Tensor, k: int, extra_widths: list[int], logprobs: bool = False) -> StepStatus:
+        """The one device-to-host read of a step; ``logprobs``: the status ends with their keys."""
         a = status.numpy()
         col = np.cumsum([0, 1, 1, k, 1, k + 1, 1, 1, 1, 1] + list(extra_widths))
         part = [np.ascontiguousarray(a[:, col[i] : col[i + 1]]) for i in range(len(col) - 1)]
+        keys = a[:, col[-1] :].reshape(a.shape[0], k + 1, -1) if logprobs else None
         one = lambda p: p[:, 0].astype(np.int32)  # noqa: E731  (the state's int32 counters)
         return cls(
             one(part[0]),
@@ -70,11 +78,19 @@ class StepStatus:
             one(part[7]),
             one(part[8]),
             part[9:],
+            keys,
         )
 
     @property
     def num_rows(self) -> int:
         return int(self.rows.sum())
+
+    def logprobs_of(self, slot: int, n: int) -> list:
+        """Slot ``slot``'s emitted tokens this step, each as ``(logprob, [(token id, logprob), ...])`` with
+        its row's ``n`` most likely tokens (``fastspec.runtime.logprobs.token_logprobs``)."""
+        if self.logprobs is None:
+            raise ValueError("StepStatus.logprobs_of: this step computed no log-probabilities")
+        return token_logprobs(self.logprobs[slot], max(int(self.accept_num[slot]), 0), n)
 
     def drafts_of(self, slot: int) -> np.ndarray:
         """The drafts slot ``slot`` offered this step (none for a prefill)."""

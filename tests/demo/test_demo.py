@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from tests.helpers.paths import ROOT
@@ -133,3 +134,29 @@ def test_demo_penalties_stay_lossless(tmp_path):
     assert penalised["config"]["sampling"]["repetition_penalty"] == 1.3
     counts = ("generated_tokens", "accepted_tokens", "proposed_tokens")  # the penalties change the text drafted against
     assert [penalised["spec_on"][c] for c in counts] != [plain["spec_on"][c] for c in counts]
+
+
+def test_demo_logprobs_are_printed_and_checked_against_spec_off(tmp_path, capsys):
+    """--logprobs N: the first request's first tokens with their log-probabilities and N best, and the
+    lossless check holds the logprobs too (a changed one fails it)."""
+    import dataclasses
+
+    from fastspec.demo import cli
+
+    args = ["--short", "--corpus", "builtin", "--no-plot", "--no-adaptive", "--temperature", "0", "--logprobs", "2"]
+    assert cli.main([*args, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "PASS: 2/2 outputs identical to spec off and their logprobs" in out
+    lines = out[out.index("logprobs of request 0") :].splitlines()[1:5]
+    assert len(lines) == 4 and all(line.count("|") == 1 and line.count(",") == 1 for line in lines)
+    assert json.loads((tmp_path / "summary.json").read_text())["config"]["sampling"]["logprobs"] == 2
+
+    from fastspec.runtime.generation import GenerationResult
+
+    same = GenerationResult([np.array([5, 6])], None, [[(-0.5, [(5, -0.5)]), (-0.25, [(6, -0.25)])]])
+    changed = dataclasses.replace(same, logprobs=[[(-0.5, [(5, -0.5)]), (-0.2500001, [(6, -0.2500001)])]])
+    assert cli.lossless_check(same, same, "greedy")[0] == "PASS"
+    assert cli.lossless_check(same, changed, "greedy") == (
+        "FAIL",
+        "FAIL: 1/1 outputs identical to spec off, logprobs DIFFER",
+    )

@@ -4,8 +4,6 @@ every proposer and step mode, and its outputs stay those of the run without spec
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import paddle
 import pytest
@@ -15,52 +13,11 @@ from fastspec.demo.models import ReplayModel
 from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.generation import generate
 from fastspec.runtime.state import RequestParams
+from tests.helpers.host_reads import counted_reads
 from tests.helpers.runtime_cases import copy_task
 
 V, K, SLOTS = 64, 3, 2
 AUX_IDS = (1, 2, 4)
-READS = (
-    "numpy",
-    "item",
-    "tolist",
-    "__bool__",
-    "__int__",
-    "__float__",
-    "__index__",
-    "__array__",
-    "__format__",
-    "__repr__",
-    "__str__",
-    "__nonzero__",
-)
-
-
-@contextlib.contextmanager
-def counted_reads():
-    """Counts host reads of paddle Tensors; a read that calls another (``int`` -> ``numpy``) counts once."""
-    count, depth, saved = [0], [0], {}
-
-    def wrap(original):
-        def read(self, *args, **kwargs):
-            if depth[0] == 0:
-                count[0] += 1
-            depth[0] += 1
-            try:
-                return original(self, *args, **kwargs)
-            finally:
-                depth[0] -= 1
-
-        return read
-
-    for name in READS:
-        if name in paddle.Tensor.__dict__:
-            saved[name] = paddle.Tensor.__dict__[name]
-            setattr(paddle.Tensor, name, wrap(saved[name]))
-    try:
-        yield count
-    finally:
-        for name, original in saved.items():
-            setattr(paddle.Tensor, name, original)
 
 
 def test_the_counter_sees_every_kind_of_read():

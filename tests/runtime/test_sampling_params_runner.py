@@ -146,11 +146,10 @@ def test_rows_judged_without_their_drafts_would_differ(monkeypatch):
         ("stop", [[-1]], "stop holds -1"),
         ("stop_token_ids", [V + 5], "stop_token_ids holds 69"),
         ("min_tokens", -1, "min_tokens must be an integer >= 0"),
-        ("logprobs", -2, "logprobs must be None or an integer >= 0"),
+        ("logprobs", -2, r"logprobs must be None or an integer in \[0, 20\]"),
         ("min_p", 0.1, "min_p is not applied yet"),
         ("stop_token_ids", [3], "stop_token_ids is not applied yet"),
         ("stop", [[3, 4]], "stop is not applied yet"),
-        ("logprobs", 2, "logprobs is not applied yet"),
     ],
 )
 def test_a_bad_value_is_named_at_insert_and_changes_nothing(name, value, message):
