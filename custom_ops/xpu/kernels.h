@@ -86,6 +86,13 @@ FS_XPU_KERNEL_DECL void verify_draft_tree_kernel(
     int* accept_nodes, xpu_int64 batch, xpu_int64 draft_cols, xpu_int64 tree_cols, xpu_int64 rows,
     xpu_int64 num_end_tokens, int strategy);
 
+FS_XPU_KERNEL_DECL void model_inputs_kernel(const xpu_int64* token_ids_all, const xpu_int64* prompt_lens,
+                                            const xpu_int64* step_idx, const int* seq_lens_encoder,
+                                            const xpu_int64* draft_tokens, const int* cu_seqlens_q_output,
+                                            const int* batch_id_per_token_output, xpu_int64* tokens, xpu_int64* lengths,
+                                            xpu_int64* row_pos, xpu_int64 batch, xpu_int64 max_model_len,
+                                            xpu_int64 draft_cols, xpu_int64 rows);
+
 FS_XPU_KERNEL_DECL void pack_rows_kernel(const bool* stop_flags, const bool* is_block_step, const int* seq_lens_encoder,
                                          const int* seq_lens_decoder, xpu_int64* draft_tokens, int* seq_lens_this_time,
                                          int* cu_seqlens_q_output, int* batch_id_per_token_output,

@@ -222,6 +222,19 @@ def _process_logits() -> tuple[Arrays, dict[str, Any]]:
     }, {}
 
 
+@_example("model_inputs")
+def _model_inputs() -> tuple[Arrays, dict[str, Any]]:
+    return {
+        "token_ids_all": np.array([[1, 2, 3, -1, -1, -1], [4, 5, 6, 7, -1, -1]], _I64),
+        "prompt_lens": np.array([2, 4], _I64),
+        "step_idx": np.array([1, 0], _I64),
+        "seq_lens_encoder": np.array([0, 4], _I32),
+        "draft_tokens": np.array([[3, 5, 6], [7, -1, -1]], _I64),
+        "cu_seqlens_q_output": np.array([0, 3, 4], _I32),
+        "batch_id_per_token_output": np.array([0, 0, 0, 1], _I32),
+    }, {}
+
+
 @_example("pack_rows")
 def _pack_rows() -> tuple[Arrays, dict[str, Any]]:
     return {

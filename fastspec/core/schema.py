@@ -452,6 +452,42 @@ TOP_K_TOP_P_PROBS = OpSchema(
     ),
 )
 
+MODEL_INPUTS = OpSchema(
+    name="model_inputs",
+    summary="What a chain step's model sees: each slot's token grid with its drafts, its length, each row's position.",
+    details=(
+        "Slot ``b`` has ``rows = cu[b + 1] - cu[b]`` output rows and its drafts start at column\n"
+        "``start = prompt_lens[b] + step_idx[b]``. ``tokens[b, c]`` is ``draft_tokens[b, 1 + min(c - start, K - 1)]``\n"
+        "for a slot that does not prefill when ``0 <= c - start < rows - 1``, else ``token_ids_all[b, c]``;\n"
+        "``lengths[b]`` is 0 without rows, ``start`` for a prefill (``seq_lens_encoder > 0``), else\n"
+        "``start + rows - 1``; ``row_pos[r]`` of a row of slot ``b`` is ``start - 1 + r - cu[b]``, 0 for a padding\n"
+        "row. Sums saturate at the int64 range. See docs/ops/model_inputs.md."
+    ),
+    tensors=(
+        Tensor("token_ids_all", ("int64",), "[B, L]", "each slot's committed tokens"),
+        _per_request("prompt_lens", "int64", "prompt length of each request"),
+        _per_request("step_idx", "int64", "tokens each request generated (its drafts follow them)"),
+        _per_request("seq_lens_encoder", "int32", "``> 0``: a prefill (its grid has no drafts)"),
+        Tensor("draft_tokens", ("int64",), "[B, K + 1]", "column 0 the last committed token, ``1..K`` drafts"),
+        _CU_SEQLENS,
+        _BATCH_ID,
+        Tensor("tokens", ("int64",), "[B, L]", "each slot's committed tokens, then this step's drafts", output=True),
+        Tensor("lengths", ("int64",), "[B]", "valid entries of each slot's ``tokens``", output=True),
+        Tensor("row_pos", ("int64",), _ROWS, "the position whose next token each row predicts", output=True),
+    ),
+    attrs=(),
+    result="ModelInputsGrid",
+    symbol_ranges={"T": (0, INT32_MAX)},
+    device_limits={"xpu": _XPU_LIMITS},
+    example=(
+        ">>> grid = fs.model_inputs(  # slot 0 decodes with drafts 5, 6 after tokens 1 2 3\n"
+        "...     T([[1, 2, 3, -1, -1, -1]]), T([2]), T([1]), T([0], dtype='int32'), T([[3, 5, 6]]),\n"
+        "...     T([0, 3], dtype='int32'), T([0, 0, 0], dtype='int32'))\n"
+        ">>> grid.tokens.tolist(), grid.lengths.tolist(), grid.row_pos.tolist()\n"
+        "([[1, 2, 3, 5, 6, -1]], [5], [2, 3, 4])"
+    ),
+)
+
 PACK_ROWS = OpSchema(
     name="pack_rows",
     summary="A step's rows before the model: slot kinds, a proposer's drafts, the packed rows and the step's record.",
@@ -1097,6 +1133,7 @@ SCHEMAS: dict[str, OpSchema] = {
         TEMPERATURE_SOFTMAX,
         APPLY_TOKEN_BITMASK,
         PACK_ROWS,
+        MODEL_INPUTS,
     )
 }
 

@@ -184,12 +184,6 @@ class SpecState:
         self.cu_seqlens_q_output = full([b + 1], 0, "int32")
         self.batch_id_per_token_output = full([b * self.rows_per_slot], -1, "int32")
         self._scratch_packing = (full([b + 1], 0, "int32"), full([b * self.rows_per_slot], -1, "int32"))
-        self._zero = full([1], 0, "int32")
-        self._row_index = paddle.to_tensor(np.arange(b * self.rows_per_slot, dtype=np.int32), place=self.place)
-        self.draft_columns = paddle.to_tensor(np.arange(k, dtype=np.int32)[None, :], place=self.place)
-        self.no_draft = full([1, 1], -1, "int64")
-        self._column_index = paddle.to_tensor(np.arange(length, dtype=np.int64)[None, :], place=self.place)
-        self._slot_or_none = paddle.to_tensor(np.append(np.arange(b), -1).astype(np.int32), place=self.place)
         self.draft_tree_tokens = full([b, n], -1, "int64") if n else None
         self.draft_tree_parents = full([b, n], -1, "int32") if n else None
         self.draft_tree_depths = full([b, n], -1, "int32") if n else None
