@@ -59,9 +59,9 @@ from fastspec.demo.workload import continuation_workload, copy_edit_workload, mi
 from fastspec.runtime.adaptive.cost_model import RooflineCost
 from fastspec.runtime.adaptive.trace import AcceptanceTrace
 from fastspec.runtime.config import SpeculativeConfig
-from fastspec.runtime.generation import generate
 from fastspec.runtime.proposers.ngram import NgramProposer
 from fastspec.runtime.state import RequestParams, SpecState
+from tests.helpers.runtime_cases import generate_workload
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE_CONFIG = ROOT / "configs" / "ngram_adaptive.yaml"
@@ -172,16 +172,12 @@ def run(workload, config: SpeculativeConfig, batch: int, cost: RooflineCost | No
     count = len(workload.prompts)
     params = [RequestParams(i, len(workload.references[i]) + 8, 1.0, 1.0, 0) for i in range(count)]
     model = ReplayModel(workload.references, workload.tokenizer.vocab_size, end_token=workload.tokenizer.END, peak=PEAK)
-    length = max(len(p) for p in workload.prompts) + max(len(r) for r in workload.references.values()) + 8
     trace = AcceptanceTrace()
-    result = generate(
+    result = generate_workload(
         model,
-        workload.prompts,
+        workload,
         config,
-        max_num_seqs=batch,
-        max_model_len=length,
-        end_tokens=[workload.tokenizer.END],
-        place="cpu",
+        batch=batch,
         params=params,
         trace=trace,
         cost_model=cost if config.adaptive.enabled else None,

@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from bench.common import fmt_time, machine, median_seconds, write_json
+from bench.common import fmt_time, median_seconds, report
 from fastspec.cli.errors import ArgumentParser, user_errors
 
 K = 5
@@ -62,12 +62,10 @@ def main(argv=None) -> int:
                 f"per step {fmt_time(total)}",
                 flush=True,
             )
-    path = write_json(
+    return report(
         "adaptive_controller",
-        {"benchmark": "adaptive_controller", "device": "cpu", "machine": machine(), "records": records},
+        {"benchmark": "adaptive_controller", "device": "cpu", "records": records},
     )
-    print(f"wrote {path}")
-    return 0
 
 
 if __name__ == "__main__":

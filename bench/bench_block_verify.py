@@ -32,7 +32,7 @@ from argparse import RawDescriptionHelpFormatter
 
 import numpy as np
 
-from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json
+from bench.common import cpu_read_seconds, fmt_time, median_seconds, report
 from fastspec.cli.errors import ArgumentParser, choice_list, int_range, user_errors
 
 warnings.filterwarnings("ignore", message="No ccache found")
@@ -144,10 +144,10 @@ def acceptance_rows(names: list[str], seeds: int, requests: int, chunk: int) -> 
 def op_rows(batch: int = 64, k: int = 5, vocab: int = 32000) -> list[dict]:
     import fastspec.arrays
     from tests.helpers.block_cases import likely_case
-    from tests.helpers.rejection_cases import ARRAY_NAMES
+    from tests.helpers.op_names import probability_positional
 
     arrays = likely_case(np.random.default_rng(0), batch, k, vocab)
-    positional = ["accept_tokens", "accept_num", "draft_tokens", None, None, None, None, *ARRAY_NAMES[5:]]
+    positional = probability_positional(arrays)
     floor = cpu_read_seconds(arrays["target_probs"][:: k + 1])  # one p row per slot
     rows = []
     print(f"\nverify_draft_tokens on the CPU, B = {batch}, K = {k}, V = {vocab}: floor {fmt_time(floor)}")
@@ -155,7 +155,7 @@ def op_rows(batch: int = 64, k: int = 5, vocab: int = 32000) -> list[dict]:
 
         def call():
             fastspec.arrays.verify_draft_tokens(
-                *(None if n is None else arrays[n] for n in positional),
+                *positional,
                 strategy=strategy,
                 target_probs=arrays["target_probs"],
                 draft_probs=arrays["draft_probs"],
@@ -206,9 +206,7 @@ def main(argv=None) -> int:
     paddle.set_device("cpu")
     rows = acceptance_rows(args.workloads, args.seeds, args.requests, args.chunk_tokens)
     ops = [] if args.no_op else op_rows()
-    path = write_json(args.out, {"machine": machine(), "acceptance": rows, "op": ops})
-    print(f"wrote {path}")
-    return 0
+    return report(args.out, {"acceptance": rows, "op": ops})
 
 
 if __name__ == "__main__":

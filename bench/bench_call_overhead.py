@@ -7,7 +7,7 @@ Two front ends, each against its own floor on the very same arrays:
 
 * ``paddle``: ``fastspec.ops.<op>(...)`` (the public, checked call, arguments by keyword) against
   ``paddle._C_ops._run_custom_op("fastspec_<op>", ...)`` (Paddle's custom-op entry, no
-  Python checks); target ratio <= 1.3 (issue 21).
+  Python checks); target ratio <= 1.3 (docs/DEVELOPING.md, checked calls at raw speed).
 * ``arrays``: ``fastspec.arrays.<op>(...)`` on numpy arrays against a prepared launch
   (``fastspec.arrays.prepare``: checked once, then only the C++ call); target <= 3.
 
@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import machine, write_json  # noqa: E402
+from bench.common import report  # noqa: E402
 from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors  # noqa: E402
 from fastspec.core.examples import example_call  # noqa: E402
 from fastspec.core.schema import SCHEMAS  # noqa: E402
@@ -57,7 +57,7 @@ def cases() -> list[tuple[str, str, dict]]:
 
 
 CASES = cases()
-CONTROLLER_BATCH, CONTROLLER_TARGET = 256, 2.0  # one controller step within 2 raw custom-op calls (issue 21)
+CONTROLLER_BATCH, CONTROLLER_TARGET = 256, 2.0  # one controller step within 2 raw custom-op calls
 CONTROLLER_K, CONTROLLER_L = 5, 64  # the controller's drafts and the state's history length
 
 
@@ -149,27 +149,8 @@ def controller_step(batch: int, rounds: int, repeats: int, calls: int) -> dict:
     state.stop_flags[:] = False  # every slot decodes: 3 rows (2 drafts), 2 tokens kept
     state.cu_seqlens_q_output[:] = paddle.to_tensor((np.arange(batch + 1) * 3).astype(np.int32))
     state.accept_num[:] = paddle.full([batch], 2, "int32")
-    plan_args = [
-        ctl.acceptance,
-        ctl.found,
-        ctl._cost,
-        ctl.rates,
-        state.seq_lens_encoder,
-        state.stop_flags,
-        state.is_block_step,
-        ctl._probe,
-        state.draft_token_num,
-        ctl._worth,
-        ctl._ranking,
-    ]
-    observe_args = [
-        ctl.acceptance,
-        ctl.found,
-        state.draft_token_num,
-        state.cu_seqlens_q_output,
-        state.accept_num,
-        ctl.rates,
-    ]
+    plan_args = ctl.plan_tensors(state)
+    observe_args = ctl.observe_tensors(state)
     _, ngram_attrs = example_call("ngram_match")
     ngram = inputs("ngram_match", batch, ngram_attrs)
 
@@ -259,7 +240,7 @@ def main(argv=None) -> int:
             f"(step = {ngram:.2f} calls{_flag(ngram, CONTROLLER_TARGET)})",
             flush=True,
         )
-    path = write_json(
+    return report(
         f"call_overhead{args.tag}",
         {
             "raw": {
@@ -274,13 +255,10 @@ def main(argv=None) -> int:
             },
             "targets": targets,
             "inputs": "fastspec.core.examples.example_call(op, B)",
-            "machine": machine(),
             "rows": rows,
             "controller": controller,
         },
     )
-    print(f"wrote {path}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from argparse import RawDescriptionHelpFormatter
 
 import numpy as np
 
-from bench.common import fmt_time, machine, median_seconds, write_json
+from bench.common import fmt_time, median_seconds, report
 from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
 from fastspec.core.schema import MAX_TREE_NODES, SCHEMAS
 
@@ -195,18 +195,15 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     timing = timing_rows(args.batches)
     acceptance = acceptance_rows(args.widths, args.depth, args.slots)
-    path = write_json(
+    return report(
         f"draft_tree_cpu{args.tag}",
         {
             "ops": ["build_draft_tree", "verify_draft_tree"],
             "device": "cpu",
-            "machine": machine(),
             "rows": timing,
             "acceptance": acceptance,
         },
     )
-    print(f"wrote {path}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json
+from bench.common import cpu_read_seconds, fmt_time, median_seconds, report
 from fastspec.cli.errors import ArgumentParser, int_list, user_errors
 
 K, WIDTH = 5, 20
@@ -86,12 +86,9 @@ def main(argv=None) -> int:
     if any(r % (K + 1) for r in args.rows):
         parser.error(f"--rows: each must be a multiple of K + 1 = {K + 1}, got {args.rows}")
     rows = cpu_rows(args.rows, args.vocab)
-    path = write_json(
-        f"logprobs_cpu{args.tag}",
-        {"what": "step_logprobs", "device": "cpu", "K": K, "width": WIDTH, "machine": machine(), "rows": rows},
+    return report(
+        f"logprobs_cpu{args.tag}", {"what": "step_logprobs", "device": "cpu", "K": K, "width": WIDTH, "rows": rows}
     )
-    print(f"wrote {path}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -21,17 +21,15 @@ from bench.common import (
     cuda_seconds,
     device,
     fmt_time,
-    machine,
     median_seconds,
-    write_json,
+    report,
 )
-from bench.workloads import ngram_inputs
+from bench.workloads import NGRAM_ATTRS, ngram_inputs
 from fastspec.cli.errors import ArgumentParser, choice_list, int_list, user_errors
-from fastspec.core.schema import SCHEMAS
+from tests.helpers.op_names import NGRAM_NAMES
 
-ARRAY_NAMES = tuple(t.name for t in SCHEMAS["ngram_append"].inputs if not t.optional)  # the anchor stays off
-
-ATTRS = {"max_ngram_size": 5, "min_ngram_size": 1, "token_budget": 0}
+ARRAY_NAMES = NGRAM_NAMES  # the anchor stays off
+ATTRS = NGRAM_ATTRS
 MODEL_DRAFTS = 2
 
 
@@ -105,19 +103,16 @@ def main(argv=None) -> int:
                     flush=True,
                 )
                 rows.append(row)
-    path = write_json(
+    return report(
         f"ngram_append_{args.device}",
         {
             "op": "ngram_append",
             "device": args.device,
             "attrs": ATTRS,
             "read_bandwidth_Bps": bandwidth,
-            "machine": machine(),
             "rows": rows,
         },
     )
-    print(f"wrote {path}")
-    return 0
 
 
 if __name__ == "__main__":

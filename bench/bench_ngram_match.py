@@ -20,17 +20,15 @@ from bench.common import (
     cuda_seconds,
     device,
     fmt_time,
-    machine,
     median_seconds,
-    write_json,
+    report,
 )
-from bench.workloads import ngram_inputs
+from bench.workloads import NGRAM_ATTRS, ngram_inputs
 from fastspec.cli.errors import ArgumentParser, choice_list, int_list, user_errors
-from fastspec.core.schema import SCHEMAS
+from tests.helpers.op_names import NGRAM_NAMES
 
-ARRAY_NAMES = tuple(t.name for t in SCHEMAS["ngram_match"].inputs if not t.optional)  # the anchor stays off
-
-ATTRS = {"max_ngram_size": 5, "min_ngram_size": 1, "token_budget": 0}
+ARRAY_NAMES = NGRAM_NAMES  # the anchor stays off
+ATTRS = NGRAM_ATTRS
 
 
 def cpu_runner(arrays):
@@ -108,7 +106,7 @@ def main(argv=None) -> int:
         rows.append({"workload": "overhead", "batch": 256, "max_model_len": 16, "time_s": overhead})
 
     name = f"ngram_match_{args.device}" + (f"_{threads}t" if args.device == "cpu" else "") + args.tag
-    path = write_json(
+    return report(
         name,
         {
             "op": "ngram_match",
@@ -116,12 +114,9 @@ def main(argv=None) -> int:
             "threads": threads,
             "read_bandwidth_Bps": bandwidth,
             "attrs": ATTRS,
-            "machine": machine(),
             "rows": rows,
         },
     )
-    print(f"wrote {path}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from argparse import RawDescriptionHelpFormatter
 
 import numpy as np
 
-from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json
+from bench.common import cpu_read_seconds, fmt_time, median_seconds, report
 from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
 from fastspec.core.schema import SCHEMAS
 
@@ -102,7 +102,7 @@ def main(argv=None) -> int:
     parser.add_argument("--tag", default="", help="suffix of the JSON file name")
     args = parser.parse_args(argv)
     rows = cpu_rows(args.batches, args.history, args.vocab)
-    path = write_json(
+    return report(
         f"process_logits_cpu{args.tag}",
         {
             "op": "process_logits",
@@ -110,12 +110,9 @@ def main(argv=None) -> int:
             "K": K,
             "vocab": args.vocab,
             "history": args.history,
-            "machine": machine(),
             "rows": rows,
         },
     )
-    print(f"wrote {path}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ from bench.common import (
     fmt_time,
     machine,
     median_seconds,
+    report,
     write_json,
 )
 from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors
@@ -215,18 +216,15 @@ def decode_grid(args) -> int:
         f"worst ratio {worst['ratio']:.2f} ({worst['op']}, V {worst['vocab']}, T {worst['rows']}, {worst['kind']}, "
         f"top_p {worst['top_p']})"
     )
-    path = write_json(
+    return report(
         "sampling_decode_cpu" + args.tag,
         {
             "target_ratio": DECODE_TARGET,
             "max_candidate_len": args.k,
             "floor": "paddle.sum(probs, axis=-1), interleaved",
-            "machine": machine(),
             "rows": results,
         },
     )
-    print(f"wrote {path}")
-    return 0
 
 
 @user_errors()

@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from bench.common import machine, write_json
+from bench.common import report
 from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
 
 TARGET = 1.5
@@ -237,12 +237,11 @@ def main(argv=None) -> int:
             f"{r['paddle_ops_per_step']:10d}  {by_op}",
             flush=True,
         )
-    path = write_json(
+    return report(
         f"step{args.tag}",
         {
             "target_ratio": TARGET,
             "threads": threads,
-            "machine": machine(),
             "method": {
                 "rounds": args.rounds,
                 "steps": args.steps,
@@ -251,8 +250,6 @@ def main(argv=None) -> int:
             "rows": results,
         },
     )
-    print(f"wrote {path}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json
+from bench.common import cpu_read_seconds, fmt_time, median_seconds, report
 from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
 
 K = 5
@@ -189,12 +189,10 @@ def main(argv=None) -> int:
                 f"host reads {r['host_reads_per_step']}",
                 flush=True,
             )
-    path = write_json(
+    return report(
         "structured_output",
-        {"benchmark": "structured_output", "device": "cpu", "machine": machine(), "records": records},
+        {"benchmark": "structured_output", "device": "cpu", "records": records},
     )
-    print(f"wrote {path}")
-    return 0
 
 
 if __name__ == "__main__":

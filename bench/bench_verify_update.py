@@ -18,7 +18,7 @@ from argparse import RawDescriptionHelpFormatter
 
 import numpy as np
 
-from bench.common import cuda_launch_seconds, cuda_seconds, device, fmt_time, machine, median_seconds, write_json
+from bench.common import cuda_launch_seconds, cuda_seconds, device, fmt_time, median_seconds, report
 from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
 from fastspec.core.schema import SCHEMAS
 from tests.helpers.slot_inputs import decode_slots
@@ -218,19 +218,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     batches = args.batches
     rows = cpu_rows(batches) if args.device == "cpu" else cuda_rows(batches, args.calls)
-    path = write_json(
+    return report(
         f"verify_update_{args.device}{args.tag}",
         {
             "ops": ["verify_draft_tokens", "update_model_status"],
             "device": args.device,
             "K": K,
             "candidates": K_CAND,
-            "machine": machine(),
             "rows": rows,
         },
     )
-    print(f"wrote {path}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -83,6 +83,14 @@ def write_json(name: str, payload: dict) -> Path:
     return path
 
 
+def report(name: str, payload: dict) -> int:
+    """Writes ``payload`` and the machine to ``bench/results/<name>.json``, says where, and returns the exit
+    status of a benchmark that finished."""
+    path = write_json(name, {**payload, "machine": machine()})
+    print(f"wrote {path}")
+    return 0
+
+
 def fmt_time(seconds: float) -> str:
     return f"{seconds * 1e3:9.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:9.1f} us"
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 GENERATED = 256  # generated tokens per request
+NGRAM_ATTRS = {"max_ngram_size": 5, "min_ngram_size": 1, "token_budget": 0}  # the n-gram benches' attributes
 WORD = re.compile(r"\w+|[^\w\s]")
 
 

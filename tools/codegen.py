@@ -5,6 +5,7 @@
 writes ``OUT_DIR/fastspec/op_schema.h`` (the argument and attribute indices of
 every op), ``OUT_DIR/fastspec/ops.h`` (``FASTSPEC_OPS(X)``: the op list for C++ tables),
 ``OUT_DIR/fastspec/cuda_emulated_names.h`` (the CUDA emulation's launcher names),
+``OUT_DIR/fastspec/xpu_kernels.h`` (every op's XPU kernel signature),
 ``OUT_DIR/fastspec/params/<op>.h`` (``<op>_params(call)``: an OpCall to
 the op's params struct, whose fields carry the schema's names; the glue files in
 ``custom_ops/dispatch/`` register it) and ``OUT_DIR/paddle_ops.cc`` (each op's Paddle registration: inputs, outputs,
@@ -362,6 +363,57 @@ def cuda_emulated_names() -> str:
     )
 
 
+# --- xpu_kernels.h: the signature of every op's XPU kernel ------------------------------------
+
+XPU_TYPES = {"int64": "xpu_int64", "int32": "int", "float32": "float", "bool": "bool"}
+
+
+def _all_sizes(op: OpSchema) -> list[str]:
+    """Every size field a tensor of ``op`` carries, optional tensors' included, in first-use order."""
+    found: list[str] = []
+    for tensor in op.tensors:
+        for alternative in tensor.shapes:
+            for dim in alternative:
+                field_name = SIZES.get(str(dim))
+                if field_name and field_name not in found:
+                    found.append(field_name)
+    return found
+
+
+def _xpu_attr_type(attr: Attr) -> str:
+    """An attribute as the kernel takes it: a choice as its position, a 64-bit int as xpu_int64."""
+    if attr.kind == "str":
+        return "int"
+    return {"int": "int" if attr.bits == 32 else "xpu_int64", "bool": "bool"}[attr.kind]
+
+
+def xpu_kernel_args(op: OpSchema) -> list[str]:
+    """``<op>_kernel``'s parameters: every tensor in schema order (global memory; a tensor of several dtypes
+    as bytes plus ``int <name>_dtype``, its ProbDtype), every size (xpu_int64), every attribute. The XPU is
+    32-bit, so the kernel takes these one by one rather than the host's params struct."""
+    args: list[str] = []
+    for tensor in op.tensors:
+        const = "" if tensor.inplace or tensor.output else "const "
+        if len(tensor.dtypes) > 1:
+            args += [f"{const}unsigned char* {tensor.name}", f"int {tensor.name}_dtype"]
+        else:
+            args.append(f"{const}{XPU_TYPES[tensor.dtypes[0]]}* {tensor.name}")
+    args += [f"xpu_int64 {size}" for size in _all_sizes(op)]
+    return args + [f"{_xpu_attr_type(a)} {a.name}" for a in op.attrs]
+
+
+def xpu_kernels_header() -> str:
+    """``fastspec/xpu_kernels.h``: ``<op>_kernel`` of every op, as the XPU launchers (custom_ops/xpu/host) and
+    the .xpu definitions both see it (custom_ops/xpu/kernels.h includes it): a definition that drifts from the
+    schema leaves the declared kernel undefined, and the library fails to load naming it."""
+    out = [HEADER, "#pragma once\n", "namespace fastspec {", "namespace xpu {", ""]
+    for op in SCHEMAS.values():
+        out += [f"FS_XPU_KERNEL_DECL void {op.name}_kernel(", *(f"    {a}," for a in xpu_kernel_args(op))]
+        out[-1] = out[-1][:-1] + ");"
+    out += ["", "}  // namespace xpu", "}  // namespace fastspec", ""]
+    return "\n".join(out)
+
+
 def write(out_dir: Path) -> list[Path]:
     """Writes the generated files under ``out_dir`` (only those whose text changed); returns their paths."""
     files = {
@@ -369,6 +421,7 @@ def write(out_dir: Path) -> list[Path]:
         out_dir / "paddle_ops.cc": paddle_ops(),
         out_dir / "fastspec" / "ops.h": ops_header(),
         out_dir / "fastspec" / "cuda_emulated_names.h": cuda_emulated_names(),
+        out_dir / "fastspec" / "xpu_kernels.h": xpu_kernels_header(),
     }
     files.update({out_dir / "fastspec" / "params" / f"{op.name}.h": params_header(op) for op in SCHEMAS.values()})
     for path, text in files.items():

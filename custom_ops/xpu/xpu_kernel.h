@@ -12,7 +12,7 @@
 
 #include "xpu_types.h"
 #if !defined(FASTSPEC_XTDK)
-#include "kernels.h"  // the launchers' declarations: a definition that drifts fails to compile
+#include "kernels.h"  // the launchers' declarations: a definition that drifts leaves one undefined
 #endif
 
 #if defined(FASTSPEC_CHECK_32BIT)  // the 32-bit compile check (tests/xpu/test_compile_32bit.py)

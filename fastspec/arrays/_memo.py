@@ -1,4 +1,4 @@
-"""The checked call of the array API at the cost of a prepared launch (issue 21).
+"""The checked call of the array API at the cost of a prepared launch.
 
 The checks of a call (:func:`fastspec.core.validate.validate`) depend on nothing but
 each array's dtype, shape and contiguity (and device: a numpy array's is the CPU)

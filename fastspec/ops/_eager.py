@@ -1,4 +1,4 @@
-"""The checked eager call of each op at the cost of Paddle's own call (issue 21).
+"""The checked eager call of each op at the cost of Paddle's own call.
 
 An eager call runs the custom op straight away and lets its C++ guard (generated
 from the same schema, ``custom_ops/paddle/guard.h``) check dtypes, shapes, sizes,

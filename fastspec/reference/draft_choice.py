@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastspec.core.draft_choice import DraftAverages
+
 
 def first_wins(preference: np.ndarray, len_first: np.ndarray, len_second: np.ndarray) -> np.ndarray:
     """bool [B]: take the first drafter's draft. ``preference`` int [B]: 1 first, -1 second, 0 none."""
@@ -38,19 +40,8 @@ def accepted(drafts: np.ndarray, lens: np.ndarray, kept: np.ndarray, kept_num: n
     return np.cumprod(same, axis=1).sum(axis=1)
 
 
-class DraftChoice:
+class DraftChoice(DraftAverages):
     """Running averages of two drafters' accepted tokens per slot."""
-
-    def __init__(self, slots: int, rate: float = 0.3) -> None:
-        self.rate = rate
-        self.average = np.zeros((slots, 2))
-
-    def reset(self, slots) -> None:
-        self.average[slots] = 0.0
-
-    def preference(self) -> np.ndarray:
-        """int32 [B]: 1 the first drafter, -1 the second, 0 neither."""
-        return np.sign(self.average[:, 0] - self.average[:, 1]).astype(np.int32)
 
     def observe(self, mask: np.ndarray, first: tuple, second: tuple, kept: np.ndarray, kept_num: np.ndarray) -> None:
         """``first`` / ``second``: (drafts [B, W], lens [B]) offered this step; rows where ``mask``."""

@@ -11,7 +11,7 @@ import numpy as np
 import paddle
 import pytest
 
-import fastspec.arrays as kernels
+import fastspec.arrays
 import fastspec.ops as ops
 from fastspec.core.errors import FastspecArgumentError, FastspecTypeError
 from fastspec.core.schema import VerifyStrategy
@@ -23,11 +23,11 @@ def _paddle(arrays: dict) -> dict:
 
 
 @pytest.mark.parametrize("value", [np.int64(2), True, 2.0])
-@pytest.mark.parametrize("front_end", ["paddle", "kernels"])
+@pytest.mark.parametrize("front_end", ["paddle", "arrays"])
 def test_an_int_attribute_of_another_type_is_refused(front_end, value):
     """Paddle itself would take a numpy int; the checks want a Python int (and a bool is not one)."""
     arrays, _ = valid_call("ngram_match")
-    fn, given = (ops.ngram_match, _paddle(arrays)) if front_end == "paddle" else (kernels.ngram_match, arrays)
+    fn, given = (ops.ngram_match, _paddle(arrays)) if front_end == "paddle" else (fastspec.arrays.ngram_match, arrays)
     fn(**given, max_ngram_size=2)  # the same call with an int runs (and the array API remembers it)
     with pytest.raises(FastspecTypeError, match="ngram_match: attribute 'max_ngram_size' must be an int"):
         fn(**given, max_ngram_size=value)
@@ -50,7 +50,7 @@ def test_a_tensor_the_strategy_ignores_must_still_be_a_tensor():
 
 
 @pytest.mark.parametrize("strategy", ["greedy", "GREEDY", "Greedy", VerifyStrategy.GREEDY])
-@pytest.mark.parametrize("front_end", ["paddle", "kernels"])
+@pytest.mark.parametrize("front_end", ["paddle", "arrays"])
 def test_every_spelling_of_a_strategy_gives_the_same_result(front_end, strategy):
     arrays, _ = valid_call("verify_draft_tokens")
     if front_end == "paddle":
@@ -58,8 +58,8 @@ def test_every_spelling_of_a_strategy_gives_the_same_result(front_end, strategy)
         got = ops.verify_draft_tokens(**_paddle(arrays), strategy=strategy)
         expected, got = [t.numpy() for t in expected], [t.numpy() for t in got]
     else:
-        expected = kernels.verify_draft_tokens(**{k: v.copy() for k, v in arrays.items()}, strategy="greedy")
-        got = kernels.verify_draft_tokens(**{k: v.copy() for k, v in arrays.items()}, strategy=strategy)
+        expected = fastspec.arrays.verify_draft_tokens(**{k: v.copy() for k, v in arrays.items()}, strategy="greedy")
+        got = fastspec.arrays.verify_draft_tokens(**{k: v.copy() for k, v in arrays.items()}, strategy=strategy)
     for a, b in zip(expected, got):
         np.testing.assert_array_equal(a, b)
 
@@ -73,7 +73,7 @@ def test_a_torch_tensor_is_no_paddle_tensor():
         ops.ngram_match(**tensors, **attrs)
 
 
-@pytest.mark.parametrize("fn", [ops.ngram_match, kernels.ngram_match])
+@pytest.mark.parametrize("fn", [ops.ngram_match, fastspec.arrays.ngram_match])
 def test_a_call_that_does_not_bind_is_the_ops_type_error(fn):
     arrays, _ = valid_call("ngram_match")
     with pytest.raises(FastspecTypeError, match="ngram_match: missing a required argument: 'max_ngram_size'"):
@@ -86,21 +86,21 @@ def test_the_array_api_checks_a_remembered_call_again_when_an_array_changes():
     """A verdict is kept per (dtype, shape, contiguity) of every array: a strided view, a new
     dtype or a new batch of an otherwise remembered call is checked again."""
     arrays, attrs = valid_call("update_model_status")
-    kernels.update_model_status(**{k: v.copy() for k, v in arrays.items()}, **attrs)
+    fastspec.arrays.update_model_status(**{k: v.copy() for k, v in arrays.items()}, **attrs)
     wide = np.zeros((2, 6), np.int64)
     strided = dict(arrays, accept_tokens=wide[:, :3])
     with pytest.raises(FastspecArgumentError, match="'accept_tokens' is a strided"):
-        kernels.update_model_status(**strided, **attrs)
+        fastspec.arrays.update_model_status(**strided, **attrs)
     with pytest.raises(FastspecArgumentError, match="'step_idx' must be int64"):
-        kernels.update_model_status(**dict(arrays, step_idx=arrays["step_idx"].astype(np.int32)), **attrs)
+        fastspec.arrays.update_model_status(**dict(arrays, step_idx=arrays["step_idx"].astype(np.int32)), **attrs)
     with pytest.raises(FastspecArgumentError, match="'accept_num' has 1 rows"):
-        kernels.update_model_status(**dict(arrays, accept_num=arrays["accept_num"][:1]), **attrs)
+        fastspec.arrays.update_model_status(**dict(arrays, accept_num=arrays["accept_num"][:1]), **attrs)
 
 
 def test_the_array_api_gives_the_same_bits_on_a_remembered_call():
     arrays, attrs = valid_call("top_p_candidates")
-    first = kernels.top_p_candidates(**arrays, **attrs)
-    second = kernels.top_p_candidates(**arrays, **attrs)  # the remembered verdict; new outputs again
+    first = fastspec.arrays.top_p_candidates(**arrays, **attrs)
+    second = fastspec.arrays.top_p_candidates(**arrays, **attrs)  # the remembered verdict; new outputs again
     for a, b in zip(first, second):
         assert a is not b
         np.testing.assert_array_equal(a, b)
@@ -112,7 +112,7 @@ def test_a_prepared_launch_keeps_the_outputs_it_allocated():
     arrays, attrs = valid_call("top_p_candidates")
     rows = 512
     probs = np.tile(arrays["probs"], (rows // 2, 1))
-    launch = kernels.prepare(
+    launch = fastspec.arrays.prepare(
         "top_p_candidates", probs, np.full(rows, 0.8, np.float32), np.arange(rows, dtype=np.int32) % 2, **attrs
     )
     ids, scores, lens = (
@@ -121,7 +121,7 @@ def test_a_prepared_launch_keeps_the_outputs_it_allocated():
         launch.arrays["candidate_lens"],
     )
     launch()
-    expected = kernels.top_p_candidates(
+    expected = fastspec.arrays.top_p_candidates(
         probs, np.full(rows, 0.8, np.float32), np.arange(rows, dtype=np.int32) % 2, **attrs
     )
     for a, b in zip((ids, scores, lens), expected):
@@ -135,6 +135,8 @@ def test_the_array_api_checks_the_trees_of_a_remembered_call():
 
     good = _bad_tree_call([-1, 0, 0, 2], 4)
     for _ in range(2):  # the second call is the remembered one
-        kernels.verify_draft_tree(**{k: None if v is None else v.copy() for k, v in good.items()}, strategy="greedy")
+        fastspec.arrays.verify_draft_tree(
+            **{k: None if v is None else v.copy() for k, v in good.items()}, strategy="greedy"
+        )
     with pytest.raises(FastspecArgumentError, match="'draft_tree_parents' of slot 1 is not a tree: node 2 has no"):
-        kernels.verify_draft_tree(**_bad_tree_call([-1, 0, -1, 1], 4), strategy="greedy")
+        fastspec.arrays.verify_draft_tree(**_bad_tree_call([-1, 0, -1, 1], 4), strategy="greedy")

@@ -5,25 +5,18 @@ other files does not change what they check.
 """
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from tests.helpers.paths import ROOT
+from tests.helpers.python_module import run_module
 
 
 @pytest.mark.slow
 def test_demo_short_mode(tmp_path):
     out = tmp_path / "demo"
-    proc = subprocess.run(
-        [sys.executable, "-m", "fastspec.demo", "--short", "--out", str(out)],  # --short picks the builtin corpus
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_module("fastspec.demo", "--short", "--out", str(out))  # --short picks the builtin corpus
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "lossless check" in proc.stdout and "PASS" in proc.stdout
     assert "mean accepted length" in proc.stdout

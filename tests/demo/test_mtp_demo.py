@@ -10,8 +10,13 @@ import pytest
 from fastspec.demo import cli
 
 
+def short_demo(out, method: str, *flags: str) -> int:
+    """The demo's exit status, --short on the builtin corpus with ``method``, writing under ``out``."""
+    return cli.main(["--short", "--corpus", "builtin", "--method", method, *flags, "--no-plot", "--out", str(out)])
+
+
 def test_demo_method_mtp_short(tmp_path, capsys):
-    assert cli.main(["--short", "--corpus", "builtin", "--method", "mtp", "--no-plot", "--out", str(tmp_path)]) == 0
+    assert short_demo(tmp_path, "mtp") == 0
     out = capsys.readouterr().out
     assert "method mtp" in out and "PASS" in out
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -22,23 +27,7 @@ def test_demo_method_mtp_short(tmp_path, capsys):
 
 
 def test_demo_method_mtp_rejection_short(tmp_path):
-    assert (
-        cli.main(
-            [
-                "--short",
-                "--corpus",
-                "builtin",
-                "--method",
-                "mtp",
-                "--strategy",
-                "rejection",
-                "--no-plot",
-                "--out",
-                str(tmp_path),
-            ]
-        )
-        == 0
-    )
+    assert short_demo(tmp_path, "mtp", "--strategy", "rejection") == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["spec_on"]["mean_accepted_length"] > 1.5
 
@@ -46,22 +35,7 @@ def test_demo_method_mtp_rejection_short(tmp_path):
 @pytest.mark.slow
 def test_demo_method_eagle3_with_the_static_step(tmp_path, capsys):
     """The README's eagle3 command: the demo's target exposes its aux states through the mixin."""
-    assert (
-        cli.main(
-            [
-                "--short",
-                "--corpus",
-                "builtin",
-                "--method",
-                "eagle3",
-                "--static-step",
-                "--no-plot",
-                "--out",
-                str(tmp_path),
-            ]
-        )
-        == 0
-    )
+    assert short_demo(tmp_path, "eagle3", "--static-step") == 0
     out = capsys.readouterr().out
     assert "method eagle3" in out and "aux layers [1, 2, 4]" in out and "PASS" in out
     summary = json.loads((tmp_path / "summary.json").read_text())

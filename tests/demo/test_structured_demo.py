@@ -2,37 +2,18 @@
 spec on equals spec off, grammar drafts raise the accepted length."""
 
 import json
-import subprocess
-import sys
 
 import pytest
-
-from tests.helpers.paths import ROOT
 
 pytest.importorskip("llguidance")
 pytest.importorskip("jsonschema")
 
+from tests.helpers.python_module import run_module
+
 
 def test_structured_output_demo(tmp_path):
     out = tmp_path / "demo"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fastspec.demo",
-            "--structured-output",
-            "json",
-            "--short",
-            "--requests",
-            "6",
-            "--out",
-            str(out),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_module("fastspec.demo", "--structured-output", "json", "--short", "--requests", "6", "--out", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "6/6 outputs parse and validate" in proc.stdout and "PASS" in proc.stdout
     summary = json.loads((out / "structured_output.json").read_text())
@@ -43,21 +24,7 @@ def test_structured_output_demo(tmp_path):
 
 
 def test_structured_output_needs_speculation(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fastspec.demo",
-            "--structured-output",
-            "json",
-            "--method",
-            "none",
-            "--out",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    proc = run_module(
+        "fastspec.demo", "--structured-output", "json", "--method", "none", "--out", str(tmp_path), timeout=120
     )
     assert proc.returncode == 2 and "drafts nothing" in proc.stderr

@@ -12,14 +12,8 @@ from tests.helpers import rejection_cases
 from tests.helpers.block_cases import likely_case
 from tests.helpers.devices import DEVICES
 from tests.helpers.emulated_calls import assert_all_equal, in_dtype, rejection, update, verify
-from tests.helpers.verify_update_cases import (
-    STRATEGIES,
-    UPDATE_NAMES,
-    UPDATE_OUTPUTS,
-    VERIFY_NAMES,
-    random_update_case,
-    random_verify_case,
-)
+from tests.helpers.op_names import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
+from tests.helpers.verify_update_cases import STRATEGIES, random_update_case, random_verify_case
 
 ACCEPT = ("accept_tokens", "accept_num")
 UPDATED = (*UPDATE_OUTPUTS, "has_running")

@@ -24,6 +24,7 @@ from tests.fuzz.reports import report_summary
 from tests.fuzz.targets import TARGETS
 from tests.fuzz.values import adversarial, case_dims
 from tests.helpers.paths import ROOT
+from tests.helpers.python_module import run_module
 
 
 def same_case(a: Case, b: Case) -> bool:
@@ -138,27 +139,19 @@ def test_the_sanitizer_environment_preloads_the_runtimes():
 def test_a_worker_that_dies_is_a_finding_and_the_campaign_resumes(tmp_path):
     """A worker aborting (as a sanitizer report makes it) before case 2 of 6: the supervisor names
     that case, saves it, runs the other five, and exits 1."""
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.fuzz",
-            "--cases",
-            "6",
-            "--targets",
-            "update_model_status",
-            "--no-corpus",
-            "--abort-at",
-            "2",
-            "--jobs",
-            "1",
-            "--out",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    result = run_module(
+        "tests.fuzz",
+        "--cases",
+        "6",
+        "--targets",
+        "update_model_status",
+        "--no-corpus",
+        "--abort-at",
+        "2",
+        "--jobs",
+        "1",
+        "--out",
+        str(tmp_path),
     )
     assert result.returncode == 1, result.stdout + result.stderr
     summary = json.loads((tmp_path / "last_run.json").read_text())

@@ -12,36 +12,11 @@ import numpy as np
 
 from fastspec import arrays
 from fastspec import reference as ref
+from tests.helpers.op_names import NGRAM_NAMES, UPDATE_NAMES, UPDATE_OUTPUTS
 
 B, K, L, V, K_CAND, STEPS = 16, 4, 256, 32, 6, 8
 T = B * (K + 1)
 END = 0
-NGRAM = (
-    "token_ids_all",
-    "prompt_lens",
-    "step_idx",
-    "draft_token_num",
-    "draft_tokens",
-    "seq_lens_this_time",
-    "seq_lens_encoder",
-    "seq_lens_decoder",
-    "max_dec_len",
-)
-UPDATE = (
-    "seq_lens_encoder",
-    "seq_lens_decoder",
-    "seq_lens_this_time",
-    "step_idx",
-    "stop_flags",
-    "accept_tokens",
-    "accept_num",
-    "draft_tokens",
-    "token_ids_all",
-    "prompt_lens",
-    "is_block_step",
-    "max_dec_len",
-    "end_tokens",
-)
 
 
 def graph_loop_state(rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -116,7 +91,7 @@ def _argmax(bufs: dict) -> None:
 def run_step(bufs: dict, strategy: str) -> None:
     """propose -> targets -> verify -> update on the kernels, in place, with no host synchronisation."""
     b = bufs
-    arrays.ngram_match(*(b[n] for n in NGRAM), max_ngram_size=3)
+    arrays.ngram_match(*(b[n] for n in NGRAM_NAMES), max_ngram_size=3)
     _model(b)
     if strategy == "greedy":
         _argmax(b)
@@ -162,13 +137,13 @@ def run_step(bufs: dict, strategy: str) -> None:
         b["end_tokens"],
         strategy=strategy,
     )
-    arrays.update_model_status(*(b[n] for n in UPDATE), b["has_running"])
+    arrays.update_model_status(*(b[n] for n in UPDATE_NAMES), b["has_running"])
 
 
 def reference_step(host: dict, strategy: str) -> None:
     """The same step on the numpy references, replacing the arrays of `host`."""
     h = host
-    h["draft_tokens"], h["seq_lens_this_time"] = ref.ngram_match(*(h[n] for n in NGRAM), max_ngram_size=3)
+    h["draft_tokens"], h["seq_lens_this_time"] = ref.ngram_match(*(h[n] for n in NGRAM_NAMES), max_ngram_size=3)
     probs = h["table"][np.maximum(h["draft_tokens"].reshape(-1), 0)]
     targets = ids = scores = lens = None
     if strategy == "greedy":
@@ -207,7 +182,7 @@ def reference_step(host: dict, strategy: str) -> None:
         h["end_tokens"],
         strategy=strategy,
     )
-    outs = ref.update_model_status(*(h[n] for n in UPDATE))
-    for name, value in zip(UPDATE[:9], outs):
+    outs = ref.update_model_status(*(h[n] for n in UPDATE_NAMES))
+    for name, value in zip(UPDATE_OUTPUTS, outs):
         h[name] = value
     h["has_running"] = outs[-1]

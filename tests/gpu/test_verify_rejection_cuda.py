@@ -14,27 +14,8 @@ torch = pytest.importorskip("torch")
 import fastspec.arrays  # noqa: E402
 from fastspec import reference as ref  # noqa: E402
 from tests.helpers.cuda import capture, target  # noqa: E402
+from tests.helpers.op_names import probability_positional  # noqa: E402
 from tests.helpers.rejection_cases import ARRAY_NAMES, chi2_matches, distribution_case, random_case, random_rows  # noqa: E402
-
-POSITIONAL = [
-    "accept_tokens",
-    "accept_num",
-    "draft_tokens",
-    None,
-    None,
-    None,
-    None,
-    "seed",
-    "step_idx",
-    "stop_flags",
-    "is_block_step",
-    "seq_lens_encoder",
-    "seq_lens_this_time",
-    "cu_seqlens_q_output",
-    "reasoning_status",
-    "max_dec_len",
-    "end_tokens",
-]
 
 
 def to_device(arrays: dict, dtype: torch.dtype) -> dict:
@@ -54,7 +35,7 @@ strategies = pytest.mark.parametrize("strategy", STRATEGIES)
 
 def launch(t: dict, strategy: str, **attrs) -> None:
     fastspec.arrays.verify_draft_tokens(
-        *(None if n is None else t[n] for n in POSITIONAL),
+        *probability_positional(t),
         strategy=strategy,
         target_probs=t["target_probs"],
         draft_probs=t["draft_probs"],

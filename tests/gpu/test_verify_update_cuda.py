@@ -16,14 +16,8 @@ import fastspec.arrays
 from fastspec import reference as ref
 from tests.gpu.step_loop import STEPS, B, graph_loop_state, reference_step, run_step
 from tests.helpers.cuda import capture, target, to_device, to_host
-from tests.helpers.verify_update_cases import (
-    STRATEGIES,
-    UPDATE_NAMES,
-    UPDATE_OUTPUTS,
-    VERIFY_NAMES,
-    random_update_case,
-    random_verify_case,
-)
+from tests.helpers.op_names import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
+from tests.helpers.verify_update_cases import STRATEGIES, random_update_case, random_verify_case
 
 
 def verify_cuda(arrays: dict, attrs: dict) -> tuple[np.ndarray, np.ndarray]:

@@ -8,21 +8,9 @@ import numpy as np
 
 from fastspec import arrays
 from fastspec import reference as ref
+from tests.helpers.op_names import SLOT_STATE
 from tests.helpers.sampling_cases import to_bf16_bits
 from tests.helpers.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
-
-SLOT_STATE = (
-    "seed",
-    "step_idx",
-    "stop_flags",
-    "is_block_step",
-    "seq_lens_encoder",
-    "seq_lens_this_time",
-    "cu_seqlens_q_output",
-    "reasoning_status",
-    "max_dec_len",
-    "end_tokens",
-)
 
 
 def copies(named: dict) -> dict:

@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-ARRAY_NAMES = (
-    "token_ids_all",
-    "prompt_lens",
-    "step_idx",
-    "draft_token_num",
-    "draft_tokens",
-    "seq_lens_this_time",
-    "seq_lens_encoder",
-    "seq_lens_decoder",
-    "max_dec_len",
-)
+from tests.helpers.op_names import NGRAM_NAMES
+
+ARRAY_NAMES = NGRAM_NAMES
 
 
 def random_case(

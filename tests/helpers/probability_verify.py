@@ -8,32 +8,8 @@ import paddle
 
 import fastspec.arrays
 import fastspec.ops as ops
-
-PROBS = ("target_probs", "draft_probs")
-# The op's positional inputs: None for the target tokens and the candidates.
-_ORDER = (
-    "accept_tokens",
-    "accept_num",
-    "draft_tokens",
-    None,
-    None,
-    None,
-    None,
-    "seed",
-    "step_idx",
-    "stop_flags",
-    "is_block_step",
-    "seq_lens_encoder",
-    "seq_lens_this_time",
-    "cu_seqlens_q_output",
-    "reasoning_status",
-    "max_dec_len",
-    "end_tokens",
-)
-
-
-def positional(values: dict) -> list:
-    return [None if name is None else values[name] for name in _ORDER]
+from tests.helpers.op_names import PROBS
+from tests.helpers.op_names import probability_positional as positional
 
 
 def run_op(arrays: dict, dtype: str = "float32", strategy: str = "rejection", **attrs):

@@ -6,26 +6,11 @@ import math
 
 import numpy as np
 
+from tests.helpers.op_names import PROBABILITY_NAMES
 from tests.helpers.slot_inputs import decode_slots
 
 # Inputs of verify_rejection / verify_draft_tokens(strategy="rejection"), in order.
-ARRAY_NAMES = (
-    "accept_tokens",
-    "accept_num",
-    "draft_tokens",
-    "target_probs",
-    "draft_probs",
-    "seed",
-    "step_idx",
-    "stop_flags",
-    "is_block_step",
-    "seq_lens_encoder",
-    "seq_lens_this_time",
-    "cu_seqlens_q_output",
-    "reasoning_status",
-    "max_dec_len",
-    "end_tokens",
-)
+ARRAY_NAMES = PROBABILITY_NAMES
 
 END = 10**6  # an end token outside every test vocabulary: never drawn
 

@@ -1,5 +1,6 @@
 """Small runtime set-ups several test modules share: the copy task the replay model serves, a state
-whose slots are decoding, and a hand-made step cost for the adaptive controller."""
+whose slots are decoding, a hand-made step cost for the adaptive controller, and a demo workload's
+run on the CPU."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import paddle
 
+from fastspec.runtime.generation import GenerationResult, generate
 from fastspec.runtime.state import RequestParams, SpecState
 
 
@@ -53,3 +55,20 @@ class LineCost:
 
     def record(self, tokens, seconds):
         pass
+
+
+def generate_workload(model, work, config, *, batch: int, params, **options) -> GenerationResult:
+    """``generate`` of a demo workload's prompts on the CPU, ``batch`` slots, each as long as the longest
+    prompt and reference allow (8 tokens to spare); ``options``: its other keywords."""
+    length = max(map(len, work.prompts)) + max(map(len, work.references.values())) + 8
+    return generate(
+        model,
+        work.prompts,
+        config,
+        max_num_seqs=batch,
+        max_model_len=length,
+        end_tokens=[work.tokenizer.END],
+        place="cpu",
+        params=params,
+        **options,
+    )

@@ -4,44 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-VERIFY_NAMES = (
-    "accept_tokens",
-    "accept_num",
-    "draft_tokens",
-    "target_tokens",
-    "candidate_ids",
-    "candidate_scores",
-    "candidate_lens",
-    "seed",
-    "step_idx",
-    "stop_flags",
-    "is_block_step",
-    "seq_lens_encoder",
-    "seq_lens_this_time",
-    "cu_seqlens_q_output",
-    "reasoning_status",
-    "max_dec_len",
-    "end_tokens",
+from tests.helpers.op_names import (  # noqa: F401 (the names these cases are read with)
+    UPDATE_NAMES,
+    UPDATE_OUTPUTS,
+    VERIFY_NAMES,
+    VERIFY_OPTIONAL,
+    VERIFY_OUTPUTS,
 )
-VERIFY_OPTIONAL = ("target_tokens", "candidate_ids", "candidate_scores", "candidate_lens", "reasoning_status")
-VERIFY_OUTPUTS = ("accept_tokens", "accept_num")
-
-UPDATE_NAMES = (
-    "seq_lens_encoder",
-    "seq_lens_decoder",
-    "seq_lens_this_time",
-    "step_idx",
-    "stop_flags",
-    "accept_tokens",
-    "accept_num",
-    "draft_tokens",
-    "token_ids_all",
-    "prompt_lens",
-    "is_block_step",
-    "max_dec_len",
-    "end_tokens",
-)
-UPDATE_OUTPUTS = UPDATE_NAMES[:9]
 
 STRATEGIES = ("topp", "greedy", "target_match")
 SLOT_KINDS = ("decode", "decode", "decode", "prefill", "stopped", "blocked", "inactive", "short_rows")

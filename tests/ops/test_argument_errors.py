@@ -16,7 +16,7 @@ import numpy as np
 import paddle
 import pytest
 
-import fastspec.arrays as kernels
+import fastspec.arrays
 import fastspec.ops as ops
 from fastspec.core.errors import FastspecArgumentError, FastspecTypeError
 from fastspec.core.examples import example_call as valid_call  # a call (B = 2) every front end accepts
@@ -93,7 +93,7 @@ CASES = list(bad_calls())
 
 
 @pytest.mark.parametrize("op_name, mutate, argument", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-@pytest.mark.parametrize("front_end", ["paddle", "kernels"])
+@pytest.mark.parametrize("front_end", ["paddle", "arrays"])
 def test_bad_argument_is_named(front_end, op_name, mutate, argument):
     arrays, attrs = valid_call(op_name)
     mutate(arrays, attrs)
@@ -102,7 +102,7 @@ def test_bad_argument_is_named(front_end, op_name, mutate, argument):
             tensors = {k: None if v is None else paddle.to_tensor(v) for k, v in arrays.items()}
             getattr(ops, op_name)(**tensors, **attrs)
         else:
-            getattr(kernels, op_name)(**arrays, **attrs)
+            getattr(fastspec.arrays, op_name)(**arrays, **attrs)
 
 
 @pytest.mark.parametrize("op_name", list(SCHEMAS))
@@ -110,14 +110,14 @@ def test_valid_calls_run(op_name):
     """The base cases of the bad calls are good: the errors come from the mutation alone."""
     arrays, attrs = valid_call(op_name)
     getattr(ops, op_name)(**{k: paddle.to_tensor(v) for k, v in arrays.items()}, **attrs)
-    getattr(kernels, op_name)(**arrays, **attrs)
+    getattr(fastspec.arrays, op_name)(**arrays, **attrs)
 
 
 INPLACE = [(name, t.name) for name, op in SCHEMAS.items() for t in op.inputs if t.inplace]
 
 
 @pytest.mark.parametrize("op_name, argument", INPLACE)
-@pytest.mark.parametrize("front_end", ["paddle", "kernels"])
+@pytest.mark.parametrize("front_end", ["paddle", "arrays"])
 def test_strided_inplace_tensor_is_an_error_and_nothing_is_lost(front_end, op_name, argument):
     arrays, attrs = valid_call(op_name)
     value = arrays[argument]
@@ -134,16 +134,16 @@ def test_strided_inplace_tensor_is_an_error_and_nothing_is_lost(front_end, op_na
             getattr(ops, op_name)(**tensors, **attrs)
         np.testing.assert_array_equal(big.numpy(), wide)  # untouched
     elif value.size == 1:  # numpy calls any one-element view contiguous: the write lands in it
-        expected = getattr(kernels, op_name)(**{k: v.copy() for k, v in arrays.items()}, **attrs)
+        expected = getattr(fastspec.arrays, op_name)(**{k: v.copy() for k, v in arrays.items()}, **attrs)
         arrays[argument] = view_np
-        getattr(kernels, op_name)(**arrays, **attrs)
+        getattr(fastspec.arrays, op_name)(**arrays, **attrs)
         np.testing.assert_array_equal(wide[:, 0], getattr(expected, argument))
         assert not wide[:, 1:].any()
     else:
         before = wide.copy()
         arrays[argument] = view_np
         with pytest.raises(FastspecArgumentError, match=f"'{argument}' is a strided"):
-            getattr(kernels, op_name)(**arrays, **attrs)
+            getattr(fastspec.arrays, op_name)(**arrays, **attrs)
         np.testing.assert_array_equal(wide, before)
 
 
@@ -174,9 +174,9 @@ def test_keyword_call_equals_positional_call(op_name):
     op = SCHEMAS[op_name]
     for front_end, wrap, unwrap in (
         ("paddle", paddle.to_tensor, lambda t: t.numpy()),
-        ("kernels", np.copy, np.asarray),
+        ("arrays", np.copy, np.asarray),
     ):
-        fn = getattr(ops if front_end == "paddle" else kernels, op_name)
+        fn = getattr(ops if front_end == "paddle" else fastspec.arrays, op_name)
         arrays, attrs = valid_call(op_name)
         positional = [wrap(arrays[t.name]) for t in op.inputs]
         by_name = {t.name: wrap(arrays[t.name]) for t in op.inputs}
@@ -218,9 +218,9 @@ def test_wrong_python_types_are_type_errors():
     with pytest.raises(FastspecTypeError, match="ngram_match: argument 'token_ids_all' must be a paddle.Tensor"):
         ops.ngram_match(**arrays, **attrs)
     with pytest.raises(FastspecTypeError, match="'max_ngram_size' must be an int"):
-        kernels.ngram_match(**arrays, max_ngram_size=2.0)
+        fastspec.arrays.ngram_match(**arrays, max_ngram_size=2.0)
     with pytest.raises(TypeError, match="ngram_match: .*max_ngram_size"):
-        kernels.ngram_match(**arrays)  # a required attribute left out
+        fastspec.arrays.ngram_match(**arrays)  # a required attribute left out
 
 
 def test_pointer_api_short_array_is_refused_before_the_kernel_reads_it():
@@ -228,15 +228,15 @@ def test_pointer_api_short_array_is_refused_before_the_kernel_reads_it():
     arrays, attrs = valid_call("ngram_match")
     arrays["seq_lens_encoder"] = np.zeros(1, np.int32)
     with pytest.raises(FastspecArgumentError, match="'seq_lens_encoder' has 1 rows, expected B = 2"):
-        kernels.ngram_match(**arrays, **attrs)
+        fastspec.arrays.ngram_match(**arrays, **attrs)
 
 
 @pytest.mark.parametrize("op_name", list(SCHEMAS))
 def test_cpu_torch_gives_the_bits_of_numpy(op_name):
     torch = pytest.importorskip("torch")
     arrays, attrs = valid_call(op_name)
-    expected = getattr(kernels, op_name)(**{k: v.copy() for k, v in arrays.items()}, **attrs)
-    got = getattr(kernels, op_name)(**{k: torch.from_numpy(v.copy()) for k, v in arrays.items()}, **attrs)
+    expected = getattr(fastspec.arrays, op_name)(**{k: v.copy() for k, v in arrays.items()}, **attrs)
+    got = getattr(fastspec.arrays, op_name)(**{k: torch.from_numpy(v.copy()) for k, v in arrays.items()}, **attrs)
     if not isinstance(expected, tuple):
         expected, got = (expected,), (got,)
     for a, b in zip(expected, got):
@@ -248,7 +248,7 @@ def test_mixed_numpy_and_torch_is_an_error():
     arrays, attrs = valid_call("ngram_match")
     arrays["prompt_lens"] = torch.from_numpy(arrays["prompt_lens"])
     with pytest.raises(FastspecArgumentError, match="numpy and torch are mixed"):
-        kernels.ngram_match(**arrays, **attrs)
+        fastspec.arrays.ngram_match(**arrays, **attrs)
 
 
 def _reaches_the_guard(case) -> bool:

@@ -320,41 +320,26 @@ def test_different_seeds_give_different_streams():
     probs = np.repeat(row[None], rows, axis=0)
     cu = np.array([0, rows], np.int32)
     bid = np.zeros(rows, np.int32)
-    draws = [
-        run_sample(
+
+    def draw(seed: int, step: int) -> np.ndarray:  # one request over every row, top_p 1, no top_k
+        return run_sample(
             probs,
             np.array([1.0], np.float32),
             np.array([0], np.int32),
-            np.array([s], np.int64),
-            np.array([0], np.int64),
+            np.array([seed], np.int64),
+            np.array([step], np.int64),
             bid,
             cu,
         )
-        for s in (1, 2, 2**32 + 1, -1)
-    ]
+
+    draws = [draw(s, 0) for s in (1, 2, 2**32 + 1, -1)]
     for i in range(len(draws)):
         for j in range(i + 1, len(draws)):
             assert (draws[i] != draws[j]).sum() > rows // 2
     # same seed, same positions: same tokens; positions shifted by step_idx: the stream shifts
-    again = run_sample(
-        probs,
-        np.array([1.0], np.float32),
-        np.array([0], np.int32),
-        np.array([1], np.int64),
-        np.array([0], np.int64),
-        bid,
-        cu,
-    )
+    again = draw(1, 0)
     assert np.array_equal(again, draws[0])
-    shifted = run_sample(
-        probs,
-        np.array([1.0], np.float32),
-        np.array([0], np.int32),
-        np.array([1], np.int64),
-        np.array([1], np.int64),
-        bid,
-        cu,
-    )
+    shifted = draw(1, 1)
     assert np.array_equal(shifted[:-1], draws[0][1:])
 
 
@@ -422,28 +407,16 @@ def test_every_fp16_pattern_in_one_row():
     sub = rng.integers(1, 1024, 3000).astype(np.uint16).view(np.float16)[None]
     got = run_candidates(sub, top_p[:1], np.zeros(1, np.int32), 100)
     assert_candidates_equal(got, ref.top_p_candidates(sub, top_p[:1], np.zeros(1, np.int32), max_candidate_len=100))
-    cu = np.array([0, 4], np.int32)
-    tokens = run_sample(
+    one_request = (
         rows,
         top_p[:1],
         np.array([0], np.int32),
         np.array([5], np.int64),
         np.array([0], np.int64),
         np.zeros(4, np.int32),
-        cu,
+        np.array([0, 4], np.int32),
     )
-    assert np.array_equal(
-        tokens,
-        ref.sample_tokens(
-            rows,
-            top_p[:1],
-            np.array([0], np.int32),
-            np.array([5], np.int64),
-            np.array([0], np.int64),
-            np.zeros(4, np.int32),
-            cu,
-        ),
-    )
+    assert np.array_equal(run_sample(*one_request), ref.sample_tokens(*one_request))
 
 
 def near_uniform_rows(rng, vocab: int, rows: int, shape: str) -> np.ndarray:

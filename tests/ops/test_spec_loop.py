@@ -10,46 +10,11 @@ import pytest
 
 import fastspec.ops as ops
 from fastspec import reference as ref
+from tests.helpers.op_names import NGRAM_NAMES, UPDATE_NAMES, UPDATE_OUTPUTS
 
 B, K, L, V, K_CAND, STEPS = 8, 4, 320, 32, 6, 50
 END = 0
-NGRAM_NAMES = (
-    "token_ids_all",
-    "prompt_lens",
-    "step_idx",
-    "draft_token_num",
-    "draft_tokens",
-    "seq_lens_this_time",
-    "seq_lens_encoder",
-    "seq_lens_decoder",
-    "max_dec_len",
-)
-UPDATE_NAMES = (
-    "seq_lens_encoder",
-    "seq_lens_decoder",
-    "seq_lens_this_time",
-    "step_idx",
-    "stop_flags",
-    "accept_tokens",
-    "accept_num",
-    "draft_tokens",
-    "token_ids_all",
-    "prompt_lens",
-    "is_block_step",
-    "max_dec_len",
-    "end_tokens",
-)
-COMPARED = (
-    "token_ids_all",
-    "step_idx",
-    "seq_lens_encoder",
-    "seq_lens_decoder",
-    "seq_lens_this_time",
-    "stop_flags",
-    "accept_tokens",
-    "accept_num",
-    "draft_tokens",
-)
+COMPARED = UPDATE_OUTPUTS  # every tensor the step writes in place
 ADMIT_STEP, ADMITTED = 10, 7  # slot 7 is inactive until step 10
 BLOCKED, BLOCK_STEPS = 3, range(5, 10)
 REASONING, REASONING_STEPS = 4, range(0, 16)
@@ -160,7 +125,7 @@ class RefLoop:
 
     def update(self) -> bool:
         outs = ref.update_model_status(*(self.s[n] for n in UPDATE_NAMES))
-        for name, value in zip(UPDATE_NAMES[:9], outs):
+        for name, value in zip(UPDATE_OUTPUTS, outs):
             self.s[name] = value
         return bool(outs[-1][0])
 

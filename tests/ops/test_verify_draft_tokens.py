@@ -10,6 +10,7 @@ import pytest
 import fastspec.arrays
 import fastspec.ops as ops
 from fastspec import reference as ref
+from tests.helpers.op_names import PER_REQUEST
 from tests.helpers.static_graph import run_static
 from tests.helpers.verify_update_cases import STRATEGIES, VERIFY_NAMES, random_verify_case
 
@@ -348,16 +349,7 @@ def test_strategy_is_case_insensitive_and_an_enum_works():
 
 def test_per_request_tensors_may_be_column_vectors():
     arrays, attrs = case("greedy", [5, 6], [5, 7, 8])
-    for name in (
-        "accept_num",
-        "seed",
-        "step_idx",
-        "stop_flags",
-        "is_block_step",
-        "seq_lens_encoder",
-        "seq_lens_this_time",
-        "max_dec_len",
-    ):
+    for name in (n for n in PER_REQUEST if arrays[n] is not None):
         arrays[name] = arrays[name].reshape(-1, 1)
     tokens, num = run_op(arrays, attrs)
     assert num.shape == (1, 1) and num.tolist() == [[2]] and tokens[0, :2].tolist() == [5, 7]

@@ -92,15 +92,16 @@ def test_free_requests_share_the_batch_untouched():
     assert any(not np.array_equal(mixed.outputs[i], alone.outputs[i]) for i in (2, 3))
 
 
-@pytest.mark.parametrize("strategy, temperature", [("greedy", 0.0), ("target_match", 1.0)])
-def test_draft_model_speculation_is_lossless_under_grammars(strategy, temperature):
+def assert_draft_model_lossless(strategy: str, temperature: float, **mtp) -> None:
+    """MTP drafting (``mtp``: more of its config) under grammars emits what speculation off emits, and drafts
+    that get accepted."""
     prompts, refs, params = sc.workload(8, ("schema", "regex", None))
     params = with_temperature(params, temperature)
     v = sc.vocab_size()
     target = ReplayHiddenStates(ReplayModel(refs, v, end_token=sc.END, peak=0.9))
     off = run(cfg(method="none"), prompts, refs, params, model=target)
     on = run(
-        cfg(method="mtp", num_speculative_tokens=3, verify_strategy=strategy),
+        cfg(method="mtp", num_speculative_tokens=3, verify_strategy=strategy, **mtp),
         prompts,
         refs,
         params,
@@ -111,6 +112,11 @@ def test_draft_model_speculation_is_lossless_under_grammars(strategy, temperatur
         np.testing.assert_array_equal(a, b, err_msg=f"request {i}")
     check_outputs(on.outputs, params)
     assert on.stats.accepted_tokens > 0
+
+
+@pytest.mark.parametrize("strategy, temperature", [("greedy", 0.0), ("target_match", 1.0)])
+def test_draft_model_speculation_is_lossless_under_grammars(strategy, temperature):
+    assert_draft_model_lossless(strategy, temperature)
 
 
 class RowCounter:
@@ -313,23 +319,7 @@ TREE = {"enabled": True, "top_k": 2, "max_nodes": 8}
 
 @pytest.mark.parametrize("strategy, temperature", [("greedy", 0.0), ("target_match", 1.0)])
 def test_draft_trees_are_lossless_under_grammars(strategy, temperature):
-    prompts, refs, params = sc.workload(8, ("schema", "regex", None))
-    params = with_temperature(params, temperature)
-    v = sc.vocab_size()
-    target = ReplayHiddenStates(ReplayModel(refs, v, end_token=sc.END, peak=0.9))
-    off = run(cfg(method="none"), prompts, refs, params, model=target)
-    on = run(
-        cfg(method="mtp", num_speculative_tokens=3, verify_strategy=strategy, tree=TREE),
-        prompts,
-        refs,
-        params,
-        model=target,
-        draft_model=ReplayDraftHead(refs, v, end_token=sc.END, peak=0.8),
-    )
-    for i, (a, b) in enumerate(zip(on.outputs, off.outputs)):
-        np.testing.assert_array_equal(a, b, err_msg=f"request {i}")
-    check_outputs(on.outputs, params)
-    assert on.stats.accepted_tokens > 0
+    assert_draft_model_lossless(strategy, temperature, tree=TREE)
 
 
 def test_forbidden_tree_nodes_never_reach_the_target(monkeypatch):

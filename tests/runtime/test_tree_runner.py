@@ -24,6 +24,7 @@ from fastspec.runtime.proposers import NgramProposer
 from fastspec.runtime.sampler import Sampler
 from fastspec.runtime.state import RequestParams, SpecState
 from fastspec.runtime.step import SpecStep
+from tests.helpers.op_names import UPDATE_OUTPUTS
 from tests.helpers.runtime_cases import copy_task
 
 V, K, TOP_K, N, END = 64, 3, 2, 7, 0
@@ -207,17 +208,7 @@ def simulate(target, head, prompts, params, strategy: str, length: int) -> list[
             draft_probs,
             strategy=strategy,
         )
-        names = (
-            "seq_lens_encoder",
-            "seq_lens_decoder",
-            "seq_lens_this_time",
-            "step_idx",
-            "stop_flags",
-            "accept_tokens",
-            "accept_num",
-            "draft_tokens",
-            "token_ids_all",
-        )
+        names = UPDATE_OUTPUTS
         out = ref.update_model_status(
             *(s[n] for n in names[:8]), s["token_ids_all"], prompt_lens, blocked, max_dec, ends
         )

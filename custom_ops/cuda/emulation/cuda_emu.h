@@ -172,30 +172,19 @@ inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
 
-template <typename T>
-inline T atomicAdd(T* address, T value) {
-  return cuda_emu::atomic(cuda_emu::kAdd, address, value);
-}
-template <typename T>
-inline T atomicMin(T* address, T value) {
-  return cuda_emu::atomic(cuda_emu::kMin, address, value);
-}
-template <typename T>
-inline T atomicMax(T* address, T value) {
-  return cuda_emu::atomic(cuda_emu::kMax, address, value);
-}
-template <typename T>
-inline T atomicExch(T* address, T value) {
-  return cuda_emu::atomic(cuda_emu::kExch, address, value);
-}
-template <typename T>
-inline T atomicOr(T* address, T value) {
-  return cuda_emu::atomic(cuda_emu::kOr, address, value);
-}
-template <typename T>
-inline T atomicAnd(T* address, T value) {
-  return cuda_emu::atomic(cuda_emu::kAnd, address, value);
-}
+// CUDA's atomics on the emulated device, each a cuda_emu::atomic of its kind.
+#define FS_EMU_ATOMIC(name, kind)                            \
+  template <typename T>                                      \
+  inline T name(T* address, T value) {                       \
+    return cuda_emu::atomic(cuda_emu::kind, address, value); \
+  }
+FS_EMU_ATOMIC(atomicAdd, kAdd)
+FS_EMU_ATOMIC(atomicMin, kMin)
+FS_EMU_ATOMIC(atomicMax, kMax)
+FS_EMU_ATOMIC(atomicExch, kExch)
+FS_EMU_ATOMIC(atomicOr, kOr)
+FS_EMU_ATOMIC(atomicAnd, kAnd)
+#undef FS_EMU_ATOMIC
 template <typename T>
 inline T atomicCAS(T* address, T compare, T value) {
   return cuda_emu::atomic(cuda_emu::kCas, address, value, compare);

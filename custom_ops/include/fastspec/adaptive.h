@@ -212,18 +212,10 @@ FS_HD void observe_slot(const AdaptiveObserveParams& p, int64_t b) {
 }
 
 // CPU: sorts with the ranking's order, scans, counts. Returns kOk.
-int adaptive_plan_cpu(const AdaptivePlanParams& params);
-int adaptive_observe_cpu(const AdaptiveObserveParams& params);
-
 // XPU: one cluster; the ranking by counting, the scan on core 0 (custom_ops/xpu).
-int adaptive_plan_xpu(const AdaptivePlanParams& params, const XpuGrid& grid);
-int adaptive_observe_xpu(const AdaptiveObserveParams& params, const XpuGrid& grid);
-
-#if defined(FASTSPEC_WITH_CUDA)
 // CUDA: one block (the plan: worth, the ranking by counting, the scan on thread 0, the counts);
 // no allocation, no host synchronisation. Batches above kMaxCudaBatch get cudaErrorInvalidValue.
-cudaError_t adaptive_plan_cuda(const AdaptivePlanParams& params, cudaStream_t stream);
-cudaError_t adaptive_observe_cuda(const AdaptiveObserveParams& params, cudaStream_t stream);
-#endif
+FASTSPEC_LAUNCHERS(adaptive_plan, AdaptivePlanParams);
+FASTSPEC_LAUNCHERS(adaptive_observe, AdaptiveObserveParams);
 
 }  // namespace fastspec

@@ -48,15 +48,9 @@ FS_HD bool bitmask_sizes_ok(const ApplyTokenBitmaskParams& p) {
 }
 
 // CPU: rows across the pool from 2^20 entries (a row by one thread). Returns kOk.
-int apply_token_bitmask_cpu(const ApplyTokenBitmaskParams& params);
-
 // XPU: one launch over the grid; each core takes (row, 1024-token chunk) tiles in turn.
-int apply_token_bitmask_xpu(const ApplyTokenBitmaskParams& params, const XpuGrid& grid);
-
-#if defined(FASTSPEC_WITH_CUDA)
 // CUDA: one launch, a block per (row, span of the vocabulary), a thread per entry.
 // No allocation, no host synchronisation: safe inside CUDA Graph capture.
-cudaError_t apply_token_bitmask_cuda(const ApplyTokenBitmaskParams& params, cudaStream_t stream);
-#endif
+FASTSPEC_LAUNCHERS(apply_token_bitmask, ApplyTokenBitmaskParams);
 
 }  // namespace fastspec

@@ -27,6 +27,20 @@
 #define FS_HD inline
 #endif
 
+// FASTSPEC_LAUNCHERS(op, Params); in the op's header declares its launcher on every backend,
+// the ones FASTSPEC_REGISTER_OP registers (op_call.h): int op_cpu(const Params&),
+// int op_xpu(const Params&, const XpuGrid&) and, in a CUDA build, cudaError_t
+// op_cuda(const Params&, cudaStream_t). A new backend adds its launcher here, once.
+#if defined(FASTSPEC_WITH_CUDA)
+#define FASTSPEC_CUDA_LAUNCHER_(op, Params) cudaError_t op##_cuda(const Params& params, cudaStream_t stream)
+#else
+#define FASTSPEC_CUDA_LAUNCHER_(op, Params) static_assert(true, "no CUDA in this build")
+#endif
+#define FASTSPEC_LAUNCHERS(op, Params)                     \
+  int op##_cpu(const Params& params);                      \
+  int op##_xpu(const Params& params, const XpuGrid& grid); \
+  FASTSPEC_CUDA_LAUNCHER_(op, Params)
+
 namespace fastspec {
 
 // Returned by every launcher (CPU, CUDA, XPU). CUDA launchers return the

@@ -270,20 +270,12 @@ FS_HD bool verify_tree_sizes_ok(const VerifyDraftTreeParams& a) {
 }
 
 // CPU: threads across slots. kInvalidArgument for sizes beyond the limits above.
-int build_draft_tree_cpu(const BuildDraftTreeParams& params);
-int verify_draft_tree_cpu(const VerifyDraftTreeParams& params);
-
 // XPU: one launch, one core per slot; a core keeps its slot's tree rows in
 // local memory and reads candidates and targets from global memory.
-int build_draft_tree_xpu(const BuildDraftTreeParams& params, const XpuGrid& grid);
-int verify_draft_tree_xpu(const VerifyDraftTreeParams& params, const XpuGrid& grid);
-
-#if defined(FASTSPEC_WITH_CUDA)
 // CUDA: one launch, one thread per slot; no allocation, no host
 // synchronisation (CUDA Graph safe). Batches above kMaxCudaBatch get
 // cudaErrorInvalidValue.
-cudaError_t build_draft_tree_cuda(const BuildDraftTreeParams& params, cudaStream_t stream);
-cudaError_t verify_draft_tree_cuda(const VerifyDraftTreeParams& params, cudaStream_t stream);
-#endif
+FASTSPEC_LAUNCHERS(build_draft_tree, BuildDraftTreeParams);
+FASTSPEC_LAUNCHERS(verify_draft_tree, VerifyDraftTreeParams);
 
 }  // namespace fastspec

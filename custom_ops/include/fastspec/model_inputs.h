@@ -74,16 +74,10 @@ FS_HD bool model_inputs_sizes_ok(const ModelInputsParams& p) {
 }
 
 // CPU: one thread (a copy of the grid and a few values a slot). Returns kOk.
-int model_inputs_cpu(const ModelInputsParams& params);
-
 // XPU: the slots' grid rows over every core of the grid (256-token tiles through
 // LM), then the output rows' positions.
-int model_inputs_xpu(const ModelInputsParams& params, const XpuGrid& grid);
-
-#if defined(FASTSPEC_WITH_CUDA)
 // CUDA: a block per (slot, span of 256 columns), then a thread per output row.
 // No allocation, no host synchronisation: safe inside CUDA Graph capture.
-cudaError_t model_inputs_cuda(const ModelInputsParams& params, cudaStream_t stream);
-#endif
+FASTSPEC_LAUNCHERS(model_inputs, ModelInputsParams);
 
 }  // namespace fastspec

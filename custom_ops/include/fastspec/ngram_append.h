@@ -169,16 +169,10 @@ FS_HD void ngram_append_finish(const NgramMatchParams& a, int64_t b, const Ngram
 using NgramAppendParams = NgramMatchParams;
 
 // CPU: both passes. Returns kOk.
-int ngram_append_cpu(const NgramMatchParams& params);
-
 // XPU: one search launch (a cluster per slot), plus the budget launch of
 // ngram_match.h when token_budget > 0.
-int ngram_append_xpu(const NgramMatchParams& params, const XpuGrid& grid);
-
-#if defined(FASTSPEC_WITH_CUDA)
 // CUDA: one search launch (one block per slot), plus one budget launch when
 // token_budget > 0. No allocation, no host synchronisation.
-cudaError_t ngram_append_cuda(const NgramMatchParams& params, cudaStream_t stream);
-#endif
+FASTSPEC_LAUNCHERS(ngram_append, NgramMatchParams);
 
 }  // namespace fastspec

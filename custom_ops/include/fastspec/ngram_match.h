@@ -205,7 +205,11 @@ FS_HD void ngram_apply_budget(const NgramMatchParams& a, int32_t* seq_lens_this_
 }
 
 // CPU: both passes, threads across slots. Returns kOk.
-int ngram_match_cpu(const NgramMatchParams& params);
+// XPU: one search launch (a cluster per slot, its cores scanning tiles), plus
+// one single-cluster budget launch when token_budget > 0 (custom_ops/xpu).
+// CUDA: one search launch, plus one budget launch when token_budget > 0.
+// No allocation, no host synchronisation: safe inside CUDA Graph capture.
+FASTSPEC_LAUNCHERS(ngram_match, NgramMatchParams);
 
 // One valid decode slot's drafts on the CPU, ngram_match's pass 1 without its
 // writes (SuffixCache's anchored n-gram drafts with it too): their count and
@@ -216,17 +220,11 @@ int64_t ngram_slot_drafts_cpu(const NgramSlot& slot, int64_t draft_cols, int64_t
 // when the call has enough tokens to scan), then the budget pass and its trim.
 void ngram_run_cpu(const NgramMatchParams& params, void (*search_slot)(const NgramMatchParams&, int64_t));
 
-// XPU: one search launch (a cluster per slot, its cores scanning tiles), plus
-// one single-cluster budget launch when token_budget > 0 (custom_ops/xpu).
-int ngram_match_xpu(const NgramMatchParams& params, const XpuGrid& grid);
+// The budget pass alone (one single-cluster launch on the XPU, one single-block launch
+// on CUDA), shared by both n-gram ops.
 int ngram_budget_xpu(const NgramMatchParams& params, const XpuGrid& grid);
 
 #if defined(FASTSPEC_WITH_CUDA)
-// CUDA: one search launch, plus one budget launch when token_budget > 0.
-// No allocation, no host synchronisation: safe inside CUDA Graph capture.
-cudaError_t ngram_match_cuda(const NgramMatchParams& params, cudaStream_t stream);
-
-// The budget pass alone (one single-block launch), shared by both n-gram ops.
 void ngram_budget_cuda(const NgramMatchParams& params, cudaStream_t stream);
 #endif
 

@@ -86,15 +86,9 @@ FS_HD bool pack_rows_sizes_ok(const PackRowsParams& p) {
 }
 
 // CPU: one thread (a slot costs nanoseconds). Returns kOk.
-int pack_rows_cpu(const PackRowsParams& params);
-
 // XPU: one core of the grid walks the slots and the rows (the others return).
-int pack_rows_xpu(const PackRowsParams& params, const XpuGrid& grid);
-
-#if defined(FASTSPEC_WITH_CUDA)
 // CUDA: one block: threads over the slots, one thread's prefix sums, threads over
 // the rows. No allocation, no host synchronisation: safe inside CUDA Graph capture.
-cudaError_t pack_rows_cuda(const PackRowsParams& params, cudaStream_t stream);
-#endif
+FASTSPEC_LAUNCHERS(pack_rows, PackRowsParams);
 
 }  // namespace fastspec

@@ -137,14 +137,8 @@ FS_HD bool bad_word_bans(const Entry& entry, int64_t e, int64_t width, int64_t a
 FS_HD float negative_infinity_f32() { return -__builtin_huge_valf(); }
 
 // CPU: slots across the pool; each builds its history's counts once and applies them to its rows.
-int process_logits_cpu(const ProcessLogitsParams& params);
-
 // XPU: rows across the grid's cores (custom_ops/xpu).
-int process_logits_xpu(const ProcessLogitsParams& params, const XpuGrid& grid);
-
-#if defined(FASTSPEC_WITH_CUDA)
 // CUDA: one block per row; no allocation, no host synchronisation.
-cudaError_t process_logits_cuda(const ProcessLogitsParams& params, cudaStream_t stream);
-#endif
+FASTSPEC_LAUNCHERS(process_logits, ProcessLogitsParams);
 
 }  // namespace fastspec

@@ -262,22 +262,12 @@ inline int check_sampling_sizes(int64_t rows, int64_t vocab, int64_t batch, int3
 }
 
 // CPU: threads across rows; every output written. Returns kOk or kInvalidArgument.
-int top_p_candidates_cpu(const TopPCandidatesParams& params);
-int sample_tokens_cpu(const SampleTokensParams& params);
-int top_k_top_p_probs_cpu(const TopKTopPProbsParams& params);
-
 // XPU: one cluster per row (rows strided over clusters), the histograms in
 // shared memory, one launch per op (custom_ops/xpu).
-int top_p_candidates_xpu(const TopPCandidatesParams& params, const XpuGrid& grid);
-int sample_tokens_xpu(const SampleTokensParams& params, const XpuGrid& grid);
-int top_k_top_p_probs_xpu(const TopKTopPProbsParams& params, const XpuGrid& grid);
-
-#if defined(FASTSPEC_WITH_CUDA)
 // CUDA: one block per row, one launch, no allocation, no host synchronisation
 // (CUDA Graph safe); outputs go to the caller's buffers.
-cudaError_t top_p_candidates_cuda(const TopPCandidatesParams& params, cudaStream_t stream);
-cudaError_t sample_tokens_cuda(const SampleTokensParams& params, cudaStream_t stream);
-cudaError_t top_k_top_p_probs_cuda(const TopKTopPProbsParams& params, cudaStream_t stream);
-#endif
+FASTSPEC_LAUNCHERS(top_p_candidates, TopPCandidatesParams);
+FASTSPEC_LAUNCHERS(sample_tokens, SampleTokensParams);
+FASTSPEC_LAUNCHERS(top_k_top_p_probs, TopKTopPProbsParams);
 
 }  // namespace fastspec

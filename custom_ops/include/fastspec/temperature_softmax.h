@@ -102,15 +102,9 @@ FS_HD bool softmax_sizes_ok(const TemperatureSoftmaxParams& p) { return p.rows >
 
 // CPU: a row by one thread (SIMD: 8 or 16 lanes of the 256 at a time); rows over
 // the pool from 2^18 entries. Returns kOk.
-int temperature_softmax_cpu(const TemperatureSoftmaxParams& params);
-
 // XPU: a row per core, rows strided over the grid; the row's 256 lanes in LM.
-int temperature_softmax_xpu(const TemperatureSoftmaxParams& params, const XpuGrid& grid);
-
-#if defined(FASTSPEC_WITH_CUDA)
 // CUDA: a block of 256 threads per row (thread j owns lane j). No allocation, no
 // host synchronisation: safe inside CUDA Graph capture.
-cudaError_t temperature_softmax_cuda(const TemperatureSoftmaxParams& params, cudaStream_t stream);
-#endif
+FASTSPEC_LAUNCHERS(temperature_softmax, TemperatureSoftmaxParams);
 
 }  // namespace fastspec

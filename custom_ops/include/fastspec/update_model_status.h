@@ -120,18 +120,12 @@ FS_HD bool update_slot(const UpdateModelStatusParams& a, int64_t b) {
 }
 
 // CPU: threads across slots, then has_running. Returns kOk.
-int update_model_status_cpu(const UpdateModelStatusParams& params);
-
 // XPU: one launch of one cluster (slots strided over its cores), which also
 // writes has_running (custom_ops/xpu).
-int update_model_status_xpu(const UpdateModelStatusParams& params, const XpuGrid& grid);
-
-#if defined(FASTSPEC_WITH_CUDA)
 // CUDA: one launch of one block (slots strided over its threads), which also
 // writes has_running. No allocation, no host synchronisation, no memset:
 // safe inside CUDA Graph capture. Batches above kMaxCudaBatch get
 // cudaErrorInvalidValue.
-cudaError_t update_model_status_cuda(const UpdateModelStatusParams& params, cudaStream_t stream);
-#endif
+FASTSPEC_LAUNCHERS(update_model_status, UpdateModelStatusParams);
 
 }  // namespace fastspec

@@ -205,18 +205,12 @@ FS_HD void verify_slot(const VerifyDraftTokensParams& a, int64_t b) { verify_slo
 // CPU: threads across slots. Returns kOk, or kInvalidArgument for an
 // unsupported strategy. REJECTION scans V entries per correction / bonus;
 // BLOCK also scans a row per prefix it tries (at most K).
-int verify_draft_tokens_cpu(const VerifyDraftTokensParams& params);
-
 // XPU: one launch, one core per slot; each core stages its slot in local
 // memory and streams the strategy's rows from global memory (custom_ops/xpu).
-int verify_draft_tokens_xpu(const VerifyDraftTokensParams& params, const XpuGrid& grid);
-
-#if defined(FASTSPEC_WITH_CUDA)
 // CUDA: one launch, one thread per slot. No allocation, no host
 // synchronisation: safe inside CUDA Graph capture. Batches above
 // kMaxCudaBatch get cudaErrorInvalidValue. REJECTION's thread scans V entries
 // per correction / bonus draw.
-cudaError_t verify_draft_tokens_cuda(const VerifyDraftTokensParams& params, cudaStream_t stream);
-#endif
+FASTSPEC_LAUNCHERS(verify_draft_tokens, VerifyDraftTokensParams);
 
 }  // namespace fastspec

@@ -10,7 +10,7 @@ int build_draft_tree_xpu(const BuildDraftTreeParams& p, const XpuGrid& grid) {
   return FS_XPU_LAUNCH(grid.clusters, grid, xpu::build_draft_tree_kernel, xpu::i64(p.candidate_tokens),
                        p.candidate_parents, p.candidate_scores, xpu::i64(p.draft_tree_tokens), p.seq_lens_this_time,
                        p.seq_lens_encoder, p.seq_lens_decoder, p.draft_tree_parents, p.draft_tree_depths, p.batch,
-                       p.tree_cols, p.candidate_count, p.max_depth);
+                       p.candidate_count, p.tree_cols, p.max_depth);
 }
 
 int verify_draft_tree_xpu(const VerifyDraftTreeParams& p, const XpuGrid& grid) {
@@ -23,9 +23,9 @@ int verify_draft_tree_xpu(const VerifyDraftTreeParams& p, const XpuGrid& grid) {
                        xpu::i64(p.draft_tree_tokens), p.draft_tree_parents, xpu::i64(p.target_tokens), xpu::i64(p.seed),
                        xpu::i64(p.step_idx), p.stop_flags, p.is_block_step, p.seq_lens_encoder, p.seq_lens_this_time,
                        p.cu_seqlens_q_output, xpu::i64(p.max_dec_len), xpu::i64(p.end_tokens),
-                       static_cast<const unsigned char*>(r.target_probs),
-                       static_cast<const unsigned char*>(r.draft_probs), r.dtype, r.vocab, p.accept_nodes, p.batch,
-                       p.draft_cols, p.tree_cols, p.rows, p.num_end_tokens, p.strategy);
+                       static_cast<const unsigned char*>(r.target_probs), r.dtype,
+                       static_cast<const unsigned char*>(r.draft_probs), r.dtype, p.accept_nodes, p.batch, p.draft_cols,
+                       p.tree_cols, p.rows, p.num_end_tokens, r.vocab, p.strategy);
 }
 
 }  // namespace fastspec

@@ -23,7 +23,7 @@ int search_then_budget(const NgramMatchParams& p, const XpuGrid& grid) {
       FS_XPU_LAUNCH(grid.clusters, grid, search, xpu::i64(p.token_ids_all), xpu::i64(p.prompt_lens),
                     xpu::i64(p.step_idx), p.draft_token_num, xpu::i64(p.draft_tokens), p.seq_lens_this_time,
                     p.seq_lens_encoder, p.seq_lens_decoder, xpu::i64(p.max_dec_len), xpu::i64(p.ngram_anchor), p.batch,
-                    p.max_model_len, p.draft_cols, p.max_ngram_size, p.min_ngram_size);
+                    p.max_model_len, p.draft_cols, p.max_ngram_size, p.min_ngram_size, p.token_budget);
   if (status != kOk || p.token_budget <= 0) return status;
   return ngram_budget_xpu(p, grid);
 }

@@ -16,9 +16,9 @@ int verify_draft_tokens_xpu(const VerifyDraftTokensParams& p, const XpuGrid& gri
                        p.candidate_scores, p.candidate_lens, xpu::i64(p.seed), xpu::i64(p.step_idx), p.stop_flags,
                        p.is_block_step, p.seq_lens_encoder, p.seq_lens_this_time, p.cu_seqlens_q_output,
                        p.reasoning_status, xpu::i64(p.max_dec_len), xpu::i64(p.end_tokens),
-                       static_cast<const unsigned char*>(r.target_probs),
-                       static_cast<const unsigned char*>(r.draft_probs), r.dtype, r.vocab, p.batch, p.draft_cols,
-                       p.rows, p.candidate_cols, p.num_end_tokens, p.strategy, p.accept_all, p.reject_all);
+                       static_cast<const unsigned char*>(r.target_probs), r.dtype,
+                       static_cast<const unsigned char*>(r.draft_probs), r.dtype, p.batch, p.draft_cols, p.rows,
+                       p.candidate_cols, p.num_end_tokens, r.vocab, p.strategy, p.accept_all, p.reject_all);
 }
 
 }  // namespace fastspec

@@ -142,7 +142,15 @@ class DraftLengthController:
 
     def plan(self, state: SpecState) -> None:
         """Writes ``state.draft_token_num`` (in place) for the coming proposal."""
-        ops.adaptive_plan(
+        ops.adaptive_plan(*self.plan_tensors(state), probe_interval=self.probe_interval)
+
+    def observe(self, state: SpecState) -> None:
+        """After the state update: folds this step's rows and ``accept_num`` into the estimates."""
+        ops.adaptive_observe(*self.observe_tensors(state))
+
+    def plan_tensors(self, state: SpecState) -> tuple[paddle.Tensor, ...]:
+        """adaptive_plan's tensors in its order: the controller's and ``state``'s."""
+        return (
             self.acceptance,
             self.found,
             self._cost,
@@ -154,13 +162,17 @@ class DraftLengthController:
             state.draft_token_num,
             self._worth,
             self._ranking,
-            probe_interval=self.probe_interval,
         )
 
-    def observe(self, state: SpecState) -> None:
-        """After the state update: folds this step's rows and ``accept_num`` into the estimates."""
-        ops.adaptive_observe(
-            self.acceptance, self.found, state.draft_token_num, state.cu_seqlens_q_output, state.accept_num, self.rates
+    def observe_tensors(self, state: SpecState) -> tuple[paddle.Tensor, ...]:
+        """adaptive_observe's tensors in its order."""
+        return (
+            self.acceptance,
+            self.found,
+            state.draft_token_num,
+            state.cu_seqlens_q_output,
+            state.accept_num,
+            self.rates,
         )
 
     # -- inspection -------------------------------------------------------------------------

@@ -7,23 +7,13 @@ from __future__ import annotations
 import numpy as np
 
 from fastspec.arrays import module
+from fastspec.core.draft_choice import DraftAverages
 
 __all__ = ["DraftChoice"]
 
 
-class DraftChoice:
+class DraftChoice(DraftAverages):
     """Running averages of two drafters' accepted tokens per slot (weight ``rate`` on the newest step)."""
-
-    def __init__(self, slots: int, rate: float = 0.3) -> None:
-        self.rate = rate
-        self.average = np.zeros((slots, 2))
-
-    def reset(self, slots) -> None:
-        self.average[slots] = 0.0
-
-    def preference(self) -> np.ndarray:
-        """int32 [B]: 1 the first drafter, -1 the second, 0 neither."""
-        return np.sign(self.average[:, 0] - self.average[:, 1]).astype(np.int32)
 
     def observe(self, mask: np.ndarray, first: tuple, second: tuple, kept: np.ndarray, kept_num: np.ndarray) -> None:
         """``first`` / ``second``: (drafts [B, W], lens [B]) offered this step; rows where ``mask``; scored and

@@ -11,6 +11,7 @@ from fastspec import ops
 from fastspec.core.schema import PROBABILITY_STRATEGIES
 from fastspec.core.streams import STREAM_DRAFT
 from fastspec.runtime.proposers.base import Proposal, Proposer
+from fastspec.runtime.proposers.ngram import draft_ngrams
 from fastspec.runtime.proposers.tree import TreeProposal, empty_tree_proposal, head_top_k_tree
 from fastspec.runtime.state import SpecState
 
@@ -326,21 +327,7 @@ class DraftModelProposer(Proposer):
         if steps < k:  # hybrid: model drafts first, then ngram_append fills the remaining columns in place
             self.check(proposal, b)
             self.write(proposal, state)
-            ops.ngram_append(
-                state.token_ids_all,
-                state.prompt_lens,
-                state.step_idx,
-                state.draft_token_num,
-                state.draft_tokens,
-                state.seq_lens_this_time,
-                state.seq_lens_encoder,
-                state.seq_lens_decoder,
-                state.max_dec_len,
-                max_ngram_size=self.max_ngram_size,
-                min_ngram_size=self.min_ngram_size,
-                token_budget=self.token_budget,
-                ngram_anchor=state.ngram_anchor if self.anchored else None,
-            )
+            draft_ngrams(ops.ngram_append, state, self)
             final_lens = paddle.where(decode, paddle.clip(state.seq_lens_this_time - 1, min=0), paddle.zeros_like(lens))
             lens = paddle.minimum(lens, final_lens)
             proposal = Proposal(state.draft_tokens[:, 1:].clone(), final_lens)

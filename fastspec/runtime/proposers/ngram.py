@@ -9,6 +9,26 @@ from fastspec.runtime.proposers.base import Proposal, Proposer
 from fastspec.runtime.state import SpecState
 
 
+def draft_ngrams(op, state: SpecState, settings) -> None:
+    """``op`` (ngram_match or ngram_append) on ``state``'s tensors, in place, with the n-gram settings of
+    ``settings`` (a proposer: max_ngram_size, min_ngram_size, token_budget, anchored)."""
+    op(
+        state.token_ids_all,
+        state.prompt_lens,
+        state.step_idx,
+        state.draft_token_num,
+        state.draft_tokens,
+        state.seq_lens_this_time,
+        state.seq_lens_encoder,
+        state.seq_lens_decoder,
+        state.max_dec_len,
+        max_ngram_size=settings.max_ngram_size,
+        min_ngram_size=settings.min_ngram_size,
+        token_budget=settings.token_budget,
+        ngram_anchor=state.ngram_anchor if settings.anchored else None,
+    )
+
+
 class NgramProposer(Proposer):
     """Copies what followed the newest n-gram's earlier occurrence (prompt first, then output)."""
 
@@ -44,21 +64,7 @@ class NgramProposer(Proposer):
                 f"NgramProposer: the state holds {state.num_speculative_tokens} draft columns, "
                 f"the proposer drafts {self.num_speculative_tokens}"
             )
-        ops.ngram_match(
-            state.token_ids_all,
-            state.prompt_lens,
-            state.step_idx,
-            state.draft_token_num,
-            state.draft_tokens,
-            state.seq_lens_this_time,
-            state.seq_lens_encoder,
-            state.seq_lens_decoder,
-            state.max_dec_len,
-            max_ngram_size=self.max_ngram_size,
-            min_ngram_size=self.min_ngram_size,
-            token_budget=self.token_budget,
-            ngram_anchor=state.ngram_anchor if self.anchored else None,
-        )
+        draft_ngrams(ops.ngram_match, state, self)
         # ngram_match wrote in place; hand the same drafts back through the checked contract (a slot that does not
         # decode has its length ignored where the proposal is written: SpecState.pack_slot_rows)
         return Proposal(state.draft_tokens[:, 1:], paddle.clip(state.seq_lens_this_time - 1, min=0))

@@ -356,26 +356,33 @@ def test_every_step_is_the_references(seed):
     def host(tensor):
         return tensor.numpy().copy()
 
+    # each op's tensors by the reference's argument names (the schema's), written here, not taken from the code
+    plan_tensors = {
+        "acceptance": ctl.acceptance,
+        "found": ctl.found,
+        "step_cost": ctl._cost,
+        "rates": ctl.rates,
+        "seq_lens_encoder": state.seq_lens_encoder,
+        "stop_flags": state.stop_flags,
+        "is_block_step": state.is_block_step,
+        "probe_step": ctl._probe,
+        "draft_token_num": state.draft_token_num,
+        "worth": ctl._worth,
+        "ranking": ctl._ranking,
+    }
+    observe_tensors = {
+        "acceptance": ctl.acceptance,
+        "found": ctl.found,
+        "draft_token_num": state.draft_token_num,
+        "cu_seqlens_q_output": state.cu_seqlens_q_output,
+        "accept_num": state.accept_num,
+        "rates": ctl.rates,
+    }
     for step_index in range(40):
         state.seq_lens_encoder[:] = paddle.to_tensor((rng.random(b) < 0.15).astype(np.int32) * 7)
         state.stop_flags[:] = paddle.to_tensor(rng.random(b) < 0.1)
-        plan_inputs = [
-            host(t)
-            for t in (
-                ctl.acceptance,
-                ctl.found,
-                ctl._cost,
-                ctl.rates,
-                state.seq_lens_encoder,
-                state.stop_flags,
-                state.is_block_step,
-                ctl._probe,
-                state.draft_token_num,
-                ctl._worth,
-                ctl._ranking,
-            )
-        ]
-        want = ref.adaptive_plan(*plan_inputs, probe_interval=ctl.probe_interval)
+        plan_inputs = {name: host(t) for name, t in plan_tensors.items()}
+        want = ref.adaptive_plan(**plan_inputs, probe_interval=ctl.probe_interval)
         ctl.plan(state)
         got = [host(t) for t in (ctl._probe, state.draft_token_num, ctl._worth, ctl._ranking)]
         for name, g, w in zip(("probe_step", "draft_token_num", "worth", "ranking"), got, want):
@@ -388,18 +395,8 @@ def test_every_step_is_the_references(seed):
         kept = np.where(running, 1 + rng.integers(0, offered + 1), 0)
         state.cu_seqlens_q_output[:] = paddle.to_tensor(np.concatenate([[0], np.cumsum(rows)]).astype(np.int32))
         state.accept_num[:] = paddle.to_tensor(kept.astype(np.int32))
-        observe_inputs = [
-            host(t)
-            for t in (
-                ctl.acceptance,
-                ctl.found,
-                state.draft_token_num,
-                state.cu_seqlens_q_output,
-                state.accept_num,
-                ctl.rates,
-            )
-        ]
-        want = ref.adaptive_observe(*observe_inputs)
+        observe_inputs = {name: host(t) for name, t in observe_tensors.items()}
+        want = ref.adaptive_observe(**observe_inputs)
         ctl.observe(state)
         np.testing.assert_array_equal(host(ctl.acceptance), want[0], err_msg=f"observe, step {step_index}")
         np.testing.assert_array_equal(host(ctl.found), want[1], err_msg=f"observe, step {step_index}")

@@ -12,9 +12,8 @@ from fastspec.demo.workload import continuation_workload, copy_edit_workload
 from fastspec.runtime.adaptive.cost_model import MeasuredCost
 from fastspec.runtime.adaptive.trace import AcceptanceTrace
 from fastspec.runtime.config import SpeculativeConfig
-from fastspec.runtime.generation import generate
 from fastspec.runtime.state import RequestParams
-from tests.helpers.runtime_cases import LineCost
+from tests.helpers.runtime_cases import LineCost, generate_workload
 
 STEEP = LineCost(0.02, 0.01)  # a draft costs half a request's share of the step: drafts must earn it
 
@@ -31,15 +30,11 @@ def run(work, config, *, batch=3, trace=None, cost_model=None, draft_model=None,
         for i in range(len(work.prompts))
     ]
     model = ReplayModel(work.references, work.tokenizer.vocab_size, end_token=work.tokenizer.END, peak=0.85, seed=1)
-    length = max(map(len, work.prompts)) + max(map(len, work.references.values())) + 8
-    return generate(
+    return generate_workload(
         wrap(model) if wrap else model,
-        work.prompts,
+        work,
         config,
-        max_num_seqs=batch,
-        max_model_len=length,
-        end_tokens=[work.tokenizer.END],
-        place="cpu",
+        batch=batch,
         params=params,
         trace=trace,
         cost_model=cost_model,

@@ -10,19 +10,10 @@ from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.generation import generate
 from fastspec.runtime.sampler import Sampler
 from fastspec.runtime.state import RequestParams, SpecState
+from tests.helpers.op_names import UPDATE_OUTPUTS
 
 V = 40
-STATE_NAMES = (
-    "seq_lens_encoder",
-    "seq_lens_decoder",
-    "seq_lens_this_time",
-    "step_idx",
-    "stop_flags",
-    "accept_tokens",
-    "accept_num",
-    "draft_tokens",
-    "token_ids_all",
-)
+STATE_NAMES = UPDATE_OUTPUTS
 
 
 def config(**kw):
