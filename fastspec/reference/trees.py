@@ -146,18 +146,7 @@ def verify_draft_tree(
     if check:
         check_draft_trees("verify_draft_tree", draft_tree_parents, seq_lens_this_time, seq_lens_encoder, k)
     nodes_out = np.full((batch, cols), -1, np.int32)
-    slots = SlotInputs.of(
-        seed,
-        step_idx,
-        stop_flags,
-        is_block_step,
-        seq_lens_encoder,
-        seq_lens_this_time,
-        cu_seqlens_q_output,
-        None,
-        max_dec_len,
-        end_tokens,
-    )
+    slots = SlotInputs.of(locals())
     if strategy == "rejection":  # SpecInfer's tries at each node (fastspec/reference/multidraft.py)
         p_rows, q_rows = as_f32_probs(target_probs), as_f32_probs(draft_probs)
         rows = p_rows.shape[0]
