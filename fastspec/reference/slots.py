@@ -4,7 +4,7 @@ probabilities. ``verify``, ``rejection``, ``block`` and ``trees`` import it; it 
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, NamedTuple
+from typing import Callable, Iterator, Mapping, NamedTuple
 
 import numpy as np
 
@@ -57,6 +57,16 @@ class SlotInputs(NamedTuple):
             return None
         return bool(prefill), need, first
 
+    def judged_slots(self, out: np.ndarray, num: np.ndarray, rows: int) -> Iterator[tuple[int, bool, int, int]]:
+        """``(b, prefill, need, first)`` of each slot that emits this step (see ``judged_rows``); every slot's
+        outputs (``out[b]``, ``num[b]``) are cleared first, so a slot passed over emits nothing."""
+        for b in range(out.shape[0]):
+            out[b, :] = -1
+            num[b] = 0
+            judged = self.judged_rows(b, rows)
+            if judged is not None:
+                yield b, *judged
+
     def emit(self, b: int, emitted: list[int], token: int) -> bool:
         """Appends ``token`` to slot ``b``'s ``emitted`` (``end_tokens[0]`` in its place once ``max_dec_len`` is
         reached without an end token); True when the slot has finished."""
@@ -91,15 +101,9 @@ def verify_slots(
     accept_num = np.array(accept_num, dtype=np.int32, copy=True)
     out, num = accept_tokens, accept_num.reshape(-1)
     reasoning, ends = slots.reasoning_status, slots.end_tokens
-    batch, cols = out.shape
+    cols = out.shape[1]
 
-    for b in range(batch):
-        out[b, :] = -1
-        num[b] = 0
-        judged = slots.judged_rows(b, rows)
-        if judged is None:
-            continue
-        prefill, need, first = judged
+    for b, prefill, need, first in slots.judged_slots(out, num, rows):
         skip = prefill or reject_all or (reasoning is not None and reasoning[b] == 1)
         drafts = 0 if skip else min(need - 1, cols - 1)
         step, emitted = int(slots.step_idx[b]), []

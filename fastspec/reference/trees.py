@@ -160,13 +160,7 @@ def verify_draft_tree(
         def judge(b: int, t: int, position: int) -> NodeTries | NodeTargets:
             return NodeTargets(int(targets[t]))
 
-    for b in range(batch):
-        out[b, :] = -1
-        num[b] = 0
-        judged = slots.judged_rows(b, rows)
-        if judged is None:
-            continue
-        prefill, need, first = judged
+    for b, prefill, need, first in slots.judged_slots(out, num, rows):
         nodes = 1 if prefill or tree_error(draft_tree_parents[b], need, k) else need
         parents, tokens = draft_tree_parents[b], draft_tree_tokens[b]
         node, emitted, decided = 0, [], []
