@@ -136,7 +136,9 @@ def cpu_step(variant: str, a: dict[str, np.ndarray]):
     if variant == "kernel":
         out = np.zeros_like(a["probs"])
         out.fill(0.0)  # resident before the step, as a buffer reused across steps is
-        launch = fastspec.arrays.prepare("top_k_top_p_probs", a["probs"], a["top_p"], a["top_k"], a["batch_id"], out)
+        launch = fastspec.arrays.prepare(
+            "top_k_top_p_probs", a["probs"], a["top_p"], a["top_k"], a["batch_id"], target_probs=out
+        )
 
         def run_kernel(arrays=a):  # the launch reads `arrays` by address: they live as long as it
             launch()
@@ -330,7 +332,9 @@ def run_cuda(args) -> dict:
         a = inputs(kind, args.batch, args.k, args.vocab)
         t = {name: torch.from_numpy(value).cuda() for name, value in a.items()}
         out = torch.empty((rows, args.vocab), dtype=torch.float32, device="cuda")
-        new = lambda: fastspec.arrays.top_k_top_p_probs(t["probs"], t["top_p"], t["top_k"], t["batch_id"], out)  # noqa: E731
+        new = lambda: fastspec.arrays.top_k_top_p_probs(  # noqa: E731
+            t["probs"], t["top_p"], t["top_k"], t["batch_id"], target_probs=out
+        )
         old = lambda: old_target_torch(t["probs"], t["batch_id"], t["top_p"], t["top_k"], args.batch)  # noqa: E731
         new()
         same = torch.equal(old().view(torch.int32), out.view(torch.int32))

@@ -103,11 +103,19 @@ def cuda_runners(a: dict, k: int):
     tokens = torch.empty(rows, dtype=torch.int64, device="cuda")
 
     def cand():
-        return arrays.top_p_candidates(t["probs"], t["top_p"], t["batch_id"], ids, scores, lens, max_candidate_len=k)
+        return arrays.top_p_candidates(
+            t["probs"],
+            t["top_p"],
+            t["batch_id"],
+            candidate_ids=ids,
+            candidate_scores=scores,
+            candidate_lens=lens,
+            max_candidate_len=k,
+        )
 
     def sample():
         return arrays.sample_tokens(
-            t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"], t["batch_id"], t["cu"], tokens
+            t["probs"], t["top_p"], t["top_k"], t["seed"], t["step_idx"], t["batch_id"], t["cu"], tokens=tokens
         )
 
     peers = {}

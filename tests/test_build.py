@@ -165,12 +165,14 @@ bid = np.arange(rows, dtype=np.int32)
 cu = np.arange(rows + 1, dtype=np.int32)
 for probs in (p32, (p32.view(np.uint32) >> 16).astype(np.uint16), p32.astype(np.float16)):
     ids, scores, lens = np.empty((rows, 16), np.int64), np.empty((rows, 16), np.float32), np.empty(rows, np.int32)
-    arrays.top_p_candidates(probs, top_p, bid, ids, scores, lens, max_candidate_len=16)
+    arrays.top_p_candidates(
+        probs, top_p, bid, candidate_ids=ids, candidate_scores=scores, candidate_lens=lens, max_candidate_len=16
+    )
     want = ref.top_p_candidates(probs, top_p, bid, max_candidate_len=16)
     for got, exp in zip((ids, scores, lens), want):
         assert np.array_equal(got.view(np.uint8), np.ascontiguousarray(exp).view(np.uint8)), probs.dtype
     tokens = np.empty(rows, np.int64)
-    arrays.sample_tokens(probs, top_p, top_k, seed, step, bid, cu, tokens)
+    arrays.sample_tokens(probs, top_p, top_k, seed, step, bid, cu, tokens=tokens)
     assert np.array_equal(tokens, ref.sample_tokens(probs, top_p, top_k, seed, step, bid, cu)), probs.dtype
 for kind in ("nomatch", "text"):
     a = ngram_inputs(kind, 4, 3000)

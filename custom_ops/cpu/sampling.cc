@@ -52,6 +52,15 @@ void for_rows(int64_t rows, int64_t vocab, int32_t num_threads, const Fn& fn) {
 
 constexpr int64_t kSortDirectly = 4096;  // gathered lists up to this size are just sorted
 
+// min_p's floor (sampling.h minp_floor) of a row whose totals and chunk maxima
+// are known: 1 unless min_p drops a valid entry (the floor lies above the
+// row's smallest valid key); then the row is its keys >= the floor, gathered.
+inline uint32_t row_minp_floor(float min_p, const RowTotals& totals, const uint32_t* maxima, int64_t chunks) {
+  if (totals.n_valid == 0 || !minp_active(min_p)) return 1u;
+  const uint32_t floor = minp_floor(*std::max_element(maxima, maxima + chunks), min_p);
+  return floor > totals.min_key ? floor : 1u;
+}
+
 template <typename Tag>
 void top_p_candidates_rows(const TopPCandidatesParams& a) {
   const auto* probs = static_cast<const typename Tag::T*>(a.probs);
@@ -65,22 +74,29 @@ void top_p_candidates_rows(const TopPCandidatesParams& a) {
     if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
       const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
       const int64_t chunks = std::min<int64_t>(a.vocab, std::max<int64_t>(kk, kMinChunks));
-      const RowTotals totals = totals_and_bound(row, chunks, s.chunk_max);
+      RowTotals totals = totals_and_bound(row, chunks, s.chunk_max);
+      const uint32_t floor = row_minp_floor(min_p_of(a.min_p, b), totals, s.chunk_max, chunks);
       if (totals.n_valid > 0) {
-        const int64_t want = std::min(kk, totals.n_valid);
-        const uint32_t tau = bound_for_count(s.chunk_max, chunks, want);
         int64_t n;
         RadixStart level0;
         const RadixStart* start = nullptr;
-        if (tau > 0) {  // at least `want` entries are >= tau
-          int64_t unused;
-          n = gather_above(row, tau, s, &unused);
-        } else {        // no bound (too few chunks hold a valid entry): histogram path
-          row_pass(row, s);
-          const Level0 l0 = walk_level0(s.count[0], s.mass[0], want);
-          level0 = after_level0(l0, id_bits);
-          start = &level0;
-          n = gather(row, l0.bucket, s);
+        if (floor > 1) {  // min_p cuts: the row is the keys it keeps, its totals theirs
+          n = gather_above(row, floor, s, &totals.mass);
+          totals.n_valid = n;
+        }
+        const int64_t want = std::min(kk, totals.n_valid);
+        if (floor == 1) {
+          const uint32_t tau = bound_for_count(s.chunk_max, chunks, want);
+          if (tau > 0) {  // at least `want` entries are >= tau
+            int64_t unused;
+            n = gather_above(row, tau, s, &unused);
+          } else {        // no bound (too few chunks hold a valid entry): histogram path
+            row_pass(row, s);
+            const Level0 l0 = walk_level0(s.count[0], s.mass[0], want);
+            level0 = after_level0(l0, id_bits);
+            start = &level0;
+            n = gather(row, l0.bucket, s);
+          }
         }
         uint64_t* keys = s.gathered.data();
         if (n > kSortDirectly) {  // select the K'-th, keep what is at or above it
@@ -134,14 +150,22 @@ struct RowSelect {
   bool flat = false;   // S = the bucket's gathered keys >= its cut and every key >= bucket.btop
   FlatBucket bucket{};
   bool first = true;
+  uint32_t floor = 1;  // min_p's (row_minp_floor); above 1: the kept keys are gathered, totals theirs
 
   // The row's totals and chunk maxima, with as many chunks as top_k needs for its bound.
-  RowSelect(const Row<Tag>& r, int32_t top_k, Scratch& scratch) : row(r), s(scratch) {
+  RowSelect(const Row<Tag>& r, int32_t top_k, float min_p, Scratch& scratch) : row(r), s(scratch) {
     const bool may_limit = top_k > 0 && top_k < row.vocab;
     chunks = std::min<int64_t>(row.vocab, std::max<int64_t>(may_limit ? top_k : 0, kMinChunks));
     fast = chunks <= kMaxChunks;
     if (!fast) chunks = std::min<int64_t>(row.vocab, kMinChunks);  // totals only
     totals = totals_and_bound(row, chunks, s.chunk_max);
+    floor = row_minp_floor(min_p, totals, s.chunk_max, chunks);
+    if (floor > 1) {  // every select runs on the gathered keys min_p keeps
+      n = gather_above(row, floor, s, &totals.mass);
+      totals.n_valid = n;
+      totals.min_key = floor;
+      first = false;
+    }
   }
 
   SelectResult operator()(uint64_t lower, int64_t target, bool by_mass) {
@@ -179,16 +203,19 @@ struct RowSelect {
 template <typename Tag>
 SelectResult row_sample_set(RowSelect<Tag>& select, int32_t top_k, float top_p) {
   return sample_set(top_k, top_p, select.row.vocab, select.totals.n_valid, select.totals.mass, select.row.id_bits,
-                    select);
+                    select.floor, select);
 }
 
-// S is every entry with mass when top_k does not limit and the top-p threshold
-// is the whole mass (top_p 1): S's smallest member is the smallest entry with
-// mass, so what lies below it has none. No select then: a draw is the first
-// id whose cumulative mass passes the point, and every valid entry keeps
-// kept_probability of its own mass (0 for none), the bits the select's path gives.
-inline bool whole_row(int32_t top_k, float top_p, int64_t vocab, const RowTotals& totals) {
-  return totals.mass > 0 && !topk_limits(top_k, vocab, totals.n_valid) &&
+// S is every entry with mass when min_p cuts nothing, top_k does not limit and
+// the top-p threshold is the whole mass (top_p 1): S's smallest member is the
+// smallest entry with mass, so what lies below it has none. No select then: a
+// draw is the first id whose cumulative mass passes the point, and every valid
+// entry keeps kept_probability of its own mass (0 for none), the bits the
+// select's path gives.
+template <typename Tag>
+bool whole_row(int32_t top_k, float top_p, const RowSelect<Tag>& select) {
+  const RowTotals& totals = select.totals;
+  return select.floor == 1 && totals.mass > 0 && !topk_limits(top_k, select.row.vocab, totals.n_valid) &&
          topp_threshold(totals.mass, top_p) == totals.mass;
 }
 
@@ -211,8 +238,8 @@ void sample_tokens_rows(const SampleTokensParams& a) {
     int64_t b;
     if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
       const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
-      RowSelect<Tag> select(row, a.top_k[b], s);
-      if (whole_row(a.top_k[b], a.top_p[b], row.vocab, select.totals)) {
+      RowSelect<Tag> select(row, a.top_k[b], min_p_of(a.min_p, b), s);
+      if (whole_row(a.top_k[b], a.top_p[b], select)) {
         const uint64_t point =
             draw_point(rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.rand_stream),
                        select.totals.mass);
@@ -260,12 +287,12 @@ void top_k_top_p_probs_rows(const TopKTopPProbsParams& a) {
       return;
     }
     const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
-    RowSelect<Tag> select(row, a.top_k[b], s);
+    RowSelect<Tag> select(row, a.top_k[b], min_p_of(a.min_p, b), s);
     if (select.totals.n_valid == 0) {
       std::fill(out, out + a.vocab, 0.0f);
       return;
     }
-    if (whole_row(a.top_k[b], a.top_p[b], row.vocab, select.totals)) {
+    if (whole_row(a.top_k[b], a.top_p[b], select)) {
       write_kept(row, uint64_t{1} << id_bits, select.totals.mass, out);  // every valid key is >= 1
       return;
     }

@@ -41,6 +41,7 @@ struct Shared {
   unsigned long long found;
   int n_cand;
   int len;
+  int max_key;
   long long token;
 };
 
@@ -49,14 +50,37 @@ __device__ __forceinline__ uint64_t combined_at(const typename Tag::T* row, int6
   return combined_key(key_of(Tag{}, row, i), i, vocab, id_bits);
 }
 
-// Row totals: number of valid entries and their mass (to every thread).
+// The row's largest key (to every thread): what min_p's cut is relative to.
 template <typename Tag>
-__device__ void row_totals(const typename Tag::T* row, int64_t vocab, Shared& s, int64_t* n_valid, int64_t* mass) {
+__device__ uint32_t row_max_key(const typename Tag::T* row, int64_t vocab, Shared& s) {
+  if (threadIdx.x == 0) s.max_key = 0;
+  __syncthreads();
+  uint32_t m = 0;
+  for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+    const uint32_t k = key_of(Tag{}, row, i);
+    m = k > m ? k : m;
+  }
+  m = __reduce_max_sync(0xffffffffu, m);  // every lane gets here: kThreads is a multiple of 32
+  if ((threadIdx.x & 31u) == 0) atomicMax(&s.max_key, static_cast<int>(m));  // keys are < 2^31
+  __syncthreads();
+  return static_cast<uint32_t>(s.max_key);  // written once per block: no barrier needed after the read
+}
+
+// min_p's floor of a row (sampling.h minp_floor): 1, every valid key, when min_p cannot cut.
+template <typename Tag>
+__device__ uint32_t row_minp_floor(const typename Tag::T* row, int64_t vocab, float min_p, Shared& s) {
+  return minp_active(min_p) ? minp_floor(row_max_key<Tag>(row, vocab, s), min_p) : 1u;
+}
+
+// Row totals: number of entries with key >= floor (the valid ones min_p keeps) and their mass (to every thread).
+template <typename Tag>
+__device__ void row_totals(const typename Tag::T* row, int64_t vocab, uint32_t floor, Shared& s, int64_t* n_valid,
+                           int64_t* mass) {
   long long n = 0, m = 0;
   for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
     const uint32_t k = key_of(Tag{}, row, i);
-    n += k != 0;
-    m += mass_of_bits(k);
+    n += k >= floor;
+    m += k >= floor ? mass_of_bits(k) : 0;
   }
   const long long nt = BlockReduce(s.temp.reduce).Sum(n);
   if (threadIdx.x == 0) s.above_w = nt;
@@ -174,11 +198,11 @@ __device__ SelectResult radix_select(const typename Tag::T* row, int64_t vocab, 
 // S of a row with a valid entry (sampling.h sample_set), on every thread of the block.
 template <typename Tag>
 __device__ SelectResult row_sample_set(const typename Tag::T* row, int64_t vocab, int id_bits, int32_t top_k,
-                                       float top_p, int64_t n_valid, int64_t total, Shared& s) {
+                                       float top_p, uint32_t floor, int64_t n_valid, int64_t total, Shared& s) {
   auto select = [&](uint64_t lower, int64_t target, bool by_mass) {
     return radix_select<Tag>(row, vocab, id_bits, lower, target, by_mass, s);
   };
-  return sample_set(top_k, top_p, vocab, n_valid, total, id_bits, select);
+  return sample_set(top_k, top_p, vocab, n_valid, total, id_bits, floor, select);
 }
 
 template <typename Tag>
@@ -189,16 +213,17 @@ __global__ void __launch_bounds__(kThreads) top_p_candidates_kernel(TopPCandidat
   int64_t* ids = a.candidate_ids + t * kk;
   float* scores = a.candidate_scores + t * kk;
   const int id_bits = id_bits_for(a.vocab);
-  const uint64_t all_valid = uint64_t{1} << id_bits;
   int len = 0;
   int64_t b;
   if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
     const auto* row = static_cast<const typename Tag::T*>(a.probs) + t * a.vocab;
+    const uint32_t floor = row_minp_floor<Tag>(row, a.vocab, min_p_of(a.min_p, b), s);
     int64_t n_valid, total;
-    row_totals<Tag>(row, a.vocab, s, &n_valid, &total);
+    row_totals<Tag>(row, a.vocab, floor, s, &n_valid, &total);
     if (n_valid > 0) {
-      uint64_t cut = all_valid;
-      if (n_valid > kk) cut = radix_select<Tag>(row, a.vocab, id_bits, all_valid, kk, false, s).cut;
+      const uint64_t kept = static_cast<uint64_t>(floor) << id_bits;  // every entry min_p keeps
+      uint64_t cut = kept;
+      if (n_valid > kk) cut = radix_select<Tag>(row, a.vocab, id_bits, kept, kk, false, s).cut;
       // gather the survivors (at most K'), in any order
       if (threadIdx.x == 0) s.n_cand = 0;
       __syncthreads();
@@ -271,10 +296,12 @@ __global__ void __launch_bounds__(kThreads) sample_tokens_kernel(SampleTokensPar
   int64_t b;
   if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
     const auto* row = static_cast<const typename Tag::T*>(a.probs) + t * a.vocab;
+    const uint32_t floor = row_minp_floor<Tag>(row, a.vocab, min_p_of(a.min_p, b), s);
     int64_t n_valid, total;
-    row_totals<Tag>(row, a.vocab, s, &n_valid, &total);
+    row_totals<Tag>(row, a.vocab, floor, s, &n_valid, &total);
     if (n_valid > 0) {
-      const SelectResult r = row_sample_set<Tag>(row, a.vocab, id_bits, a.top_k[b], a.top_p[b], n_valid, total, s);
+      const SelectResult r =
+          row_sample_set<Tag>(row, a.vocab, id_bits, a.top_k[b], a.top_p[b], floor, n_valid, total, s);
       if (r.mass_upto == 0) {
         token = cut_id(r.cut, a.vocab, id_bits);
       } else {
@@ -335,10 +362,12 @@ __global__ void __launch_bounds__(kThreads) top_k_top_p_probs_kernel(TopKTopPPro
   int64_t set_mass = 0;
   int64_t b;
   if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
+    const uint32_t floor = row_minp_floor<Tag>(row, a.vocab, min_p_of(a.min_p, b), s);
     int64_t n_valid, total;
-    row_totals<Tag>(row, a.vocab, s, &n_valid, &total);
+    row_totals<Tag>(row, a.vocab, floor, s, &n_valid, &total);
     if (n_valid > 0) {
-      const SelectResult r = row_sample_set<Tag>(row, a.vocab, id_bits, a.top_k[b], a.top_p[b], n_valid, total, s);
+      const SelectResult r =
+          row_sample_set<Tag>(row, a.vocab, id_bits, a.top_k[b], a.top_p[b], floor, n_valid, total, s);
       cut = r.cut;
       set_mass = r.mass_upto;
     }

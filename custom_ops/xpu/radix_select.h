@@ -62,9 +62,40 @@ struct ProbRow {
   }
 };
 
-// Number of valid entries and their total mass, on every core of the cluster.
-static inline __device__ void row_totals(const ProbRow& row, _shared_ptr_ SelectShared* sm, int64_t* n_valid,
-                                         int64_t* total_mass) {
+// The row's largest key, on every core of the cluster: what min_p's cut is relative to.
+static inline __device__ uint32_t row_max_key(const ProbRow& row, _shared_ptr_ SelectShared* sm) {
+  const int me = core_id(), cores = core_num();
+  unsigned char tile[kProbTile * 4];
+  uint32_t largest = 0;
+  for (int64_t v0 = static_cast<int64_t>(me) * kProbTile; v0 < row.vocab;
+       v0 += static_cast<int64_t>(cores) * kProbTile) {
+    const int count = static_cast<int>(min64(kProbTile, row.vocab - v0));
+    row.load(v0, count, tile);
+    for (int j = 0; j < count; ++j) {
+      const uint32_t k = row.key(tile, j);
+      largest = k > largest ? k : largest;
+    }
+  }
+  sm->partial_count[me] = largest;
+  mfence_sm();
+  sync_all();
+  uint32_t all = 0;
+  for (int c = 0; c < cores; ++c) {
+    const uint32_t k = static_cast<uint32_t>(sm->partial_count[c]);
+    all = k > all ? k : all;
+  }
+  sync_all();  // every core has read the partials before they are written again
+  return all;
+}
+
+// min_p's floor of a row (sampling.h minp_floor), on every core: 1, every valid key, when min_p cannot cut.
+static inline __device__ uint32_t row_minp_floor(const ProbRow& row, float min_p, _shared_ptr_ SelectShared* sm) {
+  return minp_active(min_p) ? minp_floor(row_max_key(row, sm), min_p) : 1u;
+}
+
+// Number of entries with key >= floor (the valid ones min_p keeps) and their total mass, on every core.
+static inline __device__ void row_totals(const ProbRow& row, uint32_t floor, _shared_ptr_ SelectShared* sm,
+                                         int64_t* n_valid, int64_t* total_mass) {
   const int me = core_id(), cores = core_num();
   unsigned char tile[kProbTile * 4];
   long long n = 0, mass = 0;
@@ -74,8 +105,8 @@ static inline __device__ void row_totals(const ProbRow& row, _shared_ptr_ Select
     row.load(v0, count, tile);
     for (int j = 0; j < count; ++j) {
       const uint32_t k = row.key(tile, j);
-      n += k != 0;
-      mass += mass_of_bits(k);
+      n += k >= floor;
+      mass += k >= floor ? mass_of_bits(k) : 0;
     }
   }
   sm->partial_count[me] = n;
@@ -189,6 +220,11 @@ struct RowSelect {
     return radix_select(row, lower, target, by_mass, sm);
   }
 };
+
+// Request b's min_p (sampling.h min_p_of): 0, no cut, when the tensor was left out.
+static inline __device__ float min_p_at(const float __global_ptr__* min_p, int64_t b) {
+  return min_p ? load_scalar(min_p, b) : 0.0f;
+}
 
 // The request of output row t (sampling.h row_request), from global memory.
 static inline __device__ bool row_request_at(const int __global_ptr__* batch_id_per_token_output, int64_t t,

@@ -60,6 +60,7 @@ def _top_p_candidates() -> tuple[Arrays, dict[str, Any]]:
         "probs": _probs(),
         "top_p": np.array([0.8, 0.9], _F32),
         "batch_id_per_token_output": np.array([0, 1], _I32),
+        "min_p": np.array([0.0, 0.6], _F32),
     }, {"max_candidate_len": 3}
 
 
@@ -73,6 +74,7 @@ def _sample_tokens() -> tuple[Arrays, dict[str, Any]]:
         "step_idx": np.zeros(2, _I64),
         "batch_id_per_token_output": np.array([0, 1], _I32),
         "cu_seqlens_q_output": np.array([0, 1, 2], _I32),
+        "min_p": np.array([0.4, 0.0], _F32),
     }, {}
 
 
@@ -83,6 +85,7 @@ def _top_k_top_p_probs() -> tuple[Arrays, dict[str, Any]]:
         "top_p": np.array([0.8, 1.0], _F32),
         "top_k": np.array([0, 1], _I32),
         "batch_id_per_token_output": np.array([0, 1], _I32),
+        "min_p": np.array([0.2, 0.0], _F32),
     }, {}
 
 

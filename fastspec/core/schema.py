@@ -322,21 +322,29 @@ _BATCH_ID = Tensor(
 _CU_SEQLENS = Tensor("cu_seqlens_q_output", ("int32",), "[B + 1]", "request ``b`` owns rows ``[cu[b], cu[b + 1])``")
 _TOP_P = _per_request("top_p", "float32", "top-p of each request, whatever the dtype of ``probs``")
 _TOP_K = _per_request("top_k", "int32", "top-k of each request (``<= 0`` or ``>= V``: no top-k)")
+_MIN_P = _per_request(
+    "min_p",
+    "float32",
+    "min-p of each request: keep the tokens whose probability is at least ``min_p`` times the row's largest "
+    "(``<= 0`` or NaN: no cut). Left out: no min-p",
+    optional=True,
+)
 
 TOP_P_CANDIDATES = OpSchema(
     name="top_p_candidates",
     header="sampling.h",
     summary="The top-p candidates of every output row, in probability order.",
     details=(
-        "The first ``max_candidate_len`` valid tokens (finite, > 0) by probability descending, then id\n"
-        "ascending, cut to the top-p prefix (threshold from the mass of every valid entry of the row,\n"
-        "exact integer arithmetic); slots past the length hold id -1 and score 0; padding rows and\n"
-        "rows without a valid entry have length 0. See docs/ops/sampling.md."
+        "The first ``max_candidate_len`` valid tokens (finite, > 0, kept by ``min_p``) by probability\n"
+        "descending, then id ascending, cut to the top-p prefix (threshold from the mass of every kept\n"
+        "entry of the row, exact integer arithmetic); slots past the length hold id -1 and score 0;\n"
+        "padding rows and rows without a valid entry have length 0. See docs/ops/sampling.md."
     ),
     tensors=(
         _PROBS,
         _TOP_P,
         _BATCH_ID,
+        _MIN_P,
         Tensor("candidate_ids", ("int64",), "[T, max_candidate_len]", "candidate token ids, then -1", output=True),
         Tensor("candidate_scores", ("float32",), "[T, max_candidate_len]", "their probabilities, then 0", output=True),
         Tensor("candidate_lens", ("int32",), _ROWS, "the length of each row's top-p prefix", output=True),
@@ -371,8 +379,9 @@ SAMPLE_TOKENS = OpSchema(
     summary="One seeded token per output row from the top-k ∩ top-p renormalised distribution.",
     details=(
         "Row ``t`` of request ``b`` is drawn with ``rand64(seed[b], step_idx[b] + t - cu_seqlens_q_output[b],\n"
-        "rand_stream)`` from the top-p prefix of the first ``top_k`` valid tokens, re-ordered by ascending\n"
-        "id; -1 for padding rows and rows without a valid entry. Batch-invariant and reproducible.\n"
+        "rand_stream)`` from the top-p prefix of the first ``top_k`` valid tokens that ``min_p`` keeps,\n"
+        "re-ordered by ascending id; -1 for padding rows and rows without a valid entry. Batch-invariant\n"
+        "and reproducible.\n"
         "See docs/ops/sampling.md."
     ),
     tensors=(
@@ -383,6 +392,7 @@ SAMPLE_TOKENS = OpSchema(
         _per_request("step_idx", "int64", "generated tokens so far (the position of row 0)"),
         _BATCH_ID,
         _CU_SEQLENS,
+        _MIN_P,
         Tensor("tokens", ("int64",), _ROWS, "the sampled token of each row, -1 for padding", output=True),
     ),
     attrs=(
@@ -415,7 +425,7 @@ TOP_K_TOP_P_PROBS = OpSchema(
     summary="Each row's distribution exactly as sample_tokens samples it: its top-k ∩ top-p set, renormalised.",
     details=(
         "Row ``t`` of request ``b`` keeps the set ``S`` sample_tokens draws from (the top-p prefix of the first\n"
-        "``top_k`` valid tokens, exact integer masses); a member of mass ``m`` gets\n"
+        "``top_k`` valid tokens that ``min_p`` keeps, exact integer masses); a member of mass ``m`` gets\n"
         "``float(double(m) / double(M))``, ``M`` = the mass of ``S`` (1 when ``M`` is 0: ``S`` is one token), every\n"
         "other entry 0. Padding rows and rows without a valid entry are all zeros. REJECTION's target\n"
         "distribution. See docs/ops/sampling.md."
@@ -425,6 +435,7 @@ TOP_K_TOP_P_PROBS = OpSchema(
         _TOP_P,
         _TOP_K,
         _BATCH_ID,
+        _MIN_P,
         Tensor(
             "target_probs",
             ("float32",),

@@ -125,6 +125,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--presence-penalty", type=float_range(), default=None, help="sampling.presence_penalty (0: off)")
     p.add_argument("--frequency-penalty", type=float_range(), default=None, help="sampling.frequency_penalty (0: off)")
     p.add_argument(
+        "--min-p",
+        type=float_range(0.0, 1.0),
+        default=None,
+        help="sampling.min_p: keep the tokens at least this times as likely as the most likely (0: off)",
+    )
+    p.add_argument(
         "--logprobs",
         type=int_range(0),
         default=None,
@@ -233,7 +239,7 @@ def make_config(args):
         sampling["temperature"] = args.temperature
     if args.top_p is not None:
         sampling["top_p"] = args.top_p
-    for name in ("repetition_penalty", "presence_penalty", "frequency_penalty", "logprobs"):
+    for name in ("repetition_penalty", "presence_penalty", "frequency_penalty", "min_p", "logprobs"):
         if getattr(args, name) is not None:
             sampling[name] = getattr(args, name)
     changes["sampling"] = sampling

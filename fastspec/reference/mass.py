@@ -36,6 +36,22 @@ def topp_threshold(total_mass: int, top_p: float) -> int:
     return -((-int(total_mass) * topp_quantum(top_p)) // TOPP_ONE)
 
 
+def minp_quantum(min_p: float) -> int:
+    """``round_half_even(q * 2^24)`` with NaN or ``q <= 0`` read as 0 (no cut) and ``q >= 1`` as ``2^24``."""
+    q = np.float32(min_p)
+    if not q > 0:
+        return 0
+    if q >= 1:
+        return TOPP_ONE
+    return int(np.rint(np.float64(q) * TOPP_ONE))  # rint: half to even; 0 up to 2^-25
+
+
+def minp_threshold(max_mass: int, min_p: float) -> int:
+    """The smallest mass min_p keeps in a row whose largest entry has mass ``max_mass``:
+    ``ceil(max_mass * qi / 2^24)`` with Python's exact integers (0: every valid entry)."""
+    return -((-int(max_mass) * minp_quantum(min_p)) // TOPP_ONE)
+
+
 def topp_prefix_len(masses_in_order: np.ndarray, total_mass: int, top_p: float) -> int:
     """Length of the shortest non-empty prefix whose mass reaches the threshold, or 0 if none does."""
     thr = topp_threshold(total_mass, top_p)

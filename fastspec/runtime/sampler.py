@@ -8,7 +8,7 @@ from fastspec import ops
 from fastspec.core.schema import PROBABILITY_STRATEGIES
 from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.logprobs import step_logprobs
-from fastspec.runtime.state import SpecState
+from fastspec.runtime.state import SamplingSets, SpecState
 from fastspec.runtime.trees import first_child_one_hot, sample_at_depths
 
 
@@ -22,6 +22,7 @@ class Sampler:
         logits = process_logits(logits): each request's penalties, bias and bans, each row with its
                  own history (the drafts before it counted), float32 logits in place
         probs = softmax(logits / temperature)
+        sets:  each request's min_p, top_k and top_p, inside the sampling ops below
         naive  (method none / naive): sample_tokens, one token per request
         verify (method ngram / mtp):  targets (GREEDY argmax | TARGET_MATCH sample_tokens |
                                       TOPP top_p_candidates | REJECTION and BLOCK top_k_top_p_probs,
@@ -64,11 +65,11 @@ class Sampler:
                 logits, self.grammar.token_bitmask, self.grammar.bitmask_index[: logits.shape[0]]
             )
         probs = self._probs(logits, state, rows)
-        top_p, top_k = self._greedy_aware_params(state)
+        sets = self._greedy_aware_params(state)
         if self.config.speculative:
-            self._verify_and_sample(probs, state, rows, top_p, top_k, draft_probs)
+            self._verify_and_sample(probs, state, rows, sets, draft_probs)
         else:
-            self._normal_sample(probs, state, rows, top_p, top_k)
+            self._normal_sample(probs, state, rows, sets)
         has_running = self._update(state)
         self.step_logprobs = step_logprobs(logits, state, rows, self.logprobs_width) if self.logprobs_width else None
         return has_running
@@ -85,13 +86,15 @@ class Sampler:
         return paddle.nn.functional.softmax(logits / temp.unsqueeze(-1), axis=-1)
 
     @staticmethod
-    def _greedy_aware_params(state: SpecState) -> tuple[paddle.Tensor, paddle.Tensor]:
-        """(top_p, top_k) per slot as ``insert`` wrote them: a greedy request's are 0 and 1."""
-        return state.sample_top_p, state.sample_top_k
+    def _greedy_aware_params(state: SpecState) -> SamplingSets:
+        """(top_p, top_k, min_p) per slot as ``insert`` wrote them: a greedy request's top_p and top_k are 0 and 1."""
+        return SamplingSets(state.sample_top_p, state.sample_top_k, state.min_p)
 
-    def _normal_sample(self, probs, state: SpecState, rows, top_p, top_k) -> None:
+    def _normal_sample(self, probs, state: SpecState, rows, sets: SamplingSets) -> None:
         """One seeded draw per request from its single output row into accept_tokens[:, 0]."""
-        tokens = ops.sample_tokens(probs, top_p, top_k, state.seed, state.step_idx, rows, state.cu_seqlens_q_output)
+        tokens = ops.sample_tokens(
+            probs, sets.top_p, sets.top_k, state.seed, state.step_idx, rows, state.cu_seqlens_q_output, sets.min_p
+        )
         cu = state.cu_seqlens_q_output
         has_row = cu[1:] > cu[:-1]
         first_row = paddle.clip(cu[:-1], 0, max(probs.shape[0] - 1, 0)).astype("int64")
@@ -103,23 +106,25 @@ class Sampler:
         state.accept_tokens[:, 1:] = -1
         paddle.assign(has_row.astype("int32"), state.accept_num)
 
-    def _verify_and_sample(self, probs, state: SpecState, rows, top_p, top_k, draft_probs=None) -> None:
+    def _verify_and_sample(self, probs, state: SpecState, rows, sets: SamplingSets, draft_probs=None) -> None:
         """Targets for every row by the configured strategy, then verify the drafts against them."""
         if state.trees:
-            return self._verify_tree(probs, state, rows, top_p, top_k)
+            return self._verify_tree(probs, state, rows, sets)
         target = ids = scores = lens = target_probs = None
         if self.strategy in PROBABILITY_STRATEGIES:
             if draft_probs is None:
                 raise ValueError(f"Sampler: strategy '{self.strategy}' needs draft_probs [T, V] from the proposer")
             # p = the distribution sample_tokens samples each row from (greedy rows: one-hot argmax)
-            target_probs = ops.top_k_top_p_probs(probs, top_p, top_k, rows)
+            target_probs = ops.top_k_top_p_probs(probs, sets.top_p, sets.top_k, rows, sets.min_p)
         elif self.strategy == "greedy":
             target = paddle.argmax(probs, axis=-1)  # first maximum: smallest id on ties
         elif self.strategy == "target_match":
-            target = ops.sample_tokens(probs, top_p, top_k, state.seed, state.step_idx, rows, state.cu_seqlens_q_output)
+            target = ops.sample_tokens(
+                probs, sets.top_p, sets.top_k, state.seed, state.step_idx, rows, state.cu_seqlens_q_output, sets.min_p
+            )
         else:
             max_len = min(self.config.max_candidate_len, probs.shape[-1])
-            ids, scores, lens = ops.top_p_candidates(probs, top_p, rows, max_candidate_len=max_len)
+            ids, scores, lens = ops.top_p_candidates(probs, sets.top_p, rows, sets.min_p, max_candidate_len=max_len)
         ops.verify_draft_tokens(
             state.accept_tokens,
             state.accept_num,
@@ -145,7 +150,7 @@ class Sampler:
             draft_probs=draft_probs,
         )
 
-    def _verify_tree(self, probs, state: SpecState, rows, top_p, top_k) -> None:
+    def _verify_tree(self, probs, state: SpecState, rows, sets: SamplingSets) -> None:
         """A tree step (docs/trees.md): targets per node row, then ``verify_draft_tree``; its accepted path
         goes to ``state.accept_nodes``. TARGET_MATCH draws a node's target at ``step_idx + depth``: the
         position its token would take, so a tree emits what a step without drafts would (coupled draws).
@@ -153,12 +158,12 @@ class Sampler:
         top-k trees), which keeps the target distribution (docs/ops/draft_tree.md)."""
         target = target_probs = draft_probs = None
         if self.strategy == "rejection":
-            target_probs = ops.top_k_top_p_probs(probs, top_p, top_k, rows)
+            target_probs = ops.top_k_top_p_probs(probs, sets.top_p, sets.top_k, rows, sets.min_p)
             draft_probs = first_child_one_hot(state, rows, int(probs.shape[-1]))
         elif self.strategy == "greedy":
             target = paddle.argmax(probs, axis=-1)
         else:
-            target = sample_at_depths(probs, state, rows, top_p, top_k)
+            target = sample_at_depths(probs, state, rows, sets)
         outs = ops.verify_draft_tree(
             state.accept_tokens,
             state.accept_num,

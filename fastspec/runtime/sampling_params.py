@@ -20,7 +20,7 @@ from fastspec import ops
 LOGIT_BIAS_LIMIT = 100.0  # a bias is clamped to [-100, 100], as the OpenAI API does
 # Parameters a request may name but that nothing applies yet: any value but the one that turns them
 # off is refused, so that no request silently gets less than it asked for.
-NOT_APPLIED_YET = {"min_p": 0.0, "stop_token_ids": [], "stop": []}
+NOT_APPLIED_YET = {"stop_token_ids": [], "stop": []}
 
 
 class InvalidRequestError(ValueError):

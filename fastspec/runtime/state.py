@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Hashable, Iterator, Sequence
+from typing import Hashable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 import paddle
 
 from fastspec.runtime.sampling_params import LogitTables, TableWidths, check_request
+
+
+class SamplingSets(NamedTuple):
+    """Each slot's parameters of the sampling ops' sets: ``top_p`` float32, ``top_k`` int32, ``min_p`` float32 [B]."""
+
+    top_p: paddle.Tensor
+    top_k: paddle.Tensor
+    min_p: paddle.Tensor
 
 
 @dataclass
@@ -32,7 +40,8 @@ class RequestParams:
     repetition_penalty: float = 1.0  # > 0: a logit of a token in the prompt or output is divided (> 0) or multiplied
     presence_penalty: float = 0.0  # subtracted once from a token in the output
     frequency_penalty: float = 0.0  # subtracted once per occurrence in the output
-    min_p: float = 0.0  # in [0, 1]: keep the tokens whose probability is at least min_p times the largest
+    # in [0, 1]: after temperature, keep the tokens whose probability is at least min_p times the largest
+    min_p: float = 0.0
     logit_bias: dict[int, float] = field(default_factory=dict)  # token id -> added to its logit, clamped to [-100, 100]
     bad_words: list[list[int]] = field(default_factory=list)  # a sequence's last token is banned after the rest
     min_tokens: int = 0  # end and stop tokens are banned until this many tokens are out
@@ -118,7 +127,8 @@ class SpecState:
         seq_lens_encoder, seq_lens_decoder, seq_lens_this_time, accept_num, draft_token_num,
         top_k, reasoning_status int32 [B]; stop_flags, is_block_step bool [B];
         temperature, top_p float32 [B]; sample_temperature, sample_top_p float32, sample_top_k int32 [B] (what
-        the sampler uses, written by ``insert``: a greedy request's are 1, 0 and 1); draft_tokens, accept_tokens int64 [B, K + 1];
+        the sampler uses, written by ``insert``: a greedy request's are 1, 0 and 1); min_p float32 [B] (0: off);
+        draft_tokens, accept_tokens int64 [B, K + 1];
         end_tokens int64 [E]; cu_seqlens_q_output int32 [B + 1]; ngram_anchor int64 [B] (anchored n-gram
         drafting: where each slot's drafts were copied from, -1 for none; reset for a new request);
         batch_id_per_token_output int32 [B * R] (rows past the packed ones are -1; ``R = rows_per_slot``).
@@ -176,6 +186,7 @@ class SpecState:
         self.sample_temperature = full([b], 1.0, "float32")
         self.sample_top_p = full([b], 1.0, "float32")
         self.sample_top_k = full([b], 0, "int32")
+        self.min_p = full([b], 0.0, "float32")
         self.draft_tokens = full([b, k + 1], -1, "int64")
         self.accept_tokens = full([b, k + 1], -1, "int64")
         self.ngram_anchor = full([b], -1, "int64")
@@ -262,6 +273,7 @@ class SpecState:
         self.sample_temperature[slot] = 1.0 if greedy else params.temperature
         self.sample_top_p[slot] = 0.0 if greedy else params.top_p
         self.sample_top_k[slot] = 1 if greedy else params.top_k
+        self.min_p[slot] = params.min_p  # keeps the argmax: greedy requests need no other value
         self.seq_lens_encoder[slot] = p + s
         self.seq_lens_decoder[slot] = 0
         self.seq_lens_this_time[slot] = p + s

@@ -10,7 +10,7 @@ import numpy as np
 import paddle
 
 from fastspec import ops
-from fastspec.runtime.state import SpecState
+from fastspec.runtime.state import SamplingSets, SpecState
 
 
 def tree_attention_mask(draft_tree_parents: np.ndarray, node_counts: np.ndarray) -> np.ndarray:
@@ -56,9 +56,7 @@ def _per_node(values: paddle.Tensor, slot: paddle.Tensor, node: paddle.Tensor) -
     return paddle.gather(values.reshape([-1]), slot * values.shape[1] + node)
 
 
-def sample_at_depths(
-    probs: paddle.Tensor, state: SpecState, rows: paddle.Tensor, top_p: paddle.Tensor, top_k: paddle.Tensor
-) -> paddle.Tensor:
+def sample_at_depths(probs: paddle.Tensor, state: SpecState, rows: paddle.Tensor, sets: SamplingSets) -> paddle.Tensor:
     """TARGET_MATCH's targets of a tree step: row ``t`` of node ``i`` draws (``sample_tokens``, the request's
     seed) at position ``step_idx + depth[i]``, the position its token would take; int64 [T], -1 for padding.
     Each row is passed as its own request so that its position is its own."""
@@ -68,12 +66,13 @@ def sample_at_depths(
     own = paddle.where(rows >= 0, paddle.arange(count, dtype="int32"), paddle.full([count], -1, dtype="int32"))
     return ops.sample_tokens(
         probs,
-        paddle.gather(top_p, slot),
-        paddle.gather(top_k, slot),
+        paddle.gather(sets.top_p, slot),
+        paddle.gather(sets.top_k, slot),
         paddle.gather(state.seed, slot),
         paddle.gather(state.step_idx, slot) + depth,
         own,
         paddle.arange(count + 1, dtype="int32"),
+        paddle.gather(sets.min_p, slot),
     )
 
 

@@ -18,7 +18,7 @@ from tests.helpers.emulated_calls import candidates, renormalised, sample, updat
 from tests.helpers.ngram_append_cases import random_append_case
 from tests.helpers.ngram_cases import ARRAY_NAMES, random_anchors, random_case
 from tests.helpers.paths import ROOT
-from tests.helpers.sampling_cases import make_batch, make_probs, probs_case, request_params
+from tests.helpers.sampling_cases import make_batch, make_probs, min_p_values, probs_case, request_params
 from tests.helpers.verify_update_cases import UPDATE_NAMES, random_update_case
 
 CUDA_SOURCES = ROOT / "custom_ops" / "cuda"
@@ -66,16 +66,19 @@ def sampling_workload() -> bool:
     probs = make_probs(rng, vocab, len(batch_id))
     args = (*request_params(rng, 3, vocab), batch_id, cu)
     top_p, top_k = args[0], args[1]
-    got_candidates = candidates(probs, top_p, batch_id, 40, OPTIONS)
-    want_candidates = ref.top_p_candidates(probs, top_p, batch_id, max_candidate_len=40)
-    return (
-        all(np.array_equal(g, w) for g, w in zip(got_candidates, want_candidates))
-        and np.array_equal(sample(probs, args, OPTIONS), ref.sample_tokens(probs, *args))
-        and np.array_equal(
-            renormalised(probs, top_p, top_k, batch_id, OPTIONS).view(np.uint32),
-            ref.top_k_top_p_probs(probs, top_p, top_k, batch_id).view(np.uint32),
-        )
-    )
+    checks = []
+    for min_p in (None, np.array([0.3, 0.05, 0.6], np.float32), min_p_values(rng, 3)):
+        got_candidates = candidates(probs, top_p, batch_id, 40, OPTIONS, min_p)
+        want_candidates = ref.top_p_candidates(probs, top_p, batch_id, min_p, max_candidate_len=40)
+        checks += [
+            all(np.array_equal(g, w) for g, w in zip(got_candidates, want_candidates)),
+            np.array_equal(sample(probs, args, OPTIONS, min_p=min_p), ref.sample_tokens(probs, *args, min_p)),
+            np.array_equal(
+                renormalised(probs, top_p, top_k, batch_id, OPTIONS, min_p).view(np.uint32),
+                ref.top_k_top_p_probs(probs, top_p, top_k, batch_id, min_p).view(np.uint32),
+            ),
+        ]
+    return all(checks)
 
 
 def update_workload() -> bool:

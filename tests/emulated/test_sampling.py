@@ -25,6 +25,7 @@ from tests.helpers.sampling_cases import (
     large_vocab_case,
     make_batch,
     make_probs,
+    min_p_values,
     probs_case,
     request_params,
 )
@@ -111,6 +112,34 @@ def test_top_k_top_p_probs_matches_the_reference(device, dtype, vocab):
         renormalised(probs, top_p, top_k, batch_id, options),
         ref.top_k_top_p_probs(probs, top_p, top_k, batch_id),
         device.describe(options),
+    )
+
+
+@devices
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("vocab", VOCABS)
+def test_min_p_matches_the_reference(device, dtype, vocab):
+    """The three ops with min_p per request (edge values included): its floor, then top-k and top-p."""
+    rng = np.random.default_rng(vocab + 29)
+    rows_per_request = [1, 3, 2, 1, 4, 1, 2, 5]
+    cu, batch_id = make_batch(rng, rows_per_request, padding_rows=3)
+    probs = in_dtype(make_probs(rng, vocab, len(batch_id)), dtype)
+    top_p, top_k, seed, step = request_params(rng, len(rows_per_request), vocab)
+    min_p = min_p_values(rng, len(rows_per_request))
+    k = min(64, vocab)
+    context = device.describe(device.launch(vocab))
+    assert_candidates_equal(
+        candidates(probs, top_p, batch_id, k, device.launch(vocab), min_p),
+        ref.top_p_candidates(probs, top_p, batch_id, min_p, max_candidate_len=k),
+        context,
+    )
+    args = (top_p, top_k, seed, step, batch_id, cu)
+    got = sample(probs, args, device.launch(vocab + 1), min_p=min_p)
+    assert np.array_equal(got, ref.sample_tokens(probs, *args, min_p)), device.describe(device.launch(vocab + 1))
+    assert_bits(
+        renormalised(probs, top_p, top_k, batch_id, device.launch(vocab + 2), min_p),
+        ref.top_k_top_p_probs(probs, top_p, top_k, batch_id, min_p),
+        device.describe(device.launch(vocab + 2)),
     )
 
 

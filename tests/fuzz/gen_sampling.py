@@ -3,8 +3,9 @@
 Rows of every kind the tests know (peaked, flat, ties, zeros, NaN / inf / negative
 entries, masses that floor to 0, values above 1, subnormals, no valid entry) in float32,
 float16 and bfloat16; vocabularies from 1 to past the kernels' chunk and sort limits;
-requests with several rows, padding rows anywhere, shuffled rows, and the outputs
-sometimes given by the caller (filled with garbage the op must overwrite).
+requests with several rows, padding rows anywhere, shuffled rows, min_p left out or per
+request (0, 1, below its quantum, ordinary cuts, exactly a row's entry over its largest), and
+the outputs sometimes given by the caller (filled with garbage the op must overwrite).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 
 from fastspec.core.schema import MAX_CANDIDATE_LEN
 from fastspec.reference import STREAM_DRAFT, STREAM_TARGET
-from tests.helpers.sampling_cases import KINDS, make_batch, make_probs, request_params, to_bf16_bits
+from tests.helpers.sampling_cases import KINDS, make_batch, make_probs, min_p_values, request_params, to_bf16_bits
 
 
 def _vocab(rng: np.random.Generator) -> int:
@@ -47,6 +48,28 @@ def _rows(rng: np.random.Generator, vocab: int) -> tuple[np.ndarray, np.ndarray,
     return cu, batch_id, batch
 
 
+def _min_p(rng: np.random.Generator, probs: np.ndarray, batch_id: np.ndarray, batch: int) -> np.ndarray | None:
+    """Left out, or each request's min_p: the edge values, uniform ones, or a ratio that puts the cut
+    exactly at one of the request's entries (read as float32 of any dtype)."""
+    roll = rng.random()
+    if roll < 0.3:
+        return None
+    values = min_p_values(rng, batch, odd=False)
+    if roll < 0.5:
+        return values
+    values = np.where(rng.random(batch) < 0.5, rng.random(batch), values).astype(np.float32)
+    rows = probs.astype(np.float32) if probs.dtype != np.uint16 else (probs.astype(np.uint32) << 16).view(np.float32)
+    for b in range(batch):
+        mine = np.flatnonzero(batch_id == b)
+        if len(mine) == 0:
+            continue
+        row = rows[mine[0]]
+        valid = row[np.isfinite(row) & (row > 0)]
+        if len(valid) and rng.random() < 0.5:
+            values[b] = np.float32(min(float(rng.choice(valid)) / float(valid.max()), 1.0))
+    return values
+
+
 def _garbage(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     if dtype == "float32":
         return rng.choice(np.array([np.nan, -1.0, 7.5], np.float32), shape)
@@ -62,10 +85,12 @@ def candidates_call(rng: np.random.Generator) -> tuple[dict, dict]:
     top_p, _, _, _ = request_params(rng, batch, vocab)
     top_k_max = min(vocab, MAX_CANDIDATE_LEN)
     k = int(rng.choice([1, min(5, top_k_max), top_k_max, int(rng.integers(1, top_k_max + 1))]))
+    probs = _probs(rng, vocab, rows)
     arrays = {
-        "probs": _probs(rng, vocab, rows),
+        "probs": probs,
         "top_p": top_p,
         "batch_id_per_token_output": batch_id,
+        "min_p": _min_p(rng, probs, batch_id, batch),
         "candidate_ids": None,
         "candidate_scores": None,
         "candidate_lens": None,
@@ -90,14 +115,16 @@ def sample_call(rng: np.random.Generator) -> tuple[dict, dict]:
     rows = len(batch_id)
     top_p, top_k, seed, step_idx = request_params(rng, batch, vocab)
     top_k = _top_k(rng, top_k, vocab)
+    probs = _probs(rng, vocab, rows)
     arrays = {
-        "probs": _probs(rng, vocab, rows),
+        "probs": probs,
         "top_p": top_p,
         "top_k": top_k,
         "seed": seed,
         "step_idx": step_idx,
         "batch_id_per_token_output": batch_id,
         "cu_seqlens_q_output": cu,
+        "min_p": _min_p(rng, probs, batch_id, batch),
         "tokens": _garbage(rng, (rows,), "int64") if rng.random() < 0.3 else None,
     }
     return arrays, {"rand_stream": int(rng.choice([STREAM_TARGET, STREAM_DRAFT]))}
@@ -108,11 +135,13 @@ def probs_call(rng: np.random.Generator) -> tuple[dict, dict]:
     _, batch_id, batch = _rows(rng, vocab)
     rows = len(batch_id)
     top_p, top_k, _, _ = request_params(rng, batch, vocab)
+    probs = _probs(rng, vocab, rows)
     arrays = {
-        "probs": _probs(rng, vocab, rows),
+        "probs": probs,
         "top_p": top_p,
         "top_k": _top_k(rng, top_k, vocab),
         "batch_id_per_token_output": batch_id,
+        "min_p": _min_p(rng, probs, batch_id, batch),
         "target_probs": _garbage(rng, (rows, vocab), "float32") if rng.random() < 0.3 else None,
     }
     return arrays, {}

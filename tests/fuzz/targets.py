@@ -65,19 +65,21 @@ def _ngram_reference(function):
 
 
 def _candidates_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
-    ids, scores, lens = ref.top_p_candidates(a["probs"], a["top_p"], a["batch_id_per_token_output"], **attrs)
+    per_row = (a["batch_id_per_token_output"], a.get("min_p"))
+    ids, scores, lens = ref.top_p_candidates(a["probs"], a["top_p"], *per_row, **attrs)
     return {"candidate_ids": ids, "candidate_scores": scores, "candidate_lens": lens}
 
 
 def _sample_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
     names = ("probs", "top_p", "top_k", "seed", "step_idx", "batch_id_per_token_output", "cu_seqlens_q_output")
-    tokens = ref.sample_tokens(*(a[n] for n in names), stream=attrs.get("rand_stream", ref.STREAM_TARGET))
+    stream = attrs.get("rand_stream", ref.STREAM_TARGET)
+    tokens = ref.sample_tokens(*(a[n] for n in names), a.get("min_p"), stream=stream)
     return {"tokens": tokens}
 
 
 def _probs_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
     names = ("probs", "top_p", "top_k", "batch_id_per_token_output")
-    return {"target_probs": ref.top_k_top_p_probs(*(a[n] for n in names))}
+    return {"target_probs": ref.top_k_top_p_probs(*(a[n] for n in names), a.get("min_p"))}
 
 
 def _verify_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:

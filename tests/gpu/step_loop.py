@@ -104,16 +104,16 @@ def run_step(bufs: dict, strategy: str) -> None:
             b["step_idx"],
             b["batch_id_per_token_output"],
             b["cu_seqlens_q_output"],
-            b["target_tokens"],
+            tokens=b["target_tokens"],
         )
     else:
         arrays.top_p_candidates(
             b["probs"],
             b["top_p"],
             b["batch_id_per_token_output"],
-            b["candidate_ids"],
-            b["candidate_scores"],
-            b["candidate_lens"],
+            candidate_ids=b["candidate_ids"],
+            candidate_scores=b["candidate_scores"],
+            candidate_lens=b["candidate_lens"],
             max_candidate_len=K_CAND,
         )
     topp = strategy == "topp"

@@ -24,6 +24,7 @@ from tests.helpers.sampling_cases import (
     TOP_PS,
     make_batch,
     make_probs,
+    min_p_values,
     request_params,
     to_bf16_bits,
 )
@@ -45,22 +46,33 @@ def dev(x: np.ndarray) -> torch.Tensor:
     return tensor(x)
 
 
-def cuda_candidates(probs_dev, top_p, batch_id, k):
+def cuda_candidates(probs_dev, top_p, batch_id, k, min_p=None):
     rows = probs_dev.shape[0]
     ids = torch.full((rows, k), 777, dtype=torch.int64, device=target.device)  # garbage: all must be written
     scores = torch.full((rows, k), 5.0, dtype=torch.float32, device=target.device)
     lens = torch.full((rows,), 999, dtype=torch.int32, device=target.device)
-    arrays.top_p_candidates(probs_dev, dev(top_p), dev(batch_id), ids, scores, lens, max_candidate_len=k, **target.kw)
+    arrays.top_p_candidates(
+        probs_dev,
+        dev(top_p),
+        dev(batch_id),
+        None if min_p is None else dev(min_p),
+        candidate_ids=ids,
+        candidate_scores=scores,
+        candidate_lens=lens,
+        max_candidate_len=k,
+        **target.kw,
+    )
     target.synchronize()
     return ids.cpu().numpy(), scores.cpu().numpy(), lens.cpu().numpy()
 
 
-def cuda_sample(probs_dev, top_p, top_k, seed, step, batch_id, cu, rand_stream=ref.STREAM_TARGET):
+def cuda_sample(probs_dev, top_p, top_k, seed, step, batch_id, cu, rand_stream=ref.STREAM_TARGET, min_p=None):
     tokens = torch.full((probs_dev.shape[0],), 777, dtype=torch.int64, device=target.device)
     arrays.sample_tokens(
         probs_dev,
         *(dev(x) for x in (top_p, top_k, seed, step, batch_id, cu)),
-        tokens,
+        None if min_p is None else dev(min_p),
+        tokens=tokens,
         rand_stream=rand_stream,
         **target.kw,
     )
@@ -132,6 +144,26 @@ def test_sample_matches_reference(dtype, vocab):
         assert np.array_equal(cuda_sample(probs_dev, *args, stream), ref.sample_tokens(host, *args, stream=stream))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("vocab", [1, 7, 300, 32000])
+def test_min_p_matches_reference(dtype, vocab):
+    """sample_tokens and top_p_candidates with min_p per request (edge values included)."""
+    target.skip_slow_dtype(dtype, vocab)
+    rng = np.random.default_rng(vocab + 19)
+    rows_per_request = [1, 3, 2, 1, 4, 1, 2, 5] if vocab < 32000 else [1, 2, 1, 3]
+    cu, batch_id = make_batch(rng, rows_per_request, padding_rows=3)
+    probs = make_probs(rng, vocab, len(batch_id))
+    top_p, top_k, seed, step = request_params(rng, len(rows_per_request), vocab)
+    min_p = min_p_values(rng, len(rows_per_request))
+    probs_dev, host = device_probs(probs, dtype)
+    args = (top_p, top_k, seed, step, batch_id, cu)
+    got = cuda_sample(probs_dev, *args, min_p=min_p)
+    assert np.array_equal(got, ref.sample_tokens(host, *args, min_p))
+    k = min(64, vocab)
+    expected = ref.top_p_candidates(host, top_p, batch_id, min_p, max_candidate_len=k)
+    assert_candidates_equal(cuda_candidates(probs_dev, top_p, batch_id, k, min_p), expected)
+
+
 def test_sample_large_vocab():
     rng = np.random.default_rng(5)
     cu, batch_id = make_batch(rng, [2, 1, 2], padding_rows=1)
@@ -153,11 +185,13 @@ def test_cuda_matches_cpu_kernel_on_many_rows():
     probs = make_probs(rng, vocab, len(batch_id))
     top_p, top_k, seed, step = request_params(rng, 100, vocab)
     tokens = np.zeros(len(batch_id), np.int64)
-    arrays.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu, tokens)
+    arrays.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu, tokens=tokens)
     assert np.array_equal(cuda_sample(dev(probs), top_p, top_k, seed, step, batch_id, cu), tokens)
     rows = len(batch_id)
     ids, scores, lens = np.zeros((rows, 100), np.int64), np.zeros((rows, 100), np.float32), np.zeros(rows, np.int32)
-    arrays.top_p_candidates(probs, top_p, batch_id, ids, scores, lens, max_candidate_len=100)
+    arrays.top_p_candidates(
+        probs, top_p, batch_id, candidate_ids=ids, candidate_scores=scores, candidate_lens=lens, max_candidate_len=100
+    )
     assert_candidates_equal(cuda_candidates(dev(probs), top_p, batch_id, 100), (ids, scores, lens))
 
 
@@ -171,9 +205,9 @@ def test_bad_sizes_are_errors():
             probs,
             dev(np.ones(1, np.float32)),
             dev(np.zeros(2, np.int32)),
-            ids,
-            scores,
-            lens,
+            candidate_ids=ids,
+            candidate_scores=scores,
+            candidate_lens=lens,
             max_candidate_len=11,
             **target.kw,
         )
@@ -190,7 +224,7 @@ def test_graph_replay_with_new_probabilities_and_seeds(stream):
     rows = len(batch_id)
 
     def requests() -> dict:
-        new = {"probs": make_probs(rng, vocab, rows)}
+        new = {"probs": make_probs(rng, vocab, rows), "min_p": min_p_values(rng, 4)}
         new["top_p"], new["top_k"], new["seed"], new["step_idx"] = request_params(rng, 4, vocab)
         return new
 
@@ -211,21 +245,28 @@ def test_graph_replay_with_new_probabilities_and_seeds(stream):
             t["step_idx"],
             t["batch_id"],
             t["cu"],
-            t["tokens"],
+            t["min_p"],
+            tokens=t["tokens"],
             rand_stream=stream,
         )
         arrays.top_p_candidates(
-            t["probs"], t["top_p"], t["batch_id"], t["ids"], t["scores"], t["lens"], max_candidate_len=k
+            t["probs"],
+            t["top_p"],
+            t["batch_id"],
+            t["min_p"],
+            candidate_ids=t["ids"],
+            candidate_scores=t["scores"],
+            candidate_lens=t["lens"],
+            max_candidate_len=k,
         )
 
     def check(new: dict, out: dict, replay: int) -> None:
-        expected = ref.sample_tokens(
-            new["probs"], new["top_p"], new["top_k"], new["seed"], new["step_idx"], batch_id, cu, stream=stream
-        )
+        per_request = (new["seed"], new["step_idx"], batch_id, cu, new["min_p"])
+        expected = ref.sample_tokens(new["probs"], new["top_p"], new["top_k"], *per_request, stream=stream)
         assert np.array_equal(out["tokens"], expected), replay
         assert_candidates_equal(
             tuple(out[n] for n in ("ids", "scores", "lens")),
-            ref.top_p_candidates(new["probs"], new["top_p"], batch_id, max_candidate_len=k),
+            ref.top_p_candidates(new["probs"], new["top_p"], batch_id, new["min_p"], max_candidate_len=k),
         )
 
     replay_on_new_inputs(step, t, (requests() for _ in range(3)), check)
@@ -267,7 +308,7 @@ def test_draft_stream_differs_from_target_and_matches_cpu():
     target = cuda_sample(dev(probs), *args, ref.STREAM_TARGET)
     draft = cuda_sample(dev(probs), *args, ref.STREAM_DRAFT)
     cpu = np.zeros(len(batch_id), np.int64)
-    arrays.sample_tokens(probs, *args, cpu, rand_stream=ref.STREAM_DRAFT)
+    arrays.sample_tokens(probs, *args, tokens=cpu, rand_stream=ref.STREAM_DRAFT)
     assert np.array_equal(draft, cpu)
     assert (target >= 0).all() and (draft >= 0).all()
     assert (target != draft).mean() > 0.9
@@ -289,4 +330,4 @@ def test_bad_stream_is_an_error(bad):
     ]
     tokens = torch.zeros(2, dtype=torch.int64, device=target.device)
     with pytest.raises(ValueError, match="stream"):
-        arrays.sample_tokens(probs, *args, tokens, rand_stream=bad, **target.kw)
+        arrays.sample_tokens(probs, *args, tokens=tokens, rand_stream=bad, **target.kw)

@@ -19,12 +19,13 @@ import fastspec.arrays
 from fastspec import reference as ref
 from tests.gpu.test_sampling_cuda import dev, device_probs
 from tests.helpers.cuda import capture, copy_into, target
-from tests.helpers.sampling_cases import make_batch, make_probs, probs_case, request_params, softmax
+from tests.helpers.sampling_cases import make_batch, make_probs, min_p_values, probs_case, request_params, softmax
 
 
-def cuda_probs(probs_dev, top_p, top_k, batch_id):
+def cuda_probs(probs_dev, top_p, top_k, batch_id, min_p=None):
     out = torch.full(tuple(probs_dev.shape), 5.0, dtype=torch.float32, device=target.device)  # garbage: all written
-    fastspec.arrays.top_k_top_p_probs(probs_dev, dev(top_p), dev(top_k), dev(batch_id), out, **target.kw)
+    per_row = (dev(batch_id), None if min_p is None else dev(min_p))
+    fastspec.arrays.top_k_top_p_probs(probs_dev, dev(top_p), dev(top_k), *per_row, target_probs=out, **target.kw)
     target.synchronize()
     return out.cpu().numpy()
 
@@ -78,8 +79,21 @@ def test_cuda_matches_cpu_kernel_on_many_rows():
     rng = np.random.default_rng(99)
     probs, top_p, top_k, batch_id = probs_case(rng, 4096, [int(x) for x in rng.integers(1, 5, 100)], padding_rows=5)
     cpu = np.zeros(probs.shape, np.float32)
-    fastspec.arrays.top_k_top_p_probs(probs, top_p, top_k, batch_id, cpu)
+    fastspec.arrays.top_k_top_p_probs(probs, top_p, top_k, batch_id, target_probs=cpu)
     assert_bits(cuda_probs(dev(probs), top_p, top_k, batch_id), cpu)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("vocab", [1, 7, 300, 32000])
+def test_min_p_matches_reference(dtype, vocab):
+    target.skip_slow_dtype(dtype, vocab)
+    rng = np.random.default_rng(vocab + 23)
+    probs, top_p, top_k, batch_id = probs_case(rng, vocab, (1, 3, 2, 1, 4, 1, 2, 5) if vocab < 32000 else (1, 2, 1))
+    min_p = min_p_values(rng, len(top_p))
+    probs_dev, host = device_probs(probs, dtype)
+    assert_bits(
+        cuda_probs(probs_dev, top_p, top_k, batch_id, min_p), ref.top_k_top_p_probs(host, top_p, top_k, batch_id, min_p)
+    )
 
 
 @pytest.mark.needs_gpu
@@ -90,22 +104,24 @@ def test_graph_replay_with_new_probabilities():
     rows = len(batch_id)
     arrays = {"probs": make_probs(rng, vocab, rows)}
     arrays["top_p"], arrays["top_k"], _, _ = request_params(rng, 4, vocab)
+    arrays["min_p"] = min_p_values(rng, 4)
     arrays["batch_id"] = batch_id
     t = {name: dev(value) for name, value in arrays.items()}
     out = torch.zeros((rows, vocab), dtype=torch.float32, device=target.device)
 
     def step():
-        fastspec.arrays.top_k_top_p_probs(t["probs"], t["top_p"], t["top_k"], t["batch_id"], out)
+        per_row = (t["batch_id"], t["min_p"])
+        fastspec.arrays.top_k_top_p_probs(t["probs"], t["top_p"], t["top_k"], *per_row, target_probs=out)
 
     graph = capture(step)
     for replay in range(3):
-        new = {"probs": make_probs(rng, vocab, rows)}
+        new = {"probs": make_probs(rng, vocab, rows), "min_p": min_p_values(rng, 4)}
         new["top_p"], new["top_k"], _, _ = request_params(rng, 4, vocab)
         copy_into(t, new)
         graph.replay()
         torch.cuda.synchronize()
         assert_bits(
             out.cpu().numpy(),
-            ref.top_k_top_p_probs(new["probs"], new["top_p"], new["top_k"], batch_id),
+            ref.top_k_top_p_probs(new["probs"], new["top_p"], new["top_k"], batch_id, new["min_p"]),
             f"replay {replay}",
         )

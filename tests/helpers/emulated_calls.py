@@ -56,24 +56,34 @@ def update(named: dict, options: dict) -> list[np.ndarray]:
     return [c[name] for name in UPDATE_OUTPUTS] + [has_running]
 
 
-def candidates(probs, top_p, batch_id, k, options):
+def candidates(probs, top_p, batch_id, k, options, min_p=None):
     rows = probs.shape[0]
     ids = np.full((rows, k), 777, np.int64)
     scores = np.full((rows, k), 5.0, np.float32)
     lens = np.full(rows, 999, np.int32)
-    arrays.top_p_candidates(probs, top_p, batch_id, ids, scores, lens, max_candidate_len=k, **options)
+    arrays.top_p_candidates(
+        probs,
+        top_p,
+        batch_id,
+        min_p,
+        candidate_ids=ids,
+        candidate_scores=scores,
+        candidate_lens=lens,
+        max_candidate_len=k,
+        **options,
+    )
     return ids, scores, lens
 
 
-def sample(probs, args, options, rand_stream=ref.STREAM_TARGET):
+def sample(probs, args, options, rand_stream=ref.STREAM_TARGET, min_p=None):
     tokens = np.full(probs.shape[0], 777, np.int64)
-    arrays.sample_tokens(probs, *args, tokens, rand_stream=rand_stream, **options)
+    arrays.sample_tokens(probs, *args, min_p, tokens=tokens, rand_stream=rand_stream, **options)
     return tokens
 
 
-def renormalised(probs, top_p, top_k, batch_id, options):
+def renormalised(probs, top_p, top_k, batch_id, options, min_p=None):
     out = np.full(probs.shape, 5.0, np.float32)
-    arrays.top_k_top_p_probs(probs, top_p, top_k, batch_id, out, **options)
+    arrays.top_k_top_p_probs(probs, top_p, top_k, batch_id, min_p, target_probs=out, **options)
     return out
 
 

@@ -8,6 +8,10 @@ import numpy as np
 KINDS = ("peaked", "uniform", "ties", "zeros", "special", "tiny", "large", "subnormal", "invalid")
 TOP_PS = (1e-6, 0.5, 0.95, 1.0)
 TOP_P_ODD = (float("nan"), 1.5, -0.5, 0.0)
+# min_p: off (0), the largest alone (1), below or at half its quantum (1e-9, 2^-25: no cut), rounding up to
+# one quantum (1.5 2^-25) or one (2^-24), ordinary cuts
+MIN_PS = (0.0, 1.0, 1e-9, 2.0**-25, 1.5 * 2.0**-25, 2.0**-24, 0.01, 0.1, 0.5, 0.9)
+MIN_P_ODD = (float("nan"), -0.5, 1.5, float("inf"), float("-inf"))  # read as 0, 0, 1, 1, 0
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -82,6 +86,11 @@ def request_params(rng: np.random.Generator, batch: int, vocab: int):
     seed = rng.integers(-(2**63), 2**63 - 1, batch, dtype=np.int64)
     step_idx = rng.integers(0, 2**40, batch, dtype=np.int64)
     return top_p, top_k, seed, step_idx
+
+
+def min_p_values(rng: np.random.Generator, batch: int, odd: bool = True) -> np.ndarray:
+    """min_p float32 for ``batch`` requests, the edge values included (``odd``: NaN, negative, > 1, inf too)."""
+    return rng.choice(np.array(MIN_PS + (MIN_P_ODD if odd else ()), np.float32), batch).astype(np.float32)
 
 
 def probs_case(

@@ -33,7 +33,14 @@ def run_candidates(probs, top_p, batch_id, k, num_threads=0):
     scores = np.full((rows, k), 7.0, np.float32)
     lens = np.full(rows, 999, np.int32)
     arrays.top_p_candidates(
-        np.ascontiguousarray(probs), top_p, batch_id, ids, scores, lens, max_candidate_len=k, num_threads=num_threads
+        np.ascontiguousarray(probs),
+        top_p,
+        batch_id,
+        candidate_ids=ids,
+        candidate_scores=scores,
+        candidate_lens=lens,
+        max_candidate_len=k,
+        num_threads=num_threads,
     )
     return ids, scores, lens
 
@@ -41,7 +48,7 @@ def run_candidates(probs, top_p, batch_id, k, num_threads=0):
 def run_sample(probs, top_p, top_k, seed, step_idx, batch_id, cu, num_threads=0):
     tokens = np.full(probs.shape[0], 12345, np.int64)
     arrays.sample_tokens(
-        np.ascontiguousarray(probs), top_p, top_k, seed, step_idx, batch_id, cu, tokens, num_threads=num_threads
+        np.ascontiguousarray(probs), top_p, top_k, seed, step_idx, batch_id, cu, tokens=tokens, num_threads=num_threads
     )
     return tokens
 
@@ -473,7 +480,7 @@ def run_sample_stream(probs, top_p, top_k, seed, step_idx, batch_id, cu, rand_st
         step_idx,
         batch_id,
         cu,
-        tokens,
+        tokens=tokens,
         num_threads=num_threads,
         rand_stream=rand_stream,
     )
@@ -561,5 +568,7 @@ def test_whole_row_sets_and_small_batches_equal_the_reference(vocab, rows):
     for threads in (1, 2, 0):
         np.testing.assert_array_equal(run_sample(probs, top_p, top_k, seed, step_idx, batch_id, cu, threads), want)
         out = np.full(probs.shape, 7.0, np.float32)
-        arrays.top_k_top_p_probs(np.ascontiguousarray(probs), top_p, top_k, batch_id, out, num_threads=threads)
+        arrays.top_k_top_p_probs(
+            np.ascontiguousarray(probs), top_p, top_k, batch_id, target_probs=out, num_threads=threads
+        )
         assert np.array_equal(out.view(np.uint32), want_probs.view(np.uint32))

@@ -30,7 +30,9 @@ NAMES = ("probs", "top_p", "top_k", "batch_id_per_token_output")
 
 def run_cpu(probs, top_p, top_k, batch_id, num_threads=0):
     out = np.full(np.shape(probs), np.nan, np.float32)  # garbage: every element must be written
-    arrays.top_k_top_p_probs(np.ascontiguousarray(probs), top_p, top_k, batch_id, out, num_threads=num_threads)
+    arrays.top_k_top_p_probs(
+        np.ascontiguousarray(probs), top_p, top_k, batch_id, target_probs=out, num_threads=num_threads
+    )
     return out
 
 
@@ -213,7 +215,7 @@ def test_support_is_what_sample_tokens_draws_and_greedy_is_its_token(vocab):
             np.zeros(1, np.int64),
             np.zeros(draws, np.int32),
             cu,
-            tokens,
+            tokens=tokens,
         )
         assert (target[t, tokens] > 0).all(), f"row {t} drew outside the kept set"
         greedy = np.ones(1, np.int32)
@@ -225,7 +227,7 @@ def test_support_is_what_sample_tokens_draws_and_greedy_is_its_token(vocab):
             np.zeros(1, np.int64),
             np.zeros(draws, np.int32),
             cu,
-            tokens,
+            tokens=tokens,
         )
         one_hot = run_cpu(probs[t : t + 1], top_p[t : t + 1], greedy, np.zeros(1, np.int32))[0]
         assert np.flatnonzero(one_hot).tolist() == [tokens[0]] and one_hot[tokens[0]] == 1.0
@@ -317,4 +319,4 @@ def test_a_wrong_output_buffer_is_named():
     probs, top_p, top_k, batch_id = probs_case(np.random.default_rng(6), 30, (1, 2))
     for bad in (np.zeros(probs.shape, np.float64), np.zeros((probs.shape[0], 31), np.float32)):
         with pytest.raises(arrays.FastspecArgumentError, match="'target_probs'"):
-            arrays.top_k_top_p_probs(probs, top_p, top_k, batch_id, bad)
+            arrays.top_k_top_p_probs(probs, top_p, top_k, batch_id, target_probs=bad)

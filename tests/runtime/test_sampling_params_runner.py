@@ -1,5 +1,5 @@
-"""End to end: every logit parameter a request may set (penalties, logit bias, bad words, min_tokens),
-alone and all together with random values per request, gives the same outputs with speculation on
+"""End to end: every sampling parameter a request may set (penalties, logit bias, bad words, min_tokens,
+min_p), alone and all together with random values per request, gives the same outputs with speculation on
 (n-gram and draft-model drafts, chains and trees) as with it off, under GREEDY and TARGET_MATCH; the
 history rule at work (the same run judging rows without their drafts diverges); bad values named."""
 
@@ -20,7 +20,15 @@ from fastspec.runtime.state import RequestParams, SpecState
 from tests.helpers.runtime_cases import copy_task
 
 V, END, K = 64, 0, 4
-PARAMETERS = ("repetition_penalty", "presence_penalty", "frequency_penalty", "logit_bias", "bad_words", "min_tokens")
+PARAMETERS = (
+    "repetition_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "bad_words",
+    "min_tokens",
+    "min_p",
+)
 
 
 def random_value(rng: np.random.Generator, name: str, output: list[int]):
@@ -34,6 +42,8 @@ def random_value(rng: np.random.Generator, name: str, output: list[int]):
     if name == "bad_words":  # pieces of the text the model would write, and one token alone
         start = int(rng.integers(0, len(output) - 3))
         return [output[start : start + 2], output[start + 5 : start + 8], [int(rng.integers(1, V))]]
+    if name == "min_p":  # the replay model's other tokens hold (1 - peak) / (V - 1) each: cut at 0.02 of 0.7
+        return float(rng.choice([rng.uniform(0.02, 0.6), 1.0]))
     return int(rng.integers(5, 30))  # min_tokens: past where some requests would end
 
 
@@ -78,6 +88,7 @@ CASES = [
     (names, strategy, temperature)
     for names in [(n,) for n in PARAMETERS] + [PARAMETERS]
     for strategy, temperature in (("greedy", 0.0), ("target_match", 1.0))
+    if (names, temperature) != (("min_p",), 0.0)  # min_p keeps the argmax: a greedy request's output is its own
 ]
 
 
@@ -99,11 +110,12 @@ def test_speculation_on_emits_what_speculation_off_emits(names, strategy, temper
     assert on.stats.accepted_tokens > 0
 
 
+@pytest.mark.parametrize("strategy, temperature", [("greedy", 0.0), ("target_match", 1.0)])
 @pytest.mark.parametrize("method", ["ngram", "mtp"])
-def test_a_static_step_applies_them_too(method):
-    """The processing sits in the step's static program: fixed shapes, no host read."""
-    off = run("none", "greedy", PARAMETERS, 0.0)
-    on = run(method, "greedy", PARAMETERS, 0.0, step_mode="static")
+def test_a_static_step_applies_them_too(method, strategy, temperature):
+    """The processing and min_p sit in the step's static program: fixed shapes, no host read."""
+    off = run("none", strategy, PARAMETERS, temperature)
+    on = run(method, strategy, PARAMETERS, temperature, step_mode="static")
     for a, b in zip(off.outputs, on.outputs):
         np.testing.assert_array_equal(b, a)
 
@@ -141,13 +153,14 @@ def test_rows_judged_without_their_drafts_would_differ(monkeypatch):
         ("repetition_penalty", 0.0, "repetition_penalty must be > 0"),
         ("presence_penalty", float("nan"), "presence_penalty must be a finite number"),
         ("min_p", 1.5, r"min_p must be in \[0, 1\]"),
+        ("min_p", -0.25, r"min_p must be in \[0, 1\]"),
+        ("min_p", float("nan"), "min_p must be a finite number"),
         ("logit_bias", {V: 1.0}, "logit_bias holds 64, not in"),
         ("bad_words", [[3], []], "bad_words holds an empty sequence"),
         ("stop", [[-1]], "stop holds -1"),
         ("stop_token_ids", [V + 5], "stop_token_ids holds 69"),
         ("min_tokens", -1, "min_tokens must be an integer >= 0"),
         ("logprobs", -2, r"logprobs must be None or an integer in \[0, 20\]"),
-        ("min_p", 0.1, "min_p is not applied yet"),
         ("stop_token_ids", [3], "stop_token_ids is not applied yet"),
         ("stop", [[3, 4]], "stop is not applied yet"),
     ],
@@ -156,24 +169,38 @@ def test_a_bad_value_is_named_at_insert_and_changes_nothing(name, value, message
     state = SpecState(2, 32, K, [END], "cpu", vocab_size=V)
     state.insert([5, 6, 7], RequestParams(1, 8, frequency_penalty=0.5), request_id="a")
     before = {n: getattr(state.logit_tables, n).numpy().copy() for n in ("frequency_penalty", "bad_words")}
+    min_p = state.min_p.numpy().copy()
     free = state.free_slots
     with pytest.raises(InvalidRequestError, match=f"request b: {message}"):
         state.insert([8, 9], RequestParams(2, 8, **{name: value}), request_id="b")
     assert state.free_slots == free
     for n, array in before.items():
         np.testing.assert_array_equal(getattr(state.logit_tables, n).numpy(), array)
+    np.testing.assert_array_equal(state.min_p.numpy(), min_p)
 
 
 def test_the_config_holds_the_defaults_and_names_a_bad_one():
     config = SpeculativeConfig.from_dict(
-        {"sampling": {"repetition_penalty": 1.3, "bad_words": [[4, 5]], "logit_bias": {7: 300.0}, "min_tokens": 2}}
+        {
+            "sampling": {
+                "repetition_penalty": 1.3,
+                "bad_words": [[4, 5]],
+                "logit_bias": {7: 300.0},
+                "min_tokens": 2,
+                "min_p": 0.25,
+            }
+        }
     )
     prompts, _ = copy_task(2, length=10)
     params = default_params(config, 2)
     assert params[1].repetition_penalty == 1.3 and params[1].bad_words == [[4, 5]] and params[0].min_tokens == 2
+    assert params[1].min_p == 0.25
     assert params[0].bad_words is not params[1].bad_words  # each request its own copy
     state = SpecState(2, 128, K, [END], "cpu")
     state.insert(prompts[0], params[0])
     assert state.logit_tables.logit_bias_values.numpy()[0, 0] == 100.0  # clamped
+    assert state.min_p.numpy()[0] == 0.25
     with pytest.raises(ConfigError, match="sampling: request defaults: repetition_penalty must be > 0"):
         SpeculativeConfig.from_dict({"sampling": {"repetition_penalty": -1.0}})
+    with pytest.raises(ConfigError, match=r"sampling: request defaults: min_p must be in \[0, 1\]"):
+        SpeculativeConfig.from_dict({"sampling": {"min_p": 1.5}})

@@ -144,6 +144,32 @@ FS_HD int64_t cut_id(uint64_t cut, int64_t vocab, int id_bits) {
 // Width of the combined key (31 value bits + id bits) and the radix levels.
 FS_HD int combined_width(int id_bits) { return 31 + id_bits; }
 
+// min_p (docs/ops/sampling.md "Rules"): a row keeps the valid entries whose
+// mass is at least minp_threshold of its largest entry's mass. Masses grow
+// with the key, so the kept entries are those with key >= a floor: the
+// smallest key of mass >= thr (1, every valid entry, when thr is 0). Each
+// backend finds the row's largest key, then treats keys below the floor as
+// invalid. `min_p` may be null (the optional tensor left out): no cut.
+FS_HD float min_p_of(const float* min_p, int64_t b) { return min_p ? min_p[b] : 0.0f; }
+
+// Whether min_p can cut anything (its quantum is not 0): only then is the row's maximum needed.
+FS_HD bool minp_active(float min_p) { return minp_quantum(min_p) != 0; }
+
+FS_HD uint32_t minp_floor(uint32_t max_key, float min_p) {
+  const int64_t thr = minp_threshold(mass_of_bits(max_key), min_p);
+  if (thr == 0) return 1u;
+  uint32_t lo = 1u, hi = max_key;  // mass_of_bits(max_key) >= thr: the answer is in [lo, hi]
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    if (mass_of_bits(mid) >= thr) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
 // The row-level decisions that follow a select, shared by every backend.
 
 // top_k active for a row with n_valid valid entries?
@@ -167,11 +193,12 @@ struct SelectResult {
 // top_k_top_p_probs renormalises over it, on every backend. `select` is the
 // backend's radix select, select(lower, target, by_mass) -> SelectResult, over
 // the set {combined >= lower} (1 <= target <= its weight); the first call has
-// lower = every valid entry. Needs n_valid >= 1. Returns S's cut and mass.
+// lower = every entry min_p keeps (keys >= floor), and n_valid, total_mass are
+// that set's. Needs n_valid >= 1. Returns S's cut and mass.
 template <typename Select>
 FS_HD SelectResult sample_set(int32_t top_k, float top_p, int64_t vocab, int64_t n_valid, int64_t total_mass,
-                              int id_bits, Select& select) {
-  uint64_t lower = uint64_t{1} << id_bits;  // every valid key is >= 1
+                              int id_bits, uint32_t floor, Select& select) {
+  uint64_t lower = static_cast<uint64_t>(floor) << id_bits;  // floor >= 1: valid keys only
   int64_t mass_k = total_mass;
   if (topk_limits(top_k, vocab, n_valid)) {
     const SelectResult k = select(lower, static_cast<int64_t>(top_k), false);
@@ -210,6 +237,7 @@ struct TopPCandidatesParams {
   int32_t probs_dtype;                       // ProbDtype of probs
   const float* top_p;                        // [B] float32
   const int32_t* batch_id_per_token_output;  // [T] int32
+  const float* min_p;                        // [B] float32, or nullptr: no min_p
   int64_t* candidate_ids;                    // [T, K'] int64, written
   float* candidate_scores;                   // [T, K'] float32, written
   int32_t* candidate_lens;                   // [T] int32, written
@@ -228,6 +256,7 @@ struct SampleTokensParams {
   const int64_t* seed;                       // [B] int64
   const int64_t* step_idx;                   // [B] int64
   const int32_t* batch_id_per_token_output;  // [T] int32
+  const float* min_p;                        // [B] float32, or nullptr: no min_p
   const int32_t* cu_seqlens_q_output;        // [B + 1] int32
   int64_t* tokens;                           // [T] int64, written
   int64_t rows;                              // T
@@ -243,6 +272,7 @@ struct TopKTopPProbsParams {
   const float* top_p;                        // [B] float32
   const int32_t* top_k;                      // [B] int32
   const int32_t* batch_id_per_token_output;  // [T] int32
+  const float* min_p;                        // [B] float32, or nullptr: no min_p
   float* target_probs;                       // [T, V] float32, written (every element)
   int64_t rows;                              // T
   int64_t vocab;                             // V

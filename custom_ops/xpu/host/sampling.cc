@@ -12,7 +12,7 @@ int top_p_candidates_xpu(const TopPCandidatesParams& p, const XpuGrid& grid) {
   }
   if (p.rows == 0) return kOk;
   return FS_XPU_LAUNCH(grid.clusters, grid, xpu::top_p_candidates_kernel, static_cast<const unsigned char*>(p.probs),
-                       p.probs_dtype, p.top_p, p.batch_id_per_token_output, xpu::i64(p.candidate_ids),
+                       p.probs_dtype, p.top_p, p.batch_id_per_token_output, p.min_p, xpu::i64(p.candidate_ids),
                        p.candidate_scores, p.candidate_lens, p.rows, p.vocab, p.batch, p.max_candidate_len);
 }
 
@@ -24,8 +24,8 @@ int sample_tokens_xpu(const SampleTokensParams& p, const XpuGrid& grid) {
   if (p.rows == 0) return kOk;
   return FS_XPU_LAUNCH(grid.clusters, grid, xpu::sample_tokens_kernel, static_cast<const unsigned char*>(p.probs),
                        p.probs_dtype, p.top_p, p.top_k, xpu::i64(p.seed), xpu::i64(p.step_idx),
-                       p.batch_id_per_token_output, p.cu_seqlens_q_output, xpu::i64(p.tokens), p.rows, p.vocab, p.batch,
-                       p.rand_stream);
+                       p.batch_id_per_token_output, p.cu_seqlens_q_output, p.min_p, xpu::i64(p.tokens), p.rows, p.vocab,
+                       p.batch, p.rand_stream);
 }
 
 int top_k_top_p_probs_xpu(const TopKTopPProbsParams& p, const XpuGrid& grid) {
@@ -34,8 +34,8 @@ int top_k_top_p_probs_xpu(const TopKTopPProbsParams& p, const XpuGrid& grid) {
   }
   if (p.rows == 0) return kOk;
   return FS_XPU_LAUNCH(grid.clusters, grid, xpu::top_k_top_p_probs_kernel, static_cast<const unsigned char*>(p.probs),
-                       p.probs_dtype, p.top_p, p.top_k, p.batch_id_per_token_output, p.target_probs, p.rows, p.vocab,
-                       p.batch);
+                       p.probs_dtype, p.top_p, p.top_k, p.batch_id_per_token_output, p.min_p, p.target_probs, p.rows,
+                       p.vocab, p.batch);
 }
 
 }  // namespace fastspec
