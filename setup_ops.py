@@ -214,7 +214,10 @@ class Builder:
     # --- compiler command lines -------------------------------------------
     def cxx_flags(self) -> list[str]:
         optimise = SANITIZE_FLAGS if self.sanitize else ["-O3"]
-        return ["-std=c++17", *optimise, "-fPIC", "-pthread", f"-I{INCLUDE}", f"-I{GENERATED}", *self.march]
+        # no fused multiply-add where the source has a product and a sum: GCC fuses them by default wherever the
+        # target has FMA (the AVX-512 functions), which would change float32 results from one backend to another
+        fp = ["-ffp-contract=off"]
+        return ["-std=c++17", *optimise, *fp, "-fPIC", "-pthread", f"-I{INCLUDE}", f"-I{GENERATED}", *self.march]
 
     def nvcc(self) -> list[str]:
         return [str(self.cuda_home / "bin" / "nvcc")]
@@ -276,6 +279,7 @@ class Builder:
             "-std=c++11",
             "-O2",
             "-fno-builtin",
+            "-ffp-contract=off",
             "-fPIC",
             "--target=x86_64-baidu-linux-gnu",
             "-DFASTSPEC_XTDK",

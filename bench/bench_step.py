@@ -7,10 +7,11 @@ One eager ``SpecStep`` (n-gram drafts, TARGET_MATCH, temperature 1) with a model
 logits: ``prepare`` + ``build_model_inputs`` + ``finish`` is the host time of a step (everything but
 the model). Its floor is the sum of the raw calls (``paddle._C_ops._run_custom_op``) of the fastspec
 ops the step runs (propose, targets, verify, update), each on a copy of the very arguments the step
-gave it. Rounds alternate ``--steps`` steps with as many raw-call sums, so both see the same machine;
-the figures are medians. The breakdown: each op's raw call, the softmax beside them (the glue that
-is not an op yet), and the Paddle ops one step dispatches (``paddle._C_ops`` calls and Tensor operators,
-plus fastspec's own). Target: host time <= 1.5x the raw sum. Writes bench/results/step<tag>.json.
+gave it (the probabilities' ``temperature_softmax`` and the packing's ``pack_rows`` included). Rounds
+alternate ``--steps`` steps with as many raw-call sums, so both see the same machine; the figures are
+medians. The breakdown: each op's raw call and the Paddle ops one step dispatches (``paddle._C_ops``
+calls and Tensor operators, plus fastspec's own). Target: host time <= 1.5x the raw sum. Writes
+bench/results/step<tag>.json.
 
 The fixed logits put nearly all the probability on one token and the prompts repeat it, so the drafts are found and
 mostly accepted: the batch's rows stay near ``B * (K + 1)``.
@@ -150,7 +151,6 @@ def raw_calls(calls: list):
 
 
 def measure(batch: int, k: int, vocab: int, rounds: int, steps: int) -> dict:
-    import paddle
 
     from fastspec.runtime.model_inputs import build_model_inputs
 
@@ -186,8 +186,7 @@ def measure(batch: int, k: int, vocab: int, rounds: int, steps: int) -> dict:
             each[name] = each.get(name, 0.0) + time.perf_counter() - t0
         return sum(each.values()), each
 
-    ones = paddle.ones([logits.shape[0], 1])
-    host, raw, softmax, per_op = [], [], [], {}
+    host, raw, per_op = [], [], {}
     for _ in range(rounds):
         for _ in range(steps):
             host.append(one_step())
@@ -196,9 +195,6 @@ def measure(batch: int, k: int, vocab: int, rounds: int, steps: int) -> dict:
             raw.append(total)
             for name, sec in each.items():
                 per_op.setdefault(name, []).append(sec)
-            t0 = time.perf_counter()
-            paddle.nn.functional.softmax(logits / ones, axis=-1)
-            softmax.append(time.perf_counter() - t0)
     h, r = statistics.median(host), statistics.median(raw)
     return {
         "B": batch,
@@ -210,7 +206,6 @@ def measure(batch: int, k: int, vocab: int, rounds: int, steps: int) -> dict:
         "raw_sum_s": r,
         "ratio": h / r,
         "raw_by_op_s": {n: statistics.median(v) for n, v in per_op.items()},
-        "softmax_s": statistics.median(softmax),
         "paddle_ops_per_step": counts.get("paddle", 0),
         "fastspec_ops_per_step": counts.get("fastspec", 0),
         "paddle_ops_by_name": counts.get("by_name", {}),
@@ -231,9 +226,7 @@ def main(argv=None) -> int:
 
     threads = arrays.module().num_threads()
     print(f"eager step, ngram K={args.k}, TARGET_MATCH, V={args.vocab}, fixed logits; {threads} fastspec thread(s)")
-    print(
-        f"{'B':>4} {'rows':>5} {'host':>10} {'raw ops':>10} {'ratio':>6} {'softmax':>10} {'paddle ops':>10}  raw by op"
-    )
+    print(f"{'B':>4} {'rows':>5} {'host':>10} {'raw ops':>10} {'ratio':>6} {'paddle ops':>10}  raw by op")
     results = []
     for batch in args.batches:
         r = measure(batch, args.k, args.vocab, args.rounds, args.steps)
@@ -241,7 +234,7 @@ def main(argv=None) -> int:
         by_op = ", ".join(f"{n} {1e6 * s:.0f} us" for n, s in r["raw_by_op_s"].items())
         print(
             f"{batch:4d} {r['rows']:5d} {1e3 * r['host_s']:8.3f}ms {1e3 * r['raw_sum_s']:8.3f}ms {r['ratio']:6.2f} "
-            f"{1e3 * r['softmax_s']:8.3f}ms {r['paddle_ops_per_step']:10d}  {by_op}",
+            f"{r['paddle_ops_per_step']:10d}  {by_op}",
             flush=True,
         )
     return report(

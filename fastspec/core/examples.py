@@ -225,6 +225,44 @@ def _process_logits() -> tuple[Arrays, dict[str, Any]]:
     }, {}
 
 
+@_example("model_inputs")
+def _model_inputs() -> tuple[Arrays, dict[str, Any]]:
+    return {
+        "token_ids_all": np.array([[1, 2, 3, -1, -1, -1], [4, 5, 6, 7, -1, -1]], _I64),
+        "prompt_lens": np.array([2, 4], _I64),
+        "step_idx": np.array([1, 0], _I64),
+        "seq_lens_encoder": np.array([0, 4], _I32),
+        "draft_tokens": np.array([[3, 5, 6], [7, -1, -1]], _I64),
+        "cu_seqlens_q_output": np.array([0, 3, 4], _I32),
+        "batch_id_per_token_output": np.array([0, 0, 0, 1], _I32),
+    }, {}
+
+
+@_example("pack_rows")
+def _pack_rows() -> tuple[Arrays, dict[str, Any]]:
+    return {
+        "stop_flags": np.array([False, False]),
+        "is_block_step": np.array([False, False]),
+        "seq_lens_encoder": np.array([0, 7], _I32),
+        "seq_lens_decoder": np.array([5, 0], _I32),
+        "draft_tokens": np.array([[3, -1, -1], [9, -1, -1]], _I64),
+        "seq_lens_this_time": np.array([1, 7], _I32),
+        "cu_seqlens_q_output": np.array([0, 2, 3], _I32),
+        "batch_id_per_token_output": np.array([0, 0, 1], _I32),
+        "proposal_tokens": np.array([[4, 5], [6, 6]], _I64),
+        "proposal_lens": np.array([1, 2], _I32),
+    }, {}
+
+
+@_example("temperature_softmax")
+def _temperature_softmax() -> tuple[Arrays, dict[str, Any]]:
+    return {
+        "logits": np.array([[1.0, 2.0, 3.0], [0.5, -np.inf, 0.5], [2.0, 2.0, 1.0]], _F32),
+        "temperature": np.array([0.7, 0.0], _F32),
+        "batch_id_per_token_output": np.array([0, 1, 1], _I32),
+    }, {}
+
+
 @_example("apply_token_bitmask")
 def _apply_token_bitmask() -> tuple[Arrays, dict[str, Any]]:
     return {

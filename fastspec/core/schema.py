@@ -320,6 +320,13 @@ _BATCH_ID = Tensor(
     "the request of each row; a value outside ``[0, B)`` marks a padding row",
 )
 _CU_SEQLENS = Tensor("cu_seqlens_q_output", ("int32",), "[B + 1]", "request ``b`` owns rows ``[cu[b], cu[b + 1])``")
+_CU_SEQLENS_INPLACE = Tensor(
+    "cu_seqlens_q_output",
+    ("int32",),
+    "[B + 1]",
+    "written: request ``b`` owns rows ``[cu[b], cu[b + 1])``",
+    inplace=True,
+)
 _TOP_P = _per_request("top_p", "float32", "top-p of each request, whatever the dtype of ``probs``")
 _TOP_K = _per_request("top_k", "int32", "top-k of each request (``<= 0`` or ``>= V``: no top-k)")
 _MIN_P = _per_request(
@@ -453,6 +460,122 @@ TOP_K_TOP_P_PROBS = OpSchema(
         "...     batch_id_per_token_output=T([0, 1], dtype='int32'))\n"
         ">>> target.tolist()  # row 0: the top 2 (ties by id), row 1: the top-p prefix of one token\n"
         "[[0.25, 0.75, 0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]]"
+    ),
+)
+
+MODEL_INPUTS = OpSchema(
+    name="model_inputs",
+    summary="What a chain step's model sees: each slot's token grid with its drafts, its length, each row's position.",
+    details=(
+        "Slot ``b`` has ``rows = cu[b + 1] - cu[b]`` output rows and its drafts start at column\n"
+        "``start = prompt_lens[b] + step_idx[b]``. ``tokens[b, c]`` is ``draft_tokens[b, 1 + min(c - start, K - 1)]``\n"
+        "for a slot that does not prefill when ``0 <= c - start < rows - 1``, else ``token_ids_all[b, c]``;\n"
+        "``lengths[b]`` is 0 without rows, ``start`` for a prefill (``seq_lens_encoder > 0``), else\n"
+        "``start + rows - 1``; ``row_pos[r]`` of a row of slot ``b`` is ``start - 1 + r - cu[b]``, 0 for a padding\n"
+        "row. Sums saturate at the int64 range. See docs/ops/model_inputs.md."
+    ),
+    tensors=(
+        Tensor("token_ids_all", ("int64",), "[B, L]", "each slot's committed tokens"),
+        _per_request("prompt_lens", "int64", "prompt length of each request"),
+        _per_request("step_idx", "int64", "tokens each request generated (its drafts follow them)"),
+        _per_request("seq_lens_encoder", "int32", "``> 0``: a prefill (its grid has no drafts)"),
+        Tensor("draft_tokens", ("int64",), "[B, K + 1]", "column 0 the last committed token, ``1..K`` drafts"),
+        _CU_SEQLENS,
+        _BATCH_ID,
+        Tensor("tokens", ("int64",), "[B, L]", "each slot's committed tokens, then this step's drafts", output=True),
+        Tensor("lengths", ("int64",), "[B]", "valid entries of each slot's ``tokens``", output=True),
+        Tensor("row_pos", ("int64",), _ROWS, "the position whose next token each row predicts", output=True),
+    ),
+    attrs=(),
+    result="ModelInputsGrid",
+    symbol_ranges={"T": (0, INT32_MAX)},
+    device_limits={"xpu": _XPU_LIMITS},
+    example=(
+        ">>> grid = fs.model_inputs(  # slot 0 decodes with drafts 5, 6 after tokens 1 2 3\n"
+        "...     T([[1, 2, 3, -1, -1, -1]]), T([2]), T([1]), T([0], dtype='int32'), T([[3, 5, 6]]),\n"
+        "...     T([0, 3], dtype='int32'), T([0, 0, 0], dtype='int32'))\n"
+        ">>> grid.tokens.tolist(), grid.lengths.tolist(), grid.row_pos.tolist()\n"
+        "([[1, 2, 3, 5, 6, -1]], [5], [2, 3, 4])"
+    ),
+)
+
+PACK_ROWS = OpSchema(
+    name="pack_rows",
+    summary="A step's rows before the model: slot kinds, a proposer's drafts, the packed rows and the step's record.",
+    details=(
+        "Slot ``b`` is running iff not stopped and not blocked; a running slot with encoder tokens prefills, one\n"
+        "with none and decoder tokens decodes. With a proposal, a decode slot keeps its first\n"
+        "``clamp(proposal_lens[b], 0, K)`` drafts in ``draft_tokens[b, 1..]`` (-1 after them) and feeds 1 + that\n"
+        "many tokens; a prefill keeps ``seq_lens_this_time``; any other slot gets -1 drafts and 0. Its rows: a\n"
+        "decode slot's ``max(seq_lens_this_time, 0)``, a prefill's 1, else 0; ``cu_seqlens_q_output`` their prefix\n"
+        "sums (saturated at 2^31 - 1), ``batch_id_per_token_output[r]`` the slot that owns row ``r`` (-1 past\n"
+        "them); ``step_record[b]`` = (rows, decode, ``draft_tokens[b, 1..K]``). See docs/ops/pack_rows.md."
+    ),
+    tensors=(
+        _per_request("stop_flags", "bool", "stopped requests get no rows"),
+        _per_request("is_block_step", "bool", "blocked requests get no rows"),
+        _per_request("seq_lens_encoder", "int32", "``> 0``: a prefill"),
+        _per_request("seq_lens_decoder", "int32", "encoder ``== 0`` and decoder ``> 0``: a decode"),
+        Tensor("draft_tokens", ("int64",), "[B, K + 1]", "columns ``1..K`` written from a proposal", inplace=True),
+        _per_request(
+            "seq_lens_this_time", "int32", "tokens each slot feeds the model (written with a proposal)", inplace=True
+        ),
+        _CU_SEQLENS_INPLACE,
+        Tensor(
+            "batch_id_per_token_output", ("int32",), _ROWS, "the slot of each output row, -1 past them", inplace=True
+        ),
+        Tensor(
+            "proposal_tokens",
+            ("int64",),
+            "[B, K]",
+            "a proposer's drafts (read only with ``proposal_lens``)",
+            optional=True,
+        ),
+        _per_request("proposal_lens", "int32", "drafts each slot offers; absent: no proposal", optional=True),
+        Tensor("step_record", ("int64",), "[B, K + 2]", "per slot: rows, decode (1 or 0), its drafts", output=True),
+    ),
+    attrs=(),
+    result="PackedRows",
+    symbol_ranges={"T": (0, INT32_MAX)},
+    device_limits={"xpu": _XPU_LIMITS},
+    example=(
+        ">>> record = fs.pack_rows(  # slot 0 decodes and offers 1 draft, slot 1 prefills\n"
+        "...     T([False, False]), T([False, False]), T([0, 7], dtype='int32'), T([5, 0], dtype='int32'),\n"
+        "...     T([[3, -1, -1], [9, -1, -1]], dtype='int64'), T([1, 7], dtype='int32'),\n"
+        "...     T([0, 0, 0], dtype='int32'), T([0, 0, 0, 0], dtype='int32'),\n"
+        "...     proposal_tokens=T([[4, 5], [6, 6]], dtype='int64'), proposal_lens=T([1, 2], dtype='int32'))\n"
+        ">>> record.step_record.tolist()\n"
+        "[[2, 1, 4, -1], [1, 0, -1, -1]]"
+    ),
+)
+
+TEMPERATURE_SOFTMAX = OpSchema(
+    name="temperature_softmax",
+    summary="Each output row's probabilities: the softmax of its logits over its request's temperature.",
+    details=(
+        "Row ``t`` of request ``b`` gets ``exp(x_v - m) / sum_u exp(x_u - m)`` with ``x_v = logits[t, v] * (1 / tau)``,\n"
+        "``tau = temperature[b]`` (1 unless it is a finite number >= 2^-126: a greedy request's 0 reads as 1) and\n"
+        "``m = max_v x_v``, bit for bit on every backend: exp is the project's own (the entries below ``m - 64``\n"
+        "get 0), the sum has a fixed order (256 lane sums folded pairwise) and each float32 operation is rounded\n"
+        "on its own. Padding rows, and rows with a NaN logit or whose ``m`` is not finite, are all zeros.\n"
+        "See docs/ops/temperature_softmax.md."
+    ),
+    tensors=(
+        Tensor("logits", ("float32",), "[T, V]", "each output row's logits (after process_logits)"),
+        _per_request("temperature", "float32", "each request's temperature; <= 0 (greedy) or not finite reads as 1"),
+        _BATCH_ID,
+        Tensor(
+            "probs", ("float32",), "[T, V]", "each row's probabilities (all zeros for a row without them)", output=True
+        ),
+    ),
+    attrs=(),
+    symbol_ranges={"V": (1, INT32_MAX)},
+    example=(
+        ">>> logits = T([[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]], dtype='float32')\n"
+        ">>> probs = fs.temperature_softmax(  # equal logits: uniform rows; row 1 is padding\n"
+        "...     logits, T([0.7], dtype='float32'), T([0, -1], dtype='int32'))\n"
+        ">>> probs.tolist()\n"
+        "[[0.25, 0.25, 0.25, 0.25], [0.0, 0.0, 0.0, 0.0]]"
     ),
 )
 
@@ -1018,7 +1141,10 @@ SCHEMAS: dict[str, OpSchema] = {
         BUILD_DRAFT_TREE,
         VERIFY_DRAFT_TREE,
         PROCESS_LOGITS,
+        TEMPERATURE_SOFTMAX,
         APPLY_TOKEN_BITMASK,
+        PACK_ROWS,
+        MODEL_INPUTS,
     )
 }
 

@@ -9,8 +9,10 @@ from fastspec.reference.adaptive import adaptive_observe, adaptive_plan
 from fastspec.reference.bitmask import apply_token_bitmask
 from fastspec.reference.block import verify_block
 from fastspec.reference.logits import process_logits
+from fastspec.reference.model_inputs import model_inputs
 from fastspec.reference.model_status import update_model_status
 from fastspec.reference.ngram import ngram_append, ngram_match
+from fastspec.reference.packing import pack_rows
 from fastspec.reference.rejection import verify_rejection
 from fastspec.reference.rng import (
     STREAM_ACCEPT,
@@ -28,6 +30,7 @@ from fastspec.reference.sampling import (
     top_k_top_p_probs,
     top_p_candidates,
 )
+from fastspec.reference.softmax import temperature_softmax
 from fastspec.reference.trees import build_draft_tree, check_draft_trees, verify_draft_tree
 from fastspec.reference.verify import verify_draft_tokens
 
@@ -43,13 +46,16 @@ __all__ = [
     "bf16_bits_to_f32",
     "build_draft_tree",
     "check_draft_trees",
+    "model_inputs",
     "ngram_append",
     "ngram_match",
+    "pack_rows",
     "philox4x32_10",
     "process_logits",
     "rand64",
     "sample_tokens",
     "sampling_distribution",
+    "temperature_softmax",
     "top_k_top_p_probs",
     "top_p_candidates",
     "update_model_status",

@@ -8,6 +8,7 @@ from typing import Callable
 import numpy as np
 import paddle
 
+from fastspec import ops
 from fastspec.runtime.state import SpecState
 from fastspec.runtime.trees import TreeInputs, tree_attention_mask, tree_positions
 
@@ -55,29 +56,20 @@ def build_model_inputs(state: SpecState) -> tuple[ModelInputs, dict[int, tuple] 
     the step's status)."""
     if state.trees:
         return _tree_inputs(state)
-    cu = state.cu_seqlens_q_output
-    rows = (cu[1:] - cu[:-1]).astype("int64")
-    start = state.prompt_lens + state.step_idx  # a decode slot's first draft column
-    prefill = state.seq_lens_encoder > 0
-    # a prefill's one row sits after the prompt (and the output a resumed request already has): start - 1
-    lengths = paddle.where(rows > 0, paddle.where(prefill, start, start + rows - 1), paddle.zeros_like(rows))
-    # drafts into the grid: column c of slot b holds draft c - start[b] when 0 <= c - start[b] < rows[b] - 1
-    k = state.num_speculative_tokens
-    offset = state._column_index - start.unsqueeze(-1)
-    drafts = paddle.take_along_axis(state.draft_tokens, paddle.clip(offset, 0, k - 1) + 1, axis=1) if k else None
-    in_window = paddle.logical_and(offset >= 0, offset < (rows - 1).unsqueeze(-1))
-    in_window = paddle.logical_and(in_window, paddle.logical_not(prefill).unsqueeze(-1))
-    tokens = paddle.where(in_window, drafts, state.token_ids_all) if k else state.token_ids_all.clone()
-    row_slot = state.batch_id_per_token_output
-    slot = paddle.clip(row_slot, min=0)
-    index = state._row_index - paddle.gather(cu, slot)  # the row's index among its slot's rows
-    last = paddle.gather(start - 1, slot)
-    row_pos = paddle.where(row_slot >= 0, last + index.astype("int64"), paddle.zeros_like(last))
+    grid = ops.model_inputs(  # one op: the grid with this step's drafts, lengths, row positions
+        state.token_ids_all,
+        state.prompt_lens,
+        state.step_idx,
+        state.seq_lens_encoder,
+        state.draft_tokens,
+        state.cu_seqlens_q_output,
+        state.batch_id_per_token_output,
+    )
     inputs = ModelInputs(
-        tokens=tokens,
-        lengths=lengths,
-        row_slot=row_slot,
-        row_pos=row_pos,
+        tokens=grid.tokens,
+        lengths=grid.lengths,
+        row_slot=state.batch_id_per_token_output,
+        row_pos=grid.row_pos,
         prompt_lens=state.prompt_lens,
         request_ids=list(state.request_of_slot),
     )

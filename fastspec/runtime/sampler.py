@@ -21,7 +21,7 @@ class Sampler:
 
         logits = process_logits(logits): each request's penalties, bias and bans, each row with its
                  own history (the drafts before it counted), float32 logits in place
-        probs = softmax(logits / temperature)
+        probs = temperature_softmax(logits): softmax(logits / temperature), bit-identical on every backend
         sets:  each request's min_p, top_k and top_p, inside the sampling ops below
         naive  (method none / naive): sample_tokens, one token per request
         verify (method ngram / mtp):  targets (GREEDY argmax | TARGET_MATCH sample_tokens |
@@ -80,10 +80,9 @@ class Sampler:
 
     @staticmethod
     def _probs(logits: paddle.Tensor, state: SpecState, rows: paddle.Tensor) -> paddle.Tensor:
-        """float32 softmax of logits / temperature of each row's request (a greedy request's reads 1)."""
-        temp = paddle.gather(state.sample_temperature, paddle.clip(rows, min=0))  # padding rows: slot 0's
-        logits = logits if logits.dtype == paddle.float32 else logits.astype("float32")
-        return paddle.nn.functional.softmax(logits / temp.unsqueeze(-1), axis=-1)
+        """float32 softmax of logits / temperature of each row's request (a greedy request's reads 1), the same
+        bits on every backend (docs/ops/temperature_softmax.md); padding rows are zeros."""
+        return ops.temperature_softmax(logits, state.sample_temperature, rows)
 
     @staticmethod
     def _greedy_aware_params(state: SpecState) -> SamplingSets:

@@ -15,6 +15,7 @@ from typing import Hashable, Iterator, NamedTuple, Sequence
 import numpy as np
 import paddle
 
+from fastspec import ops
 from fastspec.runtime.sampling_params import LogitTables, TableWidths, check_request
 
 
@@ -193,12 +194,7 @@ class SpecState:
         self.end_tokens = paddle.to_tensor(np.asarray(end_tokens, dtype=np.int64), place=self.place)
         self.cu_seqlens_q_output = full([b + 1], 0, "int32")
         self.batch_id_per_token_output = full([b * self.rows_per_slot], -1, "int32")
-        self._zero = full([1], 0, "int32")
-        self._row_index = paddle.to_tensor(np.arange(b * self.rows_per_slot, dtype=np.int32), place=self.place)
-        self.draft_columns = paddle.to_tensor(np.arange(k, dtype=np.int32)[None, :], place=self.place)
-        self.no_draft = full([1, 1], -1, "int64")
-        self._column_index = paddle.to_tensor(np.arange(length, dtype=np.int64)[None, :], place=self.place)
-        self._slot_or_none = paddle.to_tensor(np.append(np.arange(b), -1).astype(np.int32), place=self.place)
+        self._scratch_packing = (full([b + 1], 0, "int32"), full([b * self.rows_per_slot], -1, "int32"))
         self.draft_tree_tokens = full([b, n], -1, "int64") if n else None
         self.draft_tree_parents = full([b, n], -1, "int32") if n else None
         self.draft_tree_depths = full([b, n], -1, "int32") if n else None
@@ -211,6 +207,7 @@ class SpecState:
         self.vocab_size = vocab_size  # token ids a request names are checked against it when known
         self.logit_tables = LogitTables(b, self.place, table_widths)  # penalties, bias, bans (sampling_params.py)
         self._phases: tuple | None = None  # slot_phases within phases_fixed
+        self._phases_fixed = False
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -334,14 +331,13 @@ class SpecState:
 
     @contextlib.contextmanager
     def phases_fixed(self) -> Iterator[None]:
-        """Within: ``slot_phases`` computed once and shared (a step's proposing and packing change no
+        """Within: ``slot_phases`` computed at most once and shared (a step's proposing and packing change no
         slot's kind, only its rows)."""
-        self._phases = None
-        self._phases = self.slot_phases()
+        self._phases, self._phases_fixed = None, True
         try:
             yield
         finally:
-            self._phases = None
+            self._phases, self._phases_fixed = None, False
 
     def slot_phases(self) -> tuple[paddle.Tensor, paddle.Tensor]:
         """``(prefill, decode)`` bool [B] tensors: running (not stopped, not blocked) slots that
@@ -351,6 +347,8 @@ class SpecState:
         running = paddle.logical_not(paddle.logical_or(self.stop_flags, self.is_block_step))
         prefill = paddle.logical_and(running, self.seq_lens_encoder > 0)
         decode = paddle.logical_and(running, paddle.logical_and(self.seq_lens_encoder == 0, self.seq_lens_decoder > 0))
+        if self._phases_fixed:
+            self._phases = (prefill, decode)
         return prefill, decode
 
     def pack_rows_on_device(self) -> paddle.Tensor:
@@ -359,20 +357,39 @@ class SpecState:
         for a decode, none otherwise; ``cu_seqlens_q_output`` their prefix sums and
         ``batch_id_per_token_output`` each row's slot (-1 past them). Returns the row count as an
         int32 [1] tensor; ``num_rows`` is left to the caller (``pack_rows`` sets it)."""
-        return self.pack_slot_rows()[0][-1:]
+        self.pack_slot_rows()
+        return self.cu_seqlens_q_output[-1:]
 
-    def pack_slot_rows(self) -> tuple[paddle.Tensor, paddle.Tensor]:
-        """``pack_rows_on_device``'s packing; returns ``(cu_seqlens_q_output, decode)``: the prefix sums
-        (int32 [B + 1]) and the decoding slots (bool [B])."""
-        prefill, decode = self.slot_phases()
-        rows = paddle.where(decode, paddle.clip(self.seq_lens_this_time, min=0), prefill.astype("int32"))
-        cu = paddle.cumsum(paddle.concat([self._zero, rows]), axis=0).astype("int32")
-        # row r belongs to the slot b with cu[b] <= r < cu[b + 1]: the count of cu[1:] entries <= r,
-        # B for a row past them, which the slot table maps to -1
-        slot = paddle.searchsorted(cu[1:], self._row_index, out_int32=True, right=True)
-        paddle.assign(cu, output=self.cu_seqlens_q_output)
-        paddle.assign(paddle.gather(self._slot_or_none, slot), output=self.batch_id_per_token_output)
-        return cu, decode
+    def pack_slot_rows(self, proposal=None) -> paddle.Tensor:
+        """``pack_rows_on_device``'s packing in one op (``pack_rows``, docs/ops/pack_rows.md), after writing
+        ``proposal``'s drafts (a ``Proposal``: a decode slot's drafts into ``draft_tokens[:, 1:]``, -1 past its
+        length, and 1 + that length into ``seq_lens_this_time``; a prefill keeps its tokens, other slots get none)
+        when one is given. Returns the step record, int64 ``[B, K + 2]``: rows, decode, drafts per slot
+        (``fastspec.runtime.step_status``)."""
+        return self._pack_rows(proposal, self.cu_seqlens_q_output, self.batch_id_per_token_output)
+
+    def write_proposal(self, proposal) -> None:
+        """``proposal``'s drafts and lengths written as ``pack_slot_rows`` writes them, the row packing left as it
+        is (the op's packing goes to scratch tensors allocated with the state)."""
+        self._pack_rows(proposal, *self._scratch_packing)
+
+    def _pack_rows(self, proposal, cu: paddle.Tensor, row_slots: paddle.Tensor) -> paddle.Tensor:
+        tokens = lens = None
+        if proposal is not None:
+            tokens, lens = proposal.tokens, proposal.lens
+            tokens = tokens if tokens.is_contiguous() else tokens.contiguous()  # a column slice of the drafts
+        return ops.pack_rows(
+            self.stop_flags,
+            self.is_block_step,
+            self.seq_lens_encoder,
+            self.seq_lens_decoder,
+            self.draft_tokens,
+            self.seq_lens_this_time,
+            cu,
+            row_slots,
+            proposal_tokens=tokens,
+            proposal_lens=lens,
+        ).step_record
 
     @property
     def trees(self) -> bool:

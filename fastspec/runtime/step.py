@@ -15,7 +15,7 @@ from fastspec.runtime.proposers.base import Proposer
 from fastspec.runtime.proposers.tree import write_tree
 from fastspec.runtime.sampler import Sampler
 from fastspec.runtime.state import SpecState
-from fastspec.runtime.step_status import StepStatus, status_tensor, step_record
+from fastspec.runtime.step_status import StepStatus, status_tensor
 
 MODES = ("eager", "static", "cuda_graph")
 
@@ -29,7 +29,7 @@ class SpecStep:
     model sits between the two, so a step is two programs:
 
     - ``prepare()``: no inputs; reads and writes the state's tensors (and the proposer's buffers)
-      in place; returns the step's record (rows, slot kinds, drafts: ``step_status.step_record``);
+      in place; returns the step's record (rows, slot kinds, drafts: ``SpecState.pack_slot_rows``);
     - ``finish(logits, hidden=None)``: that record, ``logits [max_rows, V]`` and ``hidden [max_rows, H]``
       in fixed shapes, ``max_rows = max_num_seqs * state.rows_per_slot`` (``K + 1``, or N for a tree
       step); rows past the packed ones are padding (``batch_id_per_token_output`` is -1 there) and are
@@ -125,7 +125,7 @@ class SpecStep:
                     write_tree(proposer.propose_tree(state, sampler.config.tree.top_k), state)
                 elif proposer is not None:
                     proposer(state)
-                return step_record(state, *state.pack_slot_rows())
+                return state.pack_slot_rows()
 
         def finish_program_with(logprobs: bool):
             def finish_program(record, logits, hidden=None):
@@ -165,7 +165,7 @@ class SpecStep:
         with paddle.no_grad():
             self._record = self._run("prepare", self._prepare, (self._no_input,))
             if self.grammar is not None and self.grammar.constrain(self.state).changed:
-                self._record = step_record(self.state, *self.state.pack_slot_rows())  # the grammar's drafts
+                self._record = self.state.pack_slot_rows()  # the grammar's drafts
 
     def finish(self, logits: paddle.Tensor, hidden: paddle.Tensor | None = None) -> StepStatus:
         """Samples / verifies and updates the state from the model's outputs at the packed rows

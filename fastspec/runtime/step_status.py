@@ -22,17 +22,11 @@ from fastspec.runtime.logprobs import token_logprobs
 from fastspec.runtime.state import SpecState
 
 
-def step_record(state: SpecState, cu: paddle.Tensor, decode: paddle.Tensor) -> paddle.Tensor:
-    """int64 ``[B, K + 2]``: what a step holds before its update (rows, decode, drafts), from the packing."""
-    rows = (cu[1:] - cu[:-1]).unsqueeze(-1).astype("int64")
-    return paddle.concat([rows, decode.unsqueeze(-1).astype("int64"), state.draft_tokens[:, 1:]], axis=1)
-
-
 def status_tensor(
     state: SpecState, record: paddle.Tensor, extras: list[paddle.Tensor], logprobs: paddle.Tensor | None = None
 ) -> paddle.Tensor:
-    """int64 ``[B, W]``: the step's ``record``, the state after the update, then ``extras`` ([B, w] each),
-    then ``logprobs`` (``Sampler.step_logprobs``) when given."""
+    """int64 ``[B, W]``: the step's ``record`` (``SpecState.pack_slot_rows``: rows, decode, drafts), the state after
+    the update, then ``extras`` ([B, w] each), then ``logprobs`` (``Sampler.step_logprobs``) when given."""
     flags = paddle.stack(
         [
             state.accept_num,

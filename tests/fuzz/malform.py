@@ -65,7 +65,7 @@ def _breaks(op: OpSchema, case: Case, dims: dict[str, int]) -> list[tuple[str, C
                 out.append((f"dtype {t.name} {dtype}", put(t.name, a.astype(dtype))))
         out.append((f"rank {t.name}", put(t.name, np.ascontiguousarray(a[..., None, None]))))
         out.append((f"list {t.name}", put(t.name, a.tolist())))
-        if a.shape and a.shape[0] >= 2:
+        if a.shape and a.shape[0] >= 2 and a.size > 0:  # an empty array has no layout to get wrong
             out.append((f"strided {t.name}", put(t.name, strided_view(a))))
         if t.required_by(strategy) and not t.output:
             out.append((f"none {t.name}", put(t.name, None)))

@@ -19,15 +19,23 @@ from tests.helpers.adaptive_cases import OBSERVE_NAMES, PLAN_NAMES
 from tests.helpers.adaptive_cases import outputs as adaptive_outputs
 from tests.helpers.bitmask_cases import NAMES as BITMASK_NAMES
 from tests.helpers.logits_cases import NAMES as LOGITS_NAMES
+from tests.helpers.model_inputs_cases import NAMES as MODEL_INPUTS_NAMES
+from tests.helpers.model_inputs_cases import OUTPUTS as MODEL_INPUTS_OUTPUTS
 from tests.helpers.ngram_cases import ARRAY_NAMES as NGRAM_NAMES
+from tests.helpers.pack_rows_cases import NAMES as PACK_NAMES
+from tests.helpers.pack_rows_cases import OUTPUTS as PACK_OUTPUTS
+from tests.helpers.softmax_cases import NAMES as SOFTMAX_NAMES
 from tests.helpers.tree_cases import BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS
 from tests.helpers.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
 
 from .gen_adaptive import observe_call, plan_call
 from .gen_bitmask import bitmask_call
 from .gen_logits import logits_call
+from .gen_model_inputs import model_inputs_call
 from .gen_ngram import ngram_call
+from .gen_pack_rows import pack_rows_call
 from .gen_sampling import candidates_call, probs_call, sample_call
+from .gen_softmax import softmax_call
 from .gen_trees import build_call, verify_tree_call
 from .gen_verify_update import update_call, verify_call
 
@@ -139,6 +147,18 @@ def _bitmask_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
     return {"logits": ref.apply_token_bitmask(*(a[name] for name in BITMASK_NAMES))}
 
 
+def _softmax_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    return {"probs": ref.temperature_softmax(*(a[name] for name in SOFTMAX_NAMES))}
+
+
+def _pack_rows_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    return dict(zip(PACK_OUTPUTS, ref.pack_rows(*(a[name] for name in PACK_NAMES))))
+
+
+def _model_inputs_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    return dict(zip(MODEL_INPUTS_OUTPUTS, ref.model_inputs(*(a[name] for name in MODEL_INPUTS_NAMES))))
+
+
 def _per_strategy(op: str, call, reference, strategy: str, **options) -> Target:
     """The target of ``op`` under one strategy: ``call(rng, strategy)`` draws its cases."""
     return Target(f"{op}[{strategy}]", op, lambda rng: call(rng, strategy), reference, **options)
@@ -167,5 +187,8 @@ TARGETS: dict[str, Target] = {
         Target("adaptive_observe", "adaptive_observe", observe_call, _observe_reference, any_nan=True),
         Target("process_logits", "process_logits", logits_call, _logits_reference, any_nan=True),
         Target("apply_token_bitmask", "apply_token_bitmask", bitmask_call, _bitmask_reference),
+        Target("temperature_softmax", "temperature_softmax", softmax_call, _softmax_reference),
+        Target("pack_rows", "pack_rows", pack_rows_call, _pack_rows_reference),
+        Target("model_inputs", "model_inputs", model_inputs_call, _model_inputs_reference),
     )
 }

@@ -99,6 +99,15 @@ FS_HD int64_t sub_sat64(int64_t a, int64_t b) {
   return a - b;
 }
 
+// a + b, saturated as sub_sat64.
+FS_HD int64_t add_sat64(int64_t a, int64_t b) {
+  const int64_t lo = static_cast<int64_t>(~(~uint64_t{0} >> 1));  // INT64_MIN
+  const int64_t hi = static_cast<int64_t>(~uint64_t{0} >> 1);     // INT64_MAX
+  if (b > 0 && a > hi - b) return hi;
+  if (b < 0 && a < lo - b) return lo;
+  return a + b;
+}
+
 // The high 64 bits of a * b, from 32-bit pieces (no unsigned __int128: the
 // XPU is a 32-bit device). The CPU runs this same code, so the CPU tests
 // check the arithmetic the XPU kernels use.

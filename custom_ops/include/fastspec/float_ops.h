@@ -1,7 +1,8 @@
 // float32 arithmetic every backend rounds alike: each product, sum, difference and
 // quotient is its own rounded operation (no fused multiply-add: the __f*_rn
-// intrinsics on CUDA, and ISO C++ on the host, whose GCC default is
-// -ffp-contract=off).
+// intrinsics on CUDA; -ffp-contract=off for g++ and the XTDK's clang, set by
+// setup_ops.py: GCC's default fuses a product and a sum wherever the target has
+// FMA, as the AVX-512 functions do).
 #pragma once
 
 #include <cstdint>

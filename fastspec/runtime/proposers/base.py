@@ -118,13 +118,6 @@ class Proposer(ABC):
             raise ProposalError(f"{name}: proposal lens must be int32, got {proposal.lens.dtype}")
 
     def write(self, proposal: Proposal, state: SpecState) -> None:
-        """Drafts of decode slots into draft_tokens[:, 1:] (-1 past the length), lengths into seq_lens_this_time."""
-        k = self.num_speculative_tokens
-        prefill, decode = state.slot_phases()
-        lens = paddle.clip(proposal.lens.reshape([-1]), 0, k) * decode.astype("int32")
-        drafts = paddle.where(state.draft_columns < lens.unsqueeze(-1), proposal.tokens, state.no_draft)
-        paddle.assign(paddle.concat([state.draft_tokens[:, :1], drafts], axis=1), state.draft_tokens)
-        # decode: 1 + drafts; prefill: its prompt tokens as they are; otherwise none
-        paddle.assign(
-            paddle.where(decode, lens + 1, state.seq_lens_this_time * prefill.astype("int32")), state.seq_lens_this_time
-        )
+        """Drafts of decode slots into draft_tokens[:, 1:] (-1 past the length), lengths into seq_lens_this_time
+        (``SpecState.write_proposal``; the row packing is left as it is)."""
+        state.write_proposal(proposal)

@@ -65,8 +65,6 @@ class NgramProposer(Proposer):
                 f"the proposer drafts {self.num_speculative_tokens}"
             )
         draft_ngrams(ops.ngram_match, state, self)
-        # ngram_match wrote in place; hand the same drafts back through the checked contract
-        decode = state.slot_phases()[1]
-        return Proposal(
-            state.draft_tokens[:, 1:], paddle.clip(state.seq_lens_this_time - 1, min=0) * decode.astype("int32")
-        )
+        # ngram_match wrote in place; hand the same drafts back through the checked contract (a slot that does not
+        # decode has its length ignored where the proposal is written: SpecState.pack_slot_rows)
+        return Proposal(state.draft_tokens[:, 1:], paddle.clip(state.seq_lens_this_time - 1, min=0))
