@@ -1,4 +1,5 @@
-"""ngram_match workloads: a no-match worst case and real text (source files as word ids)."""
+"""The n-gram benches' workloads (a no-match worst case and real text: source files as word ids), their runners
+and their grid."""
 
 from __future__ import annotations
 
@@ -6,7 +7,14 @@ import re
 import sys
 from pathlib import Path
 
+from argparse import RawDescriptionHelpFormatter
+from typing import Callable, Iterator
+
 import numpy as np
+
+from bench.common import NGRAM_WORKLOADS, cpu_read_seconds, device
+from fastspec.cli.errors import ArgumentParser, choice_list, int_list
+from tests.helpers.op_names import NGRAM_NAMES
 
 GENERATED = 256  # generated tokens per request
 NGRAM_ATTRS = {"max_ngram_size": 5, "min_ngram_size": 1, "token_budget": 0}  # the n-gram benches' attributes
@@ -56,3 +64,63 @@ def ngram_inputs(kind: str, batch: int, max_model_len: int, k: int = 5, seed: in
         "seq_lens_decoder": np.full(batch, max_model_len, np.int32),
         "max_dec_len": np.full(batch, 1 << 30, np.int64),
     }
+
+
+def ngram_cpu_runner(arrays: dict, op_name: str, *, restore_lens: bool = False) -> Callable[[], None]:
+    """One call of the Paddle op ``op_name`` (ngram_match or ngram_append, the anchor off) on ``arrays``;
+    ``restore_lens``: put ``seq_lens_this_time`` back before each call, for an op that reads it."""
+    import paddle
+
+    import fastspec.ops as ops
+
+    op = getattr(ops, op_name)
+    tensors = {name: paddle.to_tensor(arrays[name]) for name in NGRAM_NAMES}
+    lens0 = tensors["seq_lens_this_time"].clone() if restore_lens else None
+
+    def run():
+        if lens0 is not None:
+            paddle.assign(lens0, output=tensors["seq_lens_this_time"])
+        op(*(tensors[name] for name in NGRAM_NAMES), **NGRAM_ATTRS)
+
+    return run
+
+
+def ngram_cuda_runners(arrays: dict, op_name: str, *, restore_lens: bool = False) -> tuple[Callable, Callable]:
+    """``(eager, graph replay)`` of the CUDA op ``op_name`` through the bindings, as ``ngram_cpu_runner``."""
+    import fastspec.arrays
+    from tests.helpers.cuda import capture, to_device
+
+    fn = getattr(fastspec.arrays, op_name)
+    tensors = to_device(arrays)
+    lens0 = tensors["seq_lens_this_time"].clone() if restore_lens else None
+
+    def step():
+        if lens0 is not None:
+            tensors["seq_lens_this_time"].copy_(lens0)
+        fn(*(tensors[name] for name in NGRAM_NAMES), **NGRAM_ATTRS)
+
+    return step, capture(step).replay
+
+
+def ngram_grid_parser(doc: str, lens: str) -> ArgumentParser:
+    """The n-gram benches' options: device and the grid (batches, context lengths ``lens``, workloads)."""
+    parser = ArgumentParser(description=doc, formatter_class=RawDescriptionHelpFormatter)
+    parser.add_argument("--device", type=device, default="cpu", help="cpu or cuda")
+    parser.add_argument("--batches", type=int_list(1), default="1,32,256")
+    parser.add_argument("--lens", type=int_list(1), default=lens)
+    parser.add_argument("--workloads", type=choice_list(NGRAM_WORKLOADS), default="nomatch,text")
+    return parser
+
+
+def ngram_grid(
+    args, bandwidth: float | None, inputs: Callable[..., dict] = ngram_inputs
+) -> Iterator[tuple[dict, dict]]:
+    """Each grid point's inputs and its row so far: workload, B, L and the floor (reading every slot's tokens
+    once: on the CPU timed, on CUDA at ``bandwidth``)."""
+    for workload in args.workloads:
+        for batch in args.batches:
+            for max_len in args.lens:
+                arrays = inputs(workload, batch, max_len)
+                tokens = arrays["token_ids_all"]
+                floor = cpu_read_seconds(tokens) if bandwidth is None else tokens.nbytes / bandwidth
+                yield arrays, {"workload": workload, "batch": batch, "max_model_len": max_len, "floor_s": floor}

@@ -61,11 +61,7 @@ __global__ void __launch_bounds__(kThreads) ngram_append_kernel(NgramMatchParams
 }  // namespace
 
 cudaError_t ngram_append_cuda(const NgramMatchParams& params, cudaStream_t stream) {
-  if (params.batch < 0 || params.batch > kMaxCudaBatch) return cudaErrorInvalidValue;
-  if (params.batch == 0) return cudaSuccess;
-  FS_CUDA_LAUNCH(ngram_append_kernel, static_cast<unsigned>(params.batch), kThreads, 0, stream, params);
-  if (params.token_budget > 0) ngram_budget_cuda(params, stream);
-  return cudaGetLastError();
+  return ngram_search_then_budget_cuda(ngram_append_kernel, kThreads, params, stream);
 }
 
 }  // namespace fastspec

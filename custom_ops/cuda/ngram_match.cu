@@ -113,17 +113,20 @@ __global__ void __launch_bounds__(kBudgetThreads) ngram_budget_kernel(NgramMatch
 
 }  // namespace
 
-void ngram_budget_cuda(const NgramMatchParams& params, cudaStream_t stream) {
-  const size_t shared_bytes = 3 * sizeof(int32_t) * static_cast<size_t>(params.batch);
-  FS_CUDA_LAUNCH(ngram_budget_kernel, 1, kBudgetThreads, shared_bytes, stream, params);
+cudaError_t ngram_search_then_budget_cuda(void (*search)(NgramMatchParams), int threads, const NgramMatchParams& params,
+                                          cudaStream_t stream) {
+  if (params.batch < 0 || params.batch > kMaxCudaBatch) return cudaErrorInvalidValue;
+  if (params.batch == 0) return cudaSuccess;
+  FS_CUDA_LAUNCH(search, static_cast<unsigned>(params.batch), threads, 0, stream, params);
+  if (params.token_budget > 0) {
+    const size_t shared_bytes = 3 * sizeof(int32_t) * static_cast<size_t>(params.batch);
+    FS_CUDA_LAUNCH(ngram_budget_kernel, 1, kBudgetThreads, shared_bytes, stream, params);
+  }
+  return cudaGetLastError();
 }
 
 cudaError_t ngram_match_cuda(const NgramMatchParams& params, cudaStream_t stream) {
-  if (params.batch < 0 || params.batch > kMaxCudaBatch) return cudaErrorInvalidValue;
-  if (params.batch == 0) return cudaSuccess;
-  FS_CUDA_LAUNCH(ngram_search_kernel, static_cast<unsigned>(params.batch), kThreads, 0, stream, params);
-  if (params.token_budget > 0) ngram_budget_cuda(params, stream);
-  return cudaGetLastError();
+  return ngram_search_then_budget_cuda(ngram_search_kernel, kThreads, params, stream);
 }
 
 }  // namespace fastspec

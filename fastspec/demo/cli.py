@@ -475,48 +475,29 @@ def main(argv=None) -> int:
         return 0 if verdict != "FAIL" else 1
     spec_off = config.replace(method="none", num_speculative_tokens=0)
     step_mode = "static" if args.static_step else None
+
+    def run(label: str, run_config, **options):  # every run: the same model, workload and lengths
+        return run_one(label, model, workload, run_config, args, max_model_len, **options)
+
+    def warm_then_run(label: str, run_config, **options):  # a warm-up first, as for spec on
+        run("warm-up", run_config, warmup=True, draft_model=draft_model)
+        return run(label, run_config, draft_model=draft_model, step_mode=step_mode, **options)
+
     for warm in (spec_off, config):  # first calls pay one-time costs; keep them out of the timings
-        run_one("warm-up", model, workload, warm, args, max_model_len, warmup=True, draft_model=draft_model)
-    off = run_one("spec off", model, workload, spec_off, args, max_model_len)
-    on = run_one(
-        f"spec on ({config.method})",
-        model,
-        workload,
-        config,
-        args,
-        max_model_len,
-        draft_model=draft_model,
-        step_mode=step_mode,
-    )
+        run("warm-up", warm, warmup=True, draft_model=draft_model)
+    off = run("spec off", spec_off)
+    on = run(f"spec on ({config.method})", config, draft_model=draft_model, step_mode=step_mode)
     verdict, check_text = lossless_check(off, on, config.verify_strategy)
     sweep = {}
     if config.method == "ngram":  # the sweep is about n-gram drafts
         for n in sizes:
-            sweep[n] = run_one(
-                f"n-gram size {n}",
-                model,
-                workload,
-                config.replace(max_ngram_size=n, min_ngram_size=n),
-                args,
-                max_model_len,
-            )
+            sweep[n] = run(f"n-gram size {n}", config.replace(max_ngram_size=n, min_ngram_size=n))
 
     tree = None
     if args.tree:  # the same head drafting top-k trees, beside its chain
         from fastspec.demo.columns import side_by_side
 
-        tree_config = with_tree(config, args)
-        run_one("warm-up", model, workload, tree_config, args, max_model_len, warmup=True, draft_model=draft_model)
-        tree = run_one(
-            "spec on (tree)",
-            model,
-            workload,
-            tree_config,
-            args,
-            max_model_len,
-            draft_model=draft_model,
-            step_mode=step_mode,
-        )
+        tree = warm_then_run("spec on (tree)", with_tree(config, args))
         tree_verdict, tree_check = lossless_check(off, tree, config.verify_strategy)
         verdict = "FAIL" if "FAIL" in (verdict, tree_verdict) else verdict
 
@@ -525,27 +506,7 @@ def main(argv=None) -> int:
         from fastspec.demo.adaptive_view import adaptive_config, comparison_table, measured_cost
 
         cost = measured_cost(config)  # None: the roofline the config names
-        run_one(
-            "warm-up",
-            model,
-            workload,
-            adaptive_config(config),
-            args,
-            max_model_len,
-            warmup=True,
-            draft_model=draft_model,
-        )
-        adaptive = run_one(
-            "adaptive",
-            model,
-            workload,
-            adaptive_config(config),
-            args,
-            max_model_len,
-            draft_model=draft_model,
-            cost_model=cost,
-            step_mode=step_mode,
-        )
+        adaptive = warm_then_run("adaptive", adaptive_config(config), cost_model=cost)
         adaptive_verdict, adaptive_check = lossless_check(off, adaptive, config.verify_strategy)
         verdict = "FAIL" if "FAIL" in (verdict, adaptive_verdict) else verdict
 

@@ -4,7 +4,7 @@ probabilities. ``verify``, ``rejection``, ``block`` and ``trees`` import it; it 
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Callable, Iterator, Mapping, NamedTuple
 
 import numpy as np
 
@@ -36,35 +36,11 @@ class SlotInputs(NamedTuple):
     end_tokens: list[int]
 
     @classmethod
-    def of(
-        cls,
-        seed,
-        step_idx,
-        stop_flags,
-        is_block_step,
-        seq_lens_encoder,
-        seq_lens_this_time,
-        cu_seqlens_q_output,
-        reasoning_status,
-        max_dec_len,
-        end_tokens,
-    ) -> "SlotInputs":
-        """The inputs in the ops' order (``verify_draft_tree`` has no ``reasoning_status``: pass None)."""
-        flats = [
-            flat(x)
-            for x in (
-                seed,
-                step_idx,
-                stop_flags,
-                is_block_step,
-                seq_lens_encoder,
-                seq_lens_this_time,
-                cu_seqlens_q_output,
-                reasoning_status,
-                max_dec_len,
-            )
-        ]
-        return cls(*flats, [int(e) for e in flat(end_tokens)])
+    def of(cls, args: Mapping[str, object]) -> "SlotInputs":
+        """The slot inputs taken by name from an op's arguments (``verify_draft_tree`` has no
+        ``reasoning_status``: None)."""
+        *arrays, end_tokens = cls._fields
+        return cls(*(flat(args.get(name)) for name in arrays), [int(e) for e in flat(args[end_tokens])])
 
     def judged_rows(self, b: int, rows: int) -> tuple[bool, int, int] | None:
         """``(prefill, need, first)`` of slot ``b``: its target rows are ``first .. first + need - 1``; None for
@@ -80,6 +56,16 @@ class SlotInputs(NamedTuple):
         if first < 0 or end > rows or end - first < need:
             return None
         return bool(prefill), need, first
+
+    def judged_slots(self, out: np.ndarray, num: np.ndarray, rows: int) -> Iterator[tuple[int, bool, int, int]]:
+        """``(b, prefill, need, first)`` of each slot that emits this step (see ``judged_rows``); every slot's
+        outputs (``out[b]``, ``num[b]``) are cleared first, so a slot passed over emits nothing."""
+        for b in range(out.shape[0]):
+            out[b, :] = -1
+            num[b] = 0
+            judged = self.judged_rows(b, rows)
+            if judged is not None:
+                yield b, *judged
 
     def emit(self, b: int, emitted: list[int], token: int) -> bool:
         """Appends ``token`` to slot ``b``'s ``emitted`` (``end_tokens[0]`` in its place once ``max_dec_len`` is
@@ -115,15 +101,9 @@ def verify_slots(
     accept_num = np.array(accept_num, dtype=np.int32, copy=True)
     out, num = accept_tokens, accept_num.reshape(-1)
     reasoning, ends = slots.reasoning_status, slots.end_tokens
-    batch, cols = out.shape
+    cols = out.shape[1]
 
-    for b in range(batch):
-        out[b, :] = -1
-        num[b] = 0
-        judged = slots.judged_rows(b, rows)
-        if judged is None:
-            continue
-        prefill, need, first = judged
+    for b, prefill, need, first in slots.judged_slots(out, num, rows):
         skip = prefill or reject_all or (reasoning is not None and reasoning[b] == 1)
         drafts = 0 if skip else min(need - 1, cols - 1)
         step, emitted = int(slots.step_idx[b]), []
@@ -152,6 +132,24 @@ def verify_slots(
 Rules = Callable[[np.ndarray, np.ndarray, np.ndarray, SlotInputs, bool], dict]
 
 
+def verify_probabilities(rules: Rules, args: Mapping[str, object]) -> tuple[np.ndarray, np.ndarray]:
+    """The slot walk of a strategy that reads probabilities, with its ``rules``, the call's arguments taken by
+    name from ``args`` (``target_probs`` and ``draft_probs`` in place of ``target_tokens`` and the candidates)."""
+    slots = SlotInputs.of(args)
+    target, draft = as_f32_probs(args["target_probs"]), as_f32_probs(args["draft_probs"])  # f16, bf16: widened exactly
+    accept_all, draft_tokens = bool(args["accept_all"]), args["draft_tokens"]
+    return verify_slots(
+        args["accept_tokens"],
+        args["accept_num"],
+        draft_tokens,
+        slots,
+        rows=target.shape[0],
+        accept_all=accept_all,
+        reject_all=bool(args["reject_all"]),
+        **rules(target, draft, draft_tokens, slots, accept_all),
+    )
+
+
 def probability_strategy(strategy: str, rules: Rules) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
     """``verify_draft_tokens`` for a strategy that reads probabilities, taking ``target_probs`` and
     ``draft_probs`` in place of ``target_tokens`` and the candidates (``tests/rejection_cases.ARRAY_NAMES``)."""
@@ -176,29 +174,7 @@ def probability_strategy(strategy: str, rules: Rules) -> Callable[..., tuple[np.
         accept_all: bool = False,
         reject_all: bool = False,
     ):
-        slots = SlotInputs.of(
-            seed,
-            step_idx,
-            stop_flags,
-            is_block_step,
-            seq_lens_encoder,
-            seq_lens_this_time,
-            cu_seqlens_q_output,
-            reasoning_status,
-            max_dec_len,
-            end_tokens,
-        )
-        target, draft = as_f32_probs(target_probs), as_f32_probs(draft_probs)  # f16, bf16 bits: widened exactly
-        return verify_slots(
-            accept_tokens,
-            accept_num,
-            draft_tokens,
-            slots,
-            rows=target.shape[0],
-            accept_all=accept_all,
-            reject_all=reject_all,
-            **rules(target, draft, draft_tokens, slots, accept_all),
-        )
+        return verify_probabilities(rules, locals())
 
     verify.__name__ = verify.__qualname__ = f"verify_{strategy}"
     verify.__doc__ = (

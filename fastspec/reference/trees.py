@@ -146,18 +146,7 @@ def verify_draft_tree(
     if check:
         check_draft_trees("verify_draft_tree", draft_tree_parents, seq_lens_this_time, seq_lens_encoder, k)
     nodes_out = np.full((batch, cols), -1, np.int32)
-    slots = SlotInputs.of(
-        seed,
-        step_idx,
-        stop_flags,
-        is_block_step,
-        seq_lens_encoder,
-        seq_lens_this_time,
-        cu_seqlens_q_output,
-        None,
-        max_dec_len,
-        end_tokens,
-    )
+    slots = SlotInputs.of(locals())
     if strategy == "rejection":  # SpecInfer's tries at each node (fastspec/reference/multidraft.py)
         p_rows, q_rows = as_f32_probs(target_probs), as_f32_probs(draft_probs)
         rows = p_rows.shape[0]
@@ -171,13 +160,7 @@ def verify_draft_tree(
         def judge(b: int, t: int, position: int) -> NodeTries | NodeTargets:
             return NodeTargets(int(targets[t]))
 
-    for b in range(batch):
-        out[b, :] = -1
-        num[b] = 0
-        judged = slots.judged_rows(b, rows)
-        if judged is None:
-            continue
-        prefill, need, first = judged
+    for b, prefill, need, first in slots.judged_slots(out, num, rows):
         nodes = 1 if prefill or tree_error(draft_tree_parents[b], need, k) else need
         parents, tokens = draft_tree_parents[b], draft_tree_tokens[b]
         node, emitted, decided = 0, [], []

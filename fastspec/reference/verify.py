@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from fastspec.core.streams import STREAM_TOPP
-from fastspec.reference.block import verify_block
+from fastspec.reference.block import block_rules
 from fastspec.reference.mass import draw, prob_mass
-from fastspec.reference.rejection import verify_rejection
+from fastspec.reference.rejection import rejection_rules
 from fastspec.reference.rng import rand64
-from fastspec.reference.slots import SlotInputs, flat, verify_slots
+from fastspec.reference.slots import SlotInputs, flat, verify_probabilities, verify_slots
 
 STRATEGIES = ("topp", "greedy", "target_match", "rejection", "block")
+PROBABILITY_RULES = {"rejection": rejection_rules, "block": block_rules}
 
 
 def verify_draft_tokens(
@@ -46,39 +47,9 @@ def verify_draft_tokens(
     strategy = strategy.lower()
     if strategy not in STRATEGIES:
         raise ValueError(f"verify_draft_tokens: unknown strategy {strategy!r}")
-    if strategy in ("rejection", "block"):
-        verify = verify_rejection if strategy == "rejection" else verify_block
-        return verify(
-            accept_tokens,
-            accept_num,
-            draft_tokens,
-            target_probs,
-            draft_probs,
-            seed,
-            step_idx,
-            stop_flags,
-            is_block_step,
-            seq_lens_encoder,
-            seq_lens_this_time,
-            cu_seqlens_q_output,
-            reasoning_status,
-            max_dec_len,
-            end_tokens,
-            accept_all=accept_all,
-            reject_all=reject_all,
-        )
-    slots = SlotInputs.of(
-        seed,
-        step_idx,
-        stop_flags,
-        is_block_step,
-        seq_lens_encoder,
-        seq_lens_this_time,
-        cu_seqlens_q_output,
-        reasoning_status,
-        max_dec_len,
-        end_tokens,
-    )
+    if strategy in PROBABILITY_RULES:
+        return verify_probabilities(PROBABILITY_RULES[strategy], locals())
+    slots = SlotInputs.of(locals())
     targets, lens = flat(target_tokens), flat(candidate_lens)
     if strategy == "topp":
         rows, k_cand = np.asarray(candidate_ids).shape

@@ -91,20 +91,14 @@ class Sampler:
         return SamplingSets(state.sample_top_p, state.sample_top_k, state.min_p)
 
     def _normal_sample(self, probs, state: SpecState, rows, sets: SamplingSets) -> None:
-        """One seeded draw per request from its single output row into accept_tokens[:, 0]."""
+        """One seeded draw per request from its single output row, kept by verify_draft_tokens with no
+        drafts (TARGET_MATCH): the token lands in accept_tokens[:, 0] as a verify step's bonus token would,
+        and a row without a valid probability ends its request as there. One op instead of a dozen small
+        ones, and the naive and verify paths write the accepted runs in one place."""
         tokens = ops.sample_tokens(
             probs, sets.top_p, sets.top_k, state.seed, state.step_idx, rows, state.cu_seqlens_q_output, sets.min_p
         )
-        cu = state.cu_seqlens_q_output
-        has_row = cu[1:] > cu[:-1]
-        first_row = paddle.clip(cu[:-1], 0, max(probs.shape[0] - 1, 0)).astype("int64")
-        token = paddle.gather(tokens, first_row)
-        # a row without a valid probability ends the request cleanly, as verify does
-        token = paddle.where(token < 0, state.end_tokens[0], token)
-        # in place (setitem / assign keep the buffers): one token for each slot with a row
-        state.accept_tokens[:, 0] = paddle.where(has_row, token, paddle.full_like(token, -1))
-        state.accept_tokens[:, 1:] = -1
-        paddle.assign(has_row.astype("int32"), state.accept_num)
+        self._verify(state, "target_match", target=tokens)
 
     def _verify_and_sample(self, probs, state: SpecState, rows, sets: SamplingSets, draft_probs=None) -> None:
         """Targets for every row by the configured strategy, then verify the drafts against them."""
@@ -125,6 +119,19 @@ class Sampler:
         else:
             max_len = min(self.config.max_candidate_len, probs.shape[-1])
             ids, scores, lens = ops.top_p_candidates(probs, sets.top_p, rows, sets.min_p, max_candidate_len=max_len)
+        self._verify(
+            state,
+            self.strategy,
+            target=target,
+            ids=ids,
+            scores=scores,
+            lens=lens,
+            target_probs=target_probs,
+            draft_probs=draft_probs,
+        )
+
+    def _verify(self, state: SpecState, strategy: str, target=None, ids=None, scores=None, lens=None, **probs) -> None:
+        """verify_draft_tokens over the state's drafts: writes each slot's accepted run and its count."""
         ops.verify_draft_tokens(
             state.accept_tokens,
             state.accept_num,
@@ -143,11 +150,10 @@ class Sampler:
             state.reasoning_status,
             state.max_dec_len,
             state.end_tokens,
-            strategy=self.strategy,
+            strategy=strategy,
             accept_all=self.accept_all,
             reject_all=self.reject_all,
-            target_probs=target_probs,
-            draft_probs=draft_probs,
+            **probs,
         )
 
     def _verify_tree(self, probs, state: SpecState, rows, sets: SamplingSets) -> None:

@@ -277,14 +277,7 @@ class SuffixCache:
         at most ``min(max_spec_tokens[i], width)`` tokens. Returns ``(tokens int64 [n, width]``
         (-1 after each draft), ``lens int32 [n]``, ``scores float32 [n])``, written into ``out``
         when given."""
-        keys = _array("speculate_batch", "keys", keys, np.int64, 1)
-        limits = _array("speculate_batch", "max_spec_tokens", max_spec_tokens, np.int32, 1)
-        if limits.shape != keys.shape:
-            raise FastspecArgumentError(
-                f"SuffixCache.speculate_batch: max_spec_tokens has shape {limits.shape}, keys {keys.shape}"
-            )
-        _check_int("width", width, 0, 4096, op="speculate_batch")
-        self._require_keys("speculate_batch", keys)
+        keys, limits = self._batch_keys("speculate_batch", keys, "max_spec_tokens", max_spec_tokens, width)
         factor, offset, min_prob = _rule("speculate_batch", max_spec_factor, max_spec_offset, min_token_prob)
         n = keys.shape[0]
         if out is None:
@@ -311,17 +304,10 @@ class SuffixCache:
         (each node's probability, 0 after the tree), ``lens int32 [n]``, ``scores float32 [n])``. Nodes come in
         the order taken: parents first, probabilities never growing, so ``build_draft_tree`` on them with
         ``probs`` as scores keeps them in this order."""
-        keys = _array("speculate_tree_batch", "keys", keys, np.int64, 1)
-        limits = _array("speculate_tree_batch", "max_nodes", max_nodes, np.int32, 1)
-        if limits.shape != keys.shape:
-            raise FastspecArgumentError(
-                f"SuffixCache.speculate_tree_batch: max_nodes has shape {limits.shape}, keys {keys.shape}"
-            )
-        _check_int("width", width, 0, 4096, op="speculate_tree_batch")
+        keys, limits = self._batch_keys("speculate_tree_batch", keys, "max_nodes", max_nodes, width)
         _check_int("tree_width", tree_width, 1, TREE_WIDTH_ALL, op="speculate_tree_batch")
         depth = INT32_MAX if max_spec_depth is None else max_spec_depth
         _check_int("max_spec_depth", depth, 0, INT32_MAX, op="speculate_tree_batch")
-        self._require_keys("speculate_tree_batch", keys)
         factor, offset, min_prob = _rule("speculate_tree_batch", max_spec_factor, max_spec_offset, min_token_prob)
         n = keys.shape[0]
         tokens, parents, probs = (
@@ -381,6 +367,17 @@ class SuffixCache:
         limit = self._max_tree_depth if max_spec_tokens is None else max_spec_tokens
         _check_int("max_spec_tokens", limit, 0, INT32_MAX, op=op)
         return (int(limit), *_rule(op, factor, offset, min_prob))
+
+    def _batch_keys(self, op: str, keys, limit_name: str, limits, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """A batch call's ``keys`` (int64 [n], each live or -1) and its per-key ``limits`` (int32 [n]), checked
+        with its ``width``."""
+        keys = _array(op, "keys", keys, np.int64, 1)
+        limits = _array(op, limit_name, limits, np.int32, 1)
+        if limits.shape != keys.shape:
+            raise FastspecArgumentError(f"SuffixCache.{op}: {limit_name} has shape {limits.shape}, keys {keys.shape}")
+        _check_int("width", width, 0, 4096, op=op)
+        self._require_keys(op, keys)
+        return keys, limits
 
     def _require_keys(self, op: str, keys: np.ndarray) -> None:
         for key in np.unique(keys[keys >= 0]).tolist():  # distinct live keys: a few per batch

@@ -11,6 +11,7 @@ import pytest
 import fastspec.arrays
 import fastspec.ops as ops
 from fastspec import reference as ref
+from fastspec.arrays._memo import EXTRA_NAMES
 from fastspec.core.schema import (
     CUDA_MAX_BATCH,
     MAX_CANDIDATE_LEN,
@@ -62,16 +63,7 @@ def test_registered_paddle_op_matches_the_schema(name):
 @pytest.mark.parametrize("name", list(SCHEMAS))
 def test_signatures_follow_the_spec_order(name):
     op = SCHEMAS[name]
-    launch = (
-        "num_threads",
-        "stream",
-        "backend",
-        "xpu_grid",
-        "xpu_reverse_clusters",
-        "cuda_block_order",
-        "cuda_shuffle_seed",
-    )
-    for front_end, extra in ((ops, ()), (fastspec.arrays, op.output_names + launch)):
+    for front_end, extra in ((ops, ()), (fastspec.arrays, op.output_names + EXTRA_NAMES)):
         assert getattr(front_end, name).__name__ == name  # each public name holds its own op
         params = list(inspect.signature(getattr(front_end, name)).parameters)
         assert params == [

@@ -143,16 +143,6 @@ def _bad_trees(a: Arrays) -> bool:
     return False
 
 
-def _verify_tree(strategy: str) -> Target:
-    return Target(
-        f"verify_draft_tree[{strategy}]",
-        "verify_draft_tree",
-        lambda rng: verify_tree_call(rng, strategy),
-        _verify_tree_reference,
-        refuses_values=_bad_trees,
-    )
-
-
 def _bitmask_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
     return {"logits": ref.apply_token_bitmask(*(a[name] for name in BITMASK_NAMES))}
 
@@ -169,13 +159,9 @@ def _model_inputs_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
     return dict(zip(MODEL_INPUTS_OUTPUTS, ref.model_inputs(*(a[name] for name in MODEL_INPUTS_NAMES))))
 
 
-def _verify(strategy: str) -> Target:
-    return Target(
-        f"verify_draft_tokens[{strategy}]",
-        "verify_draft_tokens",
-        lambda rng: verify_call(rng, strategy),
-        _verify_reference,
-    )
+def _per_strategy(op: str, call, reference, strategy: str, **options) -> Target:
+    """The target of ``op`` under one strategy: ``call(rng, strategy)`` draws its cases."""
+    return Target(f"{op}[{strategy}]", op, lambda rng: call(rng, strategy), reference, **options)
 
 
 TARGETS: dict[str, Target] = {
@@ -190,10 +176,13 @@ TARGETS: dict[str, Target] = {
         Target("top_p_candidates", "top_p_candidates", candidates_call, _candidates_reference, xpu_share=0.05),
         Target("sample_tokens", "sample_tokens", sample_call, _sample_reference, xpu_share=0.05),
         Target("top_k_top_p_probs", "top_k_top_p_probs", probs_call, _probs_reference, xpu_share=0.05),
-        *(_verify(strategy) for strategy in STRATEGIES),
+        *(_per_strategy("verify_draft_tokens", verify_call, _verify_reference, s) for s in STRATEGIES),
         Target("update_model_status", "update_model_status", update_call, _update_reference),
         Target("build_draft_tree", "build_draft_tree", build_call, _build_tree_reference),
-        *(_verify_tree(strategy) for strategy in TREE_STRATEGIES),
+        *(
+            _per_strategy("verify_draft_tree", verify_tree_call, _verify_tree_reference, s, refuses_values=_bad_trees)
+            for s in TREE_STRATEGIES
+        ),
         Target("adaptive_plan", "adaptive_plan", plan_call, _plan_reference, any_nan=True),
         Target("adaptive_observe", "adaptive_observe", observe_call, _observe_reference, any_nan=True),
         Target("process_logits", "process_logits", logits_call, _logits_reference, any_nan=True),

@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pytest
@@ -25,6 +26,11 @@ from tests.fuzz.targets import TARGETS
 from tests.fuzz.values import adversarial, case_dims
 from tests.helpers.paths import ROOT
 from tests.helpers.python_module import run_module
+
+
+def well_formed_cases(target: str, seed: int, count: int) -> Iterator[Case]:
+    """The campaign's first ``count`` cases of ``target`` from ``seed``, the malformed ones left out."""
+    return (case for case in (make_case(target, seed, i) for i in range(count)) if not case.malformed)
 
 
 def same_case(a: Case, b: Case) -> bool:
@@ -70,10 +76,7 @@ def test_json_keeps_every_bit():
 @pytest.mark.parametrize("target", list(TARGETS))
 def test_adversarial_values_keep_the_call_well_formed(target):
     rng = np.random.default_rng(3)
-    for index in range(20):
-        case = make_case(target, 9, index)
-        if case.malformed:
-            continue
+    for case in well_formed_cases(target, 9, 20):
         before = case_dims(case)
         poked = adversarial(rng, case)
         assert poked and case_dims(case) == before
@@ -82,10 +85,7 @@ def test_adversarial_values_keep_the_call_well_formed(target):
 @pytest.mark.parametrize("target", list(TARGETS))
 def test_every_break_is_refused(target):
     rng = np.random.default_rng(4)
-    for index in range(30):
-        case = make_case(target, 11, index)
-        if case.malformed:
-            continue
+    for case in well_formed_cases(target, 11, 30):
         case.malformed = malform(rng, case)
         outcome = run_case(case)
         assert outcome.kind == "rejected", f"{case.malformed}: {outcome}"

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 import fastspec.arrays  # noqa: E402
 from fastspec import reference as ref  # noqa: E402
 from tests.helpers import ngram_harness as harness  # noqa: E402
-from tests.helpers.cuda import check_ngram_replays, run_ngram_cuda, target  # noqa: E402
+from tests.helpers.cuda import check_ngram_random_batches, check_ngram_replays, run_ngram_cuda  # noqa: E402
 from tests.helpers.ngram_cases import random_case, spec_example  # noqa: E402
 
 run_cuda = partial(run_ngram_cuda, "ngram_match")
@@ -30,10 +30,7 @@ def test_spec_example():
 
 @pytest.mark.parametrize("chunk", range(6))
 def test_random_batches_match_the_reference(chunk):
-    rng = np.random.default_rng(1000 + chunk)  # the same cases as the CPU tests
-    for case in range(target.cases(300)):
-        arrays, attrs = random_case(rng)
-        harness.assert_same(run_cuda(arrays, attrs), reference(arrays, attrs), f"chunk {chunk} case {case} {attrs}")
+    check_ngram_random_batches("ngram_match", 1000 + chunk)  # the same cases as the CPU tests
 
 
 @pytest.mark.parametrize("batch, max_model_len", [(1, 131072), (64, 8192), (300, 512), (4096, 64)])

@@ -1,6 +1,5 @@
 """CUDA top_p_candidates / sample_tokens against the numpy reference, bit for bit, and CUDA Graph replay.
 
-Runs the kernels through the pybind11 bindings on PyTorch tensors (no Paddle on the GPU host).
 Small cases are named `spec_example` / `graph_replay` so tests/gpu/run_gpu_checks.sh and
 tests/gpu/run_sanitizer.sh run them under compute-sanitizer.
 

@@ -164,3 +164,15 @@ def run_ngram_cuda(op: str, arrays: dict[str, np.ndarray], attrs: dict) -> tuple
     target.synchronize()
     out = to_host(tensors)
     return out["draft_tokens"], out["seq_lens_this_time"]
+
+
+def check_ngram_random_batches(op: str, seed: int, cases: int = 300) -> None:
+    """An n-gram kernel equals the reference on ``cases`` random batches drawn from ``seed`` (fewer on the
+    emulator)."""
+    from tests.helpers import ngram_harness as harness
+
+    rng = np.random.default_rng(seed)
+    for case in range(target.cases(cases)):
+        arrays, attrs = harness.RANDOM_CASES[op](rng)
+        expected = harness.run_reference(op, arrays, attrs)
+        harness.assert_same(run_ngram_cuda(op, arrays, attrs), expected, f"seed {seed} case {case} {attrs}")

@@ -90,3 +90,8 @@ def random_anchors(rng: np.random.Generator, arrays: dict) -> np.ndarray:
     anchors = np.where(kinds == 4, -rng.integers(2, 100, known.shape[0]), anchors)
     anchors = np.where(kinds == 5, rng.choice([2**63 - 1, -(2**63), 2**31]), anchors)
     return anchors.astype(np.int64)
+
+
+def repeat_slots(arrays: dict, count: int) -> dict:
+    """The case with each of its slots ``count`` times over (copies)."""
+    return {name: np.repeat(value, count, axis=0) for name, value in arrays.items()}

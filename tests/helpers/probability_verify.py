@@ -41,3 +41,22 @@ def run_bindings(arrays: dict, strategy: str = "rejection", **attrs):
 def assert_same(actual, expected, context: str = "") -> None:
     np.testing.assert_array_equal(actual[0], expected[0], err_msg=f"accept_tokens {context}")
     np.testing.assert_array_equal(actual[1], expected[1], err_msg=f"accept_num {context}")
+
+
+def check_random_batches(strategy: str, dtype: str, seed: int, cases: int) -> None:
+    """On ``cases`` random batches drawn from ``seed`` (a tenth under ``accept_all``, a tenth under ``reject_all``),
+    the Paddle op with the probabilities in ``dtype`` equals the reference; in float32 the bindings too."""
+    from fastspec import reference as ref
+    from tests.helpers.rejection_cases import ARRAY_NAMES, random_case
+
+    reference = getattr(ref, f"verify_{strategy}")
+    rng = np.random.default_rng(seed)
+    for case in range(cases):
+        arrays = random_case(rng)
+        roll = rng.random()
+        attrs = {"accept_all": True} if roll < 0.1 else {"reject_all": True} if roll < 0.2 else {}
+        got, seen = run_op(arrays, dtype, strategy, **attrs)
+        expected = reference(*({**arrays, **seen}[name] for name in ARRAY_NAMES), **attrs)
+        assert_same(got, expected, f"{dtype} case {case} {attrs}")
+        if dtype == "float32":
+            assert_same(run_bindings(arrays, strategy, **attrs), expected, f"bindings case {case}")

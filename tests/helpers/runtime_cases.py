@@ -72,3 +72,33 @@ def generate_workload(model, work, config, *, batch: int, params, **options) -> 
         params=params,
         **options,
     )
+
+
+REPLAY_AUX_IDS = (1, 2, 4)  # the layers whose hidden states the replay EAGLE3 target returns (of 4)
+
+
+def replay_target_and_head(method: str, refs: dict, vocab: int = 64):
+    """The copy task's replay target for ``method`` (end token 0) and its draft head, None where the method has
+    none: hidden states for mtp and hybrid, the auxiliary ones of ``REPLAY_AUX_IDS`` for eagle3."""
+    from fastspec.demo.draft_models import (
+        ReplayAuxHiddenStates,
+        ReplayDraftHead,
+        ReplayEagle3Head,
+        ReplayHiddenStates,
+    )
+    from fastspec.demo.models import ReplayModel
+
+    model = ReplayModel(refs, vocab, end_token=0)
+    if method in ("mtp", "hybrid"):
+        return ReplayHiddenStates(model), ReplayDraftHead(refs, vocab, end_token=0, peak=0.8)
+    if method == "eagle3":
+        head = ReplayEagle3Head(refs, vocab, REPLAY_AUX_IDS, end_token=0, peak=0.8)
+        return ReplayAuxHiddenStates(model, REPLAY_AUX_IDS, num_layers=4), head
+    return model, None
+
+
+def generate_replay(method: str, prompts, refs: dict, config, *, slots: int, **options) -> GenerationResult:
+    """``generate`` of the copy task on ``replay_target_and_head(method)`` with ``slots`` slots; ``options``: its
+    other keywords."""
+    target, head = replay_target_and_head(method, refs)
+    return generate(target, prompts, config, max_num_seqs=slots, end_tokens=[0], draft_model=head, **options)

@@ -10,6 +10,7 @@ import pytest
 import fastspec.ops as ops
 from tests.helpers import ngram_harness as harness
 from tests.helpers.ngram_append_cases import ARRAY_NAMES, hybrid_example
+from tests.helpers.ngram_cases import repeat_slots
 from tests.helpers.static_graph import run_static
 
 run_op = partial(harness.run_paddle, "ngram_append")
@@ -69,7 +70,7 @@ def test_max_dec_len_limits_model_and_appended_drafts():
 
 def test_budget_trims_from_the_end():
     arrays, attrs = hybrid_example()
-    arrays = {name: np.repeat(value, 3, axis=0) for name, value in arrays.items()}
+    arrays = repeat_slots(arrays, 3)
     # each slot: 1 base + 1 model + 2 appended = 4; budget 7 = 3 bases + 4 drafts
     drafts, lens = run_op(arrays, {**attrs, "token_budget": 7})
     assert lens.tolist() == [4, 2, 1]
@@ -78,7 +79,7 @@ def test_budget_trims_from_the_end():
 
 def test_slot_kinds_prefill_untouched_inactive_cleared():
     arrays, attrs = hybrid_example()
-    arrays = {name: np.repeat(value, 3, axis=0) for name, value in arrays.items()}
+    arrays = repeat_slots(arrays, 3)
     arrays["seq_lens_encoder"][:] = [7, 0, 0]
     arrays["seq_lens_decoder"][:] = [0, 5, 0]
     arrays["seq_lens_this_time"][:] = [7, 2, 2]
@@ -136,7 +137,7 @@ def test_bad_attributes_name_the_attribute(attrs, attribute, error):
 
 def test_static_graph_build_and_run():
     arrays, attrs = hybrid_example()
-    arrays = {name: np.repeat(value, 2, axis=0) for name, value in arrays.items()}
+    arrays = repeat_slots(arrays, 2)
     arrays["draft_tokens"][1, 1] = 4242
     got = run_static(arrays, lambda feeds: ops.ngram_append(*(feeds[name] for name in ARRAY_NAMES), **attrs))
     harness.assert_same(got, run_reference(arrays, attrs))

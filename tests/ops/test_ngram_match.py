@@ -9,7 +9,7 @@ import pytest
 
 import fastspec.ops as ops
 from tests.helpers import ngram_harness as harness
-from tests.helpers.ngram_cases import ARRAY_NAMES, spec_example
+from tests.helpers.ngram_cases import ARRAY_NAMES, repeat_slots, spec_example
 from tests.helpers.static_graph import run_static
 
 run_op = partial(harness.run_paddle, "ngram_match")
@@ -69,7 +69,7 @@ def test_max_dec_len_limits_the_drafts():
 
 def test_budget_keeps_base_tokens_of_later_slots():
     arrays, attrs = spec_example()
-    arrays = {name: np.repeat(value, 3, axis=0) for name, value in arrays.items()}
+    arrays = repeat_slots(arrays, 3)
     # three decode slots, each would draft 2; budget 5 = 3 base tokens + 2 drafts
     drafts, lens = run_op(arrays, {**attrs, "token_budget": 5})
     assert lens.tolist() == [3, 1, 1]
@@ -78,7 +78,7 @@ def test_budget_keeps_base_tokens_of_later_slots():
 
 def test_slot_kinds_prefill_untouched_inactive_cleared():
     arrays, attrs = spec_example()
-    arrays = {name: np.repeat(value, 3, axis=0) for name, value in arrays.items()}
+    arrays = repeat_slots(arrays, 3)
     arrays["seq_lens_encoder"][:] = [7, 0, 0]
     arrays["seq_lens_decoder"][:] = [0, 5, 0]
     arrays["seq_lens_this_time"][:] = [7, 9, 9]
@@ -90,7 +90,7 @@ def test_slot_kinds_prefill_untouched_inactive_cleared():
 
 def test_per_request_tensors_may_be_column_vectors():
     arrays, attrs = spec_example()
-    arrays = {name: np.repeat(value, 2, axis=0) for name, value in arrays.items()}
+    arrays = repeat_slots(arrays, 2)
     columns = {name: (value if value.ndim == 2 else value[:, None]) for name, value in arrays.items()}
     drafts, lens = run_op(columns, attrs)
     assert lens.shape == (2, 1)
@@ -173,7 +173,7 @@ def test_bad_attributes_name_the_attribute(attrs, attribute, error):
 
 def test_static_graph_build_and_run():
     arrays, attrs = spec_example()
-    arrays = {name: np.repeat(value, 2, axis=0) for name, value in arrays.items()}
+    arrays = repeat_slots(arrays, 2)
     arrays["token_ids_all"][1, 6:10] = [1, 2, 3, 4]
     got = run_static(arrays, lambda feeds: ops.ngram_match(*(feeds[name] for name in ARRAY_NAMES), **attrs))
     harness.assert_same(got, run_reference(arrays, attrs))

@@ -18,7 +18,7 @@ from fastspec.reference import block as bk
 from fastspec.reference.mass import MASS_SCALE, prob_mass
 from fastspec.reference.rng import STREAM_BLOCK, rand64
 from tests.helpers.block_cases import exact_accepted, likely_case, markov_generation, markov_joint
-from tests.helpers.probability_verify import PROBS, assert_same, positional, run_bindings, run_op
+from tests.helpers.probability_verify import PROBS, assert_same, check_random_batches, positional, run_bindings, run_op
 from tests.helpers.rejection_cases import (
     ARRAY_NAMES,
     chi2_matches,
@@ -42,16 +42,7 @@ def run_reference(arrays: dict, **attrs):
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_random_batches_match_the_reference(dtype):
-    rng = np.random.default_rng({"float32": 21, "float16": 22, "bfloat16": 23}[dtype])
-    for case in range(150):
-        arrays = random_case(rng)
-        roll = rng.random()
-        attrs = {"accept_all": True} if roll < 0.1 else {"reject_all": True} if roll < 0.2 else {}
-        got, seen = run_op(arrays, dtype, **attrs)
-        expected = run_reference({**arrays, **seen}, **attrs)
-        assert_same(got, expected, f"{dtype} case {case} {attrs}")
-        if dtype == "float32":
-            assert_same(run_bindings(arrays, **attrs), expected, f"bindings case {case}")
+    check_random_batches("block", dtype, {"float32": 21, "float16": 22, "bfloat16": 23}[dtype], cases=150)
 
 
 @pytest.mark.parametrize("k, vocab", [(1, 5), (3, 7), (6, 40), (2, 151936)])

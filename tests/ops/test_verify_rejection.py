@@ -9,7 +9,7 @@ import pytest
 
 import fastspec.ops as ops
 from fastspec import reference as ref
-from tests.helpers.probability_verify import PROBS, assert_same, positional, run_bindings, run_op
+from tests.helpers.probability_verify import PROBS, assert_same, check_random_batches, positional, run_op
 from tests.helpers.rejection_cases import ARRAY_NAMES, chi2_matches, distribution_case, random_case, random_rows
 from tests.helpers.static_graph import run_static
 
@@ -22,20 +22,7 @@ def run_reference(arrays: dict, **attrs):
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_random_batches_match_the_reference(dtype):
-    rng = np.random.default_rng({"float32": 1, "float16": 2, "bfloat16": 3}[dtype])
-    for case in range(250):
-        arrays = random_case(rng)
-        attrs = {}
-        roll = rng.random()
-        if roll < 0.1:
-            attrs["accept_all"] = True
-        elif roll < 0.2:
-            attrs["reject_all"] = True
-        got, seen = run_op(arrays, dtype, **attrs)
-        expected = run_reference({**arrays, **seen}, **attrs)
-        assert_same(got, expected, f"{dtype} case {case} {attrs}")
-        if dtype == "float32":
-            assert_same(run_bindings(arrays, **attrs), expected, f"bindings case {case}")
+    check_random_batches("rejection", dtype, {"float32": 1, "float16": 2, "bfloat16": 3}[dtype], cases=250)
 
 
 def test_emitted_tokens_follow_the_target_through_the_op():

@@ -8,16 +8,14 @@ import numpy as np
 import paddle
 import pytest
 
-from fastspec.demo.draft_models import ReplayAuxHiddenStates, ReplayDraftHead, ReplayEagle3Head, ReplayHiddenStates
 from fastspec.demo.models import ReplayModel
 from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.generation import generate
 from fastspec.runtime.state import RequestParams
 from tests.helpers.host_reads import counted_reads
-from tests.helpers.runtime_cases import copy_task
+from tests.helpers.runtime_cases import REPLAY_AUX_IDS, copy_task, generate_replay
 
 V, K, SLOTS = 64, 3, 2
-AUX_IDS = (1, 2, 4)
 
 
 def test_the_counter_sees_every_kind_of_read():
@@ -42,19 +40,13 @@ def workload():
 
 def run(method, step_mode, counter=None, strategy="target_match", **changes):
     prompts, refs, params = workload()
-    model, head = ReplayModel(refs, V, end_token=0), None
-    if method in ("mtp", "hybrid"):
-        model, head = ReplayHiddenStates(model), ReplayDraftHead(refs, V, end_token=0, peak=0.8)
-    elif method == "eagle3":
-        model = ReplayAuxHiddenStates(model, AUX_IDS, num_layers=4)
-        head = ReplayEagle3Head(refs, V, AUX_IDS, end_token=0, peak=0.8)
     config = SpeculativeConfig.from_dict(
         {
             "method": {"hybrid": "mtp", "anchored": "ngram"}.get(method, method),
             "num_speculative_tokens": 0 if method == "naive" else K,
             "verify_strategy": strategy,
             "num_model_steps": 1 if method == "hybrid" else 0,
-            "aux_layer_ids": list(AUX_IDS),
+            "aux_layer_ids": list(REPLAY_AUX_IDS),
             "anchored": method == "anchored",
             **changes,
         }
@@ -68,16 +60,8 @@ def run(method, step_mode, counter=None, strategy="target_match", **changes):
             per_step.append(counter[0] - last[0])
             last[0] = counter[0]
 
-    result = generate(
-        model,
-        prompts,
-        config,
-        max_num_seqs=SLOTS,
-        end_tokens=[0],
-        params=params,
-        draft_model=head,
-        step_mode=step_mode,
-        progress=progress,
+    result = generate_replay(
+        method, prompts, refs, config, slots=SLOTS, params=params, step_mode=step_mode, progress=progress
     )
     return result, per_step
 

@@ -8,17 +8,14 @@ import numpy as np
 import paddle
 import pytest
 
-from fastspec.demo.draft_models import ReplayAuxHiddenStates, ReplayDraftHead, ReplayEagle3Head, ReplayHiddenStates
-from fastspec.demo.models import ReplayModel
 from fastspec.runtime.config import SpeculativeConfig
-from fastspec.runtime.generation import generate
 from fastspec.runtime.proposers import ExtractHiddenStatesProposer
 from fastspec.runtime.sampler import Sampler
 from fastspec.runtime.state import RequestParams, SpecState
 from fastspec.runtime.step import SpecStep
-from tests.helpers.runtime_cases import copy_task
+from tests.helpers.runtime_cases import REPLAY_AUX_IDS, copy_task, generate_replay
 
-V, K, SLOTS, MIN_STEPS = 64, 3, 2, 30
+K, SLOTS, MIN_STEPS = 3, 2, 30
 SNAPSHOT = (
     "accept_tokens",
     "accept_num",
@@ -34,7 +31,6 @@ SNAPSHOT = (
     "batch_id_per_token_output",
     "draft_token_num",
 )
-AUX_IDS = (1, 2, 4)
 
 
 def workload():
@@ -44,22 +40,10 @@ def workload():
     return prompts, refs, params
 
 
-def target_and_head(method: str, refs):
-    model = ReplayModel(refs, V, end_token=0)
-    if method in ("mtp", "hybrid"):
-        return ReplayHiddenStates(model), ReplayDraftHead(refs, V, end_token=0, peak=0.8)
-    if method == "eagle3":
-        return ReplayAuxHiddenStates(model, AUX_IDS, num_layers=4), ReplayEagle3Head(
-            refs, V, AUX_IDS, end_token=0, peak=0.8
-        )
-    return model, None
-
-
 def run(method: str, strategy: str, step_mode: str | None, greedy: bool = False, adaptive: bool = False):
     prompts, refs, params = workload()
     if greedy:
         params = [RequestParams(p.seed, p.max_dec_len, 0.0) for p in params]
-    target, head = target_and_head(method, refs)
     config = SpeculativeConfig.from_dict(
         {
             "method": "mtp" if method == "hybrid" else method,
@@ -67,20 +51,19 @@ def run(method: str, strategy: str, step_mode: str | None, greedy: bool = False,
             "num_model_steps": 1 if method == "hybrid" else 0,
             "verify_strategy": strategy,
             "max_candidate_len": 4,
-            "aux_layer_ids": list(AUX_IDS),
+            "aux_layer_ids": list(REPLAY_AUX_IDS),
             # a deterministic cost (the roofline, not measured times) so both runs plan the same
             "adaptive": {"enabled": adaptive, "cost_model": "roofline", "probe_interval": 4, "launch_us": 0.0},
         }
     )
     steps = []
-    result = generate(
-        target,
+    result = generate_replay(
+        method,
         prompts,
+        refs,
         config,
-        max_num_seqs=SLOTS,
-        end_tokens=[0],
+        slots=SLOTS,
         params=params,
-        draft_model=head,
         step_mode=step_mode,
         on_step=lambda s: steps.append({n: getattr(s, n).numpy().copy() for n in SNAPSHOT}),
     )

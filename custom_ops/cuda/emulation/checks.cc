@@ -36,6 +36,18 @@ struct Shadow {
 
 enum class Access { kRead, kWrite, kAtomic };
 
+// Notes thread `me` among a byte's readers (or atomic users) of epoch `e`: the
+// first of the epoch, or one of several.
+void note_thread(uint32_t& epoch, uint16_t& thread, uint8_t& many, uint32_t e, uint16_t me) {
+  if (epoch != e) {
+    epoch = e;
+    thread = me;
+    many = 0;
+  } else if (thread != me) {
+    many = 1;
+  }
+}
+
 struct Memory {
   // this library's mapped image: read-only parts (constants) and the writable part (static shared memory)
   uintptr_t image_begin = 0, image_end = 0, writable_begin = 0, writable_end = 0;
@@ -131,26 +143,14 @@ void shared_access(Launch& l, Shadow* shadow, const char* space, uintptr_t offse
     }
     switch (kind) {
       case Access::kRead:
-        if (s.read_epoch != e) {
-          s.read_epoch = e;
-          s.reader = me;
-          s.many_readers = 0;
-        } else if (s.reader != me) {
-          s.many_readers = 1;
-        }
+        note_thread(s.read_epoch, s.reader, s.many_readers, e, me);
         break;
       case Access::kWrite:
         s.write_epoch = e;
         s.writer = me;
         break;
       case Access::kAtomic:
-        if (s.atomic_epoch != e) {
-          s.atomic_epoch = e;
-          s.atomic_thread = me;
-          s.many_atomics = 0;
-        } else if (s.atomic_thread != me) {
-          s.many_atomics = 1;
-        }
+        note_thread(s.atomic_epoch, s.atomic_thread, s.many_atomics, e, me);
         break;
     }
   }

@@ -42,7 +42,7 @@
 // hold both these and the nvcc-built ones (launchers.h declares them): every
 // op's, generated from the schema, and the helpers' below.
 #include "fastspec/cuda_emulated_names.h"
-#define ngram_budget_cuda ngram_budget_cuda_emulated
+#define ngram_search_then_budget_cuda ngram_search_then_budget_cuda_emulated
 #define rand64_cuda rand64_cuda_emulated
 
 using cudaError_t = cuda_emu::Error;

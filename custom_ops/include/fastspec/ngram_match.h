@@ -220,12 +220,14 @@ int64_t ngram_slot_drafts_cpu(const NgramSlot& slot, int64_t draft_cols, int64_t
 // when the call has enough tokens to scan), then the budget pass and its trim.
 void ngram_run_cpu(const NgramMatchParams& params, void (*search_slot)(const NgramMatchParams&, int64_t));
 
-// The budget pass alone (one single-cluster launch on the XPU, one single-block launch
-// on CUDA), shared by both n-gram ops.
+// The budget pass alone (one single-cluster launch), shared by both n-gram ops on the XPU.
 int ngram_budget_xpu(const NgramMatchParams& params, const XpuGrid& grid);
 
 #if defined(FASTSPEC_WITH_CUDA)
-void ngram_budget_cuda(const NgramMatchParams& params, cudaStream_t stream);
+// Both n-gram ops on CUDA: their search kernel (one block of `threads` per slot), then,
+// when a budget is set, the budget pass (one single-block launch).
+cudaError_t ngram_search_then_budget_cuda(void (*search)(NgramMatchParams), int threads, const NgramMatchParams& params,
+                                          cudaStream_t stream);
 #endif
 
 }  // namespace fastspec

@@ -61,26 +61,17 @@ class Recording(SuffixProposer):
             self.checked_rows += 1
 
 
+def replay(refs: dict, prompts: list, cfg: SpeculativeConfig, slots: int, **options):
+    """``generate`` on a ``ReplayModel`` of ``refs`` (end token 0) with ``slots`` slots."""
+    return generate(ReplayModel(refs, V, end_token=0), prompts, cfg, max_num_seqs=slots, end_tokens=[0], **options)
+
+
 def test_drafts_are_the_caches_and_the_cache_follows_the_state():
     prompts, refs = copy_task(6, length=50, seed=2)
     cfg = config()
     proposer = Recording(K, max_spec_factor=2.0, min_token_prob=0.05)
-    off = generate(
-        ReplayModel(refs, V, end_token=0),
-        prompts,
-        cfg.replace(method="none", num_speculative_tokens=0),
-        max_num_seqs=3,
-        end_tokens=[0],
-    )
-    on = generate(
-        ReplayModel(refs, V, end_token=0),
-        prompts,
-        cfg,
-        max_num_seqs=3,
-        end_tokens=[0],
-        proposer=proposer,
-        on_step=proposer.after_step,
-    )
+    off = replay(refs, prompts, cfg.replace(method="none", num_speculative_tokens=0), slots=3)
+    on = replay(refs, prompts, cfg, slots=3, proposer=proposer, on_step=proposer.after_step)
     assert proposer.checked_drafts > 20 and proposer.checked_rows > 20
     for a, b in zip(off.outputs, on.outputs):
         np.testing.assert_array_equal(a, b)  # greedy verification is lossless
@@ -99,12 +90,11 @@ def test_later_requests_draw_on_earlier_outputs():
     params = [RequestParams(seed=i, max_dec_len=50, temperature=0.0) for i in range(3)]
     proposer = make_proposer(config())
     trace = []
-    generate(
-        ReplayModel(refs, V, end_token=0),
+    replay(
+        refs,
         prompts,
         config(),
-        max_num_seqs=1,
-        end_tokens=[0],
+        slots=1,
         params=params,
         proposer=proposer,
         on_step=lambda s: trace.append((s.request_of_slot[0], int(s.accept_num[0]))),
@@ -131,12 +121,11 @@ def test_every_step_mode_gives_the_same_steps(strategy, with_ngram):
     runs = {}
     for mode in (None, "eager", "static"):
         steps = []
-        result = generate(
-            ReplayModel(refs, V, end_token=0),
+        result = replay(
+            refs,
             prompts,
             cfg,
-            max_num_seqs=2,
-            end_tokens=[0],
+            slots=2,
             params=params,
             step_mode=mode,
             on_step=lambda s: steps.append(
