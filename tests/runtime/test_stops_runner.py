@@ -20,7 +20,7 @@ from fastspec.runtime.generation import default_params, generate
 from fastspec.runtime.sampling_params import InvalidRequestError, TableWidths
 from fastspec.runtime.state import RequestParams, SpecState
 from tests.helpers import serving
-from tests.runtime.test_host_reads import counted_reads
+from tests.helpers.host_reads import counted_reads
 from tests.helpers.runtime_cases import copy_task
 
 V, END, K = 64, 0, 4
