@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import sys
 
-from bench.common import cuda_read_bandwidth, cuda_seconds, fmt_time, median_seconds, report
 from bench import workloads
+from bench.common import cuda_read_bandwidth, cuda_seconds, fmt_time, median_seconds, report
 from fastspec.cli.errors import user_errors
 
 MODEL_DRAFTS = 2

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
-
 from argparse import RawDescriptionHelpFormatter
+from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np

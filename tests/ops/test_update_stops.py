@@ -10,8 +10,8 @@ import pytest
 import fastspec.ops as ops
 from fastspec.reference.sequences import table_sequences
 from tests.helpers.static_graph import run_static
-from tests.ops.test_update_model_status import END, OUT_NAMES, assert_same, case, run_all, run_op, run_reference
 from tests.helpers.verify_update_cases import UPDATE_NAMES, random_update_case, slot_output
+from tests.ops.test_update_model_status import END, OUT_NAMES, assert_same, case, run_all, run_op, run_reference
 
 
 def with_stops(arrays: dict, ids=None, sequences=None, min_tokens=None) -> dict:
