@@ -2,6 +2,7 @@
 """What a speculative step costs on the host beside the raw calls of the ops it runs.
 
     python -m bench.bench_step [--batches 4,64] [--k 5] [--vocab 32000] [--rounds 5] [--steps 10] [--tag _before]
+                               [--params] [--logprobs N]
 
 One eager ``SpecStep`` (n-gram drafts, TARGET_MATCH, temperature 1) with a model that returns fixed
 logits: ``prepare`` + ``build_model_inputs`` + ``finish`` is the host time of a step (everything but
@@ -15,6 +16,10 @@ bench/results/step<tag>.json.
 
 The fixed logits put nearly all the probability on one token and the prompts repeat it, so the drafts are found and
 mostly accepted: the batch's rows stay near ``B * (K + 1)``.
+
+``--params`` gives every request every sampling parameter (``PARAMS``: penalties, min_p, a logit bias, a banned
+word, min_tokens, a stop id and a stop sequence, none of which the fixed logits ever meet or that turn the
+favoured token away) and ``--logprobs N`` asks for N log-probabilities: what the parameters cost a step.
 """
 
 from __future__ import annotations
@@ -31,6 +36,17 @@ from bench.common import report
 from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
 
 TARGET = 1.5
+PARAMS = {
+    "repetition_penalty": 1.2,
+    "presence_penalty": 0.5,
+    "frequency_penalty": 0.001,
+    "min_p": 0.05,
+    "logit_bias": {5: 2.0},
+    "bad_words": [[7, 8]],
+    "min_tokens": 2,
+    "stop_token_ids": [9],
+    "stop": [[10, 11]],
+}
 TOKEN, PROMPT, MAX_DEC = 7, 32, 4000
 OPERATORS = (
     "__add__",
@@ -65,7 +81,7 @@ def fixed_logits(rows: int, vocab: int):
     return paddle.to_tensor(logits)
 
 
-def make_step(batch: int, k: int):
+def make_step(batch: int, k: int, params: dict):
     from fastspec.runtime.config import SpeculativeConfig
     from fastspec.runtime.proposers import make_proposer
     from fastspec.runtime.sampler import Sampler
@@ -77,8 +93,12 @@ def make_step(batch: int, k: int):
     )
     state = SpecState(batch, PROMPT + MAX_DEC, k, [0], "cpu")
     for i in range(batch):
-        state.insert([TOKEN] * PROMPT, RequestParams(seed=i + 1, max_dec_len=MAX_DEC, temperature=1.0), request_id=i)
-    return state, SpecStep(state, Sampler(config), make_proposer(config), mode="eager")
+        state.insert(
+            [TOKEN] * PROMPT, RequestParams(seed=i + 1, max_dec_len=MAX_DEC, temperature=1.0, **params), request_id=i
+        )
+    step = SpecStep(state, Sampler(config), make_proposer(config), mode="eager")
+    step.logprobs = params.get("logprobs") is not None
+    return state, step
 
 
 @contextlib.contextmanager
@@ -150,11 +170,11 @@ def raw_calls(calls: list):
     return runs
 
 
-def measure(batch: int, k: int, vocab: int, rounds: int, steps: int) -> dict:
+def measure(batch: int, k: int, vocab: int, rounds: int, steps: int, params: dict) -> dict:
 
     from fastspec.runtime.model_inputs import build_model_inputs
 
-    state, step = make_step(batch, k)
+    state, step = make_step(batch, k, params)
     logits = fixed_logits(step.max_rows, vocab)
 
     def one_step() -> float:
@@ -221,15 +241,21 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int_range(1), default=5)
     parser.add_argument("--steps", type=int_range(1), default=10)
     parser.add_argument("--tag", default="", help="suffix of the JSON file name")
+    parser.add_argument("--params", action="store_true", help="every request with every sampling parameter (PARAMS)")
+    parser.add_argument("--logprobs", type=int_range(0, 20), default=None, help="every request asks for N logprobs")
     args = parser.parse_args(argv)
+    params = {**(PARAMS if args.params else {}), **({} if args.logprobs is None else {"logprobs": args.logprobs})}
     from fastspec import arrays
 
     threads = arrays.module().num_threads()
-    print(f"eager step, ngram K={args.k}, TARGET_MATCH, V={args.vocab}, fixed logits; {threads} fastspec thread(s)")
+    print(
+        f"eager step, ngram K={args.k}, TARGET_MATCH, V={args.vocab}, fixed logits; {threads} fastspec thread(s); "
+        f"request parameters: {params or 'none'}"
+    )
     print(f"{'B':>4} {'rows':>5} {'host':>10} {'raw ops':>10} {'ratio':>6} {'paddle ops':>10}  raw by op")
     results = []
     for batch in args.batches:
-        r = measure(batch, args.k, args.vocab, args.rounds, args.steps)
+        r = measure(batch, args.k, args.vocab, args.rounds, args.steps, params)
         results.append(r)
         by_op = ", ".join(f"{n} {1e6 * s:.0f} us" for n, s in r["raw_by_op_s"].items())
         print(
@@ -242,6 +268,7 @@ def main(argv=None) -> int:
         {
             "target_ratio": TARGET,
             "threads": threads,
+            "request_params": {k: str(v) for k, v in params.items()},
             "method": {
                 "rounds": args.rounds,
                 "steps": args.steps,
