@@ -23,10 +23,10 @@ namespace {
 constexpr int64_t kMinChunks = 256;   // chunks for a mass target
 constexpr int64_t kMaxChunks = 8192;  // count targets above this take the histogram path
 
-// A thread's share of a call reads at least this many entries (4 MB of float32): waking a
+// A thread's share of a call reads at least this many entries (2 MB of float32): waking a
 // worker costs more than reading a few thousand floats, so a decode batch of
 // small rows stays on the calling thread.
-constexpr int64_t kMinEntriesPerChunk = int64_t{1} << 20;
+constexpr int64_t kMinEntriesPerChunk = int64_t{1} << 19;
 
 // Rows [0, rows) in chunks, each with its own scratch; inline when
 // num_threads == 1 or the rows are too few to pay for a wake-up (the results
