@@ -78,7 +78,7 @@ struct DimSpec {
 };
 struct ShapeSpec {
   int rank;
-  DimSpec dims[2];
+  DimSpec dims[3];  // up to rank 3 (emitted_logprobs' records)
 };
 struct TensorSpec {
   const char* name;
