@@ -367,7 +367,7 @@ class Call {
     ref.data = t.numel() > 0 ? const_cast<void*>(t.data()) : nullptr;
     const auto shape = t.shape();
     ref.rank = static_cast<int32_t>(shape.size());
-    for (size_t a = 0; a < 2; ++a) ref.shape[a] = a < shape.size() ? shape[a] : 1;
+    for (size_t a = 0; a < 3; ++a) ref.shape[a] = a < shape.size() ? shape[a] : 1;
   }
 
   int first_present() const {

@@ -4,6 +4,9 @@ A token emitted from output row ``t`` comes back with its log-probability under 
 distribution after penalties, bias, bans, grammar masks and temperature (a greedy request's
 temperature reads 1), before min_p, top-k and top-p, and with the ``n`` most likely tokens of the
 row and theirs: most likely first, the smaller id first among equal log-probabilities.
+
+``token_logprobs`` states that in float64; ``emitted_logprobs`` is the op that computes it, bit for bit
+(docs/ops/emitted_logprobs.md: float32 with the project's exp and log, the records as int64 keys).
 """
 
 from __future__ import annotations

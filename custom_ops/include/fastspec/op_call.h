@@ -22,7 +22,7 @@ struct TensorRef {
   void* data = nullptr;
   int32_t dtype = -1;
   int32_t rank = 0;
-  int64_t shape[2] = {0, 0};
+  int64_t shape[3] = {0, 0, 0};  // rank <= 3; axes past the rank read 1
   bool present = false;  // false: an optional tensor left out (data may be null for an empty one too)
 };
 
