@@ -268,6 +268,19 @@ def _temperature_softmax() -> tuple[Arrays, dict[str, Any]]:
     }, {}
 
 
+@_example("emitted_logprobs")
+def _emitted_logprobs() -> tuple[Arrays, dict[str, Any]]:
+    # slot 0: a chain of two rows emitting 2 then 0; slot 1: one row, token 1
+    return {
+        "logits": np.array([[1.0, 2.0, 3.0], [0.5, -np.inf, 0.5], [2.0, 2.0, 1.0]], _F32),
+        "temperature": np.array([0.7, 0.0], _F32),
+        "cu_seqlens_q_output": np.array([0, 2, 3], _I32),
+        "accept_tokens": np.array([[2, 0], [1, -1]], _I64),
+        "accept_num": np.array([2, 1], _I32),
+        "accept_nodes": np.array([[0, 1], [0, -1]], _I32),
+    }, {"width": 2}
+
+
 @_example("apply_token_bitmask")
 def _apply_token_bitmask() -> tuple[Arrays, dict[str, Any]]:
     return {

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastspec.core.schema import MAX_LOGPROBS_WIDTH
 from tests.helpers.softmax_cases import TEMPERATURES, _row
 
 NAMES = ("logits", "temperature", "cu_seqlens_q_output", "accept_tokens", "accept_num", "accept_nodes")
@@ -44,7 +45,7 @@ def case(
     tokens[wild] = rng.choice(np.array([-1, vocab, -(2**40), 2**40]), int(wild.sum()))
     tree = bool(rng.random() < 0.4) if tree is None else tree
     nodes = rng.integers(-1, cols + 2, (batch, cols)).astype(np.int32) if tree else None
-    width = int(rng.choice([0, 1, 5, 20, vocab, vocab + 3])) if width is None else width
+    width = min(int(rng.choice([0, 1, 5, 20, vocab, vocab + 3])), MAX_LOGPROBS_WIDTH) if width is None else width
     arrays = {
         "logits": logits.astype(np.float32),
         "temperature": rng.choice(TEMPERATURES, batch).astype(np.float32),
