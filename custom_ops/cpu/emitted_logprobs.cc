@@ -74,9 +74,8 @@ void write_record(const EmittedLogprobsParams& p, int64_t b, int64_t j) {
   record[0] = logprob_key(logprob_of(div_f32(x[token], tau), m, log_sum), token);
   const std::vector<Listed>& listed = best.entries();
   for (int64_t i = 0; i < p.width; ++i) {
-    record[1 + i] = i < static_cast<int64_t>(listed.size())
-                        ? logprob_key(logprob_of(listed[i].s, m, log_sum), listed[i].id)
-                        : 0;
+    record[1 + i] =
+        i < static_cast<int64_t>(listed.size()) ? logprob_key(logprob_of(listed[i].s, m, log_sum), listed[i].id) : 0;
   }
 }
 

@@ -94,8 +94,8 @@ __global__ void __launch_bounds__(kThreads) emitted_logprobs_kernel(EmittedLogpr
 
 cudaError_t emitted_logprobs_cuda(const EmittedLogprobsParams& params, cudaStream_t stream) {
   if (!logprobs_sizes_ok(params) || params.batch * params.draft_cols > 0x7fffffff) return cudaErrorInvalidValue;
-  FS_CUDA_LAUNCH(emitted_logprobs_kernel, static_cast<unsigned>(params.batch * params.draft_cols), kThreads, 0,
-                 stream, params);
+  FS_CUDA_LAUNCH(emitted_logprobs_kernel, static_cast<unsigned>(params.batch * params.draft_cols), kThreads, 0, stream,
+                 params);
   return cudaGetLastError();
 }
 

@@ -603,7 +603,12 @@ EMITTED_LOGPROBS = OpSchema(
         Tensor("logits", ("float32",), "[T, V]", "each output row's processed logits (after process_logits)"),
         _per_request("temperature", "float32", "each request's temperature; <= 0 (greedy) or not finite reads as 1"),
         _CU_SEQLENS,
-        Tensor("accept_tokens", ("int64",), "[B, K + 1]", "the emitted tokens (an id outside ``[0, V)`` reads as 0 or V - 1)"),
+        Tensor(
+            "accept_tokens",
+            ("int64",),
+            "[B, K + 1]",
+            "the emitted tokens (an id outside ``[0, V)`` reads as 0 or V - 1)",
+        ),
         _per_request("accept_num", "int32", "how many tokens each slot emitted"),
         Tensor(
             "accept_nodes",
@@ -621,8 +626,15 @@ EMITTED_LOGPROBS = OpSchema(
         ),
     ),
     attrs=(
-        Attr("width", "int", "how many of each row's most likely tokens to list", required=True, lo=0,
-             hi=MAX_LOGPROBS_WIDTH, bits=32),
+        Attr(
+            "width",
+            "int",
+            "how many of each row's most likely tokens to list",
+            required=True,
+            lo=0,
+            hi=MAX_LOGPROBS_WIDTH,
+            bits=32,
+        ),
     ),
     symbol_ranges={"K": (0, None), "V": (1, LOGPROBS_MAX_VOCAB)},
     example=(

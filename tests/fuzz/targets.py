@@ -19,10 +19,10 @@ from tests.helpers.adaptive_cases import OBSERVE_NAMES, PLAN_NAMES
 from tests.helpers.adaptive_cases import outputs as adaptive_outputs
 from tests.helpers.bitmask_cases import NAMES as BITMASK_NAMES
 from tests.helpers.logits_cases import NAMES as LOGITS_NAMES
+from tests.helpers.logprobs_cases import NAMES as LOGPROBS_NAMES
 from tests.helpers.model_inputs_cases import NAMES as MODEL_INPUTS_NAMES
 from tests.helpers.model_inputs_cases import OUTPUTS as MODEL_INPUTS_OUTPUTS
 from tests.helpers.ngram_cases import ARRAY_NAMES as NGRAM_NAMES
-from tests.helpers.logprobs_cases import NAMES as LOGPROBS_NAMES
 from tests.helpers.pack_rows_cases import NAMES as PACK_NAMES
 from tests.helpers.pack_rows_cases import OUTPUTS as PACK_OUTPUTS
 from tests.helpers.softmax_cases import NAMES as SOFTMAX_NAMES

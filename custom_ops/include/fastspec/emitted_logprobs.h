@@ -93,8 +93,8 @@ FS_HD void write_row_without_logprobs(const EmittedLogprobsParams& p, int64_t* r
 }
 
 FS_HD bool logprobs_sizes_ok(const EmittedLogprobsParams& p) {
-  return p.rows >= 0 && p.vocab >= 1 && p.vocab <= (int64_t{1} << kKeyIdBits) && p.batch >= 1 &&
-         p.draft_cols >= 1 && p.width >= 0;
+  return p.rows >= 0 && p.vocab >= 1 && p.vocab <= (int64_t{1} << kKeyIdBits) && p.batch >= 1 && p.draft_cols >= 1 &&
+         p.width >= 0;
 }
 
 // CPU: a record by one thread (the list kept sorted as the row streams by), records
