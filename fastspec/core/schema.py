@@ -205,11 +205,19 @@ def _per_request(name: str, dtype: str, doc: str, **kw: Any) -> Tensor:
     return Tensor(name, (dtype,), PER_REQUEST, doc, **kw)
 
 
+# Per-request tensors several ops declare alike: one declaration each.
+_PROMPT_LENS = _per_request("prompt_lens", "int64", "prompt length of each request")
+_SEQ_LENS_ENCODER = _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)")
+_SEQ_LENS_DECODER = _per_request(
+    "seq_lens_decoder", "int32", "tokens in the cache (> 0 with no prefill: a decode slot)"
+)
+
+
 # --- the ops -----------------------------------------------------------------------
 
 _NGRAM_TENSORS = (
     Tensor("token_ids_all", ("int64",), "[B, L]", "the prompt in ``[0, prompt_lens[b])``, then the generated tokens"),
-    _per_request("prompt_lens", "int64", "prompt length of each request"),
+    _PROMPT_LENS,
     _per_request("step_idx", "int64", "generated tokens so far; the query is the newest ``n`` of them"),
     _per_request("draft_token_num", "int32", "drafts each request may take"),
     Tensor(
@@ -225,8 +233,8 @@ _NGRAM_TENSORS = (
         "``1 + drafts`` for a decode slot, 0 for an inactive one, unchanged for a prefill one",
         inplace=True,
     ),
-    _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
-    _per_request("seq_lens_decoder", "int32", "tokens in the cache (> 0 with no prefill: a decode slot)"),
+    _SEQ_LENS_ENCODER,
+    _SEQ_LENS_DECODER,
     _per_request("max_dec_len", "int64", "a request never drafts past ``max_dec_len - 1`` generated tokens"),
     Tensor(
         "ngram_anchor",
@@ -478,7 +486,7 @@ MODEL_INPUTS = OpSchema(
     ),
     tensors=(
         Tensor("token_ids_all", ("int64",), "[B, L]", "each slot's committed tokens"),
-        _per_request("prompt_lens", "int64", "prompt length of each request"),
+        _PROMPT_LENS,
         _per_request("step_idx", "int64", "tokens each request generated (its drafts follow them)"),
         _per_request("seq_lens_encoder", "int32", "``> 0``: a prefill (its grid has no drafts)"),
         Tensor("draft_tokens", ("int64",), "[B, K + 1]", "column 0 the last committed token, ``1..K`` drafts"),
@@ -622,6 +630,22 @@ STRATEGIES = ("topp", "greedy", "target_match", "rejection", "block")
 # The strategies that verify drafts against the draft model's probabilities (target_probs, draft_probs).
 PROBABILITY_STRATEGIES = ("rejection", "block")
 
+# What both verifying ops (verify_draft_tokens, verify_draft_tree) read and write alike, in their order.
+_EMITTED = (
+    Tensor("accept_tokens", ("int64",), "[B, K + 1]", "emitted tokens, then -1", inplace=True),
+    _per_request("accept_num", "int32", "tokens emitted", inplace=True),
+)
+_SLOT_STATE = (
+    _per_request("step_idx", "int64", "generated tokens so far"),
+    _per_request("stop_flags", "bool", "stopped requests emit nothing"),
+    _per_request("is_block_step", "bool", "blocked requests emit nothing"),
+    _SEQ_LENS_ENCODER,
+)
+_ENDS = (
+    _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
+    Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids; ``end_tokens[0]`` ends a request cleanly"),
+)
+
 VERIFY_DRAFT_TOKENS = OpSchema(
     name="verify_draft_tokens",
     summary="Judges each request's drafts against the target rows and writes the tokens it emits.",
@@ -639,8 +663,7 @@ VERIFY_DRAFT_TOKENS = OpSchema(
         "at least as many drafts as REJECTION. See docs/ops/verify_draft_tokens.md."
     ),
     tensors=(
-        Tensor("accept_tokens", ("int64",), "[B, K + 1]", "emitted tokens, then -1", inplace=True),
-        _per_request("accept_num", "int32", "tokens emitted", inplace=True),
+        *_EMITTED,
         Tensor("draft_tokens", ("int64",), "[B, K + 1]", "column 0 the last committed token, ``1..K`` drafts"),
         Tensor(
             "target_tokens",
@@ -655,17 +678,13 @@ VERIFY_DRAFT_TOKENS = OpSchema(
         Tensor("candidate_scores", ("float32",), "[T, Kc]", "their probabilities", needed_by=("topp",)),
         Tensor("candidate_lens", ("int32",), _ROWS, "each row's top-p length", needed_by=("topp",)),
         _per_request("seed", "int64", "the request's seed (the random draws)"),
-        _per_request("step_idx", "int64", "generated tokens so far"),
-        _per_request("stop_flags", "bool", "stopped requests emit nothing"),
-        _per_request("is_block_step", "bool", "blocked requests emit nothing"),
-        _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
+        *_SLOT_STATE,
         _per_request("seq_lens_this_time", "int32", "``1 + drafts`` of a decode slot"),
         _CU_SEQLENS,
         _per_request(
             "reasoning_status", "int32", "1 rejects every draft of the slot; None: no slot is reasoning", optional=True
         ),
-        _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
-        Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids; ``end_tokens[0]`` ends a request cleanly"),
+        *_ENDS,
         Tensor(
             "target_probs",
             PROBS,
@@ -747,7 +766,7 @@ UPDATE_MODEL_STATUS = OpSchema(
             "draft_tokens", ("int64",), "[B, K + 1]", "column 0 becomes the last kept token, the rest -1", inplace=True
         ),
         Tensor("token_ids_all", ("int64",), "[B, L]", "the history; kept tokens are appended", inplace=True),
-        _per_request("prompt_lens", "int64", "prompt length of each request"),
+        _PROMPT_LENS,
         _per_request("is_block_step", "bool", "blocked requests keep their state"),
         _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
         Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids"),
@@ -827,7 +846,7 @@ ADAPTIVE_PLAN = OpSchema(
         _per_request("found", "float32", "P(the proposer finds the drafts a slot planned)"),
         Tensor("step_cost", ("float32",), "[R]", "seconds of one forward of 1, 2, ..., R rows"),
         _RATES,
-        _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
+        _SEQ_LENS_ENCODER,
         _per_request("stop_flags", "bool", "stopped requests do not prefill"),
         _per_request("is_block_step", "bool", "blocked requests do not prefill"),
         Tensor(
@@ -945,8 +964,8 @@ BUILD_DRAFT_TREE = OpSchema(
             "the node count of a decode slot, 0 for an inactive one, unchanged for a prefill one",
             inplace=True,
         ),
-        _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
-        _per_request("seq_lens_decoder", "int32", "tokens in the cache (> 0 with no prefill: a decode slot)"),
+        _SEQ_LENS_ENCODER,
+        _SEQ_LENS_DECODER,
         Tensor(
             "draft_tree_parents",
             ("int32",),
@@ -1001,8 +1020,7 @@ VERIFY_DRAFT_TREE = OpSchema(
         "``draft_tree_parents``. See docs/trees.md and docs/ops/draft_tree.md."
     ),
     tensors=(
-        Tensor("accept_tokens", ("int64",), "[B, K + 1]", "emitted tokens, then -1", inplace=True),
-        _per_request("accept_num", "int32", "tokens emitted", inplace=True),
+        *_EMITTED,
         Tensor("draft_tree_tokens", ("int64",), "[B, N]", "column 0 the last committed token, then the nodes"),
         Tensor("draft_tree_parents", ("int32",), "[B, N]", "each node's parent (before it), -1 for node 0"),
         Tensor(
@@ -1013,14 +1031,10 @@ VERIFY_DRAFT_TREE = OpSchema(
             needed_by=("greedy", "target_match"),
         ),
         _per_request("seed", "int64", "the request's seed (REJECTION's draws)", needed_by=("rejection",)),
-        _per_request("step_idx", "int64", "generated tokens so far"),
-        _per_request("stop_flags", "bool", "stopped requests emit nothing"),
-        _per_request("is_block_step", "bool", "blocked requests emit nothing"),
-        _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
+        *_SLOT_STATE,
         _per_request("seq_lens_this_time", "int32", "the node count of a decode slot"),
         _CU_SEQLENS,
-        _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
-        Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids; ``end_tokens[0]`` ends a request cleanly"),
+        *_ENDS,
         Tensor(
             "target_probs",
             PROBS,
@@ -1090,7 +1104,7 @@ PROCESS_LOGITS = OpSchema(
     tensors=(
         Tensor("logits", ("float32",), "[T, V]", "the output rows' logits, processed in place", inplace=True),
         Tensor("token_ids_all", ("int64",), "[B, L]", "the prompt in ``[0, prompt_lens[b])``, then the output"),
-        _per_request("prompt_lens", "int64", "prompt length of each request"),
+        _PROMPT_LENS,
         _per_request("step_idx", "int64", "output tokens committed so far"),
         Tensor(
             "draft_tokens",
