@@ -147,7 +147,7 @@ def _adaptive_plan() -> tuple[Arrays, dict[str, Any]]:
     return {
         "acceptance": np.array([[1, 0.9, 0.5], [0, 0.6, 0.6]], _F32),
         "found": np.ones(2, _F32),
-        "step_cost": np.linspace(1, 2, 8, dtype=_F32),
+        "step_cost": 1 + np.arange(8, dtype=_F32) / 4,
         "rates": _rates(),
         "seq_lens_encoder": np.array([0, 5], _I32),
         "stop_flags": np.zeros(2, bool),
@@ -210,14 +210,14 @@ def _verify_draft_tree() -> tuple[Arrays, dict[str, Any]]:
 def _process_logits() -> tuple[Arrays, dict[str, Any]]:
     # slot 0: prompt 1 2, output 3, draft 5 (two rows); slot 1: prefill of prompt 3 4 (one row)
     return {
-        "logits": np.linspace(-2, 2, 30, dtype=_F32).reshape(3, 10),
+        "logits": (np.arange(30, dtype=_F32).reshape(3, 10) - 15) / 4,
         "token_ids_all": np.array([[1, 2, 3, 0, 0, 0], [3, 4, 0, 0, 0, 0]], _I64),
         "prompt_lens": np.array([2, 2], _I64),
         "step_idx": np.array([1, 0], _I64),
         "draft_tokens": np.array([[3, 5], [4, -1]], _I64),
         "batch_id_per_token_output": np.array([0, 0, 1], _I32),
         "cu_seqlens_q_output": np.array([0, 2, 3], _I32),
-        "repetition_penalty": np.array([1.2, 1.5], _F32),
+        "repetition_penalty": np.array([2.0, 0.5], _F32),
         "presence_penalty": np.array([0.5, 0.0], _F32),
         "frequency_penalty": np.array([0.25, 0.0], _F32),
         "min_tokens": np.array([2, 0], _I64),
