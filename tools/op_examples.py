@@ -10,6 +10,7 @@ both front ends.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -66,17 +67,14 @@ def page() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description="Writes docs/ops/examples.md from fastspec/core/examples.py.")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when the page is not current")
     text = page()
-    if args == ["--check"]:
-        current = PAGE.read_text() == text
-        print(f"{PAGE}: {'current' if current else 'not what fastspec/core/examples.py gives'}")
-        return 0 if current else 1
-    if args:
-        print("usage: python -m tools.op_examples [--check]", file=sys.stderr)
-        return 2
-    PAGE.write_text(text)
-    print(f"wrote {PAGE}")
+    if not parser.parse_args(argv).check:
+        PAGE.write_text(text)
+    elif PAGE.read_text() != text:
+        print(f"{PAGE} is not what fastspec/core/examples.py gives: run python -m tools.op_examples", file=sys.stderr)
+        return 1
     return 0
 
 
