@@ -89,28 +89,35 @@ def _top_k_top_p_probs() -> tuple[Arrays, dict[str, Any]]:
     }, {}
 
 
-@_example("verify_draft_tokens")
-def _verify_draft_tokens() -> tuple[Arrays, dict[str, Any]]:
+def _verifying(rows: int) -> Arrays:
+    """What the calls of both verifying ops share: two decoding slots far from their ends, ``rows`` output rows."""
     return {
         "accept_tokens": np.full((2, 3), -1, _I64),
         "accept_num": np.zeros(2, _I32),
-        "draft_tokens": np.array([[4, 5, 6], [4, 5, 6]], _I64),
-        "target_tokens": np.array([5, 6, 9, 5, 1, 2], _I64),
-        "candidate_ids": np.tile(np.array([[5, 6, -1]], _I64), (6, 1)),
-        "candidate_scores": np.tile(np.array([[0.5, 0.3, 0]], _F32), (6, 1)),
-        "candidate_lens": np.full(6, 2, _I32),
         "seed": np.array([1, 2], _I64),
         "step_idx": np.array([3, 3], _I64),
         "stop_flags": np.zeros(2, bool),
         "is_block_step": np.zeros(2, bool),
         "seq_lens_encoder": np.zeros(2, _I32),
+        "max_dec_len": np.array([100, 100], _I64),
+        "end_tokens": np.array([2], _I64),
+        "target_probs": np.full((rows, 10), 0.1, _F32),
+        "draft_probs": np.full((rows, 10), 0.1, _F32),
+    }
+
+
+@_example("verify_draft_tokens")
+def _verify_draft_tokens() -> tuple[Arrays, dict[str, Any]]:
+    return {
+        **_verifying(6),
+        "draft_tokens": np.array([[4, 5, 6], [4, 5, 6]], _I64),
+        "target_tokens": np.array([5, 6, 9, 5, 1, 2], _I64),
+        "candidate_ids": np.tile(np.array([[5, 6, -1]], _I64), (6, 1)),
+        "candidate_scores": np.tile(np.array([[0.5, 0.3, 0]], _F32), (6, 1)),
+        "candidate_lens": np.full(6, 2, _I32),
         "seq_lens_this_time": np.array([3, 3], _I32),
         "cu_seqlens_q_output": np.array([0, 3, 6], _I32),
         "reasoning_status": np.zeros(2, _I32),
-        "max_dec_len": np.array([100, 100], _I64),
-        "end_tokens": np.array([2], _I64),
-        "target_probs": np.full((6, 10), 0.1, _F32),
-        "draft_probs": np.full((6, 10), 0.1, _F32),
     }, {"strategy": "greedy"}
 
 
@@ -187,22 +194,12 @@ def _build_draft_tree() -> tuple[Arrays, dict[str, Any]]:
 @_example("verify_draft_tree")
 def _verify_draft_tree() -> tuple[Arrays, dict[str, Any]]:
     return {
-        "accept_tokens": np.full((2, 3), -1, _I64),
-        "accept_num": np.zeros(2, _I32),
+        **_verifying(7),
         "draft_tree_tokens": np.array([[4, 5, 6, 7], [4, 5, 6, 7]], _I64),
         "draft_tree_parents": np.array([[-1, 0, 0, 2], [-1, 0, 1, -1]], _I32),
         "target_tokens": np.array([6, 1, 7, 8, 5, 6, 1], _I64),
-        "seed": np.array([1, 2], _I64),
-        "step_idx": np.array([3, 3], _I64),
-        "stop_flags": np.zeros(2, bool),
-        "is_block_step": np.zeros(2, bool),
-        "seq_lens_encoder": np.zeros(2, _I32),
         "seq_lens_this_time": np.array([4, 3], _I32),
         "cu_seqlens_q_output": np.array([0, 4, 7], _I32),
-        "max_dec_len": np.array([100, 100], _I64),
-        "end_tokens": np.array([2], _I64),
-        "target_probs": np.full((7, 10), 0.1, _F32),
-        "draft_probs": np.full((7, 10), 0.1, _F32),
     }, {"strategy": "greedy"}
 
 
