@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from fastspec.core.example_text import ARRAYS_SETUP, call_lines, result_expressions
-from fastspec.core.examples import example_call
+from fastspec.core.examples import example_about, example_call
 from fastspec.core.schema import SCHEMAS
 from fastspec.reference.calls import reference_results, result_names
 
@@ -59,7 +59,7 @@ def section(op_name: str) -> str:
     lines = list(call_lines(op_name))
     for expression, value in zip(result_expressions(op_name), _returned(op_name).values()):
         lines += [f">>> {expression}", repr(value.tolist())]
-    return f"## `{op_name}`\n\n```python\n" + "\n".join(lines) + "\n```\n"
+    return f"## `{op_name}`\n\n{example_about(op_name)}\n\n```python\n" + "\n".join(lines) + "\n```\n"
 
 
 def page() -> str:

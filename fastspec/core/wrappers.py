@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from fastspec.core.errors import FastspecTypeError
 from fastspec.core.example_text import call_lines
+from fastspec.core.examples import example_about
 from fastspec.core.schema import SCHEMAS, OpSchema, Tensor
 
 
@@ -62,7 +63,8 @@ def _doc(op: OpSchema, setup: str, outputs_are_args: bool, extra_doc: str) -> st
         "    device or strided view, shapes that disagree, an attribute out of range, a missing tensor;",
         "    FastspecTypeError (also a TypeError) for an argument of the wrong Python type.",
         "",
-        "Example (``fastspec.core.examples``; docs/ops/examples.md shows what it returns):",
+        "Example, the op's call in ``fastspec.core.examples`` (docs/ops/examples.md shows what it returns):",
+        f"    {example_about(op.name)}",
         "",
         setup,
         *call_lines(op.name),

@@ -69,3 +69,9 @@ def test_literals_read_back_as_the_same_array(value, written):
     assert literal(value) == written
     again = eval(written, {"T": np.array})  # noqa: S307 (our own rendering of a test array)
     assert again.dtype == value.dtype and again.tobytes() == value.tobytes()
+
+
+@pytest.mark.parametrize("op_name", examples.ops_with_examples())
+def test_every_example_says_in_a_line_what_it_sets_up(op_name):
+    about = examples.example_about(op_name)
+    assert about.strip() and "\n" not in about
