@@ -278,7 +278,7 @@ def _temperature_softmax() -> tuple[Arrays, dict[str, Any]]:
 
 @_example("emitted_logprobs")
 def _emitted_logprobs() -> tuple[Arrays, dict[str, Any]]:
-    # slot 0: a chain of two rows emitting 2 then 0; slot 1: one row, token 1
+    """Slot 0 emitted 2 and 0 from its rows 0 and 1 at temperature 0.7; the greedy slot 1 (0 reads as 1) token 1."""
     return {
         "logits": np.array([[1.0, 2.0, 3.0], [0.5, -np.inf, 0.5], [2.0, 2.0, 1.0]], _F32),
         "temperature": np.array([0.7, 0.0], _F32),

@@ -575,14 +575,6 @@ EMITTED_LOGPROBS = OpSchema(
         ),
     ),
     symbol_ranges={"K": (0, None), "V": (1, LOGPROBS_MAX_VOCAB)},
-    example=(
-        ">>> from fastspec.runtime.logprobs import decode\n"
-        ">>> keys = fs.emitted_logprobs(  # one slot emitted token 2 from row 0; two listed\n"
-        "...     T([[0.0, 0.0, 0.0, 0.0]], dtype='float32'), T([1.0], dtype='float32'), T([0, 1], dtype='int32'),\n"
-        "...     T([[2, -1]], dtype='int64'), T([1], dtype='int32'), width=2)\n"
-        ">>> [v.tolist() for v in decode(keys.tolist()[0][0])]\n"
-        "[[-1.3862943649291992, -1.3862943649291992, -1.3862943649291992], [2, 0, 1]]"
-    ),
 )
 
 APPLY_TOKEN_BITMASK = OpSchema(
