@@ -1,12 +1,14 @@
-// emitted_logprobs on the CPU: a record by one thread in two passes over its row
-// (the maximum and a NaN flag; then s = x / tau, exp(s - m) into the 256 lane sums
-// and the best `width` entries kept in a sorted list), records over the pool from
-// 2^18 entries of rows to read.
+// emitted_logprobs on the CPU: a record by one thread in passes over its row
+// (softmax_rows.h's maximum and NaN flag at every SIMD level; s = x / tau;
+// softmax_rows.h's exp(s * 1 - m) into the 256 lane sums, s * 1 being s exactly;
+// the best `width` entries of s kept in a sorted list), records over the pool from
+// 2^18 entries of emitted rows.
 #include "fastspec/emitted_logprobs.h"
 
 #include <vector>
 
 #include "fastspec/parallel.h"
+#include "softmax_rows.h"
 
 namespace fastspec {
 namespace {
@@ -18,18 +20,20 @@ struct Listed {
   int64_t id;
 };
 
-// The row's `cap` best (s, id), best first: an entry enters when it comes before the last
-// kept one (ids arrive in increasing order, so an equal s never does).
+// The row's `cap` best (s, id), best first, offered in increasing id: an entry enters
+// when the list has room or its s is above the last kept one's (an equal s, with its
+// larger id, comes after it).
 class BestList {
  public:
   explicit BestList(int64_t cap) : cap_(cap) { entries_.reserve(static_cast<size_t>(cap)); }
 
+  bool wants(float s) const {
+    return static_cast<int64_t>(entries_.size()) < cap_ || (cap_ > 0 && s > entries_.back().s);
+  }
+
+  // Only an entry it wants.
   void offer(float s, int64_t id) {
-    const int64_t n = static_cast<int64_t>(entries_.size());
-    if (n == cap_) {
-      if (n == 0 || !listed_before(s, id, entries_[n - 1].s, entries_[n - 1].id)) return;
-      entries_.pop_back();
-    }
+    if (static_cast<int64_t>(entries_.size()) == cap_) entries_.pop_back();
     int64_t i = static_cast<int64_t>(entries_.size());
     entries_.push_back({s, id});
     for (; i > 0 && listed_before(s, id, entries_[i - 1].s, entries_[i - 1].id); --i) entries_[i] = entries_[i - 1];
@@ -43,7 +47,13 @@ class BestList {
   std::vector<Listed> entries_;
 };
 
-void write_record(const EmittedLogprobsParams& p, int64_t b, int64_t j) {
+// A thread's row-sized buffers, kept between records and calls.
+struct RowScratch {
+  std::vector<float> scaled, exps;
+};
+
+template <typename Level>
+void write_record(Level level, const EmittedLogprobsParams& p, int64_t b, int64_t j, RowScratch& scratch) {
   int64_t* record = record_of(p, b, j);
   int64_t row = 0, token = 0;
   if (!emitted_row(p, b, j, &row, &token)) {
@@ -52,26 +62,28 @@ void write_record(const EmittedLogprobsParams& p, int64_t b, int64_t j) {
   }
   const float* x = p.logits + row * p.vocab;
   const float tau = logprobs_temperature(p.temperature[b]);
-  float raw_max = bits_to_f32(0xff800000u);
-  bool nan = false;
-  for (int64_t v = 0; v < p.vocab; ++v) {
-    nan |= is_nan_f32(x[v]);
-    raw_max = x[v] > raw_max ? x[v] : raw_max;
-  }
-  const float m = div_f32(raw_max, tau);  // dividing by tau > 0 keeps the order
-  if (!softmax_row_valid(m, nan)) {
+  const RowMax raw = row_max(level, x, p.vocab);
+  const float m = div_f32(raw.max, tau);  // dividing by tau > 0 keeps the order
+  if (!softmax_row_valid(m, raw.nan)) {
     write_row_without_logprobs(p, record, token);
     return;
   }
-  float lanes[kSoftmaxLanes] = {};
+  scratch.scaled.resize(static_cast<size_t>(p.vocab));
+  scratch.exps.resize(static_cast<size_t>(p.vocab));
+  float* s = scratch.scaled.data();
+  if (tau == 1.0f) {
+    s = const_cast<float*>(x);  // x / 1 is x: read the row itself (only read below)
+  } else {
+    for (int64_t v = 0; v < p.vocab; ++v) s[v] = div_f32(x[v], tau);
+  }
+  alignas(64) float lanes[kSoftmaxLanes] = {};
+  exp_row(level, s, scratch.exps.data(), p.vocab, 1.0f, m, lanes);
+  const float log_sum = softmax_log(fold_softmax_lanes(lanes));
+  record[0] = logprob_key(logprob_of(s[token], m, log_sum), token);
   BestList best(listed_count(p));
   for (int64_t v = 0; v < p.vocab; ++v) {
-    const float s = div_f32(x[v], tau);
-    lanes[v % kSoftmaxLanes] = add_f32(lanes[v % kSoftmaxLanes], softmax_exp(sub_f32(s, m)));
-    best.offer(s, v);
+    if (best.wants(s[v])) best.offer(s[v], v);
   }
-  const float log_sum = softmax_log(fold_softmax_lanes(lanes));
-  record[0] = logprob_key(logprob_of(div_f32(x[token], tau), m, log_sum), token);
   const std::vector<Listed>& listed = best.entries();
   for (int64_t i = 0; i < p.width; ++i) {
     record[1 + i] =
@@ -85,7 +97,11 @@ int emitted_logprobs_cpu(const EmittedLogprobsParams& p) {
   if (!logprobs_sizes_ok(p)) return kInvalidArgument;
   const int64_t records = p.batch * p.draft_cols;
   const auto run = [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) write_record(p, r / p.draft_cols, r % p.draft_cols);
+    thread_local RowScratch scratch;
+    with_simd_level([&](auto level) {
+      for (int64_t r = begin; r < end; ++r) write_record(level, p, r / p.draft_cols, r % p.draft_cols, scratch);
+      return 0;
+    });
   };
   // the records that read a row: the emitted ones
   int64_t emitted = 0;

@@ -1,9 +1,13 @@
-"""emitted_logprobs: the CPU kernel (pointer API) and the Paddle op against the numpy reference, bit for bit,
+"""emitted_logprobs: the CPU kernel (pointer API) at every SIMD level and the Paddle op against the numpy reference, bit for bit,
 on random and edge calls; the op's log against numpy's float64 log; its records against the float64
 semantics of fastspec/reference/logprobs.py (token_logprobs); the rules by hand (ties at the listed width,
 banned tokens, widths past V, rows without log-probabilities, greedy temperatures, tokens not emitted)."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import numpy as np
 import paddle
@@ -14,6 +18,7 @@ from fastspec.reference.logprobs import token_logprobs
 from fastspec.reference.softmax import softmax_log
 from fastspec.runtime.logprobs import decode
 from tests.helpers import logprobs_cases as cases
+from tests.helpers.paths import ROOT
 
 
 def test_random_calls_match_the_reference():
@@ -31,6 +36,21 @@ def test_decode_sizes_and_the_pool(batch, vocab):
     arrays, attrs = cases.case(np.random.default_rng(batch), batch=batch, vocab=vocab, width=20, tree=False)
     arrays["accept_num"] = np.full(batch, arrays["accept_tokens"].shape[1], np.int32)
     cases.assert_bit_equal(cases.run_arrays(arrays, attrs), cases.run_reference(arrays, attrs))
+
+
+SIMD_CHECK = r"""
+from tests.helpers import logprobs_cases as cases
+for i, (arrays, attrs) in enumerate(cases.cases(seed=5, count=60) + cases.cases(seed=6, count=2, vocab=32000)):
+    cases.assert_bit_equal(cases.run_arrays(arrays, attrs), cases.run_reference(arrays, attrs), f"case {i}")
+"""
+
+
+@pytest.mark.parametrize("simd", ["off", "avx2"])
+def test_narrower_simd_levels_match_the_reference(simd):
+    """FASTSPEC_SIMD is read once, so each level runs in a fresh process (the widest runs above)."""
+    env = {**os.environ, "FASTSPEC_SIMD": simd}
+    result = subprocess.run([sys.executable, "-c", SIMD_CHECK], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
 
 
 def test_paddle_op_matches_the_reference():
