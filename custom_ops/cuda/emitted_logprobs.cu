@@ -6,6 +6,7 @@
 #include "cuda_kernel.h"
 
 #include "fastspec/emitted_logprobs.h"
+#include "softmax_block.h"
 
 namespace fastspec {
 namespace {
@@ -15,6 +16,7 @@ constexpr int kThreads = kSoftmaxLanes;
 __global__ void __launch_bounds__(kThreads) emitted_logprobs_kernel(EmittedLogprobsParams p) {
   __shared__ float values[kThreads];
   __shared__ int64_t ids[kThreads];
+  __shared__ int nans[kThreads];
   const int i = threadIdx.x;
   const int64_t b = blockIdx.x / p.draft_cols, j = blockIdx.x % p.draft_cols;
   int64_t* record = record_of(p, b, j);
@@ -25,25 +27,9 @@ __global__ void __launch_bounds__(kThreads) emitted_logprobs_kernel(EmittedLogpr
   }
   const float* x = p.logits + row * p.vocab;
   const float tau = logprobs_temperature(p.temperature[b]);
-  float mx = bits_to_f32(0xff800000u);  // -inf
-  int64_t nan = 0;
-  for (int64_t v = i; v < p.vocab; v += kThreads) {
-    nan |= is_nan_f32(x[v]) ? 1 : 0;
-    mx = x[v] > mx ? x[v] : mx;
-  }
-  values[i] = mx;
-  ids[i] = nan;
-  __syncthreads();
-  for (int w = kThreads / 2; w >= 1; w >>= 1) {  // the maximum is exact in any order
-    if (i < w) {
-      values[i] = values[i + w] > values[i] ? values[i + w] : values[i];
-      ids[i] |= ids[i + w];
-    }
-    __syncthreads();
-  }
-  const float m = div_f32(values[0], tau);
-  const bool valid = softmax_row_valid(m, ids[0] != 0);
-  __syncthreads();  // every thread has read the maximum before the buffers are reused
+  const BlockRowMax raw = block_row_max(x, p.vocab, values, nans);
+  const float m = div_f32(raw.max, tau);  // dividing by tau > 0 keeps the order
+  const bool valid = softmax_row_valid(m, raw.nan);
   if (!valid) {
     if (i == 0) write_row_without_logprobs(p, record, token);
     return;
