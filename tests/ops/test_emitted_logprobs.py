@@ -5,10 +5,6 @@ banned tokens, widths past V, rows without log-probabilities, greedy temperature
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import paddle
 import pytest
@@ -18,7 +14,7 @@ from fastspec.reference.logprobs import token_logprobs
 from fastspec.reference.softmax import softmax_log
 from fastspec.runtime.logprobs import decode
 from tests.helpers import logprobs_cases as cases
-from tests.helpers.paths import ROOT
+from tests.helpers.simd_levels import check_cases_at_level
 
 
 def test_random_calls_match_the_reference():
@@ -38,19 +34,12 @@ def test_decode_sizes_and_the_pool(batch, vocab):
     cases.assert_bit_equal(cases.run_arrays(arrays, attrs), cases.run_reference(arrays, attrs))
 
 
-SIMD_CHECK = r"""
-from tests.helpers import logprobs_cases as cases
-for i, (arrays, attrs) in enumerate(cases.cases(seed=5, count=60) + cases.cases(seed=6, count=2, vocab=32000)):
-    cases.assert_bit_equal(cases.run_arrays(arrays, attrs), cases.run_reference(arrays, attrs), f"case {i}")
-"""
-
-
 @pytest.mark.parametrize("simd", ["off", "avx2"])
 def test_narrower_simd_levels_match_the_reference(simd):
-    """FASTSPEC_SIMD is read once, so each level runs in a fresh process (the widest runs above)."""
-    env = {**os.environ, "FASTSPEC_SIMD": simd}
-    result = subprocess.run([sys.executable, "-c", SIMD_CHECK], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-3000:]
+    """The widest level runs above."""
+    check_cases_at_level(
+        simd, "logprobs_cases", "cases.cases(seed=5, count=60) + cases.cases(seed=6, count=2, vocab=32000)"
+    )
 
 
 def test_paddle_op_matches_the_reference():
