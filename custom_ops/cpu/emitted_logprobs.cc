@@ -5,6 +5,7 @@
 // 2^18 entries of emitted rows.
 #include "fastspec/emitted_logprobs.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "fastspec/parallel.h"
@@ -105,7 +106,8 @@ int emitted_logprobs_cpu(const EmittedLogprobsParams& p) {
   };
   // the records that read a row: the emitted ones
   int64_t emitted = 0;
-  for (int64_t b = 0; b < p.batch; ++b) emitted += p.accept_num[b] > 0 ? p.accept_num[b] : 0;
+  for (int64_t b = 0; b < p.batch; ++b)
+    emitted += p.accept_num[b] <= 0 ? 0 : std::min<int64_t>(p.accept_num[b], p.draft_cols);
   if (emitted > 1 && emitted * p.vocab >= kParallelEntries) {
     parallel_for(records, 1, run);
   } else {
