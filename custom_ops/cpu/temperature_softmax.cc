@@ -55,13 +55,13 @@ void scale_row(Scalar, float* out, int64_t n, float s) {
 
 template <typename V>
 RowMax row_max_lanes(const float* x, int64_t n) {
-  typename V::F m = V::set1(-__builtin_inff());
-  typename V::M nan = V::no_lanes();
+  typename V::F m = V::splat(-__builtin_inff());
+  typename V::I nan = {};
   int64_t v = 0;
   for (; v + V::kLanes <= n; v += V::kLanes) {
     const typename V::F a = V::load(x + v);
-    nan = V::either(nan, V::is_nan(a));
-    m = V::max(a, m);  // a NaN in `a` keeps m
+    nan |= a != a;
+    m = a > m ? a : m;  // a NaN in `a` keeps m
   }
   alignas(64) float lanes[V::kLanes];
   V::store(lanes, m);
@@ -74,35 +74,33 @@ RowMax row_max_lanes(const float* x, int64_t n) {
 // softmax_exp of V's lanes: the scalar operations in the same order; lanes below the floor are 0.
 template <typename V>
 typename V::F exp_lanes(typename V::F x) {
-  const typename V::M above_floor = V::ge(x, V::set1(kSoftmaxExpFloor));
-  const typename V::F magic = V::set1(kRoundMagic);
-  const typename V::F n = V::sub(V::add(V::mul(x, V::set1(kLog2e)), magic), magic);
-  typename V::F r = V::sub(x, V::mul(n, V::set1(kLn2Hi)));
-  r = V::sub(r, V::mul(n, V::set1(kLn2Lo)));
-  typename V::F p = V::set1(kExpC5);
-  for (const float c : {kExpC4, kExpC3, kExpC2, kExpC1, kExpC0}) p = V::add(V::mul(p, r), V::set1(c));
-  const typename V::F y = V::add(V::add(V::mul(p, V::mul(r, r)), r), V::set1(1.0f));
-  return V::keep(above_floor, V::mul(y, V::pow2(n)));
+  using F = typename V::F;
+  const F n = x * kLog2e + kRoundMagic - kRoundMagic;
+  F r = x - n * kLn2Hi;
+  r = r - n * kLn2Lo;
+  F p = V::splat(kExpC5);
+  for (const float c : {kExpC4, kExpC3, kExpC2, kExpC1, kExpC0}) p = p * r + c;
+  const F y = p * (r * r) + r + 1.0f;
+  const F e = y * V::from_bits((V::truncate(n) + 127) << 23);  // n in [-93, 0]: a normal power of two
+  return x >= kSoftmaxExpFloor ? e : F{};
 }
 
 template <typename V>
 void exp_row_lanes(const float* x, float* out, int64_t n, float inv_t, float m, float* lanes) {
-  const typename V::F vt = V::set1(inv_t), vm = V::set1(m);
   int64_t v = 0;
   for (; v + V::kLanes <= n; v += V::kLanes) {
-    const typename V::F e = exp_lanes<V>(V::sub(V::mul(V::load(x + v), vt), vm));
+    const typename V::F e = exp_lanes<V>(V::load(x + v) * inv_t - m);
     V::store(out + v, e);
     float* lane = lanes + v % kSoftmaxLanes;
-    V::store(lane, V::add(V::load(lane), e));
+    V::store(lane, V::load(lane) + e);
   }
   exp_entries(x, out, v, n, inv_t, m, lanes);
 }
 
 template <typename V>
 void scale_row_lanes(float* out, int64_t n, float s) {
-  const typename V::F vs = V::set1(s);
   int64_t v = 0;
-  for (; v + V::kLanes <= n; v += V::kLanes) V::store(out + v, V::mul(V::load(out + v), vs));
+  for (; v + V::kLanes <= n; v += V::kLanes) V::store(out + v, V::load(out + v) * s);
   scale_row(Scalar{}, out + v, n - v, s);
 }
 
