@@ -21,7 +21,5 @@ def test_random_calls_match_the_reference(device):
 def test_large_vocab_matches_the_reference(device):
     arrays, attrs = cases.case(np.random.default_rng(7), batch=2, vocab=32000, width=20, tree=False)
     arrays["temperature"] = np.array([1.0, 0.6], np.float32)
-    options = device.launch(device.wide[0])
-    cases.assert_bit_equal(
-        cases.run_arrays(arrays, attrs, **options), cases.run_reference(arrays, attrs), device.describe(options)
-    )
+    calls = [(arrays, attrs)]
+    check_random_calls(device, calls, cases.run_arrays, cases.run_reference, cases.assert_bit_equal, device.wide[0])

@@ -19,6 +19,5 @@ def test_random_calls_match_the_reference(device):
 
 
 def test_a_large_batch(device):
-    arrays, attrs = cases.case(np.random.default_rng(5), batch=64, k=5, cols=1500, wild=False)
-    options = device.launch(device.wide[0])
-    cases.assert_equal(cases.run_arrays(arrays, attrs, **options), cases.run_reference(arrays, attrs))
+    calls = [cases.case(np.random.default_rng(5), batch=64, k=5, cols=1500, wild=False)]
+    check_random_calls(device, calls, cases.run_arrays, cases.run_reference, cases.assert_equal, device.wide[0])

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers.paths import ROOT
 
 SCRIPT = r"""
@@ -23,3 +25,14 @@ def check_cases_at_level(simd: str, module: str, calls: str) -> None:
     script = SCRIPT.format(module=module, calls=calls)
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def narrower_levels_test(module: str, calls: str):
+    """A test of ``calls`` (as for check_cases_at_level) at the levels below the widest, which the test process
+    itself runs."""
+
+    @pytest.mark.parametrize("simd", ["off", "avx2"])
+    def test(simd: str) -> None:
+        check_cases_at_level(simd, module, calls)
+
+    return test

@@ -14,7 +14,7 @@ from fastspec.reference.logprobs import token_logprobs
 from fastspec.reference.softmax import softmax_log
 from fastspec.runtime.logprobs import decode
 from tests.helpers import logprobs_cases as cases
-from tests.helpers.simd_levels import check_cases_at_level
+from tests.helpers.simd_levels import narrower_levels_test
 
 
 def test_random_calls_match_the_reference():
@@ -34,12 +34,9 @@ def test_decode_sizes_and_the_pool(batch, vocab):
     cases.assert_bit_equal(cases.run_arrays(arrays, attrs), cases.run_reference(arrays, attrs))
 
 
-@pytest.mark.parametrize("simd", ["off", "avx2"])
-def test_narrower_simd_levels_match_the_reference(simd):
-    """The widest level runs above."""
-    check_cases_at_level(
-        simd, "logprobs_cases", "cases.cases(seed=5, count=60) + cases.cases(seed=6, count=2, vocab=32000)"
-    )
+test_narrower_simd_levels_match_the_reference = narrower_levels_test(
+    "logprobs_cases", "cases.cases(seed=5, count=60) + cases.cases(seed=6, count=2, vocab=32000)"
+)
 
 
 def test_paddle_op_matches_the_reference():

@@ -12,7 +12,7 @@ import fastspec.arrays
 import fastspec.ops as ops
 from fastspec.reference.softmax import softmax_exp
 from tests.helpers import softmax_cases as cases
-from tests.helpers.simd_levels import check_cases_at_level
+from tests.helpers.simd_levels import narrower_levels_test
 
 
 def test_random_calls_match_the_reference():
@@ -32,12 +32,9 @@ def test_decode_sizes_and_the_pool(rows, vocab):
     cases.assert_bit_equal(cases.run_arrays(arrays, attrs), cases.run_reference(arrays, attrs))
 
 
-@pytest.mark.parametrize("simd", ["off", "avx2"])
-def test_narrower_simd_levels_match_the_reference(simd):
-    """The widest level runs above."""
-    check_cases_at_level(
-        simd, "softmax_cases", "cases.cases(seed=5, count=60) + cases.cases(seed=6, count=4, rows=5, vocab=32000)"
-    )
+test_narrower_simd_levels_match_the_reference = narrower_levels_test(
+    "softmax_cases", "cases.cases(seed=5, count=60) + cases.cases(seed=6, count=4, rows=5, vocab=32000)"
+)
 
 
 def test_paddle_op_matches_the_reference():
