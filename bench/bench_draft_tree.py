@@ -17,12 +17,11 @@ Writes bench/results/draft_tree_cpu.json.
 from __future__ import annotations
 
 import sys
-from argparse import RawDescriptionHelpFormatter
 
 import numpy as np
 
-from bench.common import fmt_time, median_seconds, report
-from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
+from bench.common import bench_parser, fmt_time, median_seconds, report
+from fastspec.cli.errors import int_list, int_range, user_errors
 from fastspec.core.schema import MAX_TREE_NODES, SCHEMAS
 
 BUILD_NAMES = SCHEMAS["build_draft_tree"].input_names
@@ -186,12 +185,11 @@ def acceptance_rows(widths: list[int], depth: int, slots: int) -> list[dict]:
 
 @user_errors()
 def main(argv=None) -> int:
-    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    parser = bench_parser(__doc__)
     parser.add_argument("--batches", type=int_list(1), default="1,64,256")
     parser.add_argument("--widths", type=int_list(1), default="1,2,3", help="children per node (acceptance)")
     parser.add_argument("--depth", type=int_range(1, 6), default=4, help="levels below the root (acceptance)")
     parser.add_argument("--slots", type=int_range(1), default=4000, help="slots of the acceptance run")
-    parser.add_argument("--tag", default="", help="suffix of the JSON file name")
     args = parser.parse_args(argv)
     timing = timing_rows(args.batches)
     acceptance = acceptance_rows(args.widths, args.depth, args.slots)

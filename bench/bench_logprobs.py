@@ -14,13 +14,12 @@ the softmax of logits / temperature (a Paddle op). Writes bench/results/logprobs
 from __future__ import annotations
 
 import sys
-from argparse import RawDescriptionHelpFormatter
 from types import SimpleNamespace
 
 import numpy as np
 
-from bench.common import cpu_read_seconds, fmt_time, median_seconds, report
-from fastspec.cli.errors import ArgumentParser, int_list, user_errors
+from bench.common import bench_parser, cpu_read_seconds, fmt_time, median_seconds, report
+from fastspec.cli.errors import int_list, user_errors
 
 K, WIDTH = 5, 20
 
@@ -80,10 +79,9 @@ def cpu_rows(row_counts: list[int], vocabs: list[int]) -> list[dict]:
 
 @user_errors()
 def main(argv=None) -> int:
-    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    parser = bench_parser(__doc__)
     parser.add_argument("--rows", type=int_list(K + 1), default="6,24", help=f"rows a step (multiples of {K + 1})")
     parser.add_argument("--vocab", type=int_list(WIDTH), default="32000,151936")
-    parser.add_argument("--tag", default="", help="suffix of the JSON file name")
     args = parser.parse_args(argv)
     if any(r % (K + 1) for r in args.rows):
         parser.error(f"--rows: each must be a multiple of K + 1 = {K + 1}, got {args.rows}")

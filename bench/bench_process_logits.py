@@ -16,12 +16,11 @@ the logits of each row's history tokens. Writes bench/results/process_logits_cpu
 from __future__ import annotations
 
 import sys
-from argparse import RawDescriptionHelpFormatter
 
 import numpy as np
 
-from bench.common import cpu_read_seconds, fmt_time, median_seconds, report
-from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
+from bench.common import bench_parser, cpu_read_seconds, fmt_time, median_seconds, report
+from fastspec.cli.errors import int_list, int_range, user_errors
 from fastspec.core.schema import SCHEMAS
 
 NAMES = SCHEMAS["process_logits"].input_names
@@ -95,11 +94,10 @@ def cpu_rows(batches: list[int], history: int, vocab: int) -> list[dict]:
 
 @user_errors()
 def main(argv=None) -> int:
-    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    parser = bench_parser(__doc__)
     parser.add_argument("--batches", type=int_list(1), default="256")
     parser.add_argument("--history", type=int_range(1), default=8192, help="tokens of each request's history")
     parser.add_argument("--vocab", type=int_range(2), default=151936)
-    parser.add_argument("--tag", default="", help="suffix of the JSON file name")
     args = parser.parse_args(argv)
     rows = cpu_rows(args.batches, args.history, args.vocab)
     return report(

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import functools
 import sys
-from argparse import RawDescriptionHelpFormatter
 
 import numpy as np
 
 from bench.common import (
+    bench_parser,
     cpu_read_seconds,
     cuda_read_bandwidth,
     cuda_seconds,
@@ -39,7 +39,7 @@ from bench.common import (
     report,
     write_json,
 )
-from fastspec.cli.errors import ArgumentParser, choice_list, int_list, int_range, user_errors
+from fastspec.cli.errors import choice_list, int_list, int_range, user_errors
 from tests.helpers.sampling_cases import KINDS, make_probs
 
 VOCAB = 151936
@@ -237,13 +237,12 @@ def decode_grid(args) -> int:
 
 @user_errors()
 def main(argv=None) -> int:
-    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    parser = bench_parser(__doc__)
     parser.add_argument("--device", type=device, default="cpu", help="cpu or cuda")
     parser.add_argument("--rows", type=int_list(1), default="1,32,256")
     parser.add_argument("--kinds", type=choice_list(KINDS), default="peaked,uniform")
     parser.add_argument("--vocab", type=int_range(1), default=VOCAB)
     parser.add_argument("--k", type=int_range(1, 1024), default=64, help="max_candidate_len of top_p_candidates")
-    parser.add_argument("--tag", default="", help="suffix of the JSON file name")
     parser.add_argument("--decode", action="store_true", help="the decode-batch grid against paddle.sum (CPU)")
     parser.add_argument("--pairs", type=int_range(1), default=8, help="--decode: interleaved calls per figure")
     args = parser.parse_args(argv)

@@ -14,12 +14,11 @@ Writes bench/results/temperature_softmax_cpu.json.
 from __future__ import annotations
 
 import sys
-from argparse import RawDescriptionHelpFormatter
 
 import numpy as np
 
-from bench.common import cpu_read_seconds, fmt_time, machine, median_seconds, write_json
-from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
+from bench.common import bench_parser, cpu_read_seconds, fmt_time, machine, median_seconds, write_json
+from fastspec.cli.errors import int_list, int_range, user_errors
 
 
 def inputs(rows: int, vocab: int, batch: int = 4) -> dict[str, np.ndarray]:
@@ -49,10 +48,9 @@ def measure(rows: int, vocab: int) -> dict:
 
 @user_errors()
 def main(argv=None) -> int:
-    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    parser = bench_parser(__doc__)
     parser.add_argument("--rows", type=int_list(1), default="4,24,64,384")
     parser.add_argument("--vocab", type=int_range(1), default=32000)
-    parser.add_argument("--tag", default="", help="suffix of the JSON file name")
     args = parser.parse_args(argv)
     from fastspec import arrays
 

@@ -16,12 +16,11 @@ graph kernel node. Writes bench/results/verify_update_<device>.json.
 from __future__ import annotations
 
 import sys
-from argparse import RawDescriptionHelpFormatter
 
 import numpy as np
 
-from bench.common import cuda_launch_seconds, cuda_seconds, device, fmt_time, median_seconds, report
-from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
+from bench.common import bench_parser, cuda_launch_seconds, cuda_seconds, device, fmt_time, median_seconds, report
+from fastspec.cli.errors import int_list, int_range, user_errors
 from fastspec.core.schema import SCHEMAS
 from tests.helpers.slot_inputs import decode_slots
 
@@ -225,11 +224,10 @@ def cuda_rows(batches: list[int], calls: int) -> list[dict]:
 
 @user_errors()
 def main(argv=None) -> int:
-    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    parser = bench_parser(__doc__)
     parser.add_argument("--device", type=device, default="cpu", help="cpu or cuda")
     parser.add_argument("--batches", type=int_list(1), default="1,64,256")
     parser.add_argument("--calls", type=int_range(1), default=100, help="CUDA: calls per timed sequence / graph")
-    parser.add_argument("--tag", default="", help="suffix of the JSON file name")
     args = parser.parse_args(argv)
     batches = args.batches
     rows = cpu_rows(batches) if args.device == "cpu" else cuda_rows(batches, args.calls)

@@ -8,16 +8,26 @@ import platform
 import statistics
 import time
 import warnings
+from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+from fastspec.cli.errors import ArgumentParser
 
 # Paddle warns on import that ccache is missing; it only matters when compiling through Paddle.
 warnings.filterwarnings("ignore", message="No ccache found")
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NGRAM_WORKLOADS = ("nomatch", "text")  # bench.workloads.ngram_inputs' kinds
+
+
+def bench_parser(doc: str) -> ArgumentParser:
+    """A bench's command line: ``doc`` (its module docstring) as the help, and ``--tag`` for its JSON file."""
+    parser = ArgumentParser(description=doc, formatter_class=RawDescriptionHelpFormatter)
+    parser.add_argument("--tag", default="", help="suffix of the JSON file name")
+    return parser
 
 
 def device(text: str) -> str:
