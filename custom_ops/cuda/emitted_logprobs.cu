@@ -14,9 +14,8 @@ namespace {
 constexpr int kThreads = kSoftmaxLanes;
 
 __global__ void __launch_bounds__(kThreads) emitted_logprobs_kernel(EmittedLogprobsParams p) {
-  __shared__ float values[kThreads];
+  __shared__ BlockLanes lanes;  // its values hold each thread's pick below
   __shared__ int64_t ids[kThreads];
-  __shared__ int nans[kThreads];
   const int i = threadIdx.x;
   const int64_t b = blockIdx.x / p.draft_cols, j = blockIdx.x % p.draft_cols;
   int64_t* record = record_of(p, b, j);
@@ -27,7 +26,7 @@ __global__ void __launch_bounds__(kThreads) emitted_logprobs_kernel(EmittedLogpr
   }
   const float* x = p.logits + row * p.vocab;
   const float tau = logprobs_temperature(p.temperature[b]);
-  const BlockRowMax raw = block_row_max(x, p.vocab, values, nans);
+  const BlockRowMax raw = block_row_max(x, p.vocab, lanes);
   const float m = div_f32(raw.max, tau);  // dividing by tau > 0 keeps the order
   const bool valid = softmax_row_valid(m, raw.nan);
   if (!valid) {
@@ -36,15 +35,9 @@ __global__ void __launch_bounds__(kThreads) emitted_logprobs_kernel(EmittedLogpr
   }
   float sum = 0.0f;
   for (int64_t v = i; v < p.vocab; v += kThreads) sum = add_f32(sum, softmax_exp(sub_f32(div_f32(x[v], tau), m)));
-  values[i] = sum;
-  __syncthreads();
-  for (int w = kThreads / 2; w >= 1; w >>= 1) {
-    if (i < w) values[i] = add_f32(values[i], values[i + w]);
-    __syncthreads();
-  }
-  const float log_sum = softmax_log(values[0]);
+  const float log_sum = softmax_log(block_lane_sum(sum, lanes));
   if (i == 0) record[0] = logprob_key(logprob_of(div_f32(x[token], tau), m, log_sum), token);
-  __syncthreads();
+  float* values = lanes.values;
   const int64_t listed = listed_count(p);
   float last_s = bits_to_f32(0x7f800000u);  // +inf, id -1: before every entry
   int64_t last_id = -1;

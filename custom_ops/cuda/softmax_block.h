@@ -1,20 +1,28 @@
 // What temperature_softmax's and emitted_logprobs' CUDA kernels share: a block of
-// kSoftmaxLanes threads finds its row's maximum and whether the row holds a NaN.
+// kSoftmaxLanes threads finds its row's maximum and whether the row holds a NaN, and
+// folds its threads' lane sums in the order of temperature_softmax.h.
 #pragma once
 
 #include "fastspec/temperature_softmax.h"
 
 namespace fastspec {
 
+// The block's shared memory for these steps: a value and a flag per thread.
+struct BlockLanes {
+  float values[kSoftmaxLanes];
+  int flags[kSoftmaxLanes];
+};
+
 struct BlockRowMax {
   float max;
   bool nan;
 };
 
-// Thread i reads entries i, i + kSoftmaxLanes, ... of x[0, n); `values` and `flags` are
-// kSoftmaxLanes entries of shared memory. Every thread gets the same answer, and the
-// buffers are free again when it returns.
-__device__ inline BlockRowMax block_row_max(const float* x, int64_t n, float* values, int* flags) {
+// Thread i reads entries i, i + kSoftmaxLanes, ... of x[0, n). Every thread gets the
+// same answer, and `lanes` is free again when it returns.
+__device__ inline BlockRowMax block_row_max(const float* x, int64_t n, BlockLanes& lanes) {
+  float* values = lanes.values;
+  int* flags = lanes.flags;
   const int i = threadIdx.x;
   float mx = bits_to_f32(0xff800000u);  // -inf
   int nan = 0;
@@ -36,6 +44,21 @@ __device__ inline BlockRowMax block_row_max(const float* x, int64_t n, float* va
   const BlockRowMax result = {values[0], flags[0] != 0};
   __syncthreads();  // every thread has read the answer before the buffers are reused
   return result;
+}
+
+// The sum of every thread's `sum`, folded in halves (lane i + w into lane i) as the
+// CPU kernels fold their lanes. Every thread gets it, and `lanes` is free again.
+__device__ inline float block_lane_sum(float sum, BlockLanes& lanes) {
+  const int i = threadIdx.x;
+  lanes.values[i] = sum;
+  __syncthreads();
+  for (int w = kSoftmaxLanes / 2; w >= 1; w >>= 1) {
+    if (i < w) lanes.values[i] = add_f32(lanes.values[i], lanes.values[i + w]);
+    __syncthreads();
+  }
+  const float total = lanes.values[0];
+  __syncthreads();
+  return total;
 }
 
 }  // namespace fastspec

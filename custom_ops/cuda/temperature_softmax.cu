@@ -14,8 +14,7 @@ namespace {
 constexpr int kThreads = kSoftmaxLanes;
 
 __global__ void __launch_bounds__(kThreads) softmax_kernel(TemperatureSoftmaxParams p) {
-  __shared__ float lanes[kThreads];
-  __shared__ int nans[kThreads];
+  __shared__ BlockLanes lanes;
   const int j = threadIdx.x;
   const int64_t t = blockIdx.x;
   const float* x = p.logits + t * p.vocab;
@@ -25,7 +24,7 @@ __global__ void __launch_bounds__(kThreads) softmax_kernel(TemperatureSoftmaxPar
   float inv_t = 1.0f, m = 0.0f;
   if (valid) {
     inv_t = softmax_inverse_temperature(p.temperature[b]);
-    const BlockRowMax raw = block_row_max(x, p.vocab, lanes, nans);
+    const BlockRowMax raw = block_row_max(x, p.vocab, lanes);
     m = mul_f32(raw.max, inv_t);
     valid = softmax_row_valid(m, raw.nan);
   }
@@ -39,13 +38,7 @@ __global__ void __launch_bounds__(kThreads) softmax_kernel(TemperatureSoftmaxPar
     out[v] = e;
     sum = add_f32(sum, e);
   }
-  lanes[j] = sum;
-  __syncthreads();
-  for (int w = kThreads / 2; w >= 1; w >>= 1) {
-    if (j < w) lanes[j] = add_f32(lanes[j], lanes[j + w]);
-    __syncthreads();
-  }
-  const float s = div_f32(1.0f, lanes[0]);
+  const float s = div_f32(1.0f, block_lane_sum(sum, lanes));
   for (int64_t v = j; v < p.vocab; v += kThreads) out[v] = mul_f32(out[v], s);
 }
 

@@ -49,14 +49,21 @@ constexpr float kExpC3 = 8.3334519073e-3f;
 constexpr float kExpC4 = 1.3981999507e-3f;
 constexpr float kExpC5 = 1.9875691500e-4f;
 
-FS_HD float bits_to_f32(uint32_t bits) {
+// The 32 bits of `from` read as a To (through a union: every compiler of ours
+// takes it, where std::bit_cast and memcpy are not on every device).
+template <class To, class From>
+FS_HD To bit_cast32(From from) {
   union {
-    uint32_t u;
-    float f;
+    From from;
+    To to;
   } v;
-  v.u = bits;
-  return v.f;
+  v.from = from;
+  return v.to;
 }
+
+FS_HD float bits_to_f32(uint32_t bits) { return bit_cast32<float>(bits); }
+
+FS_HD uint32_t f32_to_bits(float x) { return bit_cast32<uint32_t>(x); }
 
 // The one exp of the op: n = round(x log2 e), r = x - n ln2 (two steps), e^r by
 // the polynomial, times 2^n written as bits. The SIMD versions (cpu/) run the same
@@ -66,12 +73,9 @@ FS_HD float softmax_exp(float x) {
   const float n = sub_f32(add_f32(mul_f32(x, kLog2e), kRoundMagic), kRoundMagic);
   float r = sub_f32(x, mul_f32(n, kLn2Hi));
   r = sub_f32(r, mul_f32(n, kLn2Lo));
+  const float inner_to_outer[] = {kExpC4, kExpC3, kExpC2, kExpC1, kExpC0};
   float p = kExpC5;
-  p = add_f32(mul_f32(p, r), kExpC4);
-  p = add_f32(mul_f32(p, r), kExpC3);
-  p = add_f32(mul_f32(p, r), kExpC2);
-  p = add_f32(mul_f32(p, r), kExpC1);
-  p = add_f32(mul_f32(p, r), kExpC0);
+  for (const float c : inner_to_outer) p = add_f32(mul_f32(p, r), c);  // Horner
   const float y = add_f32(add_f32(mul_f32(p, mul_f32(r, r)), r), 1.0f);
   const int32_t e = static_cast<int32_t>(n) + 127;  // n in [-93, 0]: a normal power of two
   return mul_f32(y, bits_to_f32(static_cast<uint32_t>(e) << 23));
@@ -91,15 +95,6 @@ constexpr float kLogC2 = 2.0000714765e-1f;
 constexpr float kLogC1 = -2.4999993993e-1f;
 constexpr float kLogC0 = 3.3333331174e-1f;
 
-FS_HD uint32_t f32_to_bits(float x) {
-  union {
-    float f;
-    uint32_t u;
-  } v;
-  v.f = x;
-  return v.u;
-}
-
 FS_HD float softmax_log(float x) {
   const uint32_t bits = f32_to_bits(x);
   int32_t k = static_cast<int32_t>((bits >> 23) & 0xffu) - 126;
@@ -111,15 +106,9 @@ FS_HD float softmax_log(float x) {
     f = sub_f32(f, 1.0f);
   }
   const float z = mul_f32(f, f);
+  const float inner_to_outer[] = {kLogC7, kLogC6, kLogC5, kLogC4, kLogC3, kLogC2, kLogC1, kLogC0};
   float p = kLogC8;
-  p = add_f32(mul_f32(p, f), kLogC7);
-  p = add_f32(mul_f32(p, f), kLogC6);
-  p = add_f32(mul_f32(p, f), kLogC5);
-  p = add_f32(mul_f32(p, f), kLogC4);
-  p = add_f32(mul_f32(p, f), kLogC3);
-  p = add_f32(mul_f32(p, f), kLogC2);
-  p = add_f32(mul_f32(p, f), kLogC1);
-  p = add_f32(mul_f32(p, f), kLogC0);
+  for (const float c : inner_to_outer) p = add_f32(mul_f32(p, f), c);  // Horner
   const float kf = int_to_f32(k);
   float y = mul_f32(mul_f32(p, f), z);
   y = add_f32(y, mul_f32(kf, kLn2Lo));
