@@ -78,7 +78,7 @@ struct DimSpec {
 };
 struct ShapeSpec {
   int rank;
-  DimSpec dims[2];
+  DimSpec dims[3];  // up to rank 3 (step_status: [B, 2, K + 4])
 };
 struct TensorSpec {
   const char* name;
@@ -366,8 +366,7 @@ class Call {
     ref.dtype = dtype_code(t.dtype());
     ref.data = t.numel() > 0 ? const_cast<void*>(t.data()) : nullptr;
     const auto shape = t.shape();
-    ref.rank = static_cast<int32_t>(shape.size());
-    for (size_t a = 0; a < 2; ++a) ref.shape[a] = a < shape.size() ? shape[a] : 1;
+    fastspec::set_shape(ref, shape.data(), shape.size());
   }
 
   int first_present() const {
