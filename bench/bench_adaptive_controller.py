@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from bench.common import fmt_time, median_seconds, report
+from bench.common import fmt_time, median_seconds, report_batches
 from fastspec.cli.errors import ArgumentParser, user_errors
 
 K = 5
@@ -47,25 +47,20 @@ def build(batch: int):
 @user_errors()
 def main(argv=None) -> int:
     ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)  # --help; no options
-    import paddle
 
-    records = []
-    with paddle.no_grad():
-        for batch in BATCHES:
-            state, controller = build(batch)
-            parts = {"plan": lambda: controller.plan(state), "observe": lambda: controller.observe(state)}
-            times = {name: median_seconds(fn, repeat=400, warmup=20, budget_s=3.0) for name, fn in parts.items()}
-            total = sum(times.values())
-            records.append({"batch": batch, "k": K, **{f"{n}_s": t for n, t in times.items()}, "per_step_s": total})
-            print(
-                f"B={batch:<4} K={K}: plan {fmt_time(times['plan'])}  observe {fmt_time(times['observe'])}  "
-                f"per step {fmt_time(total)}",
-                flush=True,
-            )
-    return report(
-        "adaptive_controller",
-        {"benchmark": "adaptive_controller", "device": "cpu", "records": records},
-    )
+    def measure(batch: int) -> dict:
+        state, controller = build(batch)
+        parts = {"plan": lambda: controller.plan(state), "observe": lambda: controller.observe(state)}
+        times = {name: median_seconds(fn, repeat=400, warmup=20, budget_s=3.0) for name, fn in parts.items()}
+        return {"batch": batch, "k": K, **{f"{n}_s": t for n, t in times.items()}, "per_step_s": sum(times.values())}
+
+    def line(r: dict) -> str:
+        return (
+            f"B={r['batch']:<4} K={K}: plan {fmt_time(r['plan_s'])}  observe {fmt_time(r['observe_s'])}  "
+            f"per step {fmt_time(r['per_step_s'])}"
+        )
+
+    return report_batches("adaptive_controller", BATCHES, measure, line)
 
 
 if __name__ == "__main__":

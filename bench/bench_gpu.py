@@ -27,6 +27,7 @@ Writes bench/results/gpu_<device>.json and the Markdown table bench/results/gpu_
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 import time
@@ -207,74 +208,72 @@ def sampling_rows(device: Device, table: Table, batches: list[int], vocab: int, 
     torch = device.torch
     rng = np.random.default_rng(0)
     bandwidth = device.read_bandwidth()
-    for kind in KINDS:
-        for batch in batches:
-            for top_k in (0, TOP_K):
-                a = sampling_inputs(kind, batch, vocab, top_k, rng)
-                t = {n: device.tensor(v) for n, v in a.items()}
-                probs, rows = t["probs"], a["probs"].shape[0]
-                floor = a["probs"].nbytes / bandwidth
-                row_k = torch.full((rows,), top_k if top_k else vocab, dtype=torch.int32, device=device.place)
-                row_p = torch.full((rows,), TOP_P, dtype=torch.float32, device=device.place)
-                ids = torch.empty((rows, 64), dtype=torch.int64, device=device.place)
-                scores = torch.empty((rows, 64), dtype=torch.float32, device=device.place)
-                lens = torch.empty(rows, dtype=torch.int32, device=device.place)
-                tokens = torch.empty(rows, dtype=torch.int64, device=device.place)
-                renormed = torch.empty_like(probs)
-                workload = f"{kind} top_k={top_k}"
+    for kind, batch, top_k in itertools.product(KINDS, batches, (0, TOP_K)):
+        a = sampling_inputs(kind, batch, vocab, top_k, rng)
+        t = {n: device.tensor(v) for n, v in a.items()}
+        probs, rows = t["probs"], a["probs"].shape[0]
+        floor = a["probs"].nbytes / bandwidth
+        row_k = torch.full((rows,), top_k if top_k else vocab, dtype=torch.int32, device=device.place)
+        row_p = torch.full((rows,), TOP_P, dtype=torch.float32, device=device.place)
+        ids = torch.empty((rows, 64), dtype=torch.int64, device=device.place)
+        scores = torch.empty((rows, 64), dtype=torch.float32, device=device.place)
+        lens = torch.empty(rows, dtype=torch.int32, device=device.place)
+        tokens = torch.empty(rows, dtype=torch.int64, device=device.place)
+        renormed = torch.empty_like(probs)
+        workload = f"{kind} top_k={top_k}"
 
-                def sample():
-                    arrays.sample_tokens(**t, tokens=tokens, **device.kw)
+        def sample():
+            arrays.sample_tokens(**t, tokens=tokens, **device.kw)
 
-                def target():
-                    arrays.top_k_top_p_probs(
-                        **{n: t[n] for n in ("probs", "top_p", "top_k", "batch_id_per_token_output")},
-                        target_probs=renormed,
-                        **device.kw,
-                    )
+        def target():
+            arrays.top_k_top_p_probs(
+                **{n: t[n] for n in ("probs", "top_p", "top_k", "batch_id_per_token_output")},
+                target_probs=renormed,
+                **device.kw,
+            )
 
-                def candidates():
-                    arrays.top_p_candidates(
-                        probs,
-                        t["top_p"],
-                        t["batch_id_per_token_output"],
-                        candidate_ids=ids,
-                        candidate_scores=scores,
-                        candidate_lens=lens,
-                        max_candidate_len=64,
-                        **device.kw,
-                    )
+        def candidates():
+            arrays.top_p_candidates(
+                probs,
+                t["top_p"],
+                t["batch_id_per_token_output"],
+                candidate_ids=ids,
+                candidate_scores=scores,
+                candidate_lens=lens,
+                max_candidate_len=64,
+                **device.kw,
+            )
 
-                def torch_sort_sample():  # the hand-written runner sampler: sort, cumsum, mask, multinomial
-                    ordered, order = torch.sort(probs, dim=-1, descending=True)
-                    keep = torch.cumsum(ordered, dim=-1) - ordered <= TOP_P
-                    if top_k:
-                        keep[:, top_k:] = False
-                    return torch.gather(order, 1, torch.multinomial(ordered * keep, 1))
+        def torch_sort_sample():  # the hand-written runner sampler: sort, cumsum, mask, multinomial
+            ordered, order = torch.sort(probs, dim=-1, descending=True)
+            keep = torch.cumsum(ordered, dim=-1) - ordered <= TOP_P
+            if top_k:
+                keep[:, top_k:] = False
+            return torch.gather(order, 1, torch.multinomial(ordered * keep, 1))
 
-                if fi is not None:
-                    fi_sample = (
-                        "flashinfer top_k_top_p_sampling",
-                        lambda: fi.top_k_top_p_sampling_from_probs(probs, row_k, row_p, filter_apply_order="joint"),
-                    )
-                    fi_target = (
-                        ("flashinfer top_p_renorm", lambda: fi.top_p_renorm_probs(probs, row_p))
-                        if not top_k
-                        else (
-                            "flashinfer top_k+top_p renorm",
-                            lambda: fi.top_p_renorm_probs(fi.top_k_renorm_probs(probs, row_k), row_p),
-                        )
-                    )
-                else:
-                    fi_sample = fi_target = ("", None)
-                jobs = [("sample_tokens", sample, fi_sample), ("top_k_top_p_probs", target, fi_target)]
-                if not top_k:
-                    jobs.append(("top_p_candidates", candidates, ("torch sort top-p", torch_sort_sample)))
-                for op, fn, (peer, peer_fn) in jobs:
-                    peer_s = peer_seconds(device, peer_fn, peer) if peer_fn is not None else None
-                    if op == "sample_tokens" and peer_s is None:
-                        peer, peer_s = "torch sort top-k/top-p", peer_seconds(device, torch_sort_sample, "torch")
-                    table.add(op, workload, batch, device.seconds(fn), device.graph_seconds(fn), floor, peer, peer_s)
+        if fi is not None:
+            fi_sample = (
+                "flashinfer top_k_top_p_sampling",
+                lambda: fi.top_k_top_p_sampling_from_probs(probs, row_k, row_p, filter_apply_order="joint"),
+            )
+            fi_target = (
+                ("flashinfer top_p_renorm", lambda: fi.top_p_renorm_probs(probs, row_p))
+                if not top_k
+                else (
+                    "flashinfer top_k+top_p renorm",
+                    lambda: fi.top_p_renorm_probs(fi.top_k_renorm_probs(probs, row_k), row_p),
+                )
+            )
+        else:
+            fi_sample = fi_target = ("", None)
+        jobs = [("sample_tokens", sample, fi_sample), ("top_k_top_p_probs", target, fi_target)]
+        if not top_k:
+            jobs.append(("top_p_candidates", candidates, ("torch sort top-p", torch_sort_sample)))
+        for op, fn, (peer, peer_fn) in jobs:
+            peer_s = peer_seconds(device, peer_fn, peer) if peer_fn is not None else None
+            if op == "sample_tokens" and peer_s is None:
+                peer, peer_s = "torch sort top-k/top-p", peer_seconds(device, torch_sort_sample, "torch")
+            table.add(op, workload, batch, device.seconds(fn), device.graph_seconds(fn), floor, peer, peer_s)
 
 
 def verify_rows(device: Device, table: Table, batches: list[int], vocab: int, fi) -> None:
@@ -283,37 +282,36 @@ def verify_rows(device: Device, table: Table, batches: list[int], vocab: int, fi
     torch = device.torch
     rng = np.random.default_rng(1)
     bandwidth = device.read_bandwidth()
-    for kind in KINDS:
-        for batch in batches:
-            a = verify_inputs(kind, batch, vocab, rng)
-            floor = (a["target_probs"].nbytes + a["draft_probs"].nbytes) / bandwidth
-            t = {n: device.tensor(v) for n, v in a.items()}
-            peer, peer_fn = "", None
-            if fi is not None:
-                draft_probs = t["draft_probs"].view(batch, K + 1, vocab)[:, :K].contiguous()
-                target_probs = t["target_probs"].view(batch, K + 1, vocab)
-                draft_ids = t["draft_tokens"][:, 1:].contiguous().to(torch.int32)
-                peer = "flashinfer chain_speculative_sampling"
+    for kind, batch in itertools.product(KINDS, batches):
+        a = verify_inputs(kind, batch, vocab, rng)
+        floor = (a["target_probs"].nbytes + a["draft_probs"].nbytes) / bandwidth
+        t = {n: device.tensor(v) for n, v in a.items()}
+        peer, peer_fn = "", None
+        if fi is not None:
+            draft_probs = t["draft_probs"].view(batch, K + 1, vocab)[:, :K].contiguous()
+            target_probs = t["target_probs"].view(batch, K + 1, vocab)
+            draft_ids = t["draft_tokens"][:, 1:].contiguous().to(torch.int32)
+            peer = "flashinfer chain_speculative_sampling"
 
-                def peer_fn():
-                    fi.chain_speculative_sampling(draft_probs, draft_ids, target_probs, deterministic=True)
+            def peer_fn():
+                fi.chain_speculative_sampling(draft_probs, draft_ids, target_probs, deterministic=True)
 
-            peer_s = peer_seconds(device, peer_fn, peer) if peer_fn is not None else None
-            for strategy in ("rejection", "block"):
+        peer_s = peer_seconds(device, peer_fn, peer) if peer_fn is not None else None
+        for strategy in ("rejection", "block"):
 
-                def verify(strategy=strategy):
-                    arrays.verify_draft_tokens(**t, strategy=strategy, **device.kw)
+            def verify(strategy=strategy):
+                arrays.verify_draft_tokens(**t, strategy=strategy, **device.kw)
 
-                table.add(
-                    f"verify_draft_tokens {strategy}",
-                    kind,
-                    batch,
-                    device.seconds(verify),
-                    device.graph_seconds(verify),
-                    floor,
-                    peer,
-                    peer_s,
-                )
+            table.add(
+                f"verify_draft_tokens {strategy}",
+                kind,
+                batch,
+                device.seconds(verify),
+                device.graph_seconds(verify),
+                floor,
+                peer,
+                peer_s,
+            )
 
 
 def bitmask_rows(device: Device, table: Table, batches: list[int], vocab: int) -> None:

@@ -251,6 +251,10 @@ def main(argv=None) -> int:
         return decode_grid(args)
 
     results = []
+
+    def record(kind: str, rows: int, op: str, **timings) -> None:
+        results.append({"kind": kind, "rows": rows, "vocab": args.vocab, "op": op, **timings})
+
     if args.device == "cpu":
         from fastspec import arrays
 
@@ -282,17 +286,7 @@ def main(argv=None) -> int:
                         f"{fmt_time(base)} {base / sec:7.1f}x",
                         flush=True,
                     )
-                    results.append(
-                        {
-                            "kind": kind,
-                            "rows": rows,
-                            "vocab": args.vocab,
-                            "op": op,
-                            "time_s": sec,
-                            "floor_s": floor,
-                            "argpartition_s": base,
-                        }
-                    )
+                    record(kind, rows, op, time_s=sec, floor_s=floor, argpartition_s=base)
             else:
                 floor = probs.nbytes / bandwidth
                 cand, sample, cand_graph, sample_graph, peers = cuda_runners(a, args.k)
@@ -307,17 +301,7 @@ def main(argv=None) -> int:
                     gsec = cuda_seconds(graph) if graph is not None else None
                     extra = f" {fmt_time(gsec)} {gsec / floor:6.2f}" if gsec is not None else ""
                     print(f"{kind:8} {rows:4d} {op:38} {fmt_time(sec)} {sec / floor:6.2f}{extra}", flush=True)
-                    results.append(
-                        {
-                            "kind": kind,
-                            "rows": rows,
-                            "vocab": args.vocab,
-                            "op": op,
-                            "time_s": sec,
-                            "graph_s": gsec,
-                            "floor_s": floor,
-                        }
-                    )
+                    record(kind, rows, op, time_s=sec, graph_s=gsec, floor_s=floor)
 
     name = f"sampling_{args.device}" + (f"_{threads}t" if args.device == "cpu" else "") + args.tag
     path = write_json(

@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from bench.common import cpu_read_seconds, fmt_time, median_seconds, report
+from bench.common import cpu_read_seconds, fmt_time, median_seconds, report_batches
 from fastspec.cli.errors import ArgumentParser, int_list, int_range, user_errors
 
 K = 5
@@ -177,21 +177,17 @@ def main(argv=None) -> int:
     paddle.set_device("cpu")
     tokenizer, schema, documents = tokenizer_and_documents(args.vocab)
     print(f"byte-level BPE tokenizer: {tokenizer.get_vocab_size()} ids; K = {K}; every slot constrained", flush=True)
-    records = []
-    with paddle.no_grad():
-        for batch in args.batches:
-            r = measure(batch, tokenizer, schema, documents, args.steps)
-            records.append(r)
-            print(
-                f"B={batch:<4} rows {r['rows']:5d}: host {fmt_time(r['host_s'])} (before the model "
-                f"{fmt_time(r['before_model_s'])}; masks {fmt_time(r['masks_s'])})  "
-                f"op {fmt_time(r['op_s'])} floor {fmt_time(r['op_floor_s'])} ratio {r['op_ratio']:.1f}  "
-                f"host reads {r['host_reads_per_step']}",
-                flush=True,
-            )
-    return report(
-        "structured_output",
-        {"benchmark": "structured_output", "device": "cpu", "records": records},
+
+    def line(r: dict) -> str:
+        return (
+            f"B={r['batch']:<4} rows {r['rows']:5d}: host {fmt_time(r['host_s'])} (before the model "
+            f"{fmt_time(r['before_model_s'])}; masks {fmt_time(r['masks_s'])})  "
+            f"op {fmt_time(r['op_s'])} floor {fmt_time(r['op_floor_s'])} ratio {r['op_ratio']:.1f}  "
+            f"host reads {r['host_reads_per_step']}"
+        )
+
+    return report_batches(
+        "structured_output", args.batches, lambda batch: measure(batch, tokenizer, schema, documents, args.steps), line
     )
 
 

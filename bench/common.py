@@ -91,6 +91,19 @@ def report(name: str, payload: dict) -> int:
     return 0
 
 
+def report_batches(name: str, batches, measure: Callable[[int], dict], line: Callable[[dict], str]) -> int:
+    """A CPU benchmark of one record a batch size: ``measure(batch)`` with gradients off, each record printed as
+    ``line(record)`` as it comes, then all reported as ``bench/results/<name>.json``."""
+    import paddle
+
+    records = []
+    with paddle.no_grad():
+        for batch in batches:
+            records.append(measure(batch))
+            print(line(records[-1]), flush=True)
+    return report(name, {"benchmark": name, "device": "cpu", "records": records})
+
+
 def fmt_time(seconds: float) -> str:
     return f"{seconds * 1e3:9.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:9.1f} us"
 

@@ -4,37 +4,28 @@ against the reference on random and wild calls in every launch, and on the contr
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from tests.helpers import adaptive_cases as cases
-from tests.helpers.devices import DEVICES
+from tests.helpers.devices import DEVICES, check_random_calls
 
 OPS = ("adaptive_plan", "adaptive_observe")
-devices = pytest.mark.parametrize("device", DEVICES, ids=str)
+pytestmark = pytest.mark.parametrize("device", DEVICES, ids=str)  # every test runs on both devices
 
 
-@devices
+def check_op_calls(device, op: str, calls: list, first_launch: int = 0) -> None:
+    run, reference = partial(cases.run_arrays, op), partial(cases.run_reference, op)
+    check_random_calls(device, calls, run, reference, partial(cases.assert_bit_equal, op), first_launch)
+
+
 @pytest.mark.parametrize("op", OPS)
 def test_random_calls_match_the_reference(device, op):
-    for i, (arrays, attrs) in enumerate(cases.cases(op, seed=21, count=48)):
-        options = device.launch(i)
-        cases.assert_bit_equal(
-            op,
-            cases.run_arrays(op, arrays, attrs, **options),
-            cases.run_reference(op, arrays, attrs),
-            f"case {i} {device.describe(options)}",
-        )
+    check_op_calls(device, op, cases.cases(op, seed=21, count=48))
 
 
-@devices
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("batch", [256, 300])  # 300 x 6 = 1800 candidates: CUDA threads rank several each
 def test_large_batches_match_the_reference(device, op, batch):
-    for i, (arrays, attrs) in enumerate(cases.cases(op, seed=batch, count=2, b=batch, k=5)):
-        options = device.launch(i + 1)
-        cases.assert_bit_equal(
-            op,
-            cases.run_arrays(op, arrays, attrs, **options),
-            cases.run_reference(op, arrays, attrs),
-            device.describe(options),
-        )
+    check_op_calls(device, op, cases.cases(op, seed=batch, count=2, b=batch, k=5), first_launch=1)

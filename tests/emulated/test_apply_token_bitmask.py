@@ -7,23 +7,17 @@ import numpy as np
 import pytest
 
 from tests.helpers import bitmask_cases as cases
-from tests.helpers.devices import DEVICES
+from tests.helpers.devices import DEVICES, check_random_calls
 
-devices = pytest.mark.parametrize("device", DEVICES, ids=str)
+pytestmark = pytest.mark.parametrize("device", DEVICES, ids=str)  # every test runs on both devices
 
 
-@devices
 def test_random_calls_match_the_reference(device):
-    for i, (arrays, attrs) in enumerate(cases.cases(seed=43, count=64)):
-        options = device.launch(i)
-        cases.assert_bit_equal(
-            cases.run_arrays(arrays, attrs, **options),
-            cases.run_reference(arrays, attrs),
-            f"case {i} {device.describe(options)}",
-        )
+    check_random_calls(
+        device, cases.cases(seed=43, count=64), cases.run_arrays, cases.run_reference, cases.assert_bit_equal
+    )
 
 
-@devices
 @pytest.mark.parametrize("dtype", cases.DTYPES)
 def test_large_vocab_matches_the_reference(device, dtype):
     rng = np.random.default_rng(len(dtype) + 1)

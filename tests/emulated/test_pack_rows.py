@@ -7,20 +7,17 @@ import numpy as np
 import pytest
 
 from tests.helpers import pack_rows_cases as cases
-from tests.helpers.devices import DEVICES
+from tests.helpers.devices import DEVICES, check_random_calls
 
-devices = pytest.mark.parametrize("device", DEVICES, ids=str)
+pytestmark = pytest.mark.parametrize("device", DEVICES, ids=str)  # every test runs on both devices
 
 
-@devices
 def test_random_calls_match_the_reference(device):
-    for i, (arrays, attrs) in enumerate(cases.cases(seed=29, count=64)):
-        options = device.launch(i)
-        got = cases.run_arrays(arrays, attrs, **options)
-        cases.assert_equal(got, cases.run_reference(arrays, attrs), f"case {i} {device.describe(options)}")
+    check_random_calls(
+        device, cases.cases(seed=29, count=64), cases.run_arrays, cases.run_reference, cases.assert_equal
+    )
 
 
-@devices
 def test_a_large_batch(device):
     arrays, attrs = cases.case(np.random.default_rng(3), batch=700, k=5, proposal=True)
     arrays["batch_id_per_token_output"] = np.zeros(700 * 6, np.int32)

@@ -8,21 +8,21 @@ import numpy as np
 import pytest
 
 from tests.helpers import logits_cases as cases
-from tests.helpers.devices import DEVICES
+from tests.helpers.devices import DEVICES, check_random_calls
 
-devices = pytest.mark.parametrize("device", DEVICES, ids=str)
+pytestmark = pytest.mark.parametrize("device", DEVICES, ids=str)  # every test runs on both devices
 
 
-@devices
 def test_random_calls_match_the_reference(device):
-    for i, arrays in enumerate(cases.cases(seed=23, count=60)):
-        options = device.launch(i)
-        cases.assert_bit_equal(
-            cases.run_arrays(arrays, **options), cases.run_reference(arrays), f"case {i} {device.describe(options)}"
-        )
+    check_random_calls(
+        device,
+        [(arrays,) for arrays in cases.cases(seed=23, count=60)],
+        cases.run_arrays,
+        cases.run_reference,
+        cases.assert_bit_equal,
+    )
 
 
-@devices
 @pytest.mark.parametrize("tree", [False, True])
 def test_long_histories_match_the_reference(device, tree):
     rng = np.random.default_rng(5 + tree)

@@ -23,11 +23,10 @@ from tests.helpers.sampling_cases import (
     TOP_P_ODD,
     TOP_PS,
     large_vocab_case,
-    make_batch,
     make_probs,
     min_p_values,
     probs_case,
-    request_params,
+    sample_case,
 )
 
 DTYPES = ["float32", "float16", "bfloat16"]
@@ -88,12 +87,8 @@ def test_candidates_match_the_reference(device, dtype, vocab, k):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("vocab", VOCABS)
 def test_sample_matches_the_reference(device, dtype, vocab):
-    rng = np.random.default_rng(vocab + 3)
-    rows_per_request = [1, 3, 2, 1, 4, 1, 2, 5]
-    cu, batch_id = make_batch(rng, rows_per_request, padding_rows=3)
-    probs = in_dtype(make_probs(rng, vocab, len(batch_id)), dtype)
-    top_p, top_k, seed, step = request_params(rng, len(rows_per_request), vocab)
-    args = (top_p, top_k, seed, step, batch_id, cu)
+    probs, *args = sample_case(np.random.default_rng(vocab + 3), vocab)
+    probs = in_dtype(probs, dtype)
     for n, stream in enumerate((ref.STREAM_TARGET, ref.STREAM_DRAFT)):
         options = device.launch(vocab + n + len(dtype))
         assert np.array_equal(sample(probs, args, options, stream), ref.sample_tokens(probs, *args, stream=stream)), (
@@ -121,11 +116,10 @@ def test_top_k_top_p_probs_matches_the_reference(device, dtype, vocab):
 def test_min_p_matches_the_reference(device, dtype, vocab):
     """The three ops with min_p per request (edge values included): its floor, then top-k and top-p."""
     rng = np.random.default_rng(vocab + 29)
-    rows_per_request = [1, 3, 2, 1, 4, 1, 2, 5]
-    cu, batch_id = make_batch(rng, rows_per_request, padding_rows=3)
-    probs = in_dtype(make_probs(rng, vocab, len(batch_id)), dtype)
-    top_p, top_k, seed, step = request_params(rng, len(rows_per_request), vocab)
-    min_p = min_p_values(rng, len(rows_per_request))
+    probs, *args = sample_case(rng, vocab)
+    probs = in_dtype(probs, dtype)
+    top_p, top_k, _, _, batch_id, _ = args
+    min_p = min_p_values(rng, len(top_p))
     k = min(64, vocab)
     context = device.describe(device.launch(vocab))
     assert_candidates_equal(
@@ -133,7 +127,6 @@ def test_min_p_matches_the_reference(device, dtype, vocab):
         ref.top_p_candidates(probs, top_p, batch_id, min_p, max_candidate_len=k),
         context,
     )
-    args = (top_p, top_k, seed, step, batch_id, cu)
     got = sample(probs, args, device.launch(vocab + 1), min_p=min_p)
     assert np.array_equal(got, ref.sample_tokens(probs, *args, min_p)), device.describe(device.launch(vocab + 1))
     assert_bits(
@@ -166,11 +159,8 @@ def test_many_rows_equal_the_cpu_kernels(device):
     """Rows spread over many clusters or blocks: the emulated kernels against the CPU kernels
     (which the CPU tests hold to the reference)."""
     rng = np.random.default_rng(99)
-    vocab = 1024
-    cu, batch_id = make_batch(rng, [int(x) for x in rng.integers(1, 5, 40)], padding_rows=5)
-    probs = make_probs(rng, vocab, len(batch_id))
-    top_p, top_k, seed, step = request_params(rng, 40, vocab)
-    args = (top_p, top_k, seed, step, batch_id, cu)
+    probs, *args = sample_case(rng, 1024, [int(x) for x in rng.integers(1, 5, 40)], padding_rows=5)
+    top_p, top_k, _, _, batch_id, _ = args
     for options in (device.launches[n] for n in device.wide):
         context = device.describe(options)
         assert np.array_equal(sample(probs, args, options), sample(probs, args, {})), context

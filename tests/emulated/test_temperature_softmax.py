@@ -7,23 +7,17 @@ import numpy as np
 import pytest
 
 from tests.helpers import softmax_cases as cases
-from tests.helpers.devices import DEVICES
+from tests.helpers.devices import DEVICES, check_random_calls
 
-devices = pytest.mark.parametrize("device", DEVICES, ids=str)
+pytestmark = pytest.mark.parametrize("device", DEVICES, ids=str)  # every test runs on both devices
 
 
-@devices
 def test_random_calls_match_the_reference(device):
-    for i, (arrays, attrs) in enumerate(cases.cases(seed=17, count=48)):
-        options = device.launch(i)
-        cases.assert_bit_equal(
-            cases.run_arrays(arrays, attrs, **options),
-            cases.run_reference(arrays, attrs),
-            f"case {i} {device.describe(options)}",
-        )
+    check_random_calls(
+        device, cases.cases(seed=17, count=48), cases.run_arrays, cases.run_reference, cases.assert_bit_equal
+    )
 
 
-@devices
 @pytest.mark.parametrize("vocab", [32000, 151936])
 def test_large_vocab_matches_the_reference(device, vocab):
     arrays, attrs = cases.case(np.random.default_rng(vocab), rows=3, vocab=vocab, batch=3)

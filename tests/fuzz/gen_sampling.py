@@ -48,6 +48,13 @@ def _rows(rng: np.random.Generator, vocab: int) -> tuple[np.ndarray, np.ndarray,
     return cu, batch_id, batch
 
 
+def _requests(rng: np.random.Generator) -> tuple[int, np.ndarray, np.ndarray, int, tuple[np.ndarray, ...]]:
+    """A vocabulary, a batch's rows (``_rows``) and its requests' top_p, top_k, seed and step_idx."""
+    vocab = _vocab(rng)
+    cu, batch_id, batch = _rows(rng, vocab)
+    return vocab, cu, batch_id, batch, request_params(rng, batch, vocab)
+
+
 def _min_p(rng: np.random.Generator, probs: np.ndarray, batch_id: np.ndarray, batch: int) -> np.ndarray | None:
     """Left out, or each request's min_p: the edge values, uniform ones, or a ratio that puts the cut
     exactly at one of the request's entries (read as float32 of any dtype)."""
@@ -79,10 +86,8 @@ def _garbage(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np
 
 
 def candidates_call(rng: np.random.Generator) -> tuple[dict, dict]:
-    vocab = _vocab(rng)
-    _, batch_id, batch = _rows(rng, vocab)
+    vocab, _, batch_id, batch, (top_p, _, _, _) = _requests(rng)
     rows = len(batch_id)
-    top_p, _, _, _ = request_params(rng, batch, vocab)
     top_k_max = min(vocab, MAX_CANDIDATE_LEN)
     k = int(rng.choice([1, min(5, top_k_max), top_k_max, int(rng.integers(1, top_k_max + 1))]))
     probs = _probs(rng, vocab, rows)
@@ -110,10 +115,8 @@ def _top_k(rng: np.random.Generator, top_k: np.ndarray, vocab: int) -> np.ndarra
 
 
 def sample_call(rng: np.random.Generator) -> tuple[dict, dict]:
-    vocab = _vocab(rng)
-    cu, batch_id, batch = _rows(rng, vocab)
+    vocab, cu, batch_id, batch, (top_p, top_k, seed, step_idx) = _requests(rng)
     rows = len(batch_id)
-    top_p, top_k, seed, step_idx = request_params(rng, batch, vocab)
     top_k = _top_k(rng, top_k, vocab)
     probs = _probs(rng, vocab, rows)
     arrays = {
@@ -131,10 +134,8 @@ def sample_call(rng: np.random.Generator) -> tuple[dict, dict]:
 
 
 def probs_call(rng: np.random.Generator) -> tuple[dict, dict]:
-    vocab = _vocab(rng)
-    _, batch_id, batch = _rows(rng, vocab)
+    vocab, _, batch_id, batch, (top_p, top_k, _, _) = _requests(rng)
     rows = len(batch_id)
-    top_p, top_k, _, _ = request_params(rng, batch, vocab)
     probs = _probs(rng, vocab, rows)
     arrays = {
         "probs": probs,

@@ -17,17 +17,8 @@ import numpy as np
 
 from fastspec import arrays
 from fastspec import reference as ref
+from tests.helpers import sampling_cases as cases
 from tests.helpers.cuda import replay_on_new_inputs, target, tensor
-from tests.helpers.sampling_cases import (
-    KINDS,
-    TOP_P_ODD,
-    TOP_PS,
-    make_batch,
-    make_probs,
-    min_p_values,
-    request_params,
-    to_bf16_bits,
-)
 
 
 def device_probs(probs: np.ndarray, dtype: str) -> tuple[torch.Tensor, np.ndarray]:
@@ -38,7 +29,7 @@ def device_probs(probs: np.ndarray, dtype: str) -> tuple[torch.Tensor, np.ndarra
     if dtype == "float16":
         host = probs.astype(np.float16)
         return torch.from_numpy(host).to(target.device, copy=True), host
-    host = to_bf16_bits(probs)
+    host = cases.to_bf16_bits(probs)
     return torch.from_numpy(host.view(np.int16)).to(target.device, copy=True).view(torch.bfloat16), host
 
 
@@ -110,9 +101,9 @@ def test_spec_example_candidates_and_sample():
 def test_candidates_match_reference(dtype, vocab, k):
     k = min(k, vocab)
     rng = np.random.default_rng(vocab * 31 + k)
-    rows = 2 * len(KINDS) if vocab < 32000 else len(KINDS)
-    probs = make_probs(rng, vocab, rows)
-    top_p = np.array(TOP_PS + TOP_P_ODD, np.float32)
+    rows = 2 * len(cases.KINDS) if vocab < 32000 else len(cases.KINDS)
+    probs = cases.make_probs(rng, vocab, rows)
+    top_p = np.array(cases.TOP_PS + cases.TOP_P_ODD, np.float32)
     batch_id = rng.integers(-1, len(top_p) + 1, rows).astype(np.int32)
     probs_dev, host = device_probs(probs, dtype)
     expected = ref.top_p_candidates(host, top_p, batch_id, max_candidate_len=k)
@@ -122,7 +113,7 @@ def test_candidates_match_reference(dtype, vocab, k):
 @pytest.mark.parametrize("k", [1, 64, 1024])
 def test_candidates_large_vocab(k):
     rng = np.random.default_rng(k)
-    probs = make_probs(rng, 151936, 4, kinds=("peaked", "uniform", "ties", "special"))
+    probs = cases.make_probs(rng, 151936, 4, kinds=("peaked", "uniform", "ties", "special"))
     top_p = np.array([0.95, 0.5, 1.0, 1e-6], np.float32)
     batch_id = np.arange(4, dtype=np.int32)
     expected = ref.top_p_candidates(probs, top_p, batch_id, max_candidate_len=k)
@@ -133,13 +124,9 @@ def test_candidates_large_vocab(k):
 @pytest.mark.parametrize("vocab", [1, 7, 300, 32000, 151936])
 def test_sample_matches_reference(dtype, vocab):
     target.skip_slow_dtype(dtype, vocab)
-    rng = np.random.default_rng(vocab + 3)
     rows_per_request = [1, 3, 2, 1, 4, 1, 2, 5] if vocab < 32000 else [1, 2, 1, 3]
-    cu, batch_id = make_batch(rng, rows_per_request, padding_rows=3)
-    probs = make_probs(rng, vocab, len(batch_id))
-    top_p, top_k, seed, step = request_params(rng, len(rows_per_request), vocab)
+    probs, *args = cases.sample_case(np.random.default_rng(vocab + 3), vocab, rows_per_request)
     probs_dev, host = device_probs(probs, dtype)
-    args = (top_p, top_k, seed, step, batch_id, cu)
     for stream in (ref.STREAM_TARGET, ref.STREAM_DRAFT):
         assert np.array_equal(cuda_sample(probs_dev, *args, stream), ref.sample_tokens(host, *args, stream=stream))
 
@@ -151,12 +138,10 @@ def test_min_p_matches_reference(dtype, vocab):
     target.skip_slow_dtype(dtype, vocab)
     rng = np.random.default_rng(vocab + 19)
     rows_per_request = [1, 3, 2, 1, 4, 1, 2, 5] if vocab < 32000 else [1, 2, 1, 3]
-    cu, batch_id = make_batch(rng, rows_per_request, padding_rows=3)
-    probs = make_probs(rng, vocab, len(batch_id))
-    top_p, top_k, seed, step = request_params(rng, len(rows_per_request), vocab)
-    min_p = min_p_values(rng, len(rows_per_request))
+    probs, *args = cases.sample_case(rng, vocab, rows_per_request)
+    top_p, _, _, _, batch_id, _ = args
+    min_p = cases.min_p_values(rng, len(top_p))
     probs_dev, host = device_probs(probs, dtype)
-    args = (top_p, top_k, seed, step, batch_id, cu)
     got = cuda_sample(probs_dev, *args, min_p=min_p)
     assert np.array_equal(got, ref.sample_tokens(host, *args, min_p))
     k = min(64, vocab)
@@ -165,28 +150,19 @@ def test_min_p_matches_reference(dtype, vocab):
 
 
 def test_sample_large_vocab():
-    rng = np.random.default_rng(5)
-    cu, batch_id = make_batch(rng, [2, 1, 2], padding_rows=1)
-    probs = make_probs(rng, 151936, len(batch_id), kinds=("peaked", "uniform", "ties", "special", "zeros"))
-    top_p = np.array([0.9, 0.5, 1.0], np.float32)
-    top_k = np.array([0, 50, 1000], np.int32)
-    seed = np.array([1, 2, 3], np.int64)
-    step = np.array([10, 0, 99], np.int64)
-    expected = ref.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu)
-    assert np.array_equal(cuda_sample(dev(probs), top_p, top_k, seed, step, batch_id, cu), expected)
+    probs, *args = cases.large_vocab_case(np.random.default_rng(5))
+    assert np.array_equal(cuda_sample(dev(probs), *args), ref.sample_tokens(probs, *args))
 
 
 @pytest.mark.slow
 def test_cuda_matches_cpu_kernel_on_many_rows():
     """Many rows at a mid vocabulary: the CUDA kernel against the CPU kernel (itself tested against the reference)."""
     rng = np.random.default_rng(99)
-    vocab = 4096
-    cu, batch_id = make_batch(rng, [int(x) for x in rng.integers(1, 5, 100)], padding_rows=5)
-    probs = make_probs(rng, vocab, len(batch_id))
-    top_p, top_k, seed, step = request_params(rng, 100, vocab)
+    probs, *args = cases.sample_case(rng, 4096, [int(x) for x in rng.integers(1, 5, 100)], padding_rows=5)
+    top_p, _, _, _, batch_id, _ = args
     tokens = np.zeros(len(batch_id), np.int64)
-    arrays.sample_tokens(probs, top_p, top_k, seed, step, batch_id, cu, tokens=tokens)
-    assert np.array_equal(cuda_sample(dev(probs), top_p, top_k, seed, step, batch_id, cu), tokens)
+    arrays.sample_tokens(probs, *args, tokens=tokens)
+    assert np.array_equal(cuda_sample(dev(probs), *args), tokens)
     rows = len(batch_id)
     ids, scores, lens = np.zeros((rows, 100), np.int64), np.zeros((rows, 100), np.float32), np.zeros(rows, np.int32)
     arrays.top_p_candidates(
@@ -220,12 +196,12 @@ def test_graph_replay_with_new_probabilities_and_seeds(stream):
     probabilities, top-p, top-k, seeds and steps."""
     rng = np.random.default_rng(8 + stream)
     vocab, k = 1000, 32
-    cu, batch_id = make_batch(rng, [2, 1, 3, 2], padding_rows=1)
+    cu, batch_id = cases.make_batch(rng, [2, 1, 3, 2], padding_rows=1)
     rows = len(batch_id)
 
     def requests() -> dict:
-        new = {"probs": make_probs(rng, vocab, rows), "min_p": min_p_values(rng, 4)}
-        new["top_p"], new["top_k"], new["seed"], new["step_idx"] = request_params(rng, 4, vocab)
+        new = {"probs": cases.make_probs(rng, vocab, rows), "min_p": cases.min_p_values(rng, 4)}
+        new["top_p"], new["top_k"], new["seed"], new["step_idx"] = cases.request_params(rng, 4, vocab)
         return new
 
     t = {name: dev(value) for name, value in {**requests(), "batch_id": batch_id, "cu": cu}.items()}
@@ -237,23 +213,10 @@ def test_graph_replay_with_new_probabilities_and_seeds(stream):
     )
 
     def step():
-        arrays.sample_tokens(
-            t["probs"],
-            t["top_p"],
-            t["top_k"],
-            t["seed"],
-            t["step_idx"],
-            t["batch_id"],
-            t["cu"],
-            t["min_p"],
-            tokens=t["tokens"],
-            rand_stream=stream,
-        )
+        sample_inputs = ("probs", "top_p", "top_k", "seed", "step_idx", "batch_id", "cu", "min_p")
+        arrays.sample_tokens(*(t[n] for n in sample_inputs), tokens=t["tokens"], rand_stream=stream)
         arrays.top_p_candidates(
-            t["probs"],
-            t["top_p"],
-            t["batch_id"],
-            t["min_p"],
+            *(t[n] for n in ("probs", "top_p", "batch_id", "min_p")),
             candidate_ids=t["ids"],
             candidate_scores=t["scores"],
             candidate_lens=t["lens"],

@@ -9,7 +9,7 @@ their launch (many clusters against many blocks)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 XPU_GRIDS = ((1, 64), (2, 64), (12, 64), (3, 16))  # (clusters, cores); (3, 16): the kernels are shape-free
 CUDA_ORDERS = (("forward", 0), ("reverse", 0), ("shuffle", 1), ("shuffle", 2))
@@ -82,3 +82,19 @@ def launch_id(value) -> str:
         if isinstance(value, EmulatedDevice)
         else (_describe_xpu(value) if value["backend"] == "xpu_emulator" else _describe_cuda(value))
     )
+
+
+def check_random_calls(
+    device: EmulatedDevice,
+    calls: Iterable[tuple],
+    run: Callable,
+    reference: Callable,
+    assert_same: Callable,
+    first_launch: int = 0,
+) -> None:
+    """Each call (the positional arguments of ``run`` and ``reference``) on one launch of ``device``, call i on
+    launch ``first_launch + i`` (so a batch of random calls cycles through the launches), compared with the
+    reference by ``assert_same(actual, expected, context)``."""
+    for i, call in enumerate(calls):
+        options = device.launch(first_launch + i)
+        assert_same(run(*call, **options), reference(*call), f"case {i} {device.describe(options)}")

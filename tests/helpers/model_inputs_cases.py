@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.helpers.named_outputs import assert_outputs_equal, reference_outputs
+
 NAMES = (
     "token_ids_all",
     "prompt_lens",
@@ -70,13 +72,8 @@ def run_arrays(arrays: dict, attrs: dict, **options) -> dict[str, np.ndarray]:
 
 
 def run_reference(arrays: dict, attrs: dict) -> dict[str, np.ndarray]:
-    from fastspec import reference as ref
-
-    return dict(zip(OUTPUTS, ref.model_inputs(*(arrays[name] for name in NAMES), **attrs)))
+    return reference_outputs("model_inputs", NAMES, OUTPUTS, arrays, attrs)
 
 
 def assert_equal(actual: dict, expected: dict, context: str = "") -> None:
-    for name in OUTPUTS:
-        a, e = np.asarray(actual[name]), np.asarray(expected[name])
-        assert a.dtype == e.dtype and a.shape == e.shape, f"model_inputs {context}: {name} {a.dtype}{a.shape}"
-        assert np.array_equal(a, e), f"model_inputs {context}: {name}\n{a}\n!=\n{e}"
+    assert_outputs_equal("model_inputs", OUTPUTS, actual, expected, context)

@@ -95,3 +95,13 @@ def random_anchors(rng: np.random.Generator, arrays: dict) -> np.ndarray:
 def repeat_slots(arrays: dict, count: int) -> dict:
     """The case with each of its slots ``count`` times over (copies)."""
     return {name: np.repeat(value, count, axis=0) for name, value in arrays.items()}
+
+
+def slot_kinds(arrays: dict, fed: list[int]) -> dict:
+    """A one-slot case as three slots of each kind: prefilling 7 prompt tokens, decoding after 5, and inactive;
+    ``fed``: their seq_lens_this_time."""
+    arrays = repeat_slots(arrays, 3)
+    arrays["seq_lens_encoder"][:] = [7, 0, 0]
+    arrays["seq_lens_decoder"][:] = [0, 5, 0]
+    arrays["seq_lens_this_time"][:] = fed
+    return arrays

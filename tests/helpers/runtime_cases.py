@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import paddle
 
+from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.generation import GenerationResult, generate
 from fastspec.runtime.state import RequestParams, SpecState
 
@@ -77,9 +78,10 @@ def generate_workload(model, work, config, *, batch: int, params, **options) -> 
 REPLAY_AUX_IDS = (1, 2, 4)  # the layers whose hidden states the replay EAGLE3 target returns (of 4)
 
 
-def replay_target_and_head(method: str, refs: dict, vocab: int = 64):
+def replay_target_and_head(method: str, refs: dict, vocab: int = 64, peaks: tuple[float, float] = (0.95, 0.8)):
     """The copy task's replay target for ``method`` (end token 0) and its draft head, None where the method has
-    none: hidden states for mtp and hybrid, the auxiliary ones of ``REPLAY_AUX_IDS`` for eagle3."""
+    none: hidden states for mtp and hybrid, the auxiliary ones of ``REPLAY_AUX_IDS`` for eagle3. ``peaks``: the
+    probability the target and the head give the reference's token."""
     from fastspec.demo.draft_models import (
         ReplayAuxHiddenStates,
         ReplayDraftHead,
@@ -88,17 +90,39 @@ def replay_target_and_head(method: str, refs: dict, vocab: int = 64):
     )
     from fastspec.demo.models import ReplayModel
 
-    model = ReplayModel(refs, vocab, end_token=0)
+    target_peak, head_peak = peaks
+    model = ReplayModel(refs, vocab, end_token=0, peak=target_peak)
     if method in ("mtp", "hybrid"):
-        return ReplayHiddenStates(model), ReplayDraftHead(refs, vocab, end_token=0, peak=0.8)
+        return ReplayHiddenStates(model), ReplayDraftHead(refs, vocab, end_token=0, peak=head_peak)
     if method == "eagle3":
-        head = ReplayEagle3Head(refs, vocab, REPLAY_AUX_IDS, end_token=0, peak=0.8)
+        head = ReplayEagle3Head(refs, vocab, REPLAY_AUX_IDS, end_token=0, peak=head_peak)
         return ReplayAuxHiddenStates(model, REPLAY_AUX_IDS, num_layers=4), head
     return model, None
 
 
-def generate_replay(method: str, prompts, refs: dict, config, *, slots: int, **options) -> GenerationResult:
-    """``generate`` of the copy task on ``replay_target_and_head(method)`` with ``slots`` slots; ``options``: its
-    other keywords."""
-    target, head = replay_target_and_head(method, refs)
+def generate_replay(
+    method: str,
+    prompts,
+    refs: dict,
+    config,
+    *,
+    slots: int,
+    peaks: tuple[float, float] = (0.95, 0.8),
+    model_wrapper=None,
+    **options,
+) -> GenerationResult:
+    """``generate`` of the copy task on ``replay_target_and_head(method, peaks=peaks)`` (the target wrapped by
+    ``model_wrapper`` where one is given) with ``slots`` slots; ``options``: its other keywords."""
+    target, head = replay_target_and_head(method, refs, peaks=peaks)
+    if model_wrapper is not None:
+        target = model_wrapper(target)
     return generate(target, prompts, config, max_num_seqs=slots, end_tokens=[0], draft_model=head, **options)
+
+
+def speculation(method: str, strategy: str, tree: bool = False, k: int = 4) -> SpeculativeConfig:
+    """``k`` drafts by ``method`` verified by ``strategy``, as a chain or as a tree (the top 2 at each node, 8
+    nodes at most); speculation off for method "none"."""
+    config = {"method": method, "num_speculative_tokens": k, "verify_strategy": strategy}
+    if tree:
+        config["tree"] = {"enabled": True, "top_k": 2, "max_nodes": 8}
+    return SpeculativeConfig.from_dict(config if method != "none" else {})

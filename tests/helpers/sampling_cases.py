@@ -93,14 +93,23 @@ def min_p_values(rng: np.random.Generator, batch: int, odd: bool = True) -> np.n
     return rng.choice(np.array(MIN_PS + (MIN_P_ODD if odd else ()), np.float32), batch).astype(np.float32)
 
 
+def sample_case(
+    rng: np.random.Generator, vocab: int, rows_per_request=(1, 3, 2, 1, 4, 1, 2, 5), padding_rows: int = 3
+) -> tuple[np.ndarray, ...]:
+    """sample_tokens' inputs ``(probs, top_p, top_k, seed, step_idx, batch_id, cu)``: probs [T, V] of every
+    row kind, each request's parameters (edge values included), padding rows at the end of the batch."""
+    cu, batch_id = make_batch(rng, list(rows_per_request), padding_rows=padding_rows)
+    probs = make_probs(rng, vocab, len(batch_id))
+    top_p, top_k, seed, step_idx = request_params(rng, len(rows_per_request), vocab)
+    return probs, top_p, top_k, seed, step_idx, batch_id, cu
+
+
 def probs_case(
     rng: np.random.Generator, vocab: int, rows_per_request=(1, 3, 2, 1, 4, 1, 2, 5), padding_rows: int = 3
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A top_k_top_p_probs call: probs [T, V] of every row kind, top_p f32 and top_k i32 of each request
     (edge values included), batch_id_per_token_output i32 [T] (padding rows at the end)."""
-    _, batch_id = make_batch(rng, list(rows_per_request), padding_rows=padding_rows)
-    probs = make_probs(rng, vocab, len(batch_id))
-    top_p, top_k, _, _ = request_params(rng, len(rows_per_request), vocab)
+    probs, top_p, top_k, _, _, batch_id, _ = sample_case(rng, vocab, rows_per_request, padding_rows)
     return probs, top_p, top_k, batch_id
 
 

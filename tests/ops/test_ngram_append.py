@@ -10,7 +10,7 @@ import pytest
 import fastspec.ops as ops
 from tests.helpers import ngram_harness as harness
 from tests.helpers.ngram_append_cases import ARRAY_NAMES, hybrid_example
-from tests.helpers.ngram_cases import repeat_slots
+from tests.helpers.ngram_cases import repeat_slots, slot_kinds
 from tests.helpers.static_graph import run_static
 
 run_op = partial(harness.run_paddle, "ngram_append")
@@ -79,10 +79,7 @@ def test_budget_trims_from_the_end():
 
 def test_slot_kinds_prefill_untouched_inactive_cleared():
     arrays, attrs = hybrid_example()
-    arrays = repeat_slots(arrays, 3)
-    arrays["seq_lens_encoder"][:] = [7, 0, 0]
-    arrays["seq_lens_decoder"][:] = [0, 5, 0]
-    arrays["seq_lens_this_time"][:] = [7, 2, 2]
+    arrays = slot_kinds(arrays, fed=[7, 2, 2])
     drafts, lens = run_op(arrays, attrs)
     assert lens.tolist() == [7, 4, 0]
     assert drafts.tolist() == [[20, 30, 0, 0, 0], [20, 30, 40, 50, -1], [20, -1, -1, -1, -1]]

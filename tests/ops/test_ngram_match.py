@@ -9,7 +9,7 @@ import pytest
 
 import fastspec.ops as ops
 from tests.helpers import ngram_harness as harness
-from tests.helpers.ngram_cases import ARRAY_NAMES, repeat_slots, spec_example
+from tests.helpers.ngram_cases import ARRAY_NAMES, repeat_slots, slot_kinds, spec_example
 from tests.helpers.static_graph import run_static
 
 run_op = partial(harness.run_paddle, "ngram_match")
@@ -78,10 +78,7 @@ def test_budget_keeps_base_tokens_of_later_slots():
 
 def test_slot_kinds_prefill_untouched_inactive_cleared():
     arrays, attrs = spec_example()
-    arrays = repeat_slots(arrays, 3)
-    arrays["seq_lens_encoder"][:] = [7, 0, 0]
-    arrays["seq_lens_decoder"][:] = [0, 5, 0]
-    arrays["seq_lens_this_time"][:] = [7, 9, 9]
+    arrays = slot_kinds(arrays, fed=[7, 9, 9])
     arrays["draft_tokens"][:] = 99
     drafts, lens = run_op(arrays, attrs)
     assert lens.tolist() == [7, 3, 0]

@@ -22,6 +22,7 @@ from tests.helpers.sampling_cases import (
     make_probs,
     make_row,
     request_params,
+    sample_case,
     softmax,
     to_bf16_bits,
 )
@@ -171,15 +172,11 @@ def test_candidates_no_valid_entry_and_padding_are_empty():
 
 @pytest.mark.parametrize("vocab", [1, 7, 100, 32000])
 def test_sample_matches_reference(vocab):
-    rng = np.random.default_rng(vocab)
     rows_per_request = [1, 3, 2, 1, 4, 1, 2, 5] if vocab < 32000 else [1, 2, 1, 3, 2]
-    cu, batch_id = make_batch(rng, rows_per_request, padding_rows=3)
-    rows = len(batch_id)
-    probs = make_probs(rng, vocab, rows)
-    top_p, top_k, seed, step_idx = request_params(rng, len(rows_per_request), vocab)
-    expected = ref.sample_tokens(probs, top_p, top_k, seed, step_idx, batch_id, cu)
+    args = sample_case(np.random.default_rng(vocab), vocab, rows_per_request)
+    expected = ref.sample_tokens(*args)
     for threads in (1, 0):
-        got = run_sample(probs, top_p, top_k, seed, step_idx, batch_id, cu, threads)
+        got = run_sample(*args, threads)
         assert np.array_equal(got, expected), np.argwhere(got != expected).tolist()
 
 
@@ -489,21 +486,16 @@ def run_sample_stream(probs, top_p, top_k, seed, step_idx, batch_id, cu, rand_st
 
 @pytest.mark.parametrize("vocab", [7, 100, 32000])
 def test_draft_stream_matches_reference(vocab):
-    rng = np.random.default_rng(vocab + 505)
     rows_per_request = [1, 3, 2, 1, 4, 1, 2, 5] if vocab < 32000 else [1, 2, 1, 3, 2]
-    cu, batch_id = make_batch(rng, rows_per_request, padding_rows=3)
-    probs = make_probs(rng, vocab, len(batch_id))
-    top_p, top_k, seed, step_idx = request_params(rng, len(rows_per_request), vocab)
-    expected = ref.sample_tokens(probs, top_p, top_k, seed, step_idx, batch_id, cu, stream=ref.STREAM_DRAFT)
+    args = sample_case(np.random.default_rng(vocab + 505), vocab, rows_per_request)
+    expected = ref.sample_tokens(*args, stream=ref.STREAM_DRAFT)
     for threads in (1, 0):
-        got = run_sample_stream(probs, top_p, top_k, seed, step_idx, batch_id, cu, ref.STREAM_DRAFT, threads)
+        got = run_sample_stream(*args, ref.STREAM_DRAFT, threads)
         assert np.array_equal(got, expected), np.argwhere(got != expected).tolist()
     # the default is TARGET, bit for bit
-    target = ref.sample_tokens(probs, top_p, top_k, seed, step_idx, batch_id, cu)
-    assert np.array_equal(
-        run_sample_stream(probs, top_p, top_k, seed, step_idx, batch_id, cu, ref.STREAM_TARGET), target
-    )
-    assert np.array_equal(run_sample(probs, top_p, top_k, seed, step_idx, batch_id, cu), target)
+    target = ref.sample_tokens(*args)
+    assert np.array_equal(run_sample_stream(*args, ref.STREAM_TARGET), target)
+    assert np.array_equal(run_sample(*args), target)
 
 
 @pytest.mark.parametrize("shape", ["flat", "holes"])

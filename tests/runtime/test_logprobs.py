@@ -11,7 +11,6 @@ import numpy as np
 import paddle
 import pytest
 
-from fastspec.demo.draft_models import ReplayDraftHead, ReplayHiddenStates
 from fastspec.demo.models import ReplayModel
 from fastspec.reference.logits import process_logits
 from fastspec.reference.logprobs import token_logprobs
@@ -22,7 +21,7 @@ from fastspec.runtime.generation import default_params, generate
 from fastspec.runtime.sampling_params import InvalidRequestError, TableWidths, sequences_row
 from fastspec.runtime.state import RequestParams, SpecState
 from tests.helpers.host_reads import counted_reads
-from tests.helpers.runtime_cases import copy_task
+from tests.helpers.runtime_cases import copy_task, generate_replay, speculation
 
 V, END, K = 64, 0, 4
 WIDTH = TableWidths().logprobs
@@ -152,26 +151,19 @@ def run(
     params = with_temperature(params, temperature)
     for p, n in zip(params, asks or []):
         p.logprobs = n
-    model = ReplayModel(refs, V, end_token=END, peak=0.9)
-    head = None
-    if method == "mtp":
-        model, head = ReplayHiddenStates(model), ReplayDraftHead(refs, V, END, peak=0.9)
-    if model_wrapper is not None:
-        model = model_wrapper(model)
-    config = {"method": method, "num_speculative_tokens": K, "verify_strategy": strategy}
-    if tree:
-        config["tree"] = {"enabled": True, "top_k": 2, "max_nodes": 8}
-    return generate(
-        model,
+    result = generate_replay(
+        method,
         prompts,
-        SpeculativeConfig.from_dict(config if method != "none" else {}),
-        max_num_seqs=3,
-        end_tokens=[END],
+        refs,
+        speculation(method, strategy, tree),
+        slots=3,
+        peaks=(0.9, 0.9),
+        model_wrapper=model_wrapper,
         params=params,
-        draft_model=head,
         step_mode=step_mode,
         progress=progress,
-    ), params
+    )
+    return result, params
 
 
 class Recorder:

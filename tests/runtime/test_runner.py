@@ -107,18 +107,9 @@ def test_model_sees_drafts_and_rows():
 def test_more_prompts_than_slots_and_transformer_runs():
     model = TinyTransformer(V, max_len=40, seed=1)
     prompts = [[5, 6, 7], [8, 9], [10, 11, 12, 13], [14]]
-    res = generate(
-        model,
-        prompts,
-        cfg(
-            method="ngram",
-            num_speculative_tokens=3,
-            verify_strategy="greedy",
-            sampling={"temperature": 0.0, "max_dec_len": 10},
-        ),
-        max_num_seqs=2,
-        max_model_len=40,
-    )
+    sampling = {"temperature": 0.0, "max_dec_len": 10}
+    spec = cfg(method="ngram", num_speculative_tokens=3, verify_strategy="greedy", sampling=sampling)
+    res = generate(model, prompts, spec, max_num_seqs=2, max_model_len=40)
     assert all(1 <= len(o) <= 10 for o in res.outputs)
     assert res.stats.generated_tokens == sum(len(o) for o in res.outputs)
 

@@ -10,14 +10,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from fastspec.demo.draft_models import ReplayDraftHead, ReplayHiddenStates
-from fastspec.demo.models import ReplayModel
 from fastspec.runtime import sampling_params
 from fastspec.runtime.config import ConfigError, SpeculativeConfig
-from fastspec.runtime.generation import default_params, generate
+from fastspec.runtime.generation import default_params
 from fastspec.runtime.sampling_params import InvalidRequestError
 from fastspec.runtime.state import RequestParams, SpecState
-from tests.helpers.runtime_cases import copy_task
+from tests.helpers.runtime_cases import copy_task, generate_replay, speculation
 
 V, END, K = 64, 0, 4
 PARAMETERS = (
@@ -65,23 +63,8 @@ def run(
     method: str, strategy: str, names: tuple[str, ...], temperature: float, tree: bool = False, step_mode: str = "eager"
 ):
     prompts, refs, params = workload(names, temperature)
-    model = ReplayModel(refs, V, end_token=END, peak=0.7)
-    config = {"method": method, "num_speculative_tokens": K, "verify_strategy": strategy}
-    if tree:
-        config["tree"] = {"enabled": True, "top_k": 2, "max_nodes": 8}
-    head = None
-    if method == "mtp":
-        model, head = ReplayHiddenStates(model), ReplayDraftHead(refs, V, END, peak=0.6)
-    return generate(
-        model,
-        prompts,
-        SpeculativeConfig.from_dict(config if method != "none" else {}),
-        max_num_seqs=3,
-        end_tokens=[END],
-        params=params,
-        draft_model=head,
-        step_mode=step_mode,
-    )
+    config = speculation(method, strategy, tree)
+    return generate_replay(method, prompts, refs, config, slots=3, peaks=(0.7, 0.6), params=params, step_mode=step_mode)
 
 
 CASES = [

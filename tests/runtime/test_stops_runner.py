@@ -12,7 +12,6 @@ import dataclasses
 import numpy as np
 import pytest
 
-from fastspec.demo.draft_models import ReplayDraftHead, ReplayHiddenStates
 from fastspec.demo.models import ReplayModel
 from fastspec.runtime.config import SpeculativeConfig
 from fastspec.runtime.engine import SpecEngine
@@ -21,7 +20,7 @@ from fastspec.runtime.sampling_params import InvalidRequestError, TableWidths
 from fastspec.runtime.state import RequestParams, SpecState
 from tests.helpers import serving
 from tests.helpers.host_reads import counted_reads
-from tests.helpers.runtime_cases import copy_task
+from tests.helpers.runtime_cases import copy_task, generate_replay, speculation
 
 V, END, K = 64, 0, 4
 STOPS = ("stop_token_ids", "stop", "min_tokens")
@@ -84,22 +83,9 @@ def workload(names: tuple[str, ...], strategy: str, temperature: float, seed: in
 
 def run(method: str, strategy: str, params: list, temperature: float, tree: bool = False, step_mode: str = "eager"):
     prompts, refs = copy_task(5, length=40, seed=7)
-    model, head = ReplayModel(refs, V, end_token=END, peak=0.7), None
-    config = {"method": method, "num_speculative_tokens": K, "verify_strategy": strategy}
-    if tree:
-        config["tree"] = {"enabled": True, "top_k": 2, "max_nodes": 8}
-    if method == "mtp":
-        model, head = ReplayHiddenStates(model), ReplayDraftHead(refs, V, END, peak=0.6)
-    return generate(
-        model,
-        prompts,
-        SpeculativeConfig.from_dict(config if method != "none" else {}),
-        max_num_seqs=3,
-        max_model_len=128,
-        end_tokens=[END],
-        params=params,
-        draft_model=head,
-        step_mode=step_mode,
+    config = speculation(method, strategy, tree)
+    return generate_replay(
+        method, prompts, refs, config, slots=3, peaks=(0.7, 0.6), max_model_len=128, params=params, step_mode=step_mode
     )
 
 

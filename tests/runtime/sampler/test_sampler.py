@@ -246,17 +246,9 @@ def test_target_match_spec_on_is_lossless_when_sampling(transformer):
 def test_topp_runs_end_to_end(transformer):
     prompts = random_prompts(3, seed=4)
     max_dec_lens = [20, 10, 15]
-    res = run(
-        transformer,
-        prompts,
-        config(
-            method="ngram",
-            num_speculative_tokens=3,
-            verify_strategy="topp",
-            sampling={"temperature": 1.0, "top_p": 0.9},
-        ),
-        max_dec_lens,
-    )
+    sampling = {"temperature": 1.0, "top_p": 0.9}
+    spec = config(method="ngram", num_speculative_tokens=3, verify_strategy="topp", sampling=sampling)
+    res = run(transformer, prompts, spec, max_dec_lens)
     lengths = [len(o) for o in res.outputs]
     assert len(lengths) == len(max_dec_lens)
     assert all(0 < n <= m for n, m in zip(lengths, max_dec_lens)), lengths  # each request within its own limit
