@@ -7,20 +7,17 @@ import numpy as np
 import pytest
 
 from tests.helpers import step_status_cases as cases
-from tests.helpers.devices import DEVICES
+from tests.helpers.devices import DEVICES, check_random_calls
 
-devices = pytest.mark.parametrize("device", DEVICES, ids=str)
+pytestmark = pytest.mark.parametrize("device", DEVICES, ids=str)  # every test runs on both devices
 
 
-@devices
 def test_random_calls_match_the_reference(device):
-    for i, (arrays, attrs) in enumerate(cases.cases(seed=67, count=48)):
-        options = device.launch(i)
-        got = cases.run_arrays(arrays, attrs, **options)
-        cases.assert_equal(got, cases.run_reference(arrays, attrs), f"case {i} {device.describe(options)}")
+    check_random_calls(
+        device, cases.cases(seed=67, count=48), cases.run_arrays, cases.run_reference, cases.assert_equal
+    )
 
 
-@devices
 def test_a_large_batch(device):
     arrays, attrs = cases.case(np.random.default_rng(7), batch=300, k=127)
     options = device.launch(device.wide[0])

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.helpers.named_outputs import assert_outputs_equal
+
 NAMES = (
     "step_record",
     "accept_num",
@@ -58,7 +60,4 @@ def run_reference(arrays: dict, attrs: dict) -> dict[str, np.ndarray]:
 
 
 def assert_equal(actual: dict, expected: dict, context: str = "") -> None:
-    for name in OUTPUTS:
-        a, e = np.asarray(actual[name]), np.asarray(expected[name])
-        assert a.dtype == e.dtype and a.shape == e.shape, f"step_status {context}: {name} {a.dtype}{a.shape}"
-        assert np.array_equal(a, e), f"step_status {context}: {name}\n{a}\n!=\n{e}"
+    assert_outputs_equal("step_status", OUTPUTS, actual, expected, context)
