@@ -50,6 +50,7 @@ import numpy as np
 from fastspec.arrays._memo import EXTRA_NAMES, Verdict, fast_path, remember
 from fastspec.core.dtypes import DTYPE_CODES
 from fastspec.core.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError
+from fastspec.core.example_text import ARRAYS_SETUP
 from fastspec.core.refusals import Refusal
 from fastspec.core.refusals import error as refusal_error
 from fastspec.core.schema import SCHEMAS, OpSchema, Tensor, VerifyStrategy
@@ -390,7 +391,6 @@ def prepare(op_name: str, *args: Any, **kwargs: Any) -> Any:
     return launch
 
 
-_SETUP = ">>> import numpy as np, fastspec.arrays as fs; T = np.array"
 _EXTRAS = (
     inspect.Parameter("num_threads", inspect.Parameter.KEYWORD_ONLY, default=0),
     inspect.Parameter("stream", inspect.Parameter.KEYWORD_ONLY, default=None),
@@ -419,7 +419,7 @@ def _op(name: str) -> Any:
         op,
         run,
         module=__name__,
-        setup=_SETUP,
+        setup=ARRAYS_SETUP,
         outputs_are_args=True,
         extras=_EXTRAS,
         extra_doc=_EXTRA_DOC,

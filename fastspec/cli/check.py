@@ -35,6 +35,7 @@ import numpy as np
 import fastspec
 from fastspec.cli.cases import Case, cases
 from fastspec.core.schema import SCHEMAS
+from fastspec.reference.calls import result_names
 
 FAMILIES = ("cpu", "xpu", "cuda", "paddle")  # the backend families, for --only
 PASS, FAIL = "PASS", "FAIL"
@@ -85,17 +86,11 @@ class Report:
 # --- comparing with the reference ------------------------------------------------------------
 
 
-def result_names(case: Case) -> list[str]:
-    """What a call changes, in the reference's order: the in-place tensors given, then the new outputs."""
-    op = SCHEMAS[case.op]
-    return [t.name for t in op.inputs if t.inplace and t.name in case.arrays] + list(op.output_names)
-
-
 def mismatch(case: Case, got: Sequence[np.ndarray]) -> str | None:
     """Where ``got`` differs from the reference's result (None: bit for bit the same)."""
     want = case.reference({n: a.copy() for n, a in case.arrays.items()}, case.attrs)
     want = want if isinstance(want, tuple) else (want,)
-    names = result_names(case)
+    names = result_names(case.op, case.arrays)
     if len(got) != len(want):
         return f"{len(got)} results, the reference has {len(want)}"
     for name, g, w in zip(names, got, want):
@@ -138,7 +133,7 @@ def call(
     given = {n: to(a.copy()) for n, a in case.arrays.items() if n in names}
     result = op(**given, **case.attrs, **extras)
     returned = dict(zip(schema.returns, result if len(schema.returns) > 1 else (result,)))
-    return tuple(back(given[n] if n in given else returned[n]) for n in result_names(case))
+    return tuple(back(given[n] if n in given else returned[n]) for n in result_names(case.op, case.arrays))
 
 
 def kernels_runner(**extras: Any) -> Callable[[Case], tuple[np.ndarray, ...]]:

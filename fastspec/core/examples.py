@@ -36,6 +36,7 @@ def _example(*ops: str) -> Callable:
 
 @_example("ngram_match", "ngram_append")
 def _ngram() -> tuple[Arrays, dict[str, Any]]:
+    """Both slots: prompt 7 8 9 5, then 7 8 generated, up to 3 drafts; slot 1 brings an anchor (2)."""
     return {
         "token_ids_all": np.tile(np.array([7, 8, 9, 5, 7, 8, 0, 0], _I64), (2, 1)),
         "prompt_lens": np.array([4, 4], _I64),
@@ -56,6 +57,7 @@ def _probs() -> np.ndarray:
 
 @_example("top_p_candidates")
 def _top_p_candidates() -> tuple[Arrays, dict[str, Any]]:
+    """One row a slot: row 0 with top-p 0.8; row 1 with top-p 0.9 and min_p 0.6."""
     return {
         "probs": _probs(),
         "top_p": np.array([0.8, 0.9], _F32),
@@ -66,6 +68,7 @@ def _top_p_candidates() -> tuple[Arrays, dict[str, Any]]:
 
 @_example("sample_tokens")
 def _sample_tokens() -> tuple[Arrays, dict[str, Any]]:
+    """One row a slot, seeds 1 and 2: row 0 draws from what min_p 0.4 keeps, row 1 from its whole row."""
     return {
         "probs": _probs(),
         "top_p": np.ones(2, _F32),
@@ -80,6 +83,7 @@ def _sample_tokens() -> tuple[Arrays, dict[str, Any]]:
 
 @_example("top_k_top_p_probs")
 def _top_k_top_p_probs() -> tuple[Arrays, dict[str, Any]]:
+    """One row a slot: row 0 with top-p 0.8 and min_p 0.2; row 1 with top-k 1."""
     return {
         "probs": _probs(),
         "top_p": np.array([0.8, 1.0], _F32),
@@ -89,33 +93,42 @@ def _top_k_top_p_probs() -> tuple[Arrays, dict[str, Any]]:
     }, {}
 
 
-@_example("verify_draft_tokens")
-def _verify_draft_tokens() -> tuple[Arrays, dict[str, Any]]:
+def _verifying(rows: int) -> Arrays:
+    """What the calls of both verifying ops share: two decoding slots far from their ends, ``rows`` output rows."""
     return {
         "accept_tokens": np.full((2, 3), -1, _I64),
         "accept_num": np.zeros(2, _I32),
-        "draft_tokens": np.array([[4, 5, 6], [4, 5, 6]], _I64),
-        "target_tokens": np.array([5, 6, 9, 5, 1, 2], _I64),
-        "candidate_ids": np.tile(np.array([[5, 6, -1]], _I64), (6, 1)),
-        "candidate_scores": np.tile(np.array([[0.5, 0.3, 0]], _F32), (6, 1)),
-        "candidate_lens": np.full(6, 2, _I32),
         "seed": np.array([1, 2], _I64),
         "step_idx": np.array([3, 3], _I64),
         "stop_flags": np.zeros(2, bool),
         "is_block_step": np.zeros(2, bool),
         "seq_lens_encoder": np.zeros(2, _I32),
+        "max_dec_len": np.array([100, 100], _I64),
+        "end_tokens": np.array([2], _I64),
+        "target_probs": np.full((rows, 10), 0.1, _F32),
+        "draft_probs": np.full((rows, 10), 0.1, _F32),
+    }
+
+
+@_example("verify_draft_tokens")
+def _verify_draft_tokens() -> tuple[Arrays, dict[str, Any]]:
+    """Two decoding slots, each with drafts 5 6 after token 4; GREEDY against the targets 5 6 9 and 5 1 2."""
+    return {
+        **_verifying(6),
+        "draft_tokens": np.array([[4, 5, 6], [4, 5, 6]], _I64),
+        "target_tokens": np.array([5, 6, 9, 5, 1, 2], _I64),
+        "candidate_ids": np.tile(np.array([[5, 6, -1]], _I64), (6, 1)),
+        "candidate_scores": np.tile(np.array([[0.5, 0.3, 0]], _F32), (6, 1)),
+        "candidate_lens": np.full(6, 2, _I32),
         "seq_lens_this_time": np.array([3, 3], _I32),
         "cu_seqlens_q_output": np.array([0, 3, 6], _I32),
         "reasoning_status": np.zeros(2, _I32),
-        "max_dec_len": np.array([100, 100], _I64),
-        "end_tokens": np.array([2], _I64),
-        "target_probs": np.full((6, 10), 0.1, _F32),
-        "draft_probs": np.full((6, 10), 0.1, _F32),
     }, {"strategy": "greedy"}
 
 
 @_example("update_model_status")
 def _update_model_status() -> tuple[Arrays, dict[str, Any]]:
+    """Slot 0 keeps 5 6, and 6 is its stop token; slot 1 keeps 5, its stop sequence 4 5 before its min_tokens."""
     return {
         "seq_lens_encoder": np.zeros(2, _I32),
         "seq_lens_decoder": np.array([3, 3], _I32),
@@ -130,8 +143,6 @@ def _update_model_status() -> tuple[Arrays, dict[str, Any]]:
         "is_block_step": np.zeros(2, bool),
         "max_dec_len": np.array([100, 100], _I64),
         "end_tokens": np.array([0], _I64),
-        # slot 0 stops at its stop token 6; slot 1's stop sequence 4 5 (4 was already out) comes before
-        # its min_tokens, so it goes on
         "stop_token_ids": np.array([[6, -1], [-1, -1]], _I64),
         "stop_sequences": np.array([[-1, -1, -1], [4, 5, -1]], _I64),
         "min_tokens": np.array([0, 3], _I64),
@@ -144,10 +155,11 @@ def _rates() -> np.ndarray:
 
 @_example("adaptive_plan")
 def _adaptive_plan() -> tuple[Arrays, dict[str, Any]]:
+    """Slot 0 decodes (estimates 0.9 and 0.5); slot 1 prefills 5 tokens; a probe every 4 steps."""
     return {
         "acceptance": np.array([[1, 0.9, 0.5], [0, 0.6, 0.6]], _F32),
         "found": np.ones(2, _F32),
-        "step_cost": np.linspace(1, 2, 8, dtype=_F32),
+        "step_cost": 1 + np.arange(8, dtype=_F32) / 4,
         "rates": _rates(),
         "seq_lens_encoder": np.array([0, 5], _I32),
         "stop_flags": np.zeros(2, bool),
@@ -161,6 +173,7 @@ def _adaptive_plan() -> tuple[Arrays, dict[str, Any]]:
 
 @_example("adaptive_observe")
 def _adaptive_observe() -> tuple[Arrays, dict[str, Any]]:
+    """Slot 0 planned and offered 2 drafts (3 rows) and kept 2 tokens; slot 1 planned none and kept 1."""
     return {
         "acceptance": np.array([[1, 0.9, 0.5], [0, 0.6, 0.6]], _F32),
         "found": np.ones(2, _F32),
@@ -173,6 +186,7 @@ def _adaptive_observe() -> tuple[Arrays, dict[str, Any]]:
 
 @_example("build_draft_tree")
 def _build_draft_tree() -> tuple[Arrays, dict[str, Any]]:
+    """Slot 0: candidates 5 and 6 after the root 4, 7 after 5; slot 1: 8 after the root, 9 after 8."""
     return {
         "candidate_tokens": np.array([[5, 6, 7], [8, 9, -1]], _I64),
         "candidate_parents": np.array([[-1, -1, 0], [-1, 0, -1]], _I32),
@@ -186,38 +200,29 @@ def _build_draft_tree() -> tuple[Arrays, dict[str, Any]]:
 
 @_example("verify_draft_tree")
 def _verify_draft_tree() -> tuple[Arrays, dict[str, Any]]:
+    """Slot 0's tree: root 4, children 5 and 6, 7 after 6; slot 1's is the chain 4 5 6; GREEDY."""
     return {
-        "accept_tokens": np.full((2, 3), -1, _I64),
-        "accept_num": np.zeros(2, _I32),
+        **_verifying(7),
         "draft_tree_tokens": np.array([[4, 5, 6, 7], [4, 5, 6, 7]], _I64),
         "draft_tree_parents": np.array([[-1, 0, 0, 2], [-1, 0, 1, -1]], _I32),
         "target_tokens": np.array([6, 1, 7, 8, 5, 6, 1], _I64),
-        "seed": np.array([1, 2], _I64),
-        "step_idx": np.array([3, 3], _I64),
-        "stop_flags": np.zeros(2, bool),
-        "is_block_step": np.zeros(2, bool),
-        "seq_lens_encoder": np.zeros(2, _I32),
         "seq_lens_this_time": np.array([4, 3], _I32),
         "cu_seqlens_q_output": np.array([0, 4, 7], _I32),
-        "max_dec_len": np.array([100, 100], _I64),
-        "end_tokens": np.array([2], _I64),
-        "target_probs": np.full((7, 10), 0.1, _F32),
-        "draft_probs": np.full((7, 10), 0.1, _F32),
     }, {"strategy": "greedy"}
 
 
 @_example("process_logits")
 def _process_logits() -> tuple[Arrays, dict[str, Any]]:
-    # slot 0: prompt 1 2, output 3, draft 5 (two rows); slot 1: prefill of prompt 3 4 (one row)
+    """Slot 0: prompt 1 2, output 3, draft 5 (two rows); slot 1: prompt 3 4 (one row); every parameter on."""
     return {
-        "logits": np.linspace(-2, 2, 30, dtype=_F32).reshape(3, 10),
+        "logits": (np.arange(30, dtype=_F32).reshape(3, 10) - 15) / 4,
         "token_ids_all": np.array([[1, 2, 3, 0, 0, 0], [3, 4, 0, 0, 0, 0]], _I64),
         "prompt_lens": np.array([2, 2], _I64),
         "step_idx": np.array([1, 0], _I64),
         "draft_tokens": np.array([[3, 5], [4, -1]], _I64),
         "batch_id_per_token_output": np.array([0, 0, 1], _I32),
         "cu_seqlens_q_output": np.array([0, 2, 3], _I32),
-        "repetition_penalty": np.array([1.2, 1.5], _F32),
+        "repetition_penalty": np.array([2.0, 0.5], _F32),
         "presence_penalty": np.array([0.5, 0.0], _F32),
         "frequency_penalty": np.array([0.25, 0.0], _F32),
         "min_tokens": np.array([2, 0], _I64),
@@ -232,6 +237,7 @@ def _process_logits() -> tuple[Arrays, dict[str, Any]]:
 
 @_example("model_inputs")
 def _model_inputs() -> tuple[Arrays, dict[str, Any]]:
+    """Slot 0 decodes drafts 5 6 after its tokens 1 2 3; slot 1 prefills its prompt 4 5 6 7."""
     return {
         "token_ids_all": np.array([[1, 2, 3, -1, -1, -1], [4, 5, 6, 7, -1, -1]], _I64),
         "prompt_lens": np.array([2, 4], _I64),
@@ -245,6 +251,7 @@ def _model_inputs() -> tuple[Arrays, dict[str, Any]]:
 
 @_example("pack_rows")
 def _pack_rows() -> tuple[Arrays, dict[str, Any]]:
+    """Slot 0 decodes and its proposal offers 1 draft (4); slot 1 prefills 7 tokens."""
     return {
         "stop_flags": np.array([False, False]),
         "is_block_step": np.array([False, False]),
@@ -261,6 +268,7 @@ def _pack_rows() -> tuple[Arrays, dict[str, Any]]:
 
 @_example("step_status")
 def _step_status() -> tuple[Arrays, dict[str, Any]]:
+    """Slot 0 verified drafts 5 6, kept 5 and 9 and decodes on; slot 1 prefilled, kept 4 and stopped."""
     return {
         "step_record": np.array([[3, 1, 5, 6], [1, 0, -1, -1]], _I64),
         "accept_num": np.array([2, 1], _I32),
@@ -274,6 +282,7 @@ def _step_status() -> tuple[Arrays, dict[str, Any]]:
 
 @_example("temperature_softmax")
 def _temperature_softmax() -> tuple[Arrays, dict[str, Any]]:
+    """Row 0 at slot 0's temperature 0.7; rows 1 and 2 of the greedy slot 1 (0 reads as 1), one -inf logit."""
     return {
         "logits": np.array([[1.0, 2.0, 3.0], [0.5, -np.inf, 0.5], [2.0, 2.0, 1.0]], _F32),
         "temperature": np.array([0.7, 0.0], _F32),
@@ -283,6 +292,7 @@ def _temperature_softmax() -> tuple[Arrays, dict[str, Any]]:
 
 @_example("apply_token_bitmask")
 def _apply_token_bitmask() -> tuple[Arrays, dict[str, Any]]:
+    """Row 0 may take tokens 0 and 2 (bits 0b101 of bitmask row 0); row 1 is free (index -1)."""
     return {
         "logits": np.array([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]], _F32),
         "token_bitmask": np.array([[5]], _I32),
@@ -292,6 +302,11 @@ def _apply_token_bitmask() -> tuple[Arrays, dict[str, Any]]:
 
 def ops_with_examples() -> tuple[str, ...]:
     return tuple(_CALLS)
+
+
+def example_about(op_name: str) -> str:
+    """What the op's example call sets up, in a line (its builder's docstring)."""
+    return _CALLS[op_name].__doc__ or ""
 
 
 def example_call(op_name: str, batch: int = 2, seed: int | None = None) -> tuple[Arrays, dict[str, Any]]:

@@ -158,7 +158,6 @@ class OpSchema:
     attrs: tuple[Attr, ...]
     result: str = ""  # name of the named tuple the op returns (none when it returns one tensor)
     details: str = ""
-    example: str = ""
     symbol_ranges: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
     device_limits: dict[str, dict[str, int]] = field(default_factory=dict)
     strategy_attr: str | None = None  # the attribute whose value picks the tensors (needed_by)
@@ -205,11 +204,19 @@ def _per_request(name: str, dtype: str, doc: str, **kw: Any) -> Tensor:
     return Tensor(name, (dtype,), PER_REQUEST, doc, **kw)
 
 
+# Per-request tensors several ops declare alike: one declaration each.
+_PROMPT_LENS = _per_request("prompt_lens", "int64", "prompt length of each request")
+_SEQ_LENS_ENCODER = _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)")
+_SEQ_LENS_DECODER = _per_request(
+    "seq_lens_decoder", "int32", "tokens in the cache (> 0 with no prefill: a decode slot)"
+)
+
+
 # --- the ops -----------------------------------------------------------------------
 
 _NGRAM_TENSORS = (
     Tensor("token_ids_all", ("int64",), "[B, L]", "the prompt in ``[0, prompt_lens[b])``, then the generated tokens"),
-    _per_request("prompt_lens", "int64", "prompt length of each request"),
+    _PROMPT_LENS,
     _per_request("step_idx", "int64", "generated tokens so far; the query is the newest ``n`` of them"),
     _per_request("draft_token_num", "int32", "drafts each request may take"),
     Tensor(
@@ -225,8 +232,8 @@ _NGRAM_TENSORS = (
         "``1 + drafts`` for a decode slot, 0 for an inactive one, unchanged for a prefill one",
         inplace=True,
     ),
-    _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
-    _per_request("seq_lens_decoder", "int32", "tokens in the cache (> 0 with no prefill: a decode slot)"),
+    _SEQ_LENS_ENCODER,
+    _SEQ_LENS_DECODER,
     _per_request("max_dec_len", "int64", "a request never drafts past ``max_dec_len - 1`` generated tokens"),
     Tensor(
         "ngram_anchor",
@@ -254,13 +261,12 @@ _NGRAM_ATTRS = (
 )
 
 
-def _ngram_op(name: str, summary: str, details: str, example: str) -> OpSchema:
+def _ngram_op(name: str, summary: str, details: str) -> OpSchema:
     """ngram_match and ngram_append take the same tensors and attributes and share their rules."""
     return OpSchema(
         name=name,
         summary=summary,
         details=details,
-        example=example,
         tensors=_NGRAM_TENSORS,
         attrs=_NGRAM_ATTRS,
         result="NgramDrafts",
@@ -278,17 +284,6 @@ NGRAM_MATCH = _ngram_op(
         "follow it as drafts (at most ``min(draft_token_num, K, max_dec_len - step_idx - 1)``).\n"
         "Prefill slots are untouched, inactive slots cleared. See docs/ops/ngram_match.md."
     ),
-    example=(
-        ">>> token_ids_all = T([[7, 8, 9, 5, 7, 8, 0, 0]], dtype='int64')  # prompt 7 8 9 5, generated 7 8\n"
-        ">>> drafts, lens = fs.ngram_match(\n"
-        "...     token_ids_all, prompt_lens=T([4], dtype='int64'), step_idx=T([2], dtype='int64'),\n"
-        "...     draft_token_num=T([3], dtype='int32'), draft_tokens=T([[8, -1, -1, -1]], dtype='int64'),\n"
-        "...     seq_lens_this_time=T([1], dtype='int32'), seq_lens_encoder=T([0], dtype='int32'),\n"
-        "...     seq_lens_decoder=T([6], dtype='int32'), max_dec_len=T([100], dtype='int64'),\n"
-        "...     max_ngram_size=2)\n"
-        ">>> drafts.tolist(), lens.tolist()\n"
-        "([[8, 9, 5, -1]], [3])"
-    ),
 )
 
 NGRAM_APPEND = _ngram_op(
@@ -300,15 +295,6 @@ NGRAM_APPEND = _ngram_op(
         "they are kept and read as continuing the generated tokens, and up to ``md - m`` more come from\n"
         "the n-gram match (ngram_match's rules) of that extended sequence; the token budget trims from\n"
         "the end. See docs/ops/ngram_append.md."
-    ),
-    example=(
-        ">>> token_ids_all = T([[7, 8, 9, 5, 7, 0, 0, 0]], dtype='int64')  # prompt 7 8 9 5, generated 7\n"
-        ">>> drafts, lens = fs.ngram_append(  # the draft model proposed 8; the match of 7 8 adds 9 5\n"
-        "...     token_ids_all, T([4], dtype='int64'), T([1], dtype='int64'), T([3], dtype='int32'),\n"
-        "...     T([[7, 8, -1, -1]], dtype='int64'), T([2], dtype='int32'), T([0], dtype='int32'),\n"
-        "...     T([5], dtype='int32'), T([100], dtype='int64'), max_ngram_size=2)\n"
-        ">>> drafts.tolist(), lens.tolist()\n"
-        "([[7, 8, 9, 5]], [4])"
     ),
 )
 
@@ -371,13 +357,6 @@ TOP_P_CANDIDATES = OpSchema(
     ),
     result="TopPCandidates",
     symbol_ranges={"V": (1, INT32_MAX)},
-    example=(
-        ">>> probs = T([[0.1, 0.6, 0.3]], dtype='float32')\n"
-        ">>> ids, scores, lens = fs.top_p_candidates(\n"
-        "...     probs, T([0.8], dtype='float32'), T([0], dtype='int32'), max_candidate_len=3)\n"
-        ">>> ids.tolist(), lens.tolist()\n"
-        "([[1, 2, -1]], [2])"
-    ),
 )
 
 STREAM_TARGET, STREAM_DRAFT = 1, 5  # fastspec.reference.rng (a test checks they agree)
@@ -416,16 +395,6 @@ SAMPLE_TOKENS = OpSchema(
         ),
     ),
     symbol_ranges={"V": (1, INT32_MAX)},
-    example=(
-        ">>> probs = T([[0.0, 1.0, 0.0], [0.5, 0.0, 0.5]], dtype='float32')\n"
-        ">>> tokens = fs.sample_tokens(\n"
-        "...     probs, top_p=T([1.0, 1.0], dtype='float32'), top_k=T([0, 1], dtype='int32'),\n"
-        "...     seed=T([7, 7], dtype='int64'), step_idx=T([0, 0], dtype='int64'),\n"
-        "...     batch_id_per_token_output=T([0, 1], dtype='int32'),\n"
-        "...     cu_seqlens_q_output=T([0, 1, 2], dtype='int32'))\n"
-        ">>> tokens.tolist()  # row 0 is one-hot; row 1 keeps its top-1 (the smaller id on a tie)\n"
-        "[1, 0]"
-    ),
 )
 
 TOP_K_TOP_P_PROBS = OpSchema(
@@ -455,14 +424,6 @@ TOP_K_TOP_P_PROBS = OpSchema(
     ),
     attrs=(),
     symbol_ranges={"V": (1, INT32_MAX)},
-    example=(
-        ">>> probs = T([[0.125, 0.375, 0.125, 0.125, 0.125, 0.125]] * 2, dtype='float32')\n"
-        ">>> target = fs.top_k_top_p_probs(\n"
-        "...     probs, top_p=T([1.0, 0.3], dtype='float32'), top_k=T([2, 0], dtype='int32'),\n"
-        "...     batch_id_per_token_output=T([0, 1], dtype='int32'))\n"
-        ">>> target.tolist()  # row 0: the top 2 (ties by id), row 1: the top-p prefix of one token\n"
-        "[[0.25, 0.75, 0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]]"
-    ),
 )
 
 MODEL_INPUTS = OpSchema(
@@ -478,7 +439,7 @@ MODEL_INPUTS = OpSchema(
     ),
     tensors=(
         Tensor("token_ids_all", ("int64",), "[B, L]", "each slot's committed tokens"),
-        _per_request("prompt_lens", "int64", "prompt length of each request"),
+        _PROMPT_LENS,
         _per_request("step_idx", "int64", "tokens each request generated (its drafts follow them)"),
         _per_request("seq_lens_encoder", "int32", "``> 0``: a prefill (its grid has no drafts)"),
         Tensor("draft_tokens", ("int64",), "[B, K + 1]", "column 0 the last committed token, ``1..K`` drafts"),
@@ -492,13 +453,6 @@ MODEL_INPUTS = OpSchema(
     result="ModelInputsGrid",
     symbol_ranges={"T": (0, INT32_MAX)},
     device_limits={"xpu": _XPU_LIMITS},
-    example=(
-        ">>> grid = fs.model_inputs(  # slot 0 decodes with drafts 5, 6 after tokens 1 2 3\n"
-        "...     T([[1, 2, 3, -1, -1, -1]]), T([2]), T([1]), T([0], dtype='int32'), T([[3, 5, 6]]),\n"
-        "...     T([0, 3], dtype='int32'), T([0, 0, 0], dtype='int32'))\n"
-        ">>> grid.tokens.tolist(), grid.lengths.tolist(), grid.row_pos.tolist()\n"
-        "([[1, 2, 3, 5, 6, -1]], [5], [2, 3, 4])"
-    ),
 )
 
 PACK_ROWS = OpSchema(
@@ -540,15 +494,6 @@ PACK_ROWS = OpSchema(
     result="PackedRows",
     symbol_ranges={"T": (0, INT32_MAX)},
     device_limits={"xpu": _XPU_LIMITS},
-    example=(
-        ">>> record = fs.pack_rows(  # slot 0 decodes and offers 1 draft, slot 1 prefills\n"
-        "...     T([False, False]), T([False, False]), T([0, 7], dtype='int32'), T([5, 0], dtype='int32'),\n"
-        "...     T([[3, -1, -1], [9, -1, -1]], dtype='int64'), T([1, 7], dtype='int32'),\n"
-        "...     T([0, 0, 0], dtype='int32'), T([0, 0, 0, 0], dtype='int32'),\n"
-        "...     proposal_tokens=T([[4, 5], [6, 6]], dtype='int64'), proposal_lens=T([1, 2], dtype='int32'))\n"
-        ">>> record.step_record.tolist()\n"
-        "[[2, 1, 4, -1], [1, 0, -1, -1]]"
-    ),
 )
 
 STEP_STATUS = OpSchema(
@@ -566,19 +511,12 @@ STEP_STATUS = OpSchema(
         Tensor("accept_tokens", ("int64",), "[B, K + 1]", "the kept tokens, -1 past them"),
         _per_request("stop_flags", "bool", "stopped after the update"),
         _per_request("is_block_step", "bool", "blocked"),
-        _per_request("seq_lens_encoder", "int32", "encoder tokens after the update"),
-        _per_request("seq_lens_decoder", "int32", "decoder tokens after the update"),
+        _SEQ_LENS_ENCODER,
+        _SEQ_LENS_DECODER,
         Tensor("status", ("int64",), "[B, 2, K + 4]", "each slot's ``2K + 8`` values, in the order above", output=True),
     ),
     attrs=(),
     device_limits={"xpu": _XPU_LIMITS},
-    example=(
-        ">>> status = fs.step_status(  # a slot that verified 1 draft (7), kept 7 and 8, and runs on\n"
-        "...     T([[2, 1, 7]], dtype='int64'), T([2], dtype='int32'), T([[7, 8]], dtype='int64'),\n"
-        "...     T([False]), T([False]), T([0], dtype='int32'), T([12], dtype='int32'))\n"
-        ">>> status.reshape([1, -1]).tolist()\n"
-        "[[2, 1, 7, 2, 7, 8, 0, 0, 0, 12]]"
-    ),
 )
 
 TEMPERATURE_SOFTMAX = OpSchema(
@@ -602,13 +540,6 @@ TEMPERATURE_SOFTMAX = OpSchema(
     ),
     attrs=(),
     symbol_ranges={"V": (1, INT32_MAX)},
-    example=(
-        ">>> logits = T([[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]], dtype='float32')\n"
-        ">>> probs = fs.temperature_softmax(  # equal logits: uniform rows; row 1 is padding\n"
-        "...     logits, T([0.7], dtype='float32'), T([0, -1], dtype='int32'))\n"
-        ">>> probs.tolist()\n"
-        "[[0.25, 0.25, 0.25, 0.25], [0.0, 0.0, 0.0, 0.0]]"
-    ),
 )
 
 APPLY_TOKEN_BITMASK = OpSchema(
@@ -639,18 +570,27 @@ APPLY_TOKEN_BITMASK = OpSchema(
     attrs=(),
     symbol_ranges={"V": (1, INT32_MAX), "M": (1, INT32_MAX), "W": (1, INT32_MAX)},
     device_limits={},
-    example=(
-        ">>> logits = T([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]], dtype='float32')\n"
-        ">>> masked = fs.apply_token_bitmask(  # row 0 may take tokens 0 and 2; row 1 is free\n"
-        "...     logits, T([[0b101]], dtype='int32'), T([0, -1], dtype='int32'))\n"
-        ">>> masked.tolist()\n"
-        "[[1.0, -inf, 3.0], [1.0, 2.0, 3.0]]"
-    ),
 )
 
 STRATEGIES = ("topp", "greedy", "target_match", "rejection", "block")
 # The strategies that verify drafts against the draft model's probabilities (target_probs, draft_probs).
 PROBABILITY_STRATEGIES = ("rejection", "block")
+
+# What both verifying ops (verify_draft_tokens, verify_draft_tree) read and write alike, in their order.
+_EMITTED = (
+    Tensor("accept_tokens", ("int64",), "[B, K + 1]", "emitted tokens, then -1", inplace=True),
+    _per_request("accept_num", "int32", "tokens emitted", inplace=True),
+)
+_SLOT_STATE = (
+    _per_request("step_idx", "int64", "generated tokens so far"),
+    _per_request("stop_flags", "bool", "stopped requests emit nothing"),
+    _per_request("is_block_step", "bool", "blocked requests emit nothing"),
+    _SEQ_LENS_ENCODER,
+)
+_ENDS = (
+    _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
+    Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids; ``end_tokens[0]`` ends a request cleanly"),
+)
 
 VERIFY_DRAFT_TOKENS = OpSchema(
     name="verify_draft_tokens",
@@ -669,8 +609,7 @@ VERIFY_DRAFT_TOKENS = OpSchema(
         "at least as many drafts as REJECTION. See docs/ops/verify_draft_tokens.md."
     ),
     tensors=(
-        Tensor("accept_tokens", ("int64",), "[B, K + 1]", "emitted tokens, then -1", inplace=True),
-        _per_request("accept_num", "int32", "tokens emitted", inplace=True),
+        *_EMITTED,
         Tensor("draft_tokens", ("int64",), "[B, K + 1]", "column 0 the last committed token, ``1..K`` drafts"),
         Tensor(
             "target_tokens",
@@ -685,17 +624,13 @@ VERIFY_DRAFT_TOKENS = OpSchema(
         Tensor("candidate_scores", ("float32",), "[T, Kc]", "their probabilities", needed_by=("topp",)),
         Tensor("candidate_lens", ("int32",), _ROWS, "each row's top-p length", needed_by=("topp",)),
         _per_request("seed", "int64", "the request's seed (the random draws)"),
-        _per_request("step_idx", "int64", "generated tokens so far"),
-        _per_request("stop_flags", "bool", "stopped requests emit nothing"),
-        _per_request("is_block_step", "bool", "blocked requests emit nothing"),
-        _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
+        *_SLOT_STATE,
         _per_request("seq_lens_this_time", "int32", "``1 + drafts`` of a decode slot"),
         _CU_SEQLENS,
         _per_request(
             "reasoning_status", "int32", "1 rejects every draft of the slot; None: no slot is reasoning", optional=True
         ),
-        _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
-        Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids; ``end_tokens[0]`` ends a request cleanly"),
+        *_ENDS,
         Tensor(
             "target_probs",
             PROBS,
@@ -726,18 +661,6 @@ VERIFY_DRAFT_TOKENS = OpSchema(
     strategy_attr="strategy",
     symbol_ranges={"K": (0, None), "E": (1, None), "Kc": (1, MAX_CANDIDATE_LEN), "V": (1, INT32_MAX)},
     device_limits={"cuda": {"B": CUDA_MAX_BATCH}, "xpu": _XPU_LIMITS_E},
-    example=(
-        ">>> accept_tokens, accept_num = fs.verify_draft_tokens(  # drafts 5 6 7; the target says 5 6 9 ...\n"
-        "...     T([[-1, -1, -1, -1]], dtype='int64'), T([0], dtype='int32'),\n"
-        "...     draft_tokens=T([[4, 5, 6, 7]], dtype='int64'), target_tokens=T([5, 6, 9, 3], dtype='int64'),\n"
-        "...     seed=T([0], dtype='int64'), step_idx=T([10], dtype='int64'),\n"
-        "...     stop_flags=T([False]), is_block_step=T([False]),\n"
-        "...     seq_lens_encoder=T([0], dtype='int32'), seq_lens_this_time=T([4], dtype='int32'),\n"
-        "...     cu_seqlens_q_output=T([0, 4], dtype='int32'), max_dec_len=T([100], dtype='int64'),\n"
-        "...     end_tokens=T([2], dtype='int64'), strategy='greedy')\n"
-        ">>> accept_tokens.tolist(), accept_num.tolist()  # 5 6 accepted, 9 corrects the third draft\n"
-        "([[5, 6, 9, -1]], [3])"
-    ),
 )
 
 _UPDATE_INPLACE = (
@@ -777,7 +700,7 @@ UPDATE_MODEL_STATUS = OpSchema(
             "draft_tokens", ("int64",), "[B, K + 1]", "column 0 becomes the last kept token, the rest -1", inplace=True
         ),
         Tensor("token_ids_all", ("int64",), "[B, L]", "the history; kept tokens are appended", inplace=True),
-        _per_request("prompt_lens", "int64", "prompt length of each request"),
+        _PROMPT_LENS,
         _per_request("is_block_step", "bool", "blocked requests keep their state"),
         _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
         Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids"),
@@ -814,15 +737,6 @@ UPDATE_MODEL_STATUS = OpSchema(
         "cuda": {"B": CUDA_MAX_BATCH},
         "xpu": {**_XPU_LIMITS_E, "S": XPU_MAX_STOP_COLS, "SS": XPU_MAX_STOP_COLS},
     },
-    example=(
-        ">>> status = fs.update_model_status(  # one decode slot accepts 5 6 after token 4\n"
-        "...     T([0], dtype='int32'), T([3], dtype='int32'), T([2], dtype='int32'), T([1], dtype='int64'),\n"
-        "...     T([False]), T([[5, 6, -1]], dtype='int64'), T([2], dtype='int32'),\n"
-        "...     T([[4, 6, -1]], dtype='int64'), T([[1, 2, 4, 0, 0, 0]], dtype='int64'),\n"
-        "...     T([2], dtype='int64'), T([False]), T([100], dtype='int64'), T([0], dtype='int64'))\n"
-        ">>> status.token_ids_all.tolist(), status.step_idx.tolist(), status.has_running.tolist()\n"
-        "([[1, 2, 4, 5, 6, 0]], [3], [True])"
-    ),
 )
 
 _ACCEPTANCE = Tensor(
@@ -857,7 +771,7 @@ ADAPTIVE_PLAN = OpSchema(
         _per_request("found", "float32", "P(the proposer finds the drafts a slot planned)"),
         Tensor("step_cost", ("float32",), "[R]", "seconds of one forward of 1, 2, ..., R rows"),
         _RATES,
-        _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
+        _SEQ_LENS_ENCODER,
         _per_request("stop_flags", "bool", "stopped requests do not prefill"),
         _per_request("is_block_step", "bool", "blocked requests do not prefill"),
         Tensor(
@@ -885,16 +799,6 @@ ADAPTIVE_PLAN = OpSchema(
     result="AdaptivePlan",
     symbol_ranges=_ADAPTIVE_RANGES,
     device_limits={"cuda": {"B": CUDA_MAX_BATCH}, "xpu": _XPU_LIMITS},
-    example=(
-        ">>> f, i = 'float32', 'int32'\n"
-        ">>> plan = fs.adaptive_plan(  # two decoding slots; up to 4 rows cost what one does\n"
-        "...     T([[1.0, 0.9, 0.8], [1.0, 0.2, 0.1]], dtype=f), T([1.0, 1.0], dtype=f),\n"
-        "...     T([1.0, 1.0, 1.0, 1.0, 2.5, 3.0], dtype=f), T([0.3, 0.7, 0.8, 0.12, 0.6], dtype=f),\n"
-        "...     T([0, 0], dtype=i), T([False, False]), T([False, False]), T([0], dtype='int64'),\n"
-        "...     T([0, 0], dtype=i), T([[0.0] * 3] * 2, dtype=f), T([[0] * 3] * 2, dtype=i))\n"
-        ">>> plan.draft_token_num.tolist()  # slot 0's drafts are worth 0.9 and 0.72 tokens, slot 1's 0.2, 0.02\n"
-        "[2, 0]"
-    ),
 )
 
 ADAPTIVE_OBSERVE = OpSchema(
@@ -919,14 +823,6 @@ ADAPTIVE_OBSERVE = OpSchema(
     result="AdaptiveEstimates",
     symbol_ranges=_ADAPTIVE_RANGES,
     device_limits={"cuda": {"B": CUDA_MAX_BATCH}, "xpu": _XPU_LIMITS},
-    example=(
-        ">>> f, i = 'float32', 'int32'\n"
-        ">>> acceptance, found = fs.adaptive_observe(  # one slot offered 2 drafts and kept 2 tokens\n"
-        "...     T([[1.0, 0.5, 0.5]], dtype=f), T([1.0], dtype=f), T([2], dtype=i), T([0, 3], dtype=i),\n"
-        "...     T([2], dtype=i), T([0.5, 0.5, 0.75, 0.25, 0.5], dtype=f))\n"
-        ">>> acceptance.tolist()  # draft 1 accepted, draft 2 the first rejected\n"
-        "[[1.0, 0.75, 0.25]]"
-    ),
 )
 
 # --- token trees (docs/trees.md) ----------------------------------------------------------
@@ -975,8 +871,8 @@ BUILD_DRAFT_TREE = OpSchema(
             "the node count of a decode slot, 0 for an inactive one, unchanged for a prefill one",
             inplace=True,
         ),
-        _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
-        _per_request("seq_lens_decoder", "int32", "tokens in the cache (> 0 with no prefill: a decode slot)"),
+        _SEQ_LENS_ENCODER,
+        _SEQ_LENS_DECODER,
         Tensor(
             "draft_tree_parents",
             ("int32",),
@@ -1006,14 +902,6 @@ BUILD_DRAFT_TREE = OpSchema(
     result="DraftTree",
     symbol_ranges={**_TREE_RANGES, "C": (1, MAX_TREE_CANDIDATES)},
     device_limits={"cuda": {"B": CUDA_MAX_BATCH}},
-    example=(
-        ">>> tokens, lens, parents, depths = fs.build_draft_tree(  # 5 and 6 after the root, 7 after 5\n"
-        "...     T([[5, 6, 7]], dtype='int64'), T([[-1, -1, 0]], dtype='int32'),\n"
-        "...     T([[-0.1, -0.5, -0.3]], dtype='float32'), T([[4, -1, -1, -1]], dtype='int64'),\n"
-        "...     T([1], dtype='int32'), T([0], dtype='int32'), T([9], dtype='int32'), max_depth=3)\n"
-        ">>> tokens.tolist(), lens.tolist(), parents.tolist(), depths.tolist()\n"
-        "([[4, 5, 7, 6]], [4], [[-1, 0, 1, 0]], [[0, 1, 2, 1]])"
-    ),
 )
 
 VERIFY_DRAFT_TREE = OpSchema(
@@ -1031,8 +919,7 @@ VERIFY_DRAFT_TREE = OpSchema(
         "``draft_tree_parents``. See docs/trees.md and docs/ops/draft_tree.md."
     ),
     tensors=(
-        Tensor("accept_tokens", ("int64",), "[B, K + 1]", "emitted tokens, then -1", inplace=True),
-        _per_request("accept_num", "int32", "tokens emitted", inplace=True),
+        *_EMITTED,
         Tensor("draft_tree_tokens", ("int64",), "[B, N]", "column 0 the last committed token, then the nodes"),
         Tensor("draft_tree_parents", ("int32",), "[B, N]", "each node's parent (before it), -1 for node 0"),
         Tensor(
@@ -1043,14 +930,10 @@ VERIFY_DRAFT_TREE = OpSchema(
             needed_by=("greedy", "target_match"),
         ),
         _per_request("seed", "int64", "the request's seed (REJECTION's draws)", needed_by=("rejection",)),
-        _per_request("step_idx", "int64", "generated tokens so far"),
-        _per_request("stop_flags", "bool", "stopped requests emit nothing"),
-        _per_request("is_block_step", "bool", "blocked requests emit nothing"),
-        _per_request("seq_lens_encoder", "int32", "prefill tokens this step (> 0: a prefill slot)"),
+        *_SLOT_STATE,
         _per_request("seq_lens_this_time", "int32", "the node count of a decode slot"),
         _CU_SEQLENS,
-        _per_request("max_dec_len", "int64", "the request ends at this many generated tokens"),
-        Tensor("end_tokens", ("int64",), "[E]", "end-of-sequence ids; ``end_tokens[0]`` ends a request cleanly"),
+        *_ENDS,
         Tensor(
             "target_probs",
             PROBS,
@@ -1088,18 +971,6 @@ VERIFY_DRAFT_TREE = OpSchema(
     strategy_attr="strategy",
     symbol_ranges={**_TREE_RANGES, "K": (0, MAX_TREE_NODES - 1), "E": (1, None), "V": (1, INT32_MAX)},
     device_limits={"cuda": {"B": CUDA_MAX_BATCH}, "xpu": {"E": XPU_MAX_END_TOKENS}},
-    example=(
-        ">>> accept_tokens, accept_num, accept_nodes = fs.verify_draft_tree(  # root 4; children 5, 6; 7 after 6\n"
-        "...     T([[-1, -1, -1]], dtype='int64'), T([0], dtype='int32'),\n"
-        "...     draft_tree_tokens=T([[4, 5, 6, 7]], dtype='int64'),\n"
-        "...     draft_tree_parents=T([[-1, 0, 0, 2]], dtype='int32'),\n"
-        "...     target_tokens=T([6, 1, 7, 8], dtype='int64'), step_idx=T([10], dtype='int64'),\n"
-        "...     stop_flags=T([False]), is_block_step=T([False]), seq_lens_encoder=T([0], dtype='int32'),\n"
-        "...     seq_lens_this_time=T([4], dtype='int32'), cu_seqlens_q_output=T([0, 4], dtype='int32'),\n"
-        "...     max_dec_len=T([100], dtype='int64'), end_tokens=T([2], dtype='int64'), strategy='greedy')\n"
-        ">>> accept_tokens.tolist(), accept_num.tolist(), accept_nodes.tolist()  # 6 then 7 accepted, 8 is the bonus\n"
-        "([[6, 7, 8]], [3], [[0, 2, 3]])"
-    ),
 )
 
 # --- sampling parameters (docs/ops/process_logits.md) -------------------------------------
@@ -1120,7 +991,7 @@ PROCESS_LOGITS = OpSchema(
     tensors=(
         Tensor("logits", ("float32",), "[T, V]", "the output rows' logits, processed in place", inplace=True),
         Tensor("token_ids_all", ("int64",), "[B, L]", "the prompt in ``[0, prompt_lens[b])``, then the output"),
-        _per_request("prompt_lens", "int64", "prompt length of each request"),
+        _PROMPT_LENS,
         _per_request("step_idx", "int64", "output tokens committed so far"),
         Tensor(
             "draft_tokens",
@@ -1166,18 +1037,6 @@ PROCESS_LOGITS = OpSchema(
         "NB": (1, None),
         "BW": (1, None),
     },
-    example=(
-        ">>> i64, f = 'int64', 'float32'\n"
-        ">>> logits = fs.process_logits(  # prompt 3 1, output 2; one draft 2: row 1 sees 2 twice\n"
-        "...     T([[1.0, 1.0, 1.0, 1.0]] * 2, dtype=f), T([[3, 1, 2, 0]], dtype=i64), T([2], dtype=i64),\n"
-        "...     T([1], dtype=i64), T([[2, 2]], dtype=i64), T([0, 0], dtype='int32'), T([0, 2], dtype='int32'),\n"
-        "...     repetition_penalty=T([2.0], dtype=f), presence_penalty=T([0.0], dtype=f),\n"
-        "...     frequency_penalty=T([0.25], dtype=f), min_tokens=T([0], dtype=i64), end_tokens=T([0], dtype=i64),\n"
-        "...     stop_token_ids=T([[-1]], dtype=i64), logit_bias_ids=T([[-1]], dtype=i64),\n"
-        "...     logit_bias_values=T([[0.0]], dtype=f), bad_words=T([[-1]], dtype=i64))\n"
-        ">>> logits.tolist()\n"
-        "[[1.0, 0.5, 0.25, 0.5], [1.0, 0.5, 0.0, 0.5]]"
-    ),
 )
 
 SCHEMAS: dict[str, OpSchema] = {

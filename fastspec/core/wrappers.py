@@ -3,7 +3,7 @@
 ``fastspec.ops`` (Paddle) and ``fastspec.arrays`` (pointer API) each give
 :func:`make_op` a schema and a ``run`` function; the result is a function with
 the op's signature (the documented order, every input also by keyword, attributes
-keyword-only), a docstring with a runnable example, and a named-tuple result.
+keyword-only), a docstring with a runnable example (its example call), and a named-tuple result.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from fastspec.core.errors import FastspecTypeError
+from fastspec.core.example_text import call_lines
+from fastspec.core.examples import example_about
 from fastspec.core.schema import SCHEMAS, OpSchema, Tensor
 
 
@@ -61,11 +63,12 @@ def _doc(op: OpSchema, setup: str, outputs_are_args: bool, extra_doc: str) -> st
         "    device or strided view, shapes that disagree, an attribute out of range, a missing tensor;",
         "    FastspecTypeError (also a TypeError) for an argument of the wrong Python type.",
         "",
-        "Example:",
+        "Example, the op's call in ``fastspec.core.examples`` (docs/ops/examples.md shows what it returns):",
+        f"    {example_about(op.name)}",
         "",
         setup,
+        *call_lines(op.name),
     ]
-    lines += op.example.splitlines()
     return "\n".join(line.rstrip() for line in lines)
 
 

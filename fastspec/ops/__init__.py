@@ -8,6 +8,7 @@ and an example; docs/ops/ has the full contracts.
 """
 
 from fastspec.core.errors import FastspecArgumentError, FastspecBuildError, FastspecTypeError
+from fastspec.core.example_text import PADDLE_SETUP
 from fastspec.core.schema import SCHEMAS, VerifyStrategy
 from fastspec.core.wrappers import make_op, result_type
 from fastspec.ops._eager import fast_path
@@ -15,12 +16,15 @@ from fastspec.ops._library import load, run
 
 load()
 
-_SETUP = ">>> import paddle, fastspec.ops as fs; T = paddle.to_tensor"
-
 
 def _op(name: str):
     return make_op(
-        SCHEMAS[name], run, module=__name__, setup=_SETUP, outputs_are_args=False, fast_path=fast_path(SCHEMAS[name])
+        SCHEMAS[name],
+        run,
+        module=__name__,
+        setup=PADDLE_SETUP,
+        outputs_are_args=False,
+        fast_path=fast_path(SCHEMAS[name]),
     )
 
 

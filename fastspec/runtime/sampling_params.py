@@ -60,12 +60,18 @@ def check_request(params: Any, request: Any, vocab_size: int | None = None, widt
             limit = f"[0, {vocab_size})" if vocab_size is not None else "a token id >= 0"
             fail(name, f"holds {value!r}, not in {limit}")
 
-    def sequences(name: str, value: Any) -> None:
+    def sequences(name: str, value: Any, width: int) -> None:
         for sequence in value:
             if len(sequence) == 0:
                 fail(name, "holds an empty sequence")
             for t in sequence:
                 token(name, t)
+        if sum(len(s) + 1 for s in value) > width:
+            fail(name, f"takes more than {width} entries (each sequence and a separator)")
+
+    def at_most(name: str, count: int, what: str, width: int) -> None:
+        if count > width:
+            fail(name, f"has {count} {what}, at most {width}")
 
     def number(name: str, value: Any) -> float:
         if not isinstance(value, (int, float, np.floating)) or isinstance(value, bool) or not math.isfinite(value):
@@ -81,20 +87,14 @@ def check_request(params: Any, request: Any, vocab_size: int | None = None, widt
     for key, value in dict(params.logit_bias).items():
         token("logit_bias", key)
         number("logit_bias", value)
-    if len(params.logit_bias) > widths.logit_bias:
-        fail("logit_bias", f"has {len(params.logit_bias)} entries, at most {widths.logit_bias}")
-    sequences("bad_words", params.bad_words)
-    if sum(len(s) + 1 for s in params.bad_words) > widths.bad_words:
-        fail("bad_words", f"takes more than {widths.bad_words} entries (each sequence and a separator)")
+    at_most("logit_bias", len(params.logit_bias), "entries", widths.logit_bias)
+    sequences("bad_words", params.bad_words, widths.bad_words)
     if not isinstance(params.min_tokens, (int, np.integer)) or params.min_tokens < 0:
         fail("min_tokens", f"must be an integer >= 0, got {params.min_tokens!r}")
     for t in params.stop_token_ids:
         token("stop_token_ids", t)
-    if len(params.stop_token_ids) > widths.stop_token_ids:
-        fail("stop_token_ids", f"has {len(params.stop_token_ids)} ids, at most {widths.stop_token_ids}")
-    sequences("stop", params.stop)
-    if sum(len(s) + 1 for s in params.stop) > widths.stop:
-        fail("stop", f"takes more than {widths.stop} entries (each sequence and a separator)")
+    at_most("stop_token_ids", len(params.stop_token_ids), "ids", widths.stop_token_ids)
+    sequences("stop", params.stop, widths.stop)
     n = params.logprobs
     if n is not None and (not isinstance(n, (int, np.integer)) or isinstance(n, bool) or not 0 <= n <= widths.logprobs):
         fail("logprobs", f"must be None or an integer in [0, {widths.logprobs}], got {n!r}")

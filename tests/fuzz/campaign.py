@@ -2,7 +2,10 @@
 
 Case ``index`` of target ``target`` under ``seed`` depends on nothing else
 (``numpy.random.default_rng([seed, crc32(target), index])``), so any case replays alone.
-Of every case: half get adversarial values, a tenth is broken on purpose, a fifth have
+Every ``EXAMPLE_EVERY``-th case starts from its op's example call (``fastspec.core.examples``, the
+one written call that docs, ``fastspec check``, tests and benches share), its slots drawn again to
+1..8 of them, where the example is of the target's strategy; the others are drawn by the target's
+generator. Of every case: half get adversarial values, a tenth is broken on purpose, a fifth have
 per-request tensors shaped ``[B, 1]``, an eighth (a twentieth for the sampling ops) run on the
 emulated XPU (a grid of tests/helpers/devices.py, clusters forward or reversed), the rest on the
 CPU kernels inline or on their thread pool.
@@ -17,6 +20,7 @@ from typing import Callable
 
 import numpy as np
 
+from fastspec.core.examples import example_call
 from fastspec.core.schema import SCHEMAS, XPU_MAX_DRAFTS, XPU_MAX_END_TOKENS, XPU_MAX_STOP_COLS
 from tests.helpers.devices import XPU_GRIDS as GRIDS
 
@@ -29,6 +33,7 @@ from .values import adversarial, case_dims
 ADVERSARIAL_SHARE = 0.5
 MALFORMED_SHARE = 0.1
 COLUMN_SHARE = 0.2
+EXAMPLE_EVERY = 16
 
 
 def case_rng(target: str, seed: int, index: int) -> np.random.Generator:
@@ -56,9 +61,20 @@ def _options(rng: np.random.Generator, case: Case) -> dict:
     return {"num_threads": int(rng.choice([0, 1]))}
 
 
+def _from_example(rng: np.random.Generator, target: str, index: int) -> tuple[dict, dict] | None:
+    """The op's example call with 1..8 of its slots, or None where the example is not of the target's strategy."""
+    op = TARGETS[target].op
+    arrays, attrs = example_call(op)
+    strategy = target[len(op) + 1 : -1] if target != op else None
+    if strategy is not None and str(getattr(attrs.get("strategy"), "value", attrs.get("strategy"))) != strategy:
+        return None
+    return example_call(op, batch=1 + (index // EXAMPLE_EVERY) % 8, seed=int(rng.integers(0, 2**31)))
+
+
 def make_case(target: str, seed: int, index: int) -> Case:
     rng = case_rng(target, seed, index)
-    arrays, attrs = TARGETS[target].generate(rng)
+    seeded = _from_example(rng, target, index) if index % EXAMPLE_EVERY == 0 else None
+    arrays, attrs = seeded or TARGETS[target].generate(rng)
     names = [t.name for t in SCHEMAS[TARGETS[target].op].tensors]
     arrays = {name: None if arrays.get(name) is None else np.ascontiguousarray(arrays[name]) for name in names}
     case = Case(target, arrays, attrs, origin=f"{target}:{seed}:{index}")

@@ -16,8 +16,9 @@ import pytest
 
 import fastspec.arrays
 from fastspec.core.errors import FastspecBuildError
+from fastspec.core.examples import example_call
 from tests.fuzz import sanitizer
-from tests.fuzz.campaign import make_case
+from tests.fuzz.campaign import EXAMPLE_EVERY, case_rng, make_case
 from tests.fuzz.case import Case, from_json, is_strided, strided_view, to_json
 from tests.fuzz.check import run_case, same_bits
 from tests.fuzz.malform import malform
@@ -71,6 +72,30 @@ def test_json_keeps_every_bit():
         else:
             assert got == value
     assert back.options["xpu_grid"] == (3, 16) and back.malformed == case.malformed
+
+
+EXAMPLE_TARGETS = [t for t in TARGETS if "[" not in t or t.endswith("[greedy]")]  # the examples verify GREEDY
+
+
+@pytest.mark.parametrize("target", EXAMPLE_TARGETS)
+def test_the_example_call_seeds_every_sixteenth_case(target):
+    """Each such case is the op's example call with 1..8 of its slots (before any value is poked), and runs clean."""
+    op, checked = TARGETS[target].op, 0
+    for index in range(0, 8 * EXAMPLE_EVERY, EXAMPLE_EVERY):
+        case = make_case(target, 7, index)
+        slots_seed = int(case_rng(target, 7, index).integers(0, 2**31))
+        expected, attrs = example_call(op, batch=1 + index // EXAMPLE_EVERY, seed=slots_seed)
+        if case.malformed or "adversarial" in case.origin:
+            continue
+        assert case.attrs == attrs
+        for name, value in expected.items():
+            got = case.arrays[name]
+            assert (got is None) == (value is None), name
+            if value is not None:
+                np.testing.assert_array_equal(np.asarray(got).reshape(np.shape(value)), value, err_msg=name)
+        assert run_case(case).kind == "ok", case.origin
+        checked += 1
+    assert checked >= 2
 
 
 @pytest.mark.parametrize("target", list(TARGETS))

@@ -7,6 +7,7 @@ import paddle
 
 from fastspec import ops
 from fastspec.core.rates import controller_rates
+from fastspec.core.schema import SCHEMAS
 from fastspec.runtime.adaptive.cost_model import StepCostModel
 from fastspec.runtime.state import SpecState
 
@@ -104,6 +105,16 @@ class DraftLengthController:
         self._worth = self._tensor(np.zeros((b, k + 1), dtype=np.float32))  # the plan's workspace
         self._ranking = self._tensor(np.zeros((b, k + 1), dtype=np.int32))
         self._fresh_row, self._found_row = self._tensor(self._fresh), self._tensor(np.ones(1, dtype=np.float32))
+        # the controller's own tensors by the adaptive ops' names for them (the other tensors are the state's)
+        self._own = {
+            "acceptance": self.acceptance,
+            "found": self.found,
+            "rates": self.rates,
+            "step_cost": self._cost,
+            "probe_step": self._probe,
+            "worth": self._worth,
+            "ranking": self._ranking,
+        }
         self._cost_version: int | None = None
         self.refresh_costs()
 
@@ -150,30 +161,15 @@ class DraftLengthController:
 
     def plan_tensors(self, state: SpecState) -> tuple[paddle.Tensor, ...]:
         """adaptive_plan's tensors in its order: the controller's and ``state``'s."""
-        return (
-            self.acceptance,
-            self.found,
-            self._cost,
-            self.rates,
-            state.seq_lens_encoder,
-            state.stop_flags,
-            state.is_block_step,
-            self._probe,
-            state.draft_token_num,
-            self._worth,
-            self._ranking,
-        )
+        return self._tensors("adaptive_plan", state)
 
     def observe_tensors(self, state: SpecState) -> tuple[paddle.Tensor, ...]:
         """adaptive_observe's tensors in its order."""
-        return (
-            self.acceptance,
-            self.found,
-            state.draft_token_num,
-            state.cu_seqlens_q_output,
-            state.accept_num,
-            self.rates,
-        )
+        return self._tensors("adaptive_observe", state)
+
+    def _tensors(self, op_name: str, state: SpecState) -> tuple[paddle.Tensor, ...]:
+        """The op's tensors in the schema's order, each the controller's own or else the state's of that name."""
+        return tuple(self._own[n] if n in self._own else getattr(state, n) for n in SCHEMAS[op_name].input_names)
 
     # -- inspection -------------------------------------------------------------------------
 
