@@ -15,41 +15,13 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "sampling_lanes.h"
 #include "sampling_row.h"
 #include "sampling_scalar.h"
 #include "simd.h"
 
 namespace fastspec {
 namespace {
-
-FS_TARGET_AVX2 inline __m256i f32_bits8(F32Tag, const float* p) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
-FS_TARGET_AVX2 inline __m256i f32_bits8(BF16Tag, const uint16_t* p) {
-  return _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16);
-}
-FS_TARGET_AVX2 inline __m256i f32_bits8(F16Tag, const uint16_t* p) {  // f16_to_f32_bits, 8 lanes
-  const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)), 16);
-  const __m256i exp = _mm256_and_si256(_mm256_srli_epi32(h, 10), _mm256_set1_epi32(0x1f));
-  const __m256i mant13 = _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x3ff)), 13);
-  const __m256i normal = _mm256_or_si256(_mm256_slli_epi32(_mm256_add_epi32(exp, _mm256_set1_epi32(112)), 23), mant13);
-  const __m256i infnan = _mm256_or_si256(_mm256_set1_epi32(0x7f800000), mant13);
-  const __m256 mant = _mm256_cvtepi32_ps(_mm256_and_si256(h, _mm256_set1_epi32(0x3ff)));
-  const __m256i sub = _mm256_castps_si256(_mm256_mul_ps(mant, _mm256_set1_ps(5.9604644775390625e-08f)));
-  __m256i r = _mm256_blendv_epi8(normal, sub, _mm256_cmpeq_epi32(exp, _mm256_setzero_si256()));
-  r = _mm256_blendv_epi8(r, infnan, _mm256_cmpeq_epi32(exp, _mm256_set1_epi32(0x1f)));
-  return _mm256_or_si256(r, sign);
-}
-
-// prob_key of 8 entries: the bits where they lie in [1, 0x7f7fffff], else 0.
-template <typename Tag>
-FS_TARGET_AVX2 inline __m256i keys8(const typename Tag::T* p) {
-  const __m256i bits = f32_bits8(Tag{}, p);
-  const __m256i valid = _mm256_and_si256(_mm256_cmpgt_epi32(bits, _mm256_setzero_si256()),  // > 0 as int32
-                                         _mm256_cmpgt_epi32(_mm256_set1_epi32(0x7f800000), bits));
-  return _mm256_and_si256(bits, valid);
-}
 
 // Masses of 4 keys (their f32 values clamped to 1) as exact doubles: trunc(p * 2^40).
 FS_TARGET_AVX2 inline __m256d masses4(__m128 clamped) {
@@ -82,10 +54,9 @@ template <typename Tag>
 FS_TARGET_AVX2 RowTotals totals_and_bound(Avx2, const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
   const __m256i one_bits = _mm256_set1_epi32(0x3f800000);
   const __m256i one = _mm256_set1_epi32(1);
-  int64_t n = 0, tail_mass = 0;
+  Totals totals;
   __m256i msum = _mm256_setzero_si256();
   __m256i vmin = _mm256_set1_epi32(-1);  // min of key - 1: invalid (0) wraps to the top
-  uint32_t mn = 0xffffffffu;
   const int64_t size = row.vocab / chunks;  // the last chunk takes the remainder
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = c * size, end = c + 1 == chunks ? row.vocab : begin + size;
@@ -96,23 +67,16 @@ FS_TARGET_AVX2 RowTotals totals_and_bound(Avx2, const Row<Tag>& row, int64_t chu
       vmax = _mm256_max_epu32(vmax, key);
       vmin = _mm256_min_epu32(vmin, _mm256_sub_epi32(key, one));
       const __m256i invalid = _mm256_cmpeq_epi32(key, _mm256_setzero_si256());
-      n += 8 - __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(invalid))));
+      totals.n += 8 - __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(invalid))));
       const __m256 clamped = _mm256_castsi256_ps(_mm256_min_epu32(key, one_bits));
       msum = _mm256_add_epi64(msum, doubles_to_int64(masses4(_mm256_castps256_ps128(clamped))));
       msum = _mm256_add_epi64(msum, doubles_to_int64(masses4(_mm256_extractf128_ps(clamped, 1))));
     }
-    uint32_t mx = max_epu32(vmax);
-    for (; i < end; ++i) {
-      const uint32_t k = row.key(i);
-      n += k != 0;
-      tail_mass += mass_fast(k);
-      mx = std::max(mx, k);
-      mn = std::min(mn, k - 1u);
-    }
-    maxima[c] = mx;
+    maxima[c] = totals.add(row, i, end, max_epu32(vmax));
   }
-  mn = std::min(mn, min_epu32(vmin));
-  return {n, sum_epi64(msum) + tail_mass, mn + 1u};
+  totals.mass += sum_epi64(msum);
+  totals.min_less_one = std::min(totals.min_less_one, min_epu32(vmin));
+  return totals.result();
 }
 
 template <typename Tag>

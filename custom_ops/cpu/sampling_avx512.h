@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "sampling_lanes.h"
 #include "sampling_row.h"
 #include "sampling_scalar.h"
 #include "simd.h"
@@ -19,74 +20,35 @@
 namespace fastspec {
 namespace {
 
-FS_TARGET_AVX512 inline __m512i f32_bits16(F32Tag, const float* p) { return _mm512_loadu_si512(p); }
-FS_TARGET_AVX512 inline __m512i f32_bits16(BF16Tag, const uint16_t* p) {
-  return _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16);
-}
-
-FS_TARGET_AVX512 inline __m512i f32_bits16(F16Tag, const uint16_t* p) {  // f16_to_f32_bits, 16 lanes
-  const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(0x8000)), 16);
-  const __m512i exp = _mm512_and_si512(_mm512_srli_epi32(h, 10), _mm512_set1_epi32(0x1f));
-  const __m512i mant = _mm512_and_si512(h, _mm512_set1_epi32(0x3ff));
-  const __m512i mant13 = _mm512_slli_epi32(mant, 13);
-  const __m512i normal = _mm512_or_si512(_mm512_slli_epi32(_mm512_add_epi32(exp, _mm512_set1_epi32(112)), 23), mant13);
-  const __m512i infnan = _mm512_or_si512(_mm512_set1_epi32(0x7f800000), mant13);
-  const __m512i sub =
-      _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(mant), _mm512_set1_ps(5.9604644775390625e-08f)));
-  __m512i r = _mm512_mask_mov_epi32(normal, _mm512_cmpeq_epi32_mask(exp, _mm512_setzero_si512()), sub);
-  r = _mm512_mask_mov_epi32(r, _mm512_cmpeq_epi32_mask(exp, _mm512_set1_epi32(0x1f)), infnan);
-  return _mm512_or_si512(r, sign);
-}
-
-template <typename Tag>
-FS_TARGET_AVX512 inline __m512i keys16(const typename Tag::T* p) {
-  const __m512i bits = f32_bits16(Tag{}, p);
-  const __mmask16 valid =
-      _mm512_cmplt_epu32_mask(_mm512_sub_epi32(bits, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7f7fffff));
-  return _mm512_maskz_mov_epi32(valid, bits);
-}
-
 template <typename Tag>
 FS_TARGET_AVX512 RowTotals totals_and_bound(Avx512, const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
   const __m512d scale = _mm512_set1_pd(1099511627776.0);
   const __m512i one_bits = _mm512_set1_epi32(0x3f800000);
   const __m512i one = _mm512_set1_epi32(1);
-  int64_t n = 0;
+  Totals totals;
   __m512i msum = _mm512_setzero_si512();
   __m512i vmin = _mm512_set1_epi32(-1);  // min of key - 1: invalid (0) wraps to the top
-  uint32_t mn = 0xffffffffu;
   const int64_t size = row.vocab / chunks;
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = c * size, end = c + 1 == chunks ? row.vocab : begin + size;
     __m512i vmax = _mm512_setzero_si512();
-    uint32_t mx = 0;
     int64_t i = begin;
     for (; i + 16 <= end; i += 16) {
       const __m512i key = keys16<Tag>(row.p + i);
       vmax = _mm512_max_epu32(vmax, key);
       vmin = _mm512_min_epu32(vmin, _mm512_sub_epi32(key, one));
-      n += __builtin_popcount(_mm512_test_epi32_mask(key, key));
+      totals.n += __builtin_popcount(_mm512_test_epi32_mask(key, key));
       const __m512 clamped = _mm512_castsi512_ps(_mm512_min_epu32(key, one_bits));
       const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(clamped));
       const __m512d hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(clamped, 1));
       msum = _mm512_add_epi64(msum, _mm512_cvttpd_epi64(_mm512_mul_pd(lo, scale)));
       msum = _mm512_add_epi64(msum, _mm512_cvttpd_epi64(_mm512_mul_pd(hi, scale)));
     }
-    mx = _mm512_reduce_max_epu32(vmax);
-    int64_t tail_mass = 0;
-    for (; i < end; ++i) {
-      const uint32_t k = row.key(i);
-      n += k != 0;
-      tail_mass += mass_fast(k);
-      mx = std::max(mx, k);
-      mn = std::min(mn, k - 1u);
-    }
-    msum = _mm512_add_epi64(msum, _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, tail_mass));
-    maxima[c] = mx;
+    maxima[c] = totals.add(row, i, end, _mm512_reduce_max_epu32(vmax));
   }
-  mn = std::min(mn, _mm512_reduce_min_epu32(vmin));
-  return {n, _mm512_reduce_add_epi64(msum), mn + 1u};
+  totals.mass += _mm512_reduce_add_epi64(msum);
+  totals.min_less_one = std::min(totals.min_less_one, _mm512_reduce_min_epu32(vmin));
+  return totals.result();
 }
 
 template <typename Tag>
@@ -225,13 +187,7 @@ FS_TARGET_AVX512 int64_t flat_bucket_pass(Avx512, const Row<Tag>& row, uint32_t 
       acc = _mm512_add_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(acc)),
                              _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(acc, 1)));
     }
-    int64_t m = _mm512_reduce_add_epi64(acc);
-    for (; i < end; ++i) {
-      const uint32_t k = row.key(i);
-      m += k >= btop ? mass_fast(k) : 0;
-      if (k >= blo && k < btop) out[n++] = combined_key(k, i, row.vocab, row.id_bits);
-    }
-    s.block_mass[b] = m;
+    s.block_mass[b] = _mm512_reduce_add_epi64(acc) + bucket_entries(row, i, end, blo, btop, out, &n);
   }
   return n;
 }

@@ -12,28 +12,38 @@
 namespace fastspec {
 namespace {
 
+// totals_and_bound's sums in progress: valid entries, their mass and the
+// smallest key - 1 (an invalid key, 0, wraps to the top). The SIMD versions add
+// their lanes and hand it the tail of each chunk.
+struct Totals {
+  int64_t n = 0, mass = 0;
+  uint32_t min_less_one = 0xffffffffu;
+
+  // Entries [begin, end) one at a time; returns their largest key, or max if larger.
+  template <typename Tag>
+  uint32_t add(const Row<Tag>& row, int64_t begin, int64_t end, uint32_t max) {
+    for (int64_t i = begin; i < end; ++i) {
+      const uint32_t k = row.key(i);
+      n += k != 0;
+      mass += mass_fast(k);
+      max = std::max(max, k);
+      min_less_one = std::min(min_less_one, k - 1u);
+    }
+    return max;
+  }
+  RowTotals result() const { return {n, mass, min_less_one + 1u}; }
+};
+
 // Row totals (valid entries, their mass, the smallest valid key) and each chunk's maximum key.
 template <typename Tag>
 RowTotals totals_and_bound(Scalar, const Row<Tag>& row, int64_t chunks, uint32_t* maxima) {
-  int64_t n = 0, m = 0;
-  uint32_t mn = 0xffffffffu;
+  Totals totals;
   const int64_t size = row.vocab / chunks;  // the last chunk takes the remainder
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = c * size, end = c + 1 == chunks ? row.vocab : begin + size;
-    uint32_t mx = 0;
-    int64_t cn = 0, cm = 0;
-    for (int64_t i = begin; i < end; ++i) {
-      const uint32_t k = row.key(i);
-      cn += k != 0;
-      cm += mass_fast(k);
-      mx = std::max(mx, k);
-      mn = std::min(mn, k - 1u);  // invalid (0) wraps to the top
-    }
-    n += cn;
-    m += cm;
-    maxima[c] = mx;
+    maxima[c] = totals.add(row, begin, end, 0);
   }
-  return {n, m, mn + 1u};
+  return totals.result();
 }
 
 // Combined keys of the entries with key >= tau (tau >= 1), ids ascending; their mass.
@@ -77,23 +87,31 @@ int flat_cut_bucket(Scalar, const Row<Tag>& row, uint32_t lo, uint32_t /*max_key
   return walk_from_bottom(hist, kRadixBuckets, excl, below);  // found: the buckets hold the total > excl
 }
 
+// flat_bucket_pass over entries [begin, end), one at a time: the combined keys
+// of those with key in [blo, btop) appended to out (*n of them so far); returns
+// the mass of those with key >= btop.
+template <typename Tag>
+int64_t bucket_entries(const Row<Tag>& row, int64_t begin, int64_t end, uint32_t blo, uint32_t btop, uint64_t* out,
+                       int64_t* n) {
+  int64_t m = 0;
+  for (int64_t i = begin; i < end; ++i) {
+    const uint32_t k = row.key(i);
+    m += k >= btop ? mass_fast(k) : 0;
+    if (k >= blo && k < btop) out[(*n)++] = combined_key(k, i, row.vocab, row.id_bits);
+  }
+  return m;
+}
+
 // Combined keys of the entries with key in [blo, btop) (ids ascending) into
 // s.gathered, and s.block_mass[b] = mass of the keys >= btop among ids
 // [b kDrawBlock, (b+1) kDrawBlock). Returns the number gathered.
 template <typename Tag>
 int64_t flat_bucket_pass(Scalar, const Row<Tag>& row, uint32_t blo, uint32_t btop, uint32_t /*max_key*/, Scratch& s) {
   flat_prepare(row.vocab, s);
-  uint64_t* out = s.gathered.data();
   int64_t n = 0;
   for (int64_t begin = 0, b = 0; begin < row.vocab; begin += kDrawBlock, ++b) {
     const int64_t end = std::min(row.vocab, begin + kDrawBlock);
-    int64_t m = 0;
-    for (int64_t i = begin; i < end; ++i) {
-      const uint32_t k = row.key(i);
-      m += k >= btop ? mass_fast(k) : 0;
-      if (k >= blo && k < btop) out[n++] = combined_key(k, i, row.vocab, row.id_bits);
-    }
-    s.block_mass[b] = m;
+    s.block_mass[b] = bucket_entries(row, begin, end, blo, btop, s.gathered.data(), &n);
   }
   return n;
 }

@@ -119,20 +119,16 @@ SelectResult radix_select(const uint64_t* keys, int64_t n, int id_bits, uint64_t
   int64_t n_src = n;
   if (static_cast<int64_t>(s.work.size()) < n) s.work.resize(n);
   for (;;) {
-    const int shift = width - st.done > kRadixBits ? width - st.done - kRadixBits : 0;
-    const int digits = width - st.done - shift;
-    const int high = shift + digits;  // bits above `high` must equal prefix's (none at level 0)
-    const int buckets = 1 << digits;
+    const RadixLevel level = radix_level(width, st.done, kRadixBits);
     std::fill(&s.hcount[0][0], &s.hcount[0][0] + 2 * kRadixBuckets, 0);
     std::fill(&s.hmass[0][0], &s.hmass[0][0] + 2 * kRadixBuckets, 0);
-    const uint64_t mask = (uint64_t{1} << digits) - 1;
-    const uint64_t want_high = st.prefix >> high;
+    const uint64_t want_high = st.prefix >> level.high;  // none at level 0
     uint64_t* dst = s.work.data();
     int64_t n_dst = 0;
     for (int64_t j = 0; j < n_src; ++j) {
       const uint64_t c = src[j];
-      if (c < lower || (c >> high) != want_high) continue;
-      const uint32_t d = static_cast<uint32_t>((c >> shift) & mask);
+      if (c < lower || (c >> level.high) != want_high) continue;
+      const uint32_t d = level.digit(c);
       const int copy = static_cast<int>(n_dst & 1);
       s.hcount[copy][d] += 1;
       s.hmass[copy][d] += mass_of_bits(cut_bits(c, id_bits));
@@ -141,10 +137,10 @@ SelectResult radix_select(const uint64_t* keys, int64_t n, int id_bits, uint64_t
     }
     src = dst;
     n_src = n_dst;
-    const int d = walk_buckets(s, buckets, by_mass, target, &st.above_w, &st.above_mass);
-    st.prefix |= static_cast<uint64_t>(d) << shift;
-    st.done += digits;
-    if (s.hcount[0][d] == 1 || shift == 0) {
+    const int d = walk_buckets(s, 1 << level.digits, by_mass, target, &st.above_w, &st.above_mass);
+    st.prefix |= static_cast<uint64_t>(d) << level.shift;
+    st.done += level.digits;
+    if (s.hcount[0][d] == 1 || level.shift == 0) {
       const uint64_t cut = s.hcount[0][d] == 1 ? src[s.hlast[d]] : st.prefix;
       return {cut, st.above_mass + mass_of_bits(cut_bits(cut, id_bits))};
     }
@@ -158,9 +154,7 @@ SelectResult gather_and_select(const Row<Tag>& row, const Level0& l0, int64_t ta
                                int64_t* n_out) {
   const int width = combined_width(row.id_bits);
   RadixStart st = after_level0(l0, row.id_bits);
-  const int shift = width - st.done > kRadixBits ? width - st.done - kRadixBits : 0;
-  const int digits = width - st.done - shift;
-  const uint64_t mask = (uint64_t{1} << digits) - 1;
+  const RadixLevel level = radix_level(width, st.done, kRadixBits);
   std::fill(&s.hcount[0][0], &s.hcount[0][0] + 2 * kRadixBuckets, 0);
   std::fill(&s.hmass[0][0], &s.hmass[0][0] + 2 * kRadixBuckets, 0);
   if (static_cast<int64_t>(s.gathered.size()) < row.vocab) s.gathered.resize(row.vocab);
@@ -173,7 +167,7 @@ SelectResult gather_and_select(const Row<Tag>& row, const Level0& l0, int64_t ta
     if (k < lo) continue;
     const uint64_t c = combined_key(k, i, row.vocab, row.id_bits);
     if ((k >> kTopShift) == bucket) {
-      const uint32_t d = static_cast<uint32_t>((c >> shift) & mask);
+      const uint32_t d = level.digit(c);
       const int copy = static_cast<int>(n & 1);
       s.hcount[copy][d] += 1;
       s.hmass[copy][d] += mass_of_bits(k);
@@ -182,10 +176,10 @@ SelectResult gather_and_select(const Row<Tag>& row, const Level0& l0, int64_t ta
     out[n++] = c;
   }
   *n_out = n;
-  const int d = walk_buckets(s, 1 << digits, by_mass, target, &st.above_w, &st.above_mass);
-  st.prefix |= static_cast<uint64_t>(d) << shift;
-  st.done += digits;
-  if (s.hcount[0][d] == 1 || shift == 0) {
+  const int d = walk_buckets(s, 1 << level.digits, by_mass, target, &st.above_w, &st.above_mass);
+  st.prefix |= static_cast<uint64_t>(d) << level.shift;
+  st.done += level.digits;
+  if (s.hcount[0][d] == 1 || level.shift == 0) {
     const uint64_t cut = s.hcount[0][d] == 1 ? out[s.hlast[d]] : st.prefix;
     return {cut, st.above_mass + mass_of_bits(cut_bits(cut, row.id_bits))};
   }

@@ -105,10 +105,7 @@ __device__ SelectResult radix_select(const typename Tag::T* row, int64_t vocab, 
   int done = 0;
   long long above_w = 0, above_mass = 0;
   for (;;) {
-    const int shift = width - done > kRadixBits ? width - done - kRadixBits : 0;
-    const int digits = width - done - shift;
-    const int high = shift + digits;
-    const uint64_t mask = (uint64_t{1} << digits) - 1;
+    const RadixLevel level = radix_level(width, done, kRadixBits);
     for (int d = threadIdx.x; d < kRadixBuckets; d += kThreads) {
       s.count[d] = 0;
       s.mass[d] = 0;
@@ -119,7 +116,7 @@ __device__ SelectResult radix_select(const typename Tag::T* row, int64_t vocab, 
     // mass (summed exactly in two 20-bit halves) and largest index, and one lane
     // updates shared memory. Every lane runs the same number of iterations (kThreads
     // is a multiple of 32), so the full-mask warp intrinsics are well defined.
-    const uint64_t want_high = (high >= 64) ? 0 : (prefix >> high);
+    const uint64_t want_high = (level.high >= 64) ? 0 : (prefix >> level.high);
     const unsigned lane = threadIdx.x & 31u;
     for (int64_t base = 0; base < vocab; base += kThreads) {
       const int64_t i = base + threadIdx.x;
@@ -127,8 +124,8 @@ __device__ SelectResult radix_select(const typename Tag::T* row, int64_t vocab, 
       uint64_t m = 0;
       if (i < vocab) {
         const uint64_t c = combined_at<Tag>(row, i, vocab, id_bits);
-        if (c >= lower && (c >> high) == want_high) {
-          d = static_cast<int>((c >> shift) & mask);
+        if (c >= lower && (c >> level.high) == want_high) {
+          d = static_cast<int>(level.digit(c));
           m = static_cast<uint64_t>(mass_of_bits(cut_bits(c, id_bits)));
         }
       }
@@ -186,23 +183,31 @@ __device__ SelectResult radix_select(const typename Tag::T* row, int64_t vocab, 
     const unsigned int cnt = s.count[d];
     const int last = s.last[d];
     __syncthreads();  // s.* may be overwritten by the next level
-    prefix |= static_cast<uint64_t>(d) << shift;
-    done += digits;
-    if (cnt == 1 || shift == 0) {
+    prefix |= static_cast<uint64_t>(d) << level.shift;
+    done += level.digits;
+    if (cnt == 1 || level.shift == 0) {
       const uint64_t cut = cnt == 1 ? combined_at<Tag>(row, last, vocab, id_bits) : prefix;
       return {cut, above_mass + mass_of_bits(cut_bits(cut, id_bits))};
     }
   }
 }
 
-// S of a row with a valid entry (sampling.h sample_set), on every thread of the block.
-template <typename Tag>
-__device__ SelectResult row_sample_set(const typename Tag::T* row, int64_t vocab, int id_bits, int32_t top_k,
-                                       float top_p, uint32_t floor, int64_t n_valid, int64_t total, Shared& s) {
+// S of output row t (sampling.h sample_set, after its request's min_p floor
+// and the row totals), on every thread of the block; *b its request. False for
+// a padding row or a row without a valid entry.
+template <typename Tag, typename Params>
+__device__ bool row_sample_set(const Params& a, int64_t t, const typename Tag::T* row, int id_bits, Shared& s,
+                               int64_t* b, SelectResult* set) {
+  if (!row_request(a.batch_id_per_token_output, t, a.batch, b)) return false;
+  const uint32_t floor = row_minp_floor<Tag>(row, a.vocab, min_p_of(a.min_p, *b), s);
+  int64_t n_valid, total;
+  row_totals<Tag>(row, a.vocab, floor, s, &n_valid, &total);
+  if (n_valid == 0) return false;
   auto select = [&](uint64_t lower, int64_t target, bool by_mass) {
-    return radix_select<Tag>(row, vocab, id_bits, lower, target, by_mass, s);
+    return radix_select<Tag>(row, a.vocab, id_bits, lower, target, by_mass, s);
   };
-  return sample_set(top_k, top_p, vocab, n_valid, total, id_bits, floor, select);
+  *set = sample_set(a.top_k[*b], a.top_p[*b], a.vocab, n_valid, total, id_bits, floor, select);
+  return true;
 }
 
 template <typename Tag>
@@ -287,62 +292,62 @@ __global__ void __launch_bounds__(kThreads) top_p_candidates_kernel(TopPCandidat
   if (threadIdx.x == 0) a.candidate_lens[t] = len;
 }
 
+// The first id (ascending) of S = {combined >= cut} whose cumulative mass
+// within S exceeds point (0 <= point < S's mass), on every thread of the block.
+template <typename Tag>
+__device__ int64_t draw_token(const typename Tag::T* row, int64_t vocab, int id_bits, uint64_t cut, long long point,
+                              Shared& s) {
+  if (threadIdx.x == 0) s.token = -1;
+  __syncthreads();
+  long long running = 0;
+  for (int64_t base = 0; base < vocab; base += int64_t{kThreads} * kDrawItems) {
+    const int64_t first = base + int64_t{threadIdx.x} * kDrawItems;
+    long long m[kDrawItems];
+    long long local = 0;
+    for (int j = 0; j < kDrawItems; ++j) {
+      const int64_t i = first + j;
+      m[j] = 0;
+      if (i < vocab) {
+        const uint64_t c = combined_at<Tag>(row, i, vocab, id_bits);
+        if (c >= cut) m[j] = mass_of_bits(cut_bits(c, id_bits));
+      }
+      local += m[j];
+    }
+    long long excl, chunk_total;
+    BlockScan(s.temp.scan).ExclusiveSum(local, excl, chunk_total);
+    const long long start = running + excl;
+    if (start <= point && point < start + local) {
+      long long cum = start;
+      for (int j = 0; j < kDrawItems; ++j) {
+        cum += m[j];
+        if (cum > point) {
+          s.token = first + j;
+          break;
+        }
+      }
+    }
+    running += chunk_total;
+    __syncthreads();
+    if (s.token >= 0) break;
+  }
+  return s.token;
+}
+
 template <typename Tag>
 __global__ void __launch_bounds__(kThreads) sample_tokens_kernel(SampleTokensParams a) {
   __shared__ Shared s;
   const int64_t t = blockIdx.x;
   const int id_bits = id_bits_for(a.vocab);
-  int64_t token = -1;
+  const auto* row = static_cast<const typename Tag::T*>(a.probs) + t * a.vocab;
+  int64_t token = -1;  // a padding row, or one without a valid entry
   int64_t b;
-  if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
-    const auto* row = static_cast<const typename Tag::T*>(a.probs) + t * a.vocab;
-    const uint32_t floor = row_minp_floor<Tag>(row, a.vocab, min_p_of(a.min_p, b), s);
-    int64_t n_valid, total;
-    row_totals<Tag>(row, a.vocab, floor, s, &n_valid, &total);
-    if (n_valid > 0) {
-      const SelectResult r =
-          row_sample_set<Tag>(row, a.vocab, id_bits, a.top_k[b], a.top_p[b], floor, n_valid, total, s);
-      if (r.mass_upto == 0) {
-        token = cut_id(r.cut, a.vocab, id_bits);
-      } else {
-        const long long point = static_cast<long long>(draw_point(
-            rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.rand_stream), r.mass_upto));
-        // first id (ascending) whose cumulative mass within S exceeds point
-        if (threadIdx.x == 0) s.token = -1;
-        __syncthreads();
-        long long running = 0;
-        for (int64_t base = 0; base < a.vocab; base += int64_t{kThreads} * kDrawItems) {
-          const int64_t first = base + int64_t{threadIdx.x} * kDrawItems;
-          long long m[kDrawItems];
-          long long local = 0;
-          for (int j = 0; j < kDrawItems; ++j) {
-            const int64_t i = first + j;
-            m[j] = 0;
-            if (i < a.vocab) {
-              const uint64_t c = combined_at<Tag>(row, i, a.vocab, id_bits);
-              if (c >= r.cut) m[j] = mass_of_bits(cut_bits(c, id_bits));
-            }
-            local += m[j];
-          }
-          long long excl, chunk_total;
-          BlockScan(s.temp.scan).ExclusiveSum(local, excl, chunk_total);
-          const long long start = running + excl;
-          if (start <= point && point < start + local) {
-            long long cum = start;
-            for (int j = 0; j < kDrawItems; ++j) {
-              cum += m[j];
-              if (cum > point) {
-                s.token = first + j;
-                break;
-              }
-            }
-          }
-          running += chunk_total;
-          __syncthreads();
-          if (s.token >= 0) break;
-        }
-        token = s.token;
-      }
+  SelectResult set;
+  if (row_sample_set<Tag>(a, t, row, id_bits, s, &b, &set)) {
+    if (set.mass_upto == 0) {
+      token = cut_id(set.cut, a.vocab, id_bits);
+    } else {
+      const uint64_t r = rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.rand_stream);
+      token = draw_token<Tag>(row, a.vocab, id_bits, set.cut, static_cast<long long>(draw_point(r, set.mass_upto)), s);
     }
   }
   if (threadIdx.x == 0) a.tokens[t] = token;
@@ -358,75 +363,50 @@ __global__ void __launch_bounds__(kThreads) top_k_top_p_probs_kernel(TopKTopPPro
   const int id_bits = id_bits_for(a.vocab);
   float* out = a.target_probs + t * a.vocab;
   const auto* row = static_cast<const typename Tag::T*>(a.probs) + t * a.vocab;
-  uint64_t cut = ~uint64_t{0};  // above every key: nothing kept
-  int64_t set_mass = 0;
   int64_t b;
-  if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
-    const uint32_t floor = row_minp_floor<Tag>(row, a.vocab, min_p_of(a.min_p, b), s);
-    int64_t n_valid, total;
-    row_totals<Tag>(row, a.vocab, floor, s, &n_valid, &total);
-    if (n_valid > 0) {
-      const SelectResult r =
-          row_sample_set<Tag>(row, a.vocab, id_bits, a.top_k[b], a.top_p[b], floor, n_valid, total, s);
-      cut = r.cut;
-      set_mass = r.mass_upto;
-    }
-  }
-  if (cut == ~uint64_t{0}) {  // block-uniform: an empty row reads nothing
+  SelectResult set;
+  if (!row_sample_set<Tag>(a, t, row, id_bits, s, &b, &set)) {  // block-uniform: an empty row reads nothing
     for (int64_t i = threadIdx.x; i < a.vocab; i += kThreads) out[i] = 0.0f;
     return;
   }
   for (int64_t i = threadIdx.x; i < a.vocab; i += kThreads) {
     const uint32_t k = key_of(Tag{}, row, i);
-    const bool kept = combined_key(k, i, a.vocab, id_bits) >= cut;
-    out[i] = kept ? kept_probability(mass_of_bits(k), set_mass) : 0.0f;
+    const bool kept = combined_key(k, i, a.vocab, id_bits) >= set.cut;
+    out[i] = kept ? kept_probability(mass_of_bits(k), set.mass_upto) : 0.0f;
   }
 }
 
-template <typename Tag>
-cudaError_t launch_candidates(const TopPCandidatesParams& a, cudaStream_t stream) {
-  FS_CUDA_LAUNCH(top_p_candidates_kernel<Tag>, static_cast<unsigned>(a.rows), kThreads, 0, stream, a);
-  return cudaGetLastError();
-}
-
-template <typename Tag>
-cudaError_t launch_sample(const SampleTokensParams& a, cudaStream_t stream) {
-  FS_CUDA_LAUNCH(sample_tokens_kernel<Tag>, static_cast<unsigned>(a.rows), kThreads, 0, stream, a);
-  return cudaGetLastError();
-}
-
-template <typename Tag>
-cudaError_t launch_probs(const TopKTopPProbsParams& a, cudaStream_t stream) {
-  FS_CUDA_LAUNCH(top_k_top_p_probs_kernel<Tag>, static_cast<unsigned>(a.rows), kThreads, 0, stream, a);
-  return cudaGetLastError();
+// The checks every sampling launcher makes (and the op's own, args_ok), then
+// one block per row with the kernel for the probabilities' dtype, kernel_for(tag).
+template <typename Params, typename KernelFor>
+cudaError_t launch_rows(const Params& a, bool args_ok, cudaStream_t stream, KernelFor kernel_for) {
+  if (!args_ok || check_sampling_sizes(a.rows, a.vocab, a.batch, a.probs_dtype) != kOk ||
+      a.rows >= (int64_t{1} << 31)) {
+    return cudaErrorInvalidValue;
+  }
+  if (a.rows == 0) return cudaSuccess;
+  return with_prob_tag(a.probs_dtype, [&](auto tag) {
+    const auto kernel = kernel_for(tag);
+    FS_CUDA_LAUNCH(kernel, static_cast<unsigned>(a.rows), kThreads, 0, stream, a);
+    return cudaGetLastError();
+  });
 }
 
 }  // namespace
 
 cudaError_t top_p_candidates_cuda(const TopPCandidatesParams& a, cudaStream_t stream) {
-  if (check_sampling_sizes(a.rows, a.vocab, a.batch, a.probs_dtype) != kOk || a.rows >= (int64_t{1} << 31) ||
-      a.max_candidate_len < 1 || a.max_candidate_len > kMaxCandidateLen || a.max_candidate_len > a.vocab) {
-    return cudaErrorInvalidValue;
-  }
-  if (a.rows == 0) return cudaSuccess;
-  return with_prob_tag(a.probs_dtype, [&](auto tag) { return launch_candidates<decltype(tag)>(a, stream); });
+  const bool k_ok =
+      a.max_candidate_len >= 1 && a.max_candidate_len <= kMaxCandidateLen && a.max_candidate_len <= a.vocab;
+  return launch_rows(a, k_ok, stream, [](auto tag) { return top_p_candidates_kernel<decltype(tag)>; });
 }
 
 cudaError_t sample_tokens_cuda(const SampleTokensParams& a, cudaStream_t stream) {
-  if (check_sampling_sizes(a.rows, a.vocab, a.batch, a.probs_dtype) != kOk || a.rows >= (int64_t{1} << 31) ||
-      !sample_stream_ok(a.rand_stream)) {
-    return cudaErrorInvalidValue;
-  }
-  if (a.rows == 0) return cudaSuccess;
-  return with_prob_tag(a.probs_dtype, [&](auto tag) { return launch_sample<decltype(tag)>(a, stream); });
+  return launch_rows(a, sample_stream_ok(a.rand_stream), stream,
+                     [](auto tag) { return sample_tokens_kernel<decltype(tag)>; });
 }
 
 cudaError_t top_k_top_p_probs_cuda(const TopKTopPProbsParams& a, cudaStream_t stream) {
-  if (check_sampling_sizes(a.rows, a.vocab, a.batch, a.probs_dtype) != kOk || a.rows >= (int64_t{1} << 31)) {
-    return cudaErrorInvalidValue;
-  }
-  if (a.rows == 0) return cudaSuccess;
-  return with_prob_tag(a.probs_dtype, [&](auto tag) { return launch_probs<decltype(tag)>(a, stream); });
+  return launch_rows(a, true, stream, [](auto tag) { return top_k_top_p_probs_kernel<decltype(tag)>; });
 }
 
 }  // namespace fastspec

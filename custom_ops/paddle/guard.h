@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fastspec/op_call.h"
@@ -136,23 +137,17 @@ inline std::string device_name(const paddle::Place& place) {
   }
 }
 
+// The dtype's code in fastspec/common.h, or -1 for a dtype no op argument takes.
 inline int dtype_code(paddle::DataType dtype) {
-  switch (dtype) {
-    case paddle::DataType::BOOL:
-      return fastspec::kBool;
-    case paddle::DataType::INT32:
-      return fastspec::kInt32;
-    case paddle::DataType::INT64:
-      return fastspec::kInt64;
-    case paddle::DataType::FLOAT32:
-      return fastspec::kFloat32;
-    case paddle::DataType::FLOAT16:
-      return fastspec::kFloat16;
-    case paddle::DataType::BFLOAT16:
-      return fastspec::kBFloat16;
-    default:
-      return -1;
+  static const std::pair<paddle::DataType, int> kCodes[] = {
+      {paddle::DataType::BOOL, fastspec::kBool},       {paddle::DataType::INT32, fastspec::kInt32},
+      {paddle::DataType::INT64, fastspec::kInt64},     {paddle::DataType::FLOAT32, fastspec::kFloat32},
+      {paddle::DataType::FLOAT16, fastspec::kFloat16}, {paddle::DataType::BFLOAT16, fastspec::kBFloat16},
+  };
+  for (const auto& [paddle_dtype, code] : kCodes) {
+    if (paddle_dtype == dtype) return code;
   }
+  return -1;
 }
 
 inline std::string shape_text(const std::vector<int64_t>& shape) {

@@ -62,16 +62,33 @@ struct ProbRow {
   }
 };
 
+// The tiles of a row that this core streams through LM (tiles me, me + cores,
+// ...): `for (OwnTiles t(row, tile); t.next();)` loads each into `tile` in
+// turn, t.count elements from id t.first.
+struct OwnTiles {
+  const ProbRow& row;
+  unsigned char* tile;
+  int64_t first;
+  int count;
+
+  __device__ OwnTiles(const ProbRow& r, unsigned char* t)
+      : row(r), tile(t), first(static_cast<int64_t>(core_id() - core_num()) * kProbTile), count(0) {}
+  __device__ bool next() {
+    first += static_cast<int64_t>(core_num()) * kProbTile;
+    if (first >= row.vocab) return false;
+    count = static_cast<int>(min64(kProbTile, row.vocab - first));
+    row.load(first, count, tile);
+    return true;
+  }
+};
+
 // The row's largest key, on every core of the cluster: what min_p's cut is relative to.
 static inline __device__ uint32_t row_max_key(const ProbRow& row, _shared_ptr_ SelectShared* sm) {
   const int me = core_id(), cores = core_num();
   unsigned char tile[kProbTile * 4];
   uint32_t largest = 0;
-  for (int64_t v0 = static_cast<int64_t>(me) * kProbTile; v0 < row.vocab;
-       v0 += static_cast<int64_t>(cores) * kProbTile) {
-    const int count = static_cast<int>(min64(kProbTile, row.vocab - v0));
-    row.load(v0, count, tile);
-    for (int j = 0; j < count; ++j) {
+  for (OwnTiles tiles(row, tile); tiles.next();) {
+    for (int j = 0; j < tiles.count; ++j) {
       const uint32_t k = row.key(tile, j);
       largest = k > largest ? k : largest;
     }
@@ -99,11 +116,8 @@ static inline __device__ void row_totals(const ProbRow& row, uint32_t floor, _sh
   const int me = core_id(), cores = core_num();
   unsigned char tile[kProbTile * 4];
   long long n = 0, mass = 0;
-  for (int64_t v0 = static_cast<int64_t>(me) * kProbTile; v0 < row.vocab;
-       v0 += static_cast<int64_t>(cores) * kProbTile) {
-    const int count = static_cast<int>(min64(kProbTile, row.vocab - v0));
-    row.load(v0, count, tile);
-    for (int j = 0; j < count; ++j) {
+  for (OwnTiles tiles(row, tile); tiles.next();) {
+    for (int j = 0; j < tiles.count; ++j) {
       const uint32_t k = row.key(tile, j);
       n += k >= floor;
       mass += k >= floor ? mass_of_bits(k) : 0;
@@ -138,11 +152,8 @@ static inline __device__ SelectResult radix_select(const ProbRow& row, uint64_t 
   int done = 0;
   long long above_weight = 0, above_mass = 0;
   for (;;) {
-    const int shift = width - done > kDigitBits ? width - done - kDigitBits : 0;
-    const int digits = width - done - shift;
-    const int high = shift + digits;  // <= 62: the digits above are the prefix's
-    const uint64_t mask = (uint64_t{1} << digits) - 1;
-    const uint64_t want_high = prefix >> high;
+    const RadixLevel level = radix_level(width, done, kDigitBits);
+    const uint64_t want_high = prefix >> level.high;  // high <= 62
     for (int d = me; d < kBuckets; d += cores) {
       sm->count[d] = 0;
       sm->mass[d] = 0;
@@ -152,18 +163,15 @@ static inline __device__ SelectResult radix_select(const ProbRow& row, uint64_t 
       count[d] = 0;
       mass[d] = 0;
     }
-    for (int64_t v0 = static_cast<int64_t>(me) * kProbTile; v0 < row.vocab;
-         v0 += static_cast<int64_t>(cores) * kProbTile) {
-      const int n = static_cast<int>(min64(kProbTile, row.vocab - v0));
-      row.load(v0, n, tile);
-      for (int j = 0; j < n; ++j) {
+    for (OwnTiles tiles(row, tile); tiles.next();) {
+      for (int j = 0; j < tiles.count; ++j) {
         const uint32_t k = row.key(tile, j);
-        const uint64_t c = row.combined(k, v0 + j);
-        if (c < lower || (c >> high) != want_high) continue;
-        const int d = static_cast<int>((c >> shift) & mask);
+        const uint64_t c = row.combined(k, tiles.first + j);
+        if (c < lower || (c >> level.high) != want_high) continue;
+        const int d = static_cast<int>(level.digit(c));
         count[d] += 1;
         mass[d] += static_cast<unsigned long long>(mass_of_bits(k));
-        last[d] = static_cast<int>(v0 + j);
+        last[d] = static_cast<int>(tiles.first + j);
       }
     }
     mfence_sm();
@@ -202,9 +210,9 @@ static inline __device__ SelectResult radix_select(const ProbRow& row, uint64_t 
     const unsigned int chosen_count = sm->count[d];
     const int chosen_last = sm->last[d];
     sync_all();  // every core has read the level before the next one clears it
-    prefix |= static_cast<uint64_t>(d) << shift;
-    done += digits;
-    if (chosen_count == 1 || shift == 0) {
+    prefix |= static_cast<uint64_t>(d) << level.shift;
+    done += level.digits;
+    if (chosen_count == 1 || level.shift == 0) {
       const uint64_t cut = chosen_count == 1 ? row.combined_at(chosen_last) : prefix;
       return {cut, above_mass + mass_of_bits(cut_bits(cut, row.id_bits))};
     }

@@ -30,7 +30,7 @@ constexpr int kOutPerThread = 5;
 using Scan = block::Scan<int, kThreads>;
 using Reduce = block::Reduce<int, kThreads>;
 
-__global__ void clean_kernel(const int* in, int n, int* out) {
+__global__ void clean_kernel(const int* in, int n, int* out, int) {
   __shared__ int values[kThreads];
   __shared__ int total;
   __shared__ union {
@@ -59,7 +59,7 @@ __global__ void clean_kernel(const int* in, int n, int* out) {
   mine[4] = total + any_big + (t == 0 ? sum : 0);
 }
 
-__global__ void divergent_barrier_kernel(int* out) {
+__global__ void divergent_barrier_kernel(const int*, int, int* out, int) {
   if (threadIdx.x < 32) {
     __syncthreads();
   } else {
@@ -68,14 +68,14 @@ __global__ void divergent_barrier_kernel(int* out) {
   out[threadIdx.x] = 1;
 }
 
-__global__ void uninitialised_kernel(int* out) {
+__global__ void uninitialised_kernel(const int*, int, int* out, int) {
   __shared__ int values[kThreads];
   if (threadIdx.x == 0) values[0] = 1;
   __syncthreads();
   out[threadIdx.x] = values[threadIdx.x];
 }
 
-__global__ void read_write_race_kernel(int* out) {
+__global__ void read_write_race_kernel(const int*, int, int* out, int) {
   __shared__ int values[kThreads];
   values[threadIdx.x] = threadIdx.x;
   __syncthreads();
@@ -83,35 +83,35 @@ __global__ void read_write_race_kernel(int* out) {
   out[threadIdx.x] = values[threadIdx.x];
 }
 
-__global__ void write_write_race_kernel(int* out) {
+__global__ void write_write_race_kernel(const int*, int, int* out, int) {
   __shared__ int value;
   value = threadIdx.x;
   __syncthreads();
   out[threadIdx.x] = value;
 }
 
-__global__ void out_of_bounds_write_kernel(int* out, int n_out) {
+__global__ void out_of_bounds_write_kernel(const int*, int, int* out, int n_out) {
   if (threadIdx.x == kThreads - 1) out[n_out] = 1;
 }
 
-__global__ void out_of_bounds_read_kernel(const int* in, int n, int* out) {
+__global__ void out_of_bounds_read_kernel(const int* in, int n, int* out, int) {
   out[threadIdx.x] = in[threadIdx.x == kThreads - 1 ? n : 0];
 }
 
-__global__ void nothing_kernel(int* out) { out[0] = 1; }
+__global__ void nothing_kernel(const int*, int, int* out, int) { out[0] = 1; }
 
-__global__ void big_static_shared_kernel(int* out) {
+__global__ void big_static_shared_kernel(const int*, int, int* out, int) {
   __shared__ char big[49 * 1024];
   big[threadIdx.x * (sizeof(big) - 1) / (kThreads - 1)] = 1;
   __syncthreads();
   out[threadIdx.x] = big[threadIdx.x * (sizeof(big) - 1) / (kThreads - 1)];
 }
 
-__global__ void warp_divergence_kernel(int* out) {
+__global__ void warp_divergence_kernel(const int*, int, int* out, int) {
   if (threadIdx.x % 32 < 16) out[threadIdx.x] = static_cast<int>(__reduce_add_sync(0xffffffffu, 1u));
 }
 
-__global__ void early_exit_kernel(const int* in, int* out) {
+__global__ void early_exit_kernel(const int* in, int, int* out, int) {
   __shared__ int values[kThreads];
   if (threadIdx.x >= kThreads / 2) return;
   values[threadIdx.x] = in[0] + threadIdx.x;
@@ -119,59 +119,42 @@ __global__ void early_exit_kernel(const int* in, int* out) {
   out[threadIdx.x] = values[kThreads / 2 - 1 - threadIdx.x];
 }
 
-__global__ void dynamic_shared_kernel(const int* in, int n, int* out) {
+__global__ void dynamic_shared_kernel(const int* in, int n, int* out, int) {
   FS_DYNAMIC_SHARED(int, values);
   values[threadIdx.x] = in[threadIdx.x % n];
   __syncthreads();
   out[threadIdx.x] = values[kThreads - 1 - threadIdx.x];
 }
 
+// Each probe's launch, in the order of Probe; every kernel takes (in, n, out, n_out) and uses what it needs.
+struct ProbeLaunch {
+  void (*kernel)(const int*, int, int*, int);
+  int blocks, threads;
+  size_t shared_bytes;
+};
+constexpr ProbeLaunch kLaunches[] = {
+    {clean_kernel, 2, kThreads, 0},
+    {divergent_barrier_kernel, 1, kThreads, 0},
+    {uninitialised_kernel, 1, kThreads, 0},
+    {read_write_race_kernel, 1, kThreads, 0},
+    {write_write_race_kernel, 1, kThreads, 0},
+    {out_of_bounds_write_kernel, 1, kThreads, 0},
+    {out_of_bounds_read_kernel, 1, kThreads, 0},
+    {nothing_kernel, 1, 1025, 0},
+    {nothing_kernel, 1, kThreads, 228 * 1024},
+    {big_static_shared_kernel, 1, kThreads, 0},
+    {warp_divergence_kernel, 1, kThreads, 0},
+    {early_exit_kernel, 1, kThreads, 0},
+    {dynamic_shared_kernel, 1, kThreads, kThreads * sizeof(int)},
+};
+static_assert(sizeof(kLaunches) / sizeof(kLaunches[0]) == kProbeDynamicShared + 1, "a launch for every probe");
+
 }  // namespace
 
 cudaError_t cuda_probe_emulated(int which, const int* in, int n, int* out, int n_out) {
-  switch (which) {
-    case kProbeClean:
-      FS_CUDA_LAUNCH(clean_kernel, 2, kThreads, 0, nullptr, in, n, out);
-      break;
-    case kProbeDivergentBarrier:
-      FS_CUDA_LAUNCH(divergent_barrier_kernel, 1, kThreads, 0, nullptr, out);
-      break;
-    case kProbeUninitialisedShared:
-      FS_CUDA_LAUNCH(uninitialised_kernel, 1, kThreads, 0, nullptr, out);
-      break;
-    case kProbeReadWriteRace:
-      FS_CUDA_LAUNCH(read_write_race_kernel, 1, kThreads, 0, nullptr, out);
-      break;
-    case kProbeWriteWriteRace:
-      FS_CUDA_LAUNCH(write_write_race_kernel, 1, kThreads, 0, nullptr, out);
-      break;
-    case kProbeOutOfBoundsWrite:
-      FS_CUDA_LAUNCH(out_of_bounds_write_kernel, 1, kThreads, 0, nullptr, out, n_out);
-      break;
-    case kProbeOutOfBoundsRead:
-      FS_CUDA_LAUNCH(out_of_bounds_read_kernel, 1, kThreads, 0, nullptr, in, n, out);
-      break;
-    case kProbeTooManyThreads:
-      FS_CUDA_LAUNCH(nothing_kernel, 1, 1025, 0, nullptr, out);
-      break;
-    case kProbeTooMuchDynamicShared:
-      FS_CUDA_LAUNCH(nothing_kernel, 1, kThreads, 228 * 1024, nullptr, out);
-      break;
-    case kProbeTooMuchStaticShared:
-      FS_CUDA_LAUNCH(big_static_shared_kernel, 1, kThreads, 0, nullptr, out);
-      break;
-    case kProbeWarpDivergence:
-      FS_CUDA_LAUNCH(warp_divergence_kernel, 1, kThreads, 0, nullptr, out);
-      break;
-    case kProbeEarlyExit:
-      FS_CUDA_LAUNCH(early_exit_kernel, 1, kThreads, 0, nullptr, in, out);
-      break;
-    case kProbeDynamicShared:
-      FS_CUDA_LAUNCH(dynamic_shared_kernel, 1, kThreads, kThreads * sizeof(int), nullptr, in, n, out);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
+  if (which < kProbeClean || which > kProbeDynamicShared) return cudaErrorInvalidValue;
+  const ProbeLaunch& p = kLaunches[which];
+  FS_CUDA_LAUNCH(p.kernel, p.blocks, p.threads, p.shared_bytes, nullptr, in, n, out, n_out);
   return cudaGetLastError();
 }
 

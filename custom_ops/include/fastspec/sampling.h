@@ -144,6 +144,24 @@ FS_HD int64_t cut_id(uint64_t cut, int64_t vocab, int id_bits) {
 // Width of the combined key (31 value bits + id bits) and the radix levels.
 FS_HD int combined_width(int id_bits) { return 31 + id_bits; }
 
+// A level of a radix select over combined keys of `width` bits, `done` of them
+// fixed by the buckets chosen before it (the prefix): its digit is the next
+// `digit_bits` bits below them, or what is left at the bottom.
+struct RadixLevel {
+  int shift;      // the digit is bits [shift, high) of a key
+  int digits;     // high - shift: 1 << digits buckets
+  int high;       // a key's bits from here up must equal the prefix's
+  uint64_t mask;  // (1 << digits) - 1
+
+  FS_HD uint32_t digit(uint64_t c) const { return static_cast<uint32_t>((c >> shift) & mask); }
+};
+
+FS_HD RadixLevel radix_level(int width, int done, int digit_bits) {
+  const int shift = width - done > digit_bits ? width - done - digit_bits : 0;
+  const int digits = width - done - shift;
+  return {shift, digits, shift + digits, (uint64_t{1} << digits) - 1};
+}
+
 // min_p (docs/ops/sampling.md "Rules"): a row keeps the valid entries whose
 // mass is at least minp_threshold of its largest entry's mass. Masses grow
 // with the key, so the kept entries are those with key >= a floor: the
