@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Benchmark what log-probabilities add to a step (fastspec.runtime.logprobs.step_logprobs) on the CPU.
+"""Benchmark what log-probabilities add to a step (fastspec.runtime.logprobs.step_logprobs: the op
+emitted_logprobs) on the CPU.
 
     python -m bench.bench_logprobs                       # rows 6 and 24, V 32000 and 151936
     python -m bench.bench_logprobs --rows 24 --vocab 32000
@@ -33,6 +34,7 @@ def state_of(rows: int, vocab: int):
     return SimpleNamespace(
         sample_temperature=paddle.full([batch], 0.7, "float32"),
         accept_tokens=paddle.to_tensor(rng.integers(0, vocab, (batch, K + 1))),
+        accept_num=paddle.full([batch], K + 1, "int32"),
         cu_seqlens_q_output=paddle.to_tensor((np.arange(batch + 1) * (K + 1)).astype(np.int32)),
         trees=False,
         max_num_seqs=batch,

@@ -121,7 +121,7 @@ def _infer_shape(op: OpSchema) -> list[str]:
             if dim.symbol is None:
                 dims.append(str(dim.offset))
             elif dim.symbol in op.attr_names:
-                dims.append(f"int64_t{{{dim.symbol}}}")
+                dims.append(f"int64_t{{{dim.symbol}}} + {dim.offset}" if dim.offset else f"int64_t{{{dim.symbol}}}")
             else:  # the first required input that has the symbol
                 source, axis, offset = next(
                     (t, i, d.offset)

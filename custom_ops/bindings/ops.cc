@@ -71,7 +71,8 @@ void bind_ops(py::module_& m) {
           refs[i].data = ptr<void>(data[i]);
           refs[i].dtype = dtypes[i];
           refs[i].present = present[i];
-          fastspec::set_shape(refs[i], shapes[i].data(), shapes[i].size());
+          refs[i].rank = static_cast<int32_t>(shapes[i].size());
+          for (size_t a = 0; a < 3; ++a) refs[i].shape[a] = a < shapes[i].size() ? shapes[i][a] : 1;
         }
         launch(op, backend, refs, attrs, stream, num_threads, xpu_grid, xpu_reverse_clusters, cuda_block_order,
                cuda_shuffle_seed);
@@ -98,7 +99,8 @@ void bind_ops(py::module_& m) {
           refs[i].present = true;
           refs[i].data = const_cast<void*>(array.data());
           refs[i].dtype = dtypes[i];
-          fastspec::set_shape(refs[i], array.shape(), array.ndim());
+          refs[i].rank = static_cast<int32_t>(array.ndim());
+          for (py::ssize_t a = 0; a < 3; ++a) refs[i].shape[a] = a < array.ndim() ? array.shape(a) : 1;
         }
         launch(op, /*backend=*/0, refs, attrs, 0, num_threads, {12, 64}, false);
       },

@@ -6,6 +6,7 @@
 #include "cuda_kernel.h"
 
 #include "fastspec/temperature_softmax.h"
+#include "softmax_block.h"
 
 namespace fastspec {
 namespace {
@@ -24,26 +25,9 @@ __global__ void __launch_bounds__(kThreads) softmax_kernel(TemperatureSoftmaxPar
   float inv_t = 1.0f, m = 0.0f;
   if (valid) {
     inv_t = softmax_inverse_temperature(p.temperature[b]);
-    float mx = bits_to_f32(0xff800000u);  // -inf
-    int nan = 0;
-    for (int64_t v = j; v < p.vocab; v += kThreads) {
-      const float a = x[v];
-      nan |= is_nan_f32(a) ? 1 : 0;
-      mx = a > mx ? a : mx;
-    }
-    lanes[j] = mx;
-    nans[j] = nan;
-    __syncthreads();
-    for (int w = kThreads / 2; w >= 1; w >>= 1) {  // the maximum is exact in any order
-      if (j < w) {
-        lanes[j] = lanes[j + w] > lanes[j] ? lanes[j + w] : lanes[j];
-        nans[j] |= nans[j + w];
-      }
-      __syncthreads();
-    }
-    m = mul_f32(lanes[0], inv_t);
-    valid = softmax_row_valid(m, nans[0] != 0);
-    __syncthreads();  // every thread has read lanes[0] before the lanes are reused
+    const BlockRowMax raw = block_row_max(x, p.vocab, lanes, nans);
+    m = mul_f32(raw.max, inv_t);
+    valid = softmax_row_valid(m, raw.nan);
   }
   if (!valid) {
     for (int64_t v = j; v < p.vocab; v += kThreads) out[v] = 0.0f;

@@ -79,7 +79,7 @@ struct DimSpec {
 };
 struct ShapeSpec {
   int rank;
-  DimSpec dims[3];  // up to rank 3 (step_status: [B, 2, K + 4])
+  DimSpec dims[3];  // up to rank 3 (emitted_logprobs' records)
 };
 struct TensorSpec {
   const char* name;
@@ -361,7 +361,8 @@ class Call {
     ref.dtype = dtype_code(t.dtype());
     ref.data = t.numel() > 0 ? const_cast<void*>(t.data()) : nullptr;
     const auto shape = t.shape();
-    fastspec::set_shape(ref, shape.data(), shape.size());
+    ref.rank = static_cast<int32_t>(shape.size());
+    for (size_t a = 0; a < 3; ++a) ref.shape[a] = a < shape.size() ? shape[a] : 1;
   }
 
   int first_present() const {

@@ -290,6 +290,19 @@ def _temperature_softmax() -> tuple[Arrays, dict[str, Any]]:
     }, {}
 
 
+@_example("emitted_logprobs")
+def _emitted_logprobs() -> tuple[Arrays, dict[str, Any]]:
+    """Slot 0 emitted 2 and 0 from its rows 0 and 1 at temperature 0.7; the greedy slot 1 (0 reads as 1) token 1."""
+    return {
+        "logits": np.array([[1.0, 2.0, 3.0], [0.5, -np.inf, 0.5], [2.0, 2.0, 1.0]], _F32),
+        "temperature": np.array([0.7, 0.0], _F32),
+        "cu_seqlens_q_output": np.array([0, 2, 3], _I32),
+        "accept_tokens": np.array([[2, 0], [1, -1]], _I64),
+        "accept_num": np.array([2, 1], _I32),
+        "accept_nodes": np.array([[0, 1], [0, -1]], _I32),
+    }, {"width": 2}
+
+
 @_example("apply_token_bitmask")
 def _apply_token_bitmask() -> tuple[Arrays, dict[str, Any]]:
     """Row 0 may take tokens 0 and 2 (bits 0b101 of bitmask row 0); row 1 is free (index -1)."""

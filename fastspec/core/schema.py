@@ -542,6 +542,64 @@ TEMPERATURE_SOFTMAX = OpSchema(
     symbol_ranges={"V": (1, INT32_MAX)},
 )
 
+MAX_LOGPROBS_WIDTH = 1024  # emitted_logprobs' width: the best tokens a record lists
+LOGPROBS_MAX_VOCAB = 2**28  # a key keeps 28 bits of token id (fastspec/core/logprob_keys.py)
+
+EMITTED_LOGPROBS = OpSchema(
+    name="emitted_logprobs",
+    summary="Each emitted token's log-probability and its row's ``width`` most likely tokens, as int64 keys.",
+    details=(
+        "Slot ``b``'s token ``j < accept_num[b]`` (``accept_tokens[b, j]``) was drawn at row\n"
+        "``t = cu_seqlens_q_output[b] + j`` (``+ accept_nodes[b, j]`` instead of ``+ j`` for a tree). With\n"
+        "``s_v = logits[t, v] / tau`` (``tau = temperature[b]``, 1 unless a finite number >= 2^-126) and\n"
+        "``m = max_v s_v``, the row's log-probabilities are ``(s_v - m) - log(sum_u exp(s_u - m))`` in float32,\n"
+        "bit for bit on every backend (temperature_softmax's exp and sum order, and the project's own log).\n"
+        "``logprob_keys[b, j, 0]`` is the token's key, then come the keys of the ``min(width, V)`` tokens of\n"
+        "largest ``s_v`` (the smaller id first among equal ones); a key packs a log-probability and an id\n"
+        "so that a larger key is a larger log-probability, then a smaller id. A row with a NaN logit or whose\n"
+        "``m`` is not finite has every log-probability -inf. Columns past ``V`` and tokens ``j >= accept_num[b]``\n"
+        "hold 0. See docs/ops/emitted_logprobs.md."
+    ),
+    tensors=(
+        Tensor("logits", ("float32",), "[T, V]", "each output row's processed logits (after process_logits)"),
+        _per_request("temperature", "float32", "each request's temperature; <= 0 (greedy) or not finite reads as 1"),
+        _CU_SEQLENS,
+        Tensor(
+            "accept_tokens",
+            ("int64",),
+            "[B, K + 1]",
+            "the emitted tokens (an id outside ``[0, V)`` reads as 0 or V - 1)",
+        ),
+        _per_request("accept_num", "int32", "how many tokens each slot emitted"),
+        Tensor(
+            "accept_nodes",
+            ("int32",),
+            "[B, K + 1]",
+            "trees: the node whose row drew each emitted token (absent: token ``j``'s row is ``cu[b] + j``)",
+            optional=True,
+        ),
+        Tensor(
+            "logprob_keys",
+            ("int64",),
+            "[B, K + 1, width + 1]",
+            "per emitted token: its key, then its row's ``width`` best keys (0 where there is none)",
+            output=True,
+        ),
+    ),
+    attrs=(
+        Attr(
+            "width",
+            "int",
+            "how many of each row's most likely tokens to list",
+            required=True,
+            lo=0,
+            hi=MAX_LOGPROBS_WIDTH,
+            bits=32,
+        ),
+    ),
+    symbol_ranges={"K": (0, None), "V": (1, LOGPROBS_MAX_VOCAB)},
+)
+
 APPLY_TOKEN_BITMASK = OpSchema(
     name="apply_token_bitmask",
     summary="Sets the logits of the tokens a row's grammar forbids to -inf, in place (structured output).",
@@ -1055,6 +1113,7 @@ SCHEMAS: dict[str, OpSchema] = {
         VERIFY_DRAFT_TREE,
         PROCESS_LOGITS,
         TEMPERATURE_SOFTMAX,
+        EMITTED_LOGPROBS,
         APPLY_TOKEN_BITMASK,
         PACK_ROWS,
         MODEL_INPUTS,

@@ -9,6 +9,7 @@ from fastspec.reference.adaptive import adaptive_observe, adaptive_plan
 from fastspec.reference.bitmask import apply_token_bitmask
 from fastspec.reference.block import verify_block
 from fastspec.reference.logits import process_logits
+from fastspec.reference.logprobs import emitted_logprobs
 from fastspec.reference.model_inputs import model_inputs
 from fastspec.reference.model_status import update_model_status
 from fastspec.reference.ngram import ngram_append, ngram_match
@@ -46,6 +47,7 @@ __all__ = [
     "STREAM_TOPP",
     "bf16_bits_to_f32",
     "build_draft_tree",
+    "emitted_logprobs",
     "check_draft_trees",
     "model_inputs",
     "ngram_append",

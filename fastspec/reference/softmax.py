@@ -40,6 +40,43 @@ def softmax_exp(x: np.ndarray) -> np.ndarray:
     return np.where(keep, y * scale, F32(0)).astype(F32)
 
 
+SQRT_HALF = F32(0.707106781186547524)
+LOG_POLY = tuple(
+    F32(c)
+    for c in (
+        7.0376836292e-2,
+        -1.1514610310e-1,
+        1.1676998740e-1,
+        -1.2420140846e-1,
+        1.4249322787e-1,
+        -1.6668057665e-1,
+        2.0000714765e-1,
+        -2.4999993993e-1,
+        3.3333331174e-1,
+    )
+)  # c8 .. c0
+
+
+def softmax_log(x: np.ndarray) -> np.ndarray:
+    """The project's log of a positive normal float32 ``x``: ``x = 2^k f`` with ``f`` in ``[sqrt(1/2), sqrt(2))``,
+    ``z = f - 1``, ``log f = z - z^2 / 2 + z^3 P(z)``, plus ``k ln2`` in two steps."""
+    bits = np.asarray(x, F32).view(np.uint32)
+    k = ((bits >> 23) & 0xFF).astype(np.int32) - 126
+    f = ((bits & 0x7FFFFF) | np.uint32(126 << 23)).astype(np.uint32).view(F32)  # in [0.5, 1)
+    low = f < SQRT_HALF
+    k = np.where(low, k - 1, k)
+    f = np.where(low, (f + f) - F32(1), f - F32(1)).astype(F32)
+    z = f * f
+    p = np.full_like(f, LOG_POLY[0])
+    for c in LOG_POLY[1:]:
+        p = p * f + c
+    kf = k.astype(F32)
+    y = (p * f) * z
+    y = y + kf * LN2_LO
+    y = y - F32(0.5) * z
+    return ((f + y) + kf * LN2_HI).astype(F32)
+
+
 def inverse_temperature(temperature: float) -> np.float32:
     t = F32(temperature)
     return F32(1) / t if FLOAT32_MIN_NORMAL <= t <= FLOAT32_MAX else F32(1)

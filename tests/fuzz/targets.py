@@ -19,6 +19,7 @@ from tests.helpers.adaptive_cases import OBSERVE_NAMES, PLAN_NAMES
 from tests.helpers.adaptive_cases import outputs as adaptive_outputs
 from tests.helpers.bitmask_cases import NAMES as BITMASK_NAMES
 from tests.helpers.logits_cases import NAMES as LOGITS_NAMES
+from tests.helpers.logprobs_cases import NAMES as LOGPROBS_NAMES
 from tests.helpers.model_inputs_cases import NAMES as MODEL_INPUTS_NAMES
 from tests.helpers.model_inputs_cases import OUTPUTS as MODEL_INPUTS_OUTPUTS
 from tests.helpers.ngram_cases import ARRAY_NAMES as NGRAM_NAMES
@@ -32,6 +33,7 @@ from tests.helpers.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERI
 from .gen_adaptive import observe_call, plan_call
 from .gen_bitmask import bitmask_call
 from .gen_logits import logits_call
+from .gen_logprobs import logprobs_call
 from .gen_model_inputs import model_inputs_call
 from .gen_ngram import ngram_call
 from .gen_pack_rows import pack_rows_call
@@ -153,6 +155,10 @@ def _softmax_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
     return {"probs": ref.temperature_softmax(*(a[name] for name in SOFTMAX_NAMES))}
 
 
+def _logprobs_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    return {"logprob_keys": ref.emitted_logprobs(*(a[name] for name in LOGPROBS_NAMES), **attrs)}
+
+
 def _pack_rows_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
     return dict(zip(PACK_OUTPUTS, ref.pack_rows(*(a[name] for name in PACK_NAMES))))
 
@@ -194,6 +200,7 @@ TARGETS: dict[str, Target] = {
         Target("process_logits", "process_logits", logits_call, _logits_reference, any_nan=True),
         Target("apply_token_bitmask", "apply_token_bitmask", bitmask_call, _bitmask_reference),
         Target("temperature_softmax", "temperature_softmax", softmax_call, _softmax_reference),
+        Target("emitted_logprobs", "emitted_logprobs", logprobs_call, _logprobs_reference),
         Target("pack_rows", "pack_rows", pack_rows_call, _pack_rows_reference),
         Target("model_inputs", "model_inputs", model_inputs_call, _model_inputs_reference),
         Target("step_status", "step_status", step_status_call, _step_status_reference),

@@ -4,10 +4,6 @@ exp and softmax; the rules by hand (padding rows, rows without probabilities, gr
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import paddle
 import pytest
@@ -16,7 +12,7 @@ import fastspec.arrays
 import fastspec.ops as ops
 from fastspec.reference.softmax import softmax_exp
 from tests.helpers import softmax_cases as cases
-from tests.helpers.paths import ROOT
+from tests.helpers.simd_levels import check_cases_at_level
 
 
 def test_random_calls_match_the_reference():
@@ -36,20 +32,12 @@ def test_decode_sizes_and_the_pool(rows, vocab):
     cases.assert_bit_equal(cases.run_arrays(arrays, attrs), cases.run_reference(arrays, attrs))
 
 
-SIMD_CHECK = r"""
-import numpy as np
-from tests.helpers import softmax_cases as cases
-for i, (arrays, attrs) in enumerate(cases.cases(seed=5, count=60) + cases.cases(seed=6, count=4, rows=5, vocab=32000)):
-    cases.assert_bit_equal(cases.run_arrays(arrays, attrs), cases.run_reference(arrays, attrs), f"case {i}")
-"""
-
-
 @pytest.mark.parametrize("simd", ["off", "avx2"])
 def test_narrower_simd_levels_match_the_reference(simd):
-    """FASTSPEC_SIMD is read once, so each level runs in a fresh process (the widest runs above)."""
-    env = {**os.environ, "FASTSPEC_SIMD": simd}
-    result = subprocess.run([sys.executable, "-c", SIMD_CHECK], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-3000:]
+    """The widest level runs above."""
+    check_cases_at_level(
+        simd, "softmax_cases", "cases.cases(seed=5, count=60) + cases.cases(seed=6, count=4, rows=5, vocab=32000)"
+    )
 
 
 def test_paddle_op_matches_the_reference():

@@ -13,7 +13,7 @@ import pytest
 
 from fastspec.demo.models import ReplayModel
 from fastspec.reference.logits import process_logits
-from fastspec.reference.logprobs import token_logprobs
+from fastspec.reference.logprobs import logprob_keys, token_logprobs
 from fastspec.runtime import logprobs as device
 from fastspec.runtime.config import ConfigError, SpeculativeConfig
 from fastspec.runtime.engine import SpecEngine
@@ -41,28 +41,31 @@ def float32_cases(rng: np.random.Generator) -> np.ndarray:
     )
 
 
-@pytest.mark.parametrize("static", [False, True], ids=["eager", "static"])
-def test_keys_carry_every_float32_exactly_and_order_as_the_reference(static):
+def test_keys_carry_every_float32_exactly_and_order_as_the_reference():
+    """The op's key layout (its numpy twin, which the op tests hold the kernels to bit for bit) against the
+    runtime's decode."""
     rng = np.random.default_rng(0)
     values = float32_cases(rng)
     ids = rng.integers(0, 1 << 20, values.size)
     values[:50], ids[50:100] = values[50:100], ids[:50]  # equal values with other ids, and the reverse
-    encode = paddle.jit.to_static(device.keys, full_graph=True) if static else device.keys
-    keys = encode(paddle.to_tensor(values), paddle.to_tensor(ids)).numpy()
+    keys = logprob_keys(values, ids)
     back, back_ids = device.decode(keys)
     np.testing.assert_array_equal(back_ids, ids)
     same = back == values  # the same bits, but for a zero's sign (which a key drops)
     assert same.all(), values[~same][:5]
     order = np.lexsort((ids, -values.astype(np.float64)))  # larger first, then the smaller id
     np.testing.assert_array_equal(keys[np.argsort(-keys, kind="stable")], keys[order])
+    nan = logprob_keys(np.float32([np.nan]), [3])
+    np.testing.assert_array_equal(device.decode(nan)[0], [-np.inf])  # NaN reads as -inf
 
 
-def logprobs_state(temperature, accept_tokens, cu):
+def logprobs_state(temperature, accept_tokens, accept_num, cu):
     """What ``step_logprobs`` reads of a state: a chain step's packing and emitted tokens."""
     tensor = paddle.to_tensor
     return SimpleNamespace(
         sample_temperature=tensor(np.float32(temperature)),
         accept_tokens=tensor(np.asarray(accept_tokens, np.int64)),
+        accept_num=tensor(np.asarray(accept_num, np.int32)),
         cu_seqlens_q_output=tensor(np.asarray(cu, np.int32)),
         trees=False,
         max_num_seqs=len(temperature),
@@ -84,7 +87,7 @@ def test_a_step_records_each_emitted_token_against_its_own_row():
         accept[b, :n] = rng.integers(0, V, n)
     accept[0, 2] = 1  # a banned token drawn anyway: -inf
     slot_of_row = np.repeat(np.arange(3), np.diff(cu))
-    state = logprobs_state(temperature, accept, cu)
+    state = logprobs_state(temperature, accept, accept_num, cu)
     record = device.step_logprobs(
         paddle.to_tensor(logits), state, paddle.to_tensor(slot_of_row.astype(np.int32)), WIDTH
     ).numpy()

@@ -11,7 +11,7 @@ cuda_emu::Session cuda_emulation_session(const OpCall& call) {
     const TensorRef& t = call.tensor(i);
     if (!t.present || t.data == nullptr || t.dtype < 0 || t.dtype > kBFloat16) continue;
     int64_t bytes = kBytes[t.dtype];
-    for (int a = 0; a < t.rank && a < 2; ++a) bytes *= t.shape[a];  // shape[1]: the product of the axes after the first
+    for (int a = 0; a < t.rank; ++a) bytes *= t.shape[a];
     const auto begin = reinterpret_cast<uintptr_t>(t.data);
     session.arrays.push_back({begin, begin + static_cast<uintptr_t>(bytes)});
   }

@@ -22,18 +22,9 @@ struct TensorRef {
   void* data = nullptr;
   int32_t dtype = -1;
   int32_t rank = 0;
-  int64_t shape[2] = {0, 0};  // the first axis, then the product of the others (1 for rank 1)
-  bool present = false;       // false: an optional tensor left out (data may be null for an empty one too)
+  int64_t shape[3] = {0, 0, 0};  // rank <= 3; axes past the rank read 1
+  bool present = false;  // false: an optional tensor left out (data may be null for an empty one too)
 };
-
-// Fills ref's rank and shape from a tensor's `rank` sizes: a kernel sees [d0, d1, d2] as [d0, d1 * d2].
-template <typename Size>
-inline void set_shape(TensorRef& ref, const Size* sizes, int64_t rank) {
-  ref.rank = static_cast<int32_t>(rank);
-  ref.shape[0] = rank > 0 ? static_cast<int64_t>(sizes[0]) : 1;
-  ref.shape[1] = 1;
-  for (int64_t a = 1; a < rank; ++a) ref.shape[1] *= static_cast<int64_t>(sizes[a]);
-}
 
 struct OpCall {
   const TensorRef* tensors = nullptr;  // schema order: inputs, then new outputs

@@ -77,6 +77,56 @@ FS_HD float softmax_exp(float x) {
   return mul_f32(y, bits_to_f32(static_cast<uint32_t>(e) << 23));
 }
 
+// log(x) for a positive normal float32 x (emitted_logprobs takes it of a row's sum,
+// which is >= 1): x = 2^k f with f in [sqrt(1/2), sqrt(2)), z = f - 1, log f by
+// z - z^2 / 2 + z^3 P(z) (Cephes' logf coefficients), plus k ln2 in two steps.
+constexpr float kSqrtHalf = 0.707106781186547524f;
+constexpr float kLogC8 = 7.0376836292e-2f;
+constexpr float kLogC7 = -1.1514610310e-1f;
+constexpr float kLogC6 = 1.1676998740e-1f;
+constexpr float kLogC5 = -1.2420140846e-1f;
+constexpr float kLogC4 = 1.4249322787e-1f;
+constexpr float kLogC3 = -1.6668057665e-1f;
+constexpr float kLogC2 = 2.0000714765e-1f;
+constexpr float kLogC1 = -2.4999993993e-1f;
+constexpr float kLogC0 = 3.3333331174e-1f;
+
+FS_HD uint32_t f32_to_bits(float x) {
+  union {
+    float f;
+    uint32_t u;
+  } v;
+  v.f = x;
+  return v.u;
+}
+
+FS_HD float softmax_log(float x) {
+  const uint32_t bits = f32_to_bits(x);
+  int32_t k = static_cast<int32_t>((bits >> 23) & 0xffu) - 126;
+  float f = bits_to_f32((bits & 0x7fffffu) | (126u << 23));  // in [0.5, 1)
+  if (f < kSqrtHalf) {
+    k -= 1;
+    f = sub_f32(add_f32(f, f), 1.0f);
+  } else {
+    f = sub_f32(f, 1.0f);
+  }
+  const float z = mul_f32(f, f);
+  float p = kLogC8;
+  p = add_f32(mul_f32(p, f), kLogC7);
+  p = add_f32(mul_f32(p, f), kLogC6);
+  p = add_f32(mul_f32(p, f), kLogC5);
+  p = add_f32(mul_f32(p, f), kLogC4);
+  p = add_f32(mul_f32(p, f), kLogC3);
+  p = add_f32(mul_f32(p, f), kLogC2);
+  p = add_f32(mul_f32(p, f), kLogC1);
+  p = add_f32(mul_f32(p, f), kLogC0);
+  const float kf = int_to_f32(k);
+  float y = mul_f32(mul_f32(p, f), z);
+  y = add_f32(y, mul_f32(kf, kLn2Lo));
+  y = sub_f32(y, mul_f32(0.5f, z));
+  return add_f32(add_f32(f, y), mul_f32(kf, kLn2Hi));
+}
+
 // 1 / the temperature a row divides its logits by: its request's when that is a
 // finite normal number > 0 (so 1 / t is finite), else 1 (temperature 0 is a greedy
 // request's: its argmax is the same at any temperature).
