@@ -118,10 +118,9 @@ class DynamicKProposer(NgramProposer):
         )
         self.k_by_decoding = k_by_decoding
 
-    def propose(self, state: SpecState):
+    def draft_on_host(self, state: SpecState) -> None:
         decoding = int(((state.seq_lens_encoder.numpy() == 0) & (state.seq_lens_decoder.numpy() > 0)).sum())
         state.draft_token_num[:] = int(self.k_by_decoding[decoding])
-        return super().propose(state)
 
 
 def k_by_decoding(cost: RooflineCost, batch: int, accepted: np.ndarray, offered: np.ndarray) -> np.ndarray:

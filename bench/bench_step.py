@@ -8,9 +8,9 @@ One eager ``SpecStep`` (n-gram drafts, TARGET_MATCH, temperature 1) with a model
 logits: ``prepare`` + ``build_model_inputs`` + ``finish`` is the host time of a step (everything but
 the model). Its floor is the sum of the raw calls (``paddle._C_ops._run_custom_op``) of the fastspec
 ops the step runs (propose, targets, verify, update), each on a copy of the very arguments the step
-gave it (the probabilities' ``temperature_softmax`` and the packing's ``pack_rows`` included). Rounds
-alternate ``--steps`` steps with as many raw-call sums, so both see the same machine; the figures are
-medians. The breakdown: each op's raw call and the Paddle ops one step dispatches (``paddle._C_ops``
+gave it (the probabilities' ``temperature_softmax``, the packing's ``pack_rows`` and the status's
+``step_status`` included). Rounds alternate ``--steps`` steps with as many raw-call sums, so both see the
+same machine; the figures are medians. The breakdown: each op's raw call and the Paddle ops one step dispatches (``paddle._C_ops``
 calls and Tensor operators, plus fastspec's own). Target: host time <= 1.5x the raw sum. Writes
 bench/results/step<tag>.json.
 

@@ -266,6 +266,20 @@ def _pack_rows() -> tuple[Arrays, dict[str, Any]]:
     }, {}
 
 
+@_example("step_status")
+def _step_status() -> tuple[Arrays, dict[str, Any]]:
+    """Slot 0 verified drafts 5 6, kept 5 and 9 and decodes on; slot 1 prefilled, kept 4 and stopped."""
+    return {
+        "step_record": np.array([[3, 1, 5, 6], [1, 0, -1, -1]], _I64),
+        "accept_num": np.array([2, 1], _I32),
+        "accept_tokens": np.array([[5, 9, -1], [4, -1, -1]], _I64),
+        "stop_flags": np.array([False, True]),
+        "is_block_step": np.array([False, False]),
+        "seq_lens_encoder": np.array([0, 0], _I32),
+        "seq_lens_decoder": np.array([11, 7], _I32),
+    }, {}
+
+
 @_example("temperature_softmax")
 def _temperature_softmax() -> tuple[Arrays, dict[str, Any]]:
     """Row 0 at slot 0's temperature 0.7; rows 1 and 2 of the greedy slot 1 (0 reads as 1), one -inf logit."""

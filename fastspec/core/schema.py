@@ -496,6 +496,29 @@ PACK_ROWS = OpSchema(
     device_limits={"xpu": _XPU_LIMITS},
 )
 
+STEP_STATUS = OpSchema(
+    name="step_status",
+    summary="What the host reads of a step, in one int64 tensor: the step's record and each slot after the update.",
+    details=(
+        "``status[b]`` holds ``2K + 8`` values, as two rows of ``K + 4``: ``step_record[b]`` (rows, decode, the\n"
+        "``K`` drafts), ``accept_num[b]``, ``accept_tokens[b]`` (``K + 1``), then ``stop_flags[b]`` and\n"
+        "``is_block_step[b]`` (1 or 0), ``seq_lens_encoder[b]`` and ``seq_lens_decoder[b]``, each widened to int64.\n"
+        "See docs/ops/step_status.md."
+    ),
+    tensors=(
+        Tensor("step_record", ("int64",), "[B, K + 2]", "the step's record (``pack_rows``): rows, decode, drafts"),
+        _per_request("accept_num", "int32", "tokens each slot kept this step"),
+        Tensor("accept_tokens", ("int64",), "[B, K + 1]", "the kept tokens, -1 past them"),
+        _per_request("stop_flags", "bool", "stopped after the update"),
+        _per_request("is_block_step", "bool", "blocked"),
+        _SEQ_LENS_ENCODER,
+        _SEQ_LENS_DECODER,
+        Tensor("status", ("int64",), "[B, 2, K + 4]", "each slot's ``2K + 8`` values, in the order above", output=True),
+    ),
+    attrs=(),
+    device_limits={"xpu": _XPU_LIMITS},
+)
+
 TEMPERATURE_SOFTMAX = OpSchema(
     name="temperature_softmax",
     summary="Each output row's probabilities: the softmax of its logits over its request's temperature.",
@@ -1094,6 +1117,7 @@ SCHEMAS: dict[str, OpSchema] = {
         APPLY_TOKEN_BITMASK,
         PACK_ROWS,
         MODEL_INPUTS,
+        STEP_STATUS,
     )
 }
 

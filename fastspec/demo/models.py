@@ -125,16 +125,30 @@ def row_requests(inputs: ModelInputs) -> paddle.Tensor:
     )
 
 
-NOISE_BITS = 20  # the replay model's noise table: 2^20 Gumbel draws
+NOISE_DRAWS = 1 << 20  # the replay model's noise table holds about this many Gumbel draws
+MAX_NOISE_ROWS = 4096
+HASH = 2654435761  # odd: consecutive keys get distinct noise rows
+
+
+def noise_rows(vocab_size: int) -> int:
+    """The replay model's noise rows for a vocabulary: a power of two, ``NOISE_DRAWS / V`` rounded down, 64 to
+    ``MAX_NOISE_ROWS``."""
+    rows = 64
+    while rows * 2 * vocab_size <= NOISE_DRAWS and rows < MAX_NOISE_ROWS:
+        rows *= 2
+    return rows
 
 
 class ReplayModel:
     """Puts ``peak`` of the probability on ``references[request][k]`` for the k-th generated token.
 
     Past the end of the reference the favoured token is ``end_token``. The rest of the mass follows
-    Gumbel noise: a fixed table of ``2^20`` draws (from ``seed``), each row reading ``V`` consecutive
-    draws from an offset hashed from (request, k), so the model is a pure function of its
-    inputs; it runs as a few Paddle ops on the inputs' device tensors (reading nothing on the host).
+    Gumbel noise: a fixed table of ``noise_rows(V)`` rows of ``V`` draws (from ``seed``), one row per output
+    row picked by a hash of (request, k), so the model is a pure function of its inputs. Each table row
+    comes with the logit that gives each of its tokens probability ``peak`` over the row's other draws, so a
+    call gathers whole rows and writes one logit into each: its cost is nearly flat in the rows it scores,
+    as a real target's forward is at these token counts (weight-bound), where computing the noise row by row
+    would grow with them. It runs as a few Paddle ops on the inputs' device tensors (reading nothing on the host).
     """
 
     def __init__(
@@ -149,7 +163,6 @@ class ReplayModel:
             raise ValueError(f"ReplayModel: peak must be in (0, 1), got {peak}")
         self.references = {int(k): np.asarray(v, dtype=np.int64) for k, v in references.items()}
         self.vocab_size, self.end_token, self.peak, self.seed = vocab_size, end_token, peak, seed
-        self._boost = float(np.log(peak / (1.0 - peak)))
         # the reference as a table: row r, column k = references[r][k], end_token past its end
         self._rows = max(self.references, default=-1) + 1
         self._width = max((len(v) for v in self.references.values()), default=0) + 1
@@ -158,28 +171,39 @@ class ReplayModel:
             if r >= 0:
                 table[r, : len(ref)] = ref
         self._table = table.reshape(-1)
-        u = np.random.default_rng(seed).random(1 << NOISE_BITS)
-        self._noise = (-np.log(-np.log(np.maximum(u, 1e-30)))).astype(np.float32)
-        self._strides = np.arange(vocab_size, dtype=np.int64)  # a row reads V consecutive draws (cache friendly)
+        u = np.random.default_rng(seed).random((noise_rows(vocab_size), vocab_size))
+        noise = -np.log(-np.log(np.maximum(u, 1e-30)))
+        # token j's logit when it is the favoured one: log(peak / (1 - peak)) + logsumexp(the row's other draws)
+        exp = np.exp(noise)
+        others = np.maximum(exp.sum(axis=1, keepdims=True) - exp, np.finfo(np.float64).tiny)
+        self._noise = noise.astype(np.float32)
+        self._favoured = (np.log(others) + np.log(peak / (1.0 - peak))).astype(np.float32)
         self._device: dict = {}
+        self._slot_keys: tuple | None = None  # (request ids, place) -> each slot's first key, kept for the last one
 
     def __call__(self, inputs: ModelInputs) -> paddle.Tensor:
-        table, noise_table, strides, vocab, mask = self._on(inputs.row_pos.place)
-        # each slot's row of the reference table (the last, all end tokens, for a request without one);
-        # a row predicts generated token k = position + 1 - prompt length (the last column past the end)
-        rows = np.array([r if r is not None and 0 <= r < self._rows else self._rows for r in inputs.request_ids])
+        place = inputs.row_pos.place
+        table, noise, favoured, hash_, mask = self._on(place)
         slot = paddle.clip(inputs.row_slot, min=0)  # padding rows: slot 0's, whatever they predict
+        # a row predicts generated token k = position + 1 - prompt length (the last column past the end);
+        # its key is (request, k) in the reference table
         k = paddle.clip(paddle.gather(1 - inputs.prompt_lens, slot) + inputs.row_pos, 0, self._width - 1)
-        key = paddle.gather(paddle.to_tensor(rows * self._width, place=inputs.row_pos.place), slot) + k
+        key = paddle.gather(self._first_keys(inputs.request_ids, place), slot) + k
         target = paddle.gather(table, key)
-        # each row's noise: V consecutive draws of the table (wrapping), from an offset hashed from (request, k)
-        offset = (key * 2654435761).unsqueeze(-1) + strides
-        noise = paddle.gather(noise_table, paddle.bitwise_and(offset, mask).reshape([-1])).reshape(offset.shape)
-        # the target gets probability peak: its logit = log(peak / (1 - peak)) + logsumexp(others), the
-        # noise being small enough to sum its exponentials directly
-        exp = paddle.exp(noise)
-        others = paddle.sum(exp, axis=1, keepdim=True) - paddle.take_along_axis(exp, target.unsqueeze(-1), axis=1)
-        return paddle.where(vocab == target.unsqueeze(-1), paddle.log(others) + self._boost, noise)
+        row = paddle.bitwise_and(key * hash_, mask)
+        logits = paddle.gather(noise, row)  # [T, V]: whole noise rows
+        boost = paddle.gather_nd(favoured, paddle.stack([row, target], axis=1))
+        return logits.put_along_axis_(target.unsqueeze(-1), boost.unsqueeze(-1), axis=1)
+
+    def _first_keys(self, request_ids: list, place) -> paddle.Tensor:
+        """int64 ``[B]``: each slot's row of the reference table times its width (the last row, all end tokens,
+        for a free slot or a request without a reference); the request ids change only between steps."""
+        ids = (tuple(request_ids), str(place))
+        if self._slot_keys is None or self._slot_keys[0] != ids:
+            rows = [r if r is not None and 0 <= r < self._rows else self._rows for r in request_ids]
+            keys = paddle.to_tensor(np.asarray(rows, np.int64) * self._width, place=place)
+            self._slot_keys = (ids, keys)
+        return self._slot_keys[1]
 
     def _on(self, place) -> tuple:
         key = str(place)
@@ -189,9 +213,9 @@ class ReplayModel:
                 for a in (
                     self._table,
                     self._noise,
-                    self._strides.reshape(1, -1),
-                    np.arange(self.vocab_size, dtype=np.int64).reshape(1, -1),
-                    np.array([[(1 << NOISE_BITS) - 1]], np.int64),
+                    self._favoured,
+                    np.array([HASH], np.int64),
+                    np.array([len(self._noise) - 1], np.int64),
                 )
             )
         return self._device[key]

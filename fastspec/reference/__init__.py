@@ -32,6 +32,7 @@ from fastspec.reference.sampling import (
     top_p_candidates,
 )
 from fastspec.reference.softmax import temperature_softmax
+from fastspec.reference.step_status import step_status
 from fastspec.reference.trees import build_draft_tree, check_draft_trees, verify_draft_tree
 from fastspec.reference.verify import verify_draft_tokens
 
@@ -57,6 +58,7 @@ __all__ = [
     "rand64",
     "sample_tokens",
     "sampling_distribution",
+    "step_status",
     "temperature_softmax",
     "top_k_top_p_probs",
     "top_p_candidates",

@@ -408,7 +408,8 @@ class SpecState:
     def row_batch_ids(self, num_rows: int | None = None) -> paddle.Tensor:
         """The first ``num_rows`` (default: the packed ones) entries of batch_id_per_token_output."""
         n = self.num_rows if num_rows is None else num_rows
-        return self.batch_id_per_token_output[:n]
+        ids = self.batch_id_per_token_output
+        return ids if n == ids.shape[0] else ids[:n]  # a chain step's model scores every row: no slice
 
 
 def _place(place: paddle.Place | str | None):

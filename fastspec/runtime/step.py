@@ -124,7 +124,7 @@ class SpecStep:
                 if trees:
                     write_tree(proposer.propose_tree(state, sampler.config.tree.top_k), state)
                 elif proposer is not None:
-                    proposer(state)
+                    proposer.draft(state)
                 return state.pack_slot_rows()
 
         def finish_program_with(logprobs: bool):

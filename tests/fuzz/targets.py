@@ -26,6 +26,7 @@ from tests.helpers.ngram_cases import ARRAY_NAMES as NGRAM_NAMES
 from tests.helpers.pack_rows_cases import NAMES as PACK_NAMES
 from tests.helpers.pack_rows_cases import OUTPUTS as PACK_OUTPUTS
 from tests.helpers.softmax_cases import NAMES as SOFTMAX_NAMES
+from tests.helpers.step_status_cases import NAMES as STATUS_NAMES
 from tests.helpers.tree_cases import BUILD_NAMES, BUILD_OUTPUTS, VERIFY_TREE_NAMES, VERIFY_TREE_OUTPUTS
 from tests.helpers.verify_update_cases import UPDATE_NAMES, UPDATE_OUTPUTS, VERIFY_NAMES
 
@@ -38,6 +39,7 @@ from .gen_ngram import ngram_call
 from .gen_pack_rows import pack_rows_call
 from .gen_sampling import candidates_call, probs_call, sample_call
 from .gen_softmax import softmax_call
+from .gen_step_status import step_status_call
 from .gen_trees import build_call, verify_tree_call
 from .gen_verify_update import update_call, verify_call
 
@@ -165,6 +167,10 @@ def _model_inputs_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
     return dict(zip(MODEL_INPUTS_OUTPUTS, ref.model_inputs(*(a[name] for name in MODEL_INPUTS_NAMES))))
 
 
+def _step_status_reference(a: Arrays, attrs: dict) -> dict[str, np.ndarray]:
+    return {"status": ref.step_status(*(a[name] for name in STATUS_NAMES))}
+
+
 def _per_strategy(op: str, call, reference, strategy: str, **options) -> Target:
     """The target of ``op`` under one strategy: ``call(rng, strategy)`` draws its cases."""
     return Target(f"{op}[{strategy}]", op, lambda rng: call(rng, strategy), reference, **options)
@@ -197,5 +203,6 @@ TARGETS: dict[str, Target] = {
         Target("emitted_logprobs", "emitted_logprobs", logprobs_call, _logprobs_reference),
         Target("pack_rows", "pack_rows", pack_rows_call, _pack_rows_reference),
         Target("model_inputs", "model_inputs", model_inputs_call, _model_inputs_reference),
+        Target("step_status", "step_status", step_status_call, _step_status_reference),
     )
 }

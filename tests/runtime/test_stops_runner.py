@@ -49,7 +49,7 @@ def stop_values(rng: np.random.Generator, output: list[int], names: tuple[str, .
     """Stops cut from what the request writes without them (so that most of them hit, some at the last
     token, some only by a later occurrence), and random ones."""
     values = {}
-    if "stop_token_ids" in names and rng.random() < 0.8:
+    if "stop_token_ids" in names and rng.random() < 0.8 and len(output) > 1:  # a one-token output has none to cut
         values["stop_token_ids"] = [int(output[rng.integers(1, len(output))]), int(rng.integers(3, V))]
     if "stop" in names and rng.random() < 0.8:
         length = int(rng.integers(1, 4))

@@ -79,6 +79,11 @@ class Proposer(ABC):
         self.write(proposal, state)
         return proposal
 
+    def draft(self, state: SpecState) -> None:
+        """This step's drafts into ``state`` (what ``SpecStep`` runs): the checked proposal, written. A proposer
+        whose op writes ``draft_tokens`` and ``seq_lens_this_time`` in place itself skips the proposal here."""
+        self(state)
+
     def prepare(self, state: SpecState) -> None:
         """Allocates what the proposer keeps for ``state`` before a step program is built (default: nothing)."""
 

@@ -59,12 +59,22 @@ class NgramProposer(Proposer):
         )
 
     def propose(self, state: SpecState) -> Proposal:
+        self._match(state)
+        # ngram_match wrote in place; hand the same drafts back through the checked contract (a slot that does not
+        # decode has its length ignored where the proposal is written: SpecState.pack_slot_rows)
+        return Proposal(state.draft_tokens[:, 1:], paddle.clip(state.seq_lens_this_time - 1, min=0))
+
+    def draft(self, state: SpecState) -> None:
+        """ngram_match writes a decode slot's drafts and length in place as the proposal's write would (an
+        inactive slot's too; a prefill keeps its own), so the step takes them as they are: the five small ops of
+        a proposal and its write cost an eager step at a small batch more than the op. Only a slot that does not
+        run (stopped, blocked) may keep drafts then; the packing gives it no rows."""
+        self._match(state)
+
+    def _match(self, state: SpecState) -> None:
         if state.num_speculative_tokens != self.num_speculative_tokens:
             raise ValueError(
                 f"NgramProposer: the state holds {state.num_speculative_tokens} draft columns, "
                 f"the proposer drafts {self.num_speculative_tokens}"
             )
         draft_ngrams(ops.ngram_match, state, self)
-        # ngram_match wrote in place; hand the same drafts back through the checked contract (a slot that does not
-        # decode has its length ignored where the proposal is written: SpecState.pack_slot_rows)
-        return Proposal(state.draft_tokens[:, 1:], paddle.clip(state.seq_lens_this_time - 1, min=0))
