@@ -8,14 +8,14 @@ from fastspec.runtime.suffix import TREE_WIDTH_ALL
 from fastspec.suffix import SuffixCache
 from tests.helpers.paths import ROOT
 
-BUDGET_CAPS_DEPTH = dict(budget_caps_depth=True)  # the budget caps a tree's depth, not its nodes
+CAPS_DEPTH = dict(budget_caps_depth=True)  # the budget caps a tree's depth, not its nodes
 TREE_RULES = [
     dict(max_spec_tokens=15, max_spec_factor=4.0, min_token_prob=0.05, tree_width=TREE_WIDTH_ALL, max_spec_depth=5),
     dict(max_spec_tokens=8, max_spec_factor=2.0, max_spec_offset=1.0, min_token_prob=0.0, tree_width=2),
     dict(max_spec_tokens=6, max_spec_factor=1.0, min_token_prob=0.1, tree_width=3, max_spec_depth=2),
     dict(max_spec_tokens=10, max_spec_factor=3.0, min_token_prob=0.2, tree_width=1, max_spec_depth=3),
-    dict(max_spec_tokens=5, max_spec_factor=1.0, min_token_prob=0.05, tree_width=4, max_spec_nodes=9, **BUDGET_CAPS_DEPTH),
-    dict(max_spec_tokens=7, max_spec_factor=2.0, min_token_prob=0.0, tree_width=1, max_spec_nodes=4, **BUDGET_CAPS_DEPTH),
+    dict(max_spec_tokens=5, max_spec_factor=1.0, min_token_prob=0.05, tree_width=4, max_spec_nodes=9, **CAPS_DEPTH),
+    dict(max_spec_tokens=7, max_spec_factor=2.0, min_token_prob=0.0, tree_width=1, max_spec_nodes=4, **CAPS_DEPTH),
 ]
 BATCH_KEYS = ("max_spec_factor", "max_spec_offset", "min_token_prob", "tree_width", "max_spec_depth")
 
