@@ -11,14 +11,12 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 
 import numpy as np
 
-import fastspec.arrays
 from tests.helpers import model_inputs_cases as cases
-from tests.helpers.cuda import target, tensor
+from tests.helpers.cuda import run_op, target
 
 
 def run_cuda(arrays: dict) -> dict[str, np.ndarray]:
-    result = fastspec.arrays.model_inputs(*(tensor(arrays[n]) for n in cases.NAMES), **target.kw)
-    target.synchronize()
+    result = run_op("model_inputs", arrays, cases.NAMES)
     return {name: getattr(result, name).cpu().numpy() for name in cases.OUTPUTS}
 
 

@@ -11,15 +11,12 @@ torch = pytest.importorskip("torch")  # the whole module needs PyTorch
 
 import numpy as np
 
-import fastspec.arrays
 from tests.helpers import step_status_cases as cases
-from tests.helpers.cuda import target, tensor
+from tests.helpers.cuda import run_op, target
 
 
 def run_cuda(arrays: dict) -> dict[str, np.ndarray]:
-    result = fastspec.arrays.step_status(*(tensor(arrays[n]) for n in cases.NAMES), **target.kw)
-    target.synchronize()
-    return {"status": result.cpu().numpy()}
+    return {"status": run_op("step_status", arrays, cases.NAMES).cpu().numpy()}
 
 
 def test_random_calls_match_the_reference():

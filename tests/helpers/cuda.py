@@ -154,6 +154,15 @@ def check_ngram_replays(op: str, random_case: Callable, seed: int, replays: int 
     )
 
 
+def run_op(op: str, arrays: dict[str, np.ndarray], names: Iterable[str]):
+    """fastspec.arrays' ``op`` on the target, its arguments ``arrays[name]`` for ``names``; waits for it."""
+    import fastspec.arrays
+
+    result = getattr(fastspec.arrays, op)(*(tensor(arrays[n]) for n in names), **target.kw)
+    target.synchronize()
+    return result
+
+
 def run_ngram_cuda(op: str, arrays: dict[str, np.ndarray], attrs: dict) -> tuple[np.ndarray, np.ndarray]:
     """An n-gram kernel (``ngram_match`` / ``ngram_append``) on the target through the bindings."""
     import fastspec.arrays
