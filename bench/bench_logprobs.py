@@ -53,10 +53,9 @@ def cpu_rows(row_counts: list[int], vocabs: list[int]) -> list[dict]:
             logits = np.random.default_rng(0).standard_normal((rows, vocab), dtype=np.float32)
             x = paddle.to_tensor(logits)
             state = state_of(rows, vocab)
-            slot = paddle.to_tensor(np.repeat(np.arange(rows // (K + 1)), K + 1).astype(np.int32))
             temperature = paddle.full([rows, 1], 0.7, "float32")
             floor = cpu_read_seconds(logits)
-            seconds = median_seconds(lambda: step_logprobs(x, state, slot, WIDTH), repeat=10, budget_s=10.0)
+            seconds = median_seconds(lambda: step_logprobs(x, state, WIDTH), repeat=10, budget_s=10.0)
             softmax = median_seconds(lambda: paddle.nn.functional.softmax(x / temperature, -1), repeat=10)
             print(
                 f"{rows:4d} {vocab:7d} {fmt_time(seconds)} {fmt_time(floor)} {seconds / floor:7.1f} "

@@ -18,11 +18,11 @@ from fastspec import ops
 from fastspec.core.logprob_keys import CODE_INF, CODE_TOP, ID_BITS, ID_MASK, MANTISSA
 
 
-def step_logprobs(logits: paddle.Tensor, state, rows: paddle.Tensor, width: int) -> paddle.Tensor:
+def step_logprobs(logits: paddle.Tensor, state, width: int) -> paddle.Tensor:
     """int64 ``[B, (K + 1) * (1 + w)]``, ``w = min(width, V)``: for each slot's emitted tokens
     (``accept_tokens[b, j]``, drawn at row ``cu[b] + j``, or at the row of ``accept_nodes[b, j]`` for a
     tree), the token's key and its row's ``w`` best keys; 0 past ``accept_num``, which the host does not read.
-    ``rows`` is not read: each token's row and temperature come from its slot."""
+    Each token's row and temperature come from its slot."""
     keys = ops.emitted_logprobs(
         logits,
         state.sample_temperature,

@@ -72,7 +72,7 @@ class Sampler:
         else:
             self._normal_sample(probs, state, rows, sets)
         has_running = self._update(state)
-        self.step_logprobs = step_logprobs(logits, state, rows, self.logprobs_width) if self.logprobs_width else None
+        self.step_logprobs = step_logprobs(logits, state, self.logprobs_width) if self.logprobs_width else None
         return has_running
 
     __call__ = forward

@@ -16,9 +16,8 @@ from fastspec.runtime.logprobs import decode, step_logprobs
 def test_the_benchmarked_call_records_the_emitted_tokens():
     rows, vocab = 2 * (K + 1), 64
     state = state_of(rows, vocab)
-    slot = paddle.to_tensor(np.repeat(np.arange(2), K + 1).astype(np.int32))
     logits = paddle.to_tensor(np.random.default_rng(0).standard_normal((rows, vocab), dtype=np.float32))
-    record = step_logprobs(logits, state, slot, WIDTH).numpy().reshape(2, K + 1, 1 + WIDTH)
+    record = step_logprobs(logits, state, WIDTH).numpy().reshape(2, K + 1, 1 + WIDTH)
     _, ids = decode(record[:, :, 0])
     np.testing.assert_array_equal(ids, state.accept_tokens.numpy())
 

@@ -86,11 +86,8 @@ def test_a_step_records_each_emitted_token_against_its_own_row():
     for b, n in enumerate(accept_num):
         accept[b, :n] = rng.integers(0, V, n)
     accept[0, 2] = 1  # a banned token drawn anyway: -inf
-    slot_of_row = np.repeat(np.arange(3), np.diff(cu))
     state = logprobs_state(temperature, accept, accept_num, cu)
-    record = device.step_logprobs(
-        paddle.to_tensor(logits), state, paddle.to_tensor(slot_of_row.astype(np.int32)), WIDTH
-    ).numpy()
+    record = device.step_logprobs(paddle.to_tensor(logits), state, WIDTH).numpy()
     record = record.reshape(3, K + 1, 1 + WIDTH)
     for b, n in enumerate(accept_num):
         got = device.token_logprobs(record[b], n, WIDTH)
