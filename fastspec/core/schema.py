@@ -519,6 +519,11 @@ STEP_STATUS = OpSchema(
     device_limits={"xpu": _XPU_LIMITS},
 )
 
+# the softmax's and the log-probabilities' temperature: the same reading of greedy and non-finite values
+_TEMPERATURE = _per_request(
+    "temperature", "float32", "each request's temperature; <= 0 (greedy) or not finite reads as 1"
+)
+
 TEMPERATURE_SOFTMAX = OpSchema(
     name="temperature_softmax",
     summary="Each output row's probabilities: the softmax of its logits over its request's temperature.",
@@ -532,7 +537,7 @@ TEMPERATURE_SOFTMAX = OpSchema(
     ),
     tensors=(
         Tensor("logits", ("float32",), "[T, V]", "each output row's logits (after process_logits)"),
-        _per_request("temperature", "float32", "each request's temperature; <= 0 (greedy) or not finite reads as 1"),
+        _TEMPERATURE,
         _BATCH_ID,
         Tensor(
             "probs", ("float32",), "[T, V]", "each row's probabilities (all zeros for a row without them)", output=True
@@ -562,7 +567,7 @@ EMITTED_LOGPROBS = OpSchema(
     ),
     tensors=(
         Tensor("logits", ("float32",), "[T, V]", "each output row's processed logits (after process_logits)"),
-        _per_request("temperature", "float32", "each request's temperature; <= 0 (greedy) or not finite reads as 1"),
+        _TEMPERATURE,
         _CU_SEQLENS,
         Tensor(
             "accept_tokens",
