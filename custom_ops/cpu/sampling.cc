@@ -22,6 +22,16 @@ namespace {
 
 constexpr int64_t kMinChunks = 256;   // chunks for a mass target
 constexpr int64_t kMaxChunks = 8192;  // count targets above this take the histogram path
+constexpr int64_t kMinChunkEntries = 32;  // a chunk spans at least two AVX-512 loads where the row allows
+
+// Chunks of a row's totals pass: `want` of them for a count bound, else kMinChunks,
+// but no more than the row fills with kMinChunkEntries (256 chunks of a short
+// row would each be a scalar tail). Fewer chunks only loosen the bounds; the
+// selects stay exact.
+inline int64_t chunks_for(int64_t vocab, int64_t want) {
+  const int64_t filled = std::max<int64_t>(1, std::min(kMinChunks, vocab / kMinChunkEntries));
+  return std::min(vocab, std::max(want, filled));
+}
 
 // A thread's share of a call reads at least this many entries (2 MB of float32): waking a
 // worker costs more than reading a few thousand floats, so a decode batch of
@@ -73,7 +83,7 @@ void top_p_candidates_rows(const TopPCandidatesParams& a) {
     int64_t b;
     if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
       const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
-      const int64_t chunks = std::min<int64_t>(a.vocab, std::max<int64_t>(kk, kMinChunks));
+      const int64_t chunks = chunks_for(a.vocab, kk);
       RowTotals totals = totals_and_bound(row, chunks, s.chunk_max);
       const uint32_t floor = row_minp_floor(min_p_of(a.min_p, b), totals, s.chunk_max, chunks);
       if (totals.n_valid > 0) {
@@ -153,11 +163,14 @@ struct RowSelect {
   uint32_t floor = 1;  // min_p's (row_minp_floor); above 1: the kept keys are gathered, totals theirs
 
   // The row's totals and chunk maxima, with as many chunks as top_k needs for its bound.
-  RowSelect(const Row<Tag>& r, int32_t top_k, float min_p, Scratch& scratch) : row(r), s(scratch) {
+  // A row whose S is the whole row unless min_p cuts (top_k does not limit, top_p 1)
+  // needs no bound: its totals come from one chunk, and a select it may still need
+  // (every mass rounds to 0) takes the histogram path.
+  RowSelect(const Row<Tag>& r, int32_t top_k, float top_p, float min_p, Scratch& scratch) : row(r), s(scratch) {
     const bool may_limit = top_k > 0 && top_k < row.vocab;
-    chunks = std::min<int64_t>(row.vocab, std::max<int64_t>(may_limit ? top_k : 0, kMinChunks));
-    fast = chunks <= kMaxChunks;
-    if (!fast) chunks = std::min<int64_t>(row.vocab, kMinChunks);  // totals only
+    chunks = chunks_for(row.vocab, may_limit ? top_k : 0);
+    fast = chunks <= kMaxChunks && (may_limit || top_p < 1.0f);
+    if (!fast) chunks = may_limit ? chunks_for(row.vocab, 0) : 1;  // totals only
     totals = totals_and_bound(row, chunks, s.chunk_max);
     floor = row_minp_floor(min_p, totals, s.chunk_max, chunks);
     if (floor > 1) {  // every select runs on the gathered keys min_p keeps
@@ -219,10 +232,23 @@ bool whole_row(int32_t top_k, float top_p, const RowSelect<Tag>& select) {
          topp_threshold(totals.mass, top_p) == totals.mass;
 }
 
+// Entries draw_whole_row sums at once (with the totals pass's SIMD) before it walks them one by one.
+constexpr int64_t kWholeRowBlock = 64;
+
 template <typename Tag>
 int64_t draw_whole_row(const Row<Tag>& row, uint64_t point) {
+  // Whole blocks while the cumulative mass stays at or below the point (exact
+  // integer sums), then the block that holds the draw entry by entry.
   uint64_t cum = 0;
-  for (int64_t i = 0; i < row.vocab; ++i) {  // ids ascending; an invalid entry has no mass
+  int64_t begin = 0;
+  uint32_t unused_max;
+  for (; begin + kWholeRowBlock < row.vocab; begin += kWholeRowBlock) {
+    const Row<Tag> block{row.p + begin, kWholeRowBlock, row.id_bits};
+    const uint64_t mass = static_cast<uint64_t>(totals_and_bound(block, 1, &unused_max).mass);
+    if (cum + mass > point) break;
+    cum += mass;
+  }
+  for (int64_t i = begin; i < row.vocab; ++i) {  // ids ascending; an invalid entry has no mass
     cum += static_cast<uint64_t>(mass_of_bits(row.key(i)));
     if (cum > point) return i;
   }
@@ -238,7 +264,7 @@ void sample_tokens_rows(const SampleTokensParams& a) {
     int64_t b;
     if (row_request(a.batch_id_per_token_output, t, a.batch, &b)) {
       const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
-      RowSelect<Tag> select(row, a.top_k[b], min_p_of(a.min_p, b), s);
+      RowSelect<Tag> select(row, a.top_k[b], a.top_p[b], min_p_of(a.min_p, b), s);
       if (whole_row(a.top_k[b], a.top_p[b], select)) {
         const uint64_t point =
             draw_point(rand64(a.seed[b], row_position(a.step_idx, a.cu_seqlens_q_output, b, t), a.rand_stream),
@@ -287,7 +313,7 @@ void top_k_top_p_probs_rows(const TopKTopPProbsParams& a) {
       return;
     }
     const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
-    RowSelect<Tag> select(row, a.top_k[b], min_p_of(a.min_p, b), s);
+    RowSelect<Tag> select(row, a.top_k[b], a.top_p[b], min_p_of(a.min_p, b), s);
     if (select.totals.n_valid == 0) {
       std::fill(out, out + a.vocab, 0.0f);
       return;
