@@ -91,6 +91,16 @@ def _tree_accepted(kept_tokens: np.ndarray, path: np.ndarray, tokens: np.ndarray
     return accepted
 
 
+def _common_prefix(kept_tokens: list, drafts: list) -> int:
+    """How many drafts the kept tokens begin with (Python ints: a step's few tokens compare faster as lists)."""
+    n = 0
+    for token, draft in zip(kept_tokens, drafts):
+        if token != draft:
+            break
+        n += 1
+    return n
+
+
 def count_step(
     stats: GenerationStats,
     state: SpecState,
@@ -122,11 +132,7 @@ def count_step(
             accepted = _tree_accepted(accept_tokens[b, :kept], accept_nodes[b, :kept], drafts, parents)
             proposed, reach = len(drafts) - 1, int(depths.max(initial=0))
         else:
-            accepted = 0
-            while (
-                not reject_all and accepted < min(kept, len(drafts)) and accept_tokens[b, accepted] == drafts[accepted]
-            ):
-                accepted += 1
+            accepted = 0 if reject_all else _common_prefix(accept_tokens[b, : max(kept, 0)].tolist(), drafts.tolist())
             proposed = reach = len(drafts)
         stats.request_steps += 1
         stats.generated_tokens += kept
