@@ -145,6 +145,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     p.add_argument("--seed", type=int_range(0), default=0, help="workload and sampling seed")
     p.add_argument("--short", action="store_true", help="a small workload for CI")
+    p.add_argument(
+        "--repeats",
+        type=int_range(1),
+        default=None,
+        help="timed runs of spec off and of spec on, alternated; the table shows each one's run of median wall "
+        "time (default 3, --short 1): a single run moves with whatever else the machine does",
+    )
     p.add_argument("--no-plot", action="store_true", help="skip the PNG")
     p.add_argument("--out", default="demo_out", help="folder for summary.json and acceptance.png")
     p.add_argument("--no-adaptive", action="store_true", help="skip the adaptive draft-length run")
@@ -311,6 +318,17 @@ def run_one(
     if bar is not None:
         bar.close()
     return result
+
+
+def median_run(results):
+    """The run of median wall time (the lower middle of an even count)."""
+    return sorted(results, key=lambda r: r.stats.wall_time)[(len(results) - 1) // 2]
+
+
+def repeats_agree(results) -> bool:
+    """Repeated runs of one config emit the same tokens (the seeds fix every draw)."""
+    first = results[0].outputs
+    return all(len(r.outputs) == len(first) and all(map(np.array_equal, r.outputs, first)) for r in results[1:])
 
 
 def lossless_check(off, on, strategy):
@@ -485,9 +503,16 @@ def main(argv=None) -> int:
 
     for warm in (spec_off, config):  # first calls pay one-time costs; keep them out of the timings
         run("warm-up", warm, warmup=True, draft_model=draft_model)
-    off = run("spec off", spec_off)
-    on = run(f"spec on ({config.method})", config, draft_model=draft_model, step_mode=step_mode)
+    repeats = args.repeats or (1 if args.short else 3)
+    offs, ons = [], []
+    for i in range(repeats):  # alternated, so a busy moment of the machine falls on either
+        round_ = f" ({i + 1}/{repeats})" if repeats > 1 else ""
+        offs.append(run(f"spec off{round_}", spec_off))
+        ons.append(run(f"spec on ({config.method}){round_}", config, draft_model=draft_model, step_mode=step_mode))
+    off, on = median_run(offs), median_run(ons)
     verdict, check_text = lossless_check(off, on, config.verify_strategy)
+    if not all(repeats_agree(runs) for runs in (offs, ons)):
+        verdict, check_text = "FAIL", f"{check_text}; FAIL: the repeated runs' outputs differ"
     sweep = {}
     if config.method == "ngram":  # the sweep is about n-gram drafts
         for n in sizes:
@@ -562,6 +587,7 @@ def main(argv=None) -> int:
         "spec_off": off.stats.summary(),
         "spec_on": on.stats.summary(),
         "steps_saved": off.stats.steps - on.stats.steps,
+        "wall_times_s": {"spec_off": [r.stats.wall_time for r in offs], "spec_on": [r.stats.wall_time for r in ons]},
         "lossless": verdict,
         "by_ngram_size": {n: r.stats.summary() for n, r in sweep.items()},
         "adaptive": adaptive.stats.summary() if adaptive is not None else None,

@@ -61,6 +61,35 @@ def test_demo_tree_shows_chain_against_tree(tmp_path, capsys, method):
         assert tree["mean_accepted_length"] > chain["mean_accepted_length"]
 
 
+def test_demo_repeats_alternate_and_report_the_median_run(tmp_path, capsys):
+    """--repeats N: N timed runs of each, the table's the one of median wall time, every repeat the same tokens."""
+    from fastspec.demo import cli
+
+    args = ["--short", "--repeats", "3", "--no-plot", "--no-adaptive", "--ngram-sizes", "1", "--out", str(tmp_path)]
+    assert cli.main(args) == 0
+    printed = capsys.readouterr()
+    assert "spec off (3/3)" in printed.err and "spec on (ngram) (2/3)" in printed.err
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["lossless"] == "PASS"
+    for mode in ("spec_off", "spec_on"):
+        times = summary["wall_times_s"][mode]
+        assert len(times) == 3 and summary[mode]["wall_time_s"] == sorted(times)[1]
+
+
+def test_median_run_and_repeats_agree():
+    from types import SimpleNamespace
+
+    from fastspec.demo.cli import median_run, repeats_agree
+
+    run = lambda wall, outputs: SimpleNamespace(stats=SimpleNamespace(wall_time=wall), outputs=outputs)  # noqa: E731
+    same = [np.array([1, 2]), np.array([3])]
+    runs = [run(0.9, same), run(0.2, same), run(0.5, same), run(0.7, same)]
+    assert median_run(runs).stats.wall_time == 0.5 and median_run(runs[:1]) is runs[0]
+    assert repeats_agree(runs)
+    assert not repeats_agree(runs + [run(0.1, [np.array([1, 2]), np.array([4])])])
+    assert not repeats_agree(runs + [run(0.1, same[:1])])
+
+
 def test_demo_tree_needs_a_tree_drafter(capsys):
     from fastspec.demo import cli
 
