@@ -134,14 +134,15 @@ class LogitTables:
         self.bad_words = full([b, w.bad_words], -1, "int64")
         self.stop_sequences = full([b, w.stop], -1, "int64")
 
-    def write(self, slot: int, params: Any, copy: Any) -> None:
+    def write(self, slot: int, params: Any, copy: Any, writes: Any) -> None:
         """Slot ``slot``'s rows of every table from a checked request's parameters; ``copy`` turns a host
-        array into a device tensor (``SpecState.staging``: nothing kept per call)."""
+        array into a device tensor (``SpecState.staging``: nothing kept per call); ``writes`` (``SlotWrites``)
+        skips the rows the slot already holds."""
         w = self.widths
-        self.repetition_penalty[slot] = params.repetition_penalty
-        self.presence_penalty[slot] = params.presence_penalty
-        self.frequency_penalty[slot] = params.frequency_penalty
-        self.min_tokens[slot] = params.min_tokens
+        writes.write(self.repetition_penalty, slot, np.float32(params.repetition_penalty))
+        writes.write(self.presence_penalty, slot, np.float32(params.presence_penalty))
+        writes.write(self.frequency_penalty, slot, np.float32(params.frequency_penalty))
+        writes.write(self.min_tokens, slot, np.int64(params.min_tokens))
         stops = np.full(w.stop_token_ids, -1, np.int64)
         stops[: len(params.stop_token_ids)] = list(params.stop_token_ids)
         ids, values = np.full(w.logit_bias, -1, np.int64), np.zeros(w.logit_bias, np.float32)
@@ -154,7 +155,7 @@ class LogitTables:
             ("bad_words", sequences_row(params.bad_words, w.bad_words)),
             ("stop_sequences", sequences_row(params.stop, w.stop)),
         ):
-            getattr(self, name)[slot] = copy(row)
+            writes.write(getattr(self, name), slot, row, copy)
 
     def apply(self, logits: paddle.Tensor, state: Any, rows: paddle.Tensor) -> paddle.Tensor:
         """``logits`` as float32 with every row's parameters applied, each row with its own history (the

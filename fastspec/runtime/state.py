@@ -17,6 +17,7 @@ import paddle
 
 from fastspec import ops
 from fastspec.runtime.sampling_params import LogitTables, TableWidths, check_request
+from fastspec.runtime.slot_writes import SlotWrites
 
 
 class SamplingSets(NamedTuple):
@@ -206,6 +207,7 @@ class SpecState:
         self.staging = HostCopies(self.place)  # host-to-device writes between steps
         self.vocab_size = vocab_size  # token ids a request names are checked against it when known
         self.logit_tables = LogitTables(b, self.place, table_widths)  # penalties, bias, bans (sampling_params.py)
+        self.parameter_writes = SlotWrites(b)  # the request parameters' tensors: written when they change
         self._phases: tuple | None = None  # slot_phases within phases_fixed
         self._phases_fixed = False
 
@@ -260,17 +262,18 @@ class SpecState:
         self.token_ids_all[slot] = self.staging(row)
         self.prompt_lens[slot] = p
         self.step_idx[slot] = s
-        self.max_dec_len[slot] = params.max_dec_len
+        write = self.parameter_writes.write
+        write(self.max_dec_len, slot, np.int64(params.max_dec_len))
         # through an int64 tensor: a Python int assigned to an element goes through float64 (53 bits)
-        self.seed[slot] = self.staging(np.array(params.seed, dtype=np.int64))
-        self.temperature[slot] = params.temperature
-        self.top_p[slot] = params.top_p
-        self.top_k[slot] = params.top_k
+        write(self.seed, slot, np.array(params.seed, dtype=np.int64), self.staging)
+        write(self.temperature, slot, np.float32(params.temperature))
+        write(self.top_p, slot, np.float32(params.top_p))
+        write(self.top_k, slot, np.int32(params.top_k))
         greedy = params.temperature <= 0  # the sampler's parameters: a greedy request keeps only the argmax
-        self.sample_temperature[slot] = 1.0 if greedy else params.temperature
-        self.sample_top_p[slot] = 0.0 if greedy else params.top_p
-        self.sample_top_k[slot] = 1 if greedy else params.top_k
-        self.min_p[slot] = params.min_p  # keeps the argmax: greedy requests need no other value
+        write(self.sample_temperature, slot, np.float32(1.0 if greedy else params.temperature))
+        write(self.sample_top_p, slot, np.float32(0.0 if greedy else params.top_p))
+        write(self.sample_top_k, slot, np.int32(1 if greedy else params.top_k))
+        write(self.min_p, slot, np.float32(params.min_p))  # keeps the argmax: greedy requests need no other value
         self.seq_lens_encoder[slot] = p + s
         self.seq_lens_decoder[slot] = 0
         self.seq_lens_this_time[slot] = p + s
@@ -281,7 +284,7 @@ class SpecState:
         self.accept_tokens[slot] = -1
         self.ngram_anchor[slot] = -1  # a new request copies from nowhere yet
         self.request_of_slot[slot] = request_id
-        self.logit_tables.write(slot, params, self.staging)
+        self.logit_tables.write(slot, params, self.staging, self.parameter_writes)
         self.host.insert(slot, prompt, done)
         return slot
 

@@ -73,6 +73,70 @@ def test_insert_keeps_every_bit_of_a_seed():
     assert state.seed.numpy().tolist() == seeds
 
 
+PARAMETER_TENSORS = ("max_dec_len", "seed", "temperature", "top_p", "top_k", "sample_temperature", "sample_top_p")
+PARAMETER_TENSORS += ("sample_top_k", "min_p")
+TABLE_TENSORS = ("repetition_penalty", "presence_penalty", "frequency_penalty", "min_tokens", "stop_token_ids")
+TABLE_TENSORS += ("logit_bias_ids", "logit_bias_values", "bad_words", "stop_sequences")
+
+
+def parameter_bits(state, slot):
+    """Each parameter tensor's entry or row of ``slot``, as bytes (a zero's sign counts)."""
+    tables = state.logit_tables
+    values = {name: getattr(state, name).numpy()[slot].tobytes() for name in PARAMETER_TENSORS}
+    values.update({name: getattr(tables, name).numpy()[slot].tobytes() for name in TABLE_TENSORS})
+    return values
+
+
+def test_a_reused_slot_holds_its_new_requests_parameters():
+    """Parameters are written only where they change: a slot that held other requests' parameters holds exactly
+    what a fresh state writes for its new request, whichever requests came before (zeros signed included)."""
+    rng = np.random.default_rng(5)
+
+    def params(i):
+        return RequestParams(
+            seed=int(rng.integers(-(2**63), 2**63 - 1)),
+            max_dec_len=int(rng.integers(2, 6)),
+            temperature=float(rng.choice([0.0, -0.0, 0.7, 1.0])),
+            top_p=float(rng.choice([0.5, 1.0])),
+            top_k=int(rng.choice([0, 3])),
+            min_p=float(rng.choice([0.0, -0.0, 0.1])),
+            presence_penalty=float(rng.choice([0.0, -0.0, 0.5])),
+            min_tokens=int(rng.choice([0, 1])),
+            stop_token_ids=[int(t) for t in rng.choice([3, 4, 5], int(rng.integers(0, 3)), replace=False)],
+            logit_bias={int(rng.integers(1, 9)): 2.5} if i % 2 else {},
+            stop=[[1, 2]] if i % 3 == 0 else [],
+        )
+
+    reused = SpecState(1, 16, 2, end_tokens=[0], place="cpu", vocab_size=16)
+    for i in range(24):
+        request = params(i)
+        slot = reused.insert([4, 5], request)
+        fresh = SpecState(1, 16, 2, end_tokens=[0], place="cpu", vocab_size=16)
+        fresh.insert([4, 5], request)
+        assert parameter_bits(reused, slot) == parameter_bits(fresh, 0), i
+        reused.free(slot)
+
+
+def test_equal_parameters_write_nothing(monkeypatch):
+    """A new request with its slot's last parameters writes only the parameters that differ: its seed."""
+    state = SpecState(1, 16, 2, end_tokens=[0], place="cpu")
+    state.insert([4, 5], RequestParams(seed=1, max_dec_len=4, temperature=0.7, top_k=3))
+    state.free(0)
+    written = set()
+    setitem = paddle.Tensor.__setitem__
+
+    def counting(tensor, index, value):
+        written.add(id(tensor))
+        return setitem(tensor, index, value)
+
+    monkeypatch.setattr(paddle.Tensor, "__setitem__", counting)
+    state.insert([4, 5], RequestParams(seed=2, max_dec_len=4, temperature=0.7, top_k=3))
+    named = {id(getattr(state, n)): n for n in PARAMETER_TENSORS}
+    named.update({id(getattr(state.logit_tables, n)): n for n in TABLE_TENSORS})
+    assert [named[t] for t in written if t in named] == ["seed"]
+    assert int(state.seed.numpy()[0]) == 2 and state.temperature.numpy()[0] == np.float32(0.7)
+
+
 def test_insert_a_resumed_request_with_its_output():
     """A preempted request comes back with its output: a prefill of prompt + output at the same positions."""
     state = SpecState(2, 12, 2, end_tokens=[0], place="cpu")
