@@ -189,11 +189,13 @@ struct RowSelect {
       bool proven = true;
       const uint32_t tau =
           by_mass ? bound_for_mass(s.chunk_max, chunks, target, &proven) : bound_for_count(s.chunk_max, chunks, target);
-      // A flat row (largest entry < 4x the mean) whose S is not proven above
-      // tau: S is most of the row, skip the gather that would fail.
+      // S not proven above tau, in a flat row (largest entry < 4x the mean)
+      // or one whose sample shows too little mass above tau: S reaches below
+      // tau, skip the gather that would fail.
       const bool near_flat = by_mass && !proven &&
-                             static_cast<double>(mass_of_bits(s.chunk_max[0])) * static_cast<double>(totals.n_valid) <
-                                 4.0 * static_cast<double>(totals.mass);
+                             (static_cast<double>(mass_of_bits(s.chunk_max[0])) * static_cast<double>(totals.n_valid) <
+                                  4.0 * static_cast<double>(totals.mass) ||
+                              gather_hopeless(row, tau, target, totals.mass));
       if (tau > 0 && !near_flat) {
         int64_t gmass;
         n = gather_above(row, tau, s, &gmass);

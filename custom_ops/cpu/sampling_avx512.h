@@ -68,11 +68,41 @@ FS_TARGET_AVX512 inline void masses16(__m512i key, __m512i* lo, __m512i* hi) {
   *hi = _mm512_cvttpd_epi64(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(clamped, 1)), scale));
 }
 
+// Whether a sample of the row (every 32nd group of 64 entries, as
+// flat_cut_bucket's) puts the mass at or above tau below half of thr: then a
+// gather above tau would very likely fall short. Only a guess: it picks the
+// path, not the result.
+template <typename Tag>
+FS_TARGET_AVX512 bool gather_hopeless(Avx512, const Row<Tag>& row, uint32_t tau, int64_t thr, int64_t total) {
+  const int64_t groups = row.vocab / 64;
+  if (groups < 128) return false;  // too small a sample
+  const __m512i vtau = _mm512_set1_epi32(static_cast<int>(tau));
+  __m512i all = _mm512_setzero_si512(), above = _mm512_setzero_si512();
+  for (int64_t g = 0; g < groups; g += 32) {
+    for (int v = 0; v < 4; ++v) {
+      const __m512i k = keys16<Tag>(row.p + g * 64 + 16 * v);
+      const __mmask16 hit = _mm512_cmpge_epu32_mask(k, vtau);
+      __m512i mlo, mhi;
+      masses16(k, &mlo, &mhi);
+      all = _mm512_add_epi64(all, _mm512_add_epi64(mlo, mhi));
+      above = _mm512_mask_add_epi64(above, static_cast<__mmask8>(hit), above, mlo);
+      above = _mm512_mask_add_epi64(above, static_cast<__mmask8>(hit >> 8), above, mhi);
+    }
+  }
+  const double sampled = static_cast<double>(_mm512_reduce_add_epi64(all));
+  return static_cast<double>(_mm512_reduce_add_epi64(above)) * static_cast<double>(total) <
+         0.5 * static_cast<double>(thr) * sampled;
+}
+
 // Keys below 2^-14 (as floats) have masses below 2^26 (mass_of_bits in 32-bit
 // lanes), so a 32-bit lane sums its kDrawBlock / 16 entries of a block
 // without overflow.
 constexpr uint32_t kSmallKeys = 0x38800000u;
 static_assert(kDrawBlock / 16 * (int64_t{1} << 26) <= (int64_t{1} << 32), "block sums fit 32 bits");
+
+// How far (as a fraction of the row's mass) the cut may lie from where a
+// near-flat row's sample puts it before the full histogram is needed.
+constexpr double kFlatMargin = 0.03;
 
 FS_TARGET_AVX512 inline __m512i small_masses16(__m512i key) {  // mass_of_bits for keys < kSmallKeys
   const __m512i e = _mm512_srli_epi32(key, 23);
@@ -83,19 +113,28 @@ FS_TARGET_AVX512 inline __m512i small_masses16(__m512i key) {  // mass_of_bits f
   return _mm512_maskz_mov_epi32(_mm512_test_epi32_mask(e, e), m);  // exponent 0 (subnormal, invalid): 0
 }
 
-// Entries [i, i + 64) whose bucket is below limit go into hist: buckets (and,
-// for small keys, masses) computed and compressed by the vector unit, the adds
-// in scalar (the part that costs).
-template <typename Tag, bool kSmall>
+// Entries [i, i + 64) whose bucket lies in [floor, limit) go into hist:
+// buckets (and, for small keys, masses) computed and compressed by the vector
+// unit, the adds in scalar (the part that costs). With kFloor, the masses of
+// the entries below floor are summed into *below (8 x int64) instead.
+template <typename Tag, bool kSmall, bool kFloor = false>
 FS_TARGET_AVX512 inline void flat_group(const Row<Tag>& row, int64_t i, __m512i vlo, __m128i vshift, __m512i vlimit,
-                                        int64_t* hist) {
+                                        int64_t* hist, __m512i vfloor = __m512i{}, __m512i* below = nullptr) {
   alignas(64) uint32_t dig[64 + 16];
   alignas(64) uint32_t val[64 + 16];  // masses (kSmall) or keys
   int m = 0;
   for (int v = 0; v < 4; ++v) {
     const __m512i k = keys16<Tag>(row.p + i + 16 * v);
     const __m512i d = _mm512_srl_epi32(_mm512_sub_epi32(_mm512_max_epu32(k, vlo), vlo), vshift);  // invalid: 0
-    const __mmask16 sel = _mm512_cmplt_epu32_mask(d, vlimit);
+    __mmask16 sel = _mm512_cmplt_epu32_mask(d, vlimit);
+    if (kFloor) {
+      const __mmask16 under = _mm512_cmplt_epu32_mask(d, vfloor);
+      __m512i mlo, mhi;
+      masses16(k, &mlo, &mhi);
+      *below = _mm512_mask_add_epi64(*below, static_cast<__mmask8>(under), *below, mlo);
+      *below = _mm512_mask_add_epi64(*below, static_cast<__mmask8>(under >> 8), *below, mhi);
+      sel &= static_cast<__mmask16>(~under);
+    }
     _mm512_storeu_si512(dig + m, _mm512_maskz_compress_epi32(sel, d));
     _mm512_storeu_si512(val + m, _mm512_maskz_compress_epi32(sel, kSmall ? small_masses16(k) : k));
     m += __builtin_popcount(sel);
@@ -103,13 +142,42 @@ FS_TARGET_AVX512 inline void flat_group(const Row<Tag>& row, int64_t i, __m512i 
   for (int j = 0; j < m; ++j) hist[dig[j]] += kSmall ? static_cast<int64_t>(val[j]) : mass_fast(val[j]);
 }
 
+// The bucket at which the mass from the bottom of the sampled histogram
+// first exceeds frac of it (kRadixBuckets if none does).
+int sampled_bucket(const int64_t* hist, int64_t sampled, double frac) {
+  const int64_t want = static_cast<int64_t>(frac * static_cast<double>(sampled));
+  int64_t cum = 0;
+  int d = 0;
+  while (d < kRadixBuckets && cum + hist[d] <= want) cum += hist[d++];
+  return d;
+}
+
+// Whether at least 1/8 of the sampled entries have a bucket below floor: only
+// then does summing their masses in vector lanes cost less than adding them
+// to the histogram (a near-flat row has few entries below its window).
+template <typename Tag>
+FS_TARGET_AVX512 bool many_below(const Row<Tag>& row, __m512i vlo, __m128i vshift, int floor) {
+  const __m512i vfloor = _mm512_set1_epi32(floor);
+  int64_t n = 0, sampled = 0;
+  for (int64_t g = 0; g < row.vocab / 64; g += 32) {
+    for (int v = 0; v < 4; ++v) {
+      const __m512i k = keys16<Tag>(row.p + g * 64 + 16 * v);
+      const __m512i d = _mm512_srl_epi32(_mm512_sub_epi32(_mm512_max_epu32(k, vlo), vlo), vshift);
+      n += __builtin_popcount(_mm512_cmplt_epu32_mask(d, vfloor));
+      sampled += 16;
+    }
+  }
+  return 8 * n >= sampled;
+}
+
 // flat_cut_bucket(Scalar)'s answer in two phases. Every 32nd group of 64
-// entries is histogrammed in full; from that sample, a bucket limit that the
-// cut very likely lies below (the bottom excl/total of the mass plus a
-// margin). The rest of the row adds only its entries below the limit (a top-p
-// cut lies near the bottom of a flat row). If the cut is not found below the
-// limit, the full histogram is built after all: the result is the same either
-// way, only the time differs.
+// entries is histogrammed in full; from that sample, a window of buckets that
+// the cut very likely lies in (the bottom excl/total of the mass, give or
+// take a margin): a top-p cut lies near the bottom of a flat row. The rest of
+// the row adds only its entries inside the window to the histogram, and sums
+// the mass of those below it in vector lanes. If the cut is not found inside
+// the window, the full histogram is built after all: the result is the same
+// either way, only the time differs.
 template <typename Tag, bool kSmall>
 FS_TARGET_AVX512 int flat_cut_bucket_avx512(const Row<Tag>& row, uint32_t lo, int shift, int64_t excl, int64_t total,
                                             int64_t* hist, int64_t* below) {
@@ -119,29 +187,43 @@ FS_TARGET_AVX512 int flat_cut_bucket_avx512(const Row<Tag>& row, uint32_t lo, in
   const int64_t groups = row.vocab / 64;
   const __m512i all = _mm512_set1_epi32(kRadixBuckets);
   for (int64_t g = 0; g < groups; g += 32) flat_group<Tag, kSmall>(row, g * 64, vlo, vshift, all, hist);
-  int limit = kRadixBuckets;
+  int floor = 0, limit = kRadixBuckets;
   int64_t sampled = 0;
   for (int d = 0; d < kRadixBuckets; ++d) sampled += hist[d];
-  const double frac = static_cast<double>(excl) / static_cast<double>(total) + 0.03;
-  if (groups >= 128 && frac < 0.9) {
-    const int64_t want = static_cast<int64_t>(frac * static_cast<double>(sampled));
-    int64_t cum = 0;
-    int d = 0;
-    while (d < kRadixBuckets && cum <= want) cum += hist[d++];
-    limit = std::min(kRadixBuckets, d + 8);
+  const double frac = static_cast<double>(excl) / static_cast<double>(total);
+  if (groups >= 128 && frac + kFlatMargin < 0.9) {
+    limit = std::min(kRadixBuckets, sampled_bucket(hist, sampled, frac + kFlatMargin) + 9);
+    if (frac > kFlatMargin) floor = std::max(0, sampled_bucket(hist, sampled, frac - kFlatMargin) - 8);
+    if (floor > 0 && !many_below(row, vlo, vshift, floor)) floor = 0;
   }
   const __m512i vlimit = _mm512_set1_epi32(limit);
+  const __m512i vfloor = _mm512_set1_epi32(floor);
+  __m512i vbelow = _mm512_setzero_si512();  // the rest's mass below floor
   for (int64_t g = 0; g < groups; ++g) {
-    if (g % 32 != 0) flat_group<Tag, kSmall>(row, g * 64, vlo, vshift, vlimit, hist);
+    if (g % 32 == 0) continue;
+    if (floor > 0) {
+      flat_group<Tag, kSmall, true>(row, g * 64, vlo, vshift, vlimit, hist, vfloor, &vbelow);
+    } else {
+      flat_group<Tag, kSmall>(row, g * 64, vlo, vshift, vlimit, hist);
+    }
   }
   for (int64_t i = groups * 64; i < row.vocab; ++i) {
     const uint32_t k = row.key(i);
     const uint32_t d = (std::max(k, lo) - lo) >> shift;
     if (static_cast<int>(d) < limit) hist[d] += mass_fast(k);
   }
-  const int d = walk_from_bottom(hist, limit, excl, below);
-  if (d >= 0 || limit == kRadixBuckets) return d;
-  // The cut lies above the limit: the rest of the histogram after all.
+  // Everything below floor (the sample's and the tail's buckets there, and vbelow) is one sum.
+  int64_t under = _mm512_reduce_add_epi64(vbelow);
+  for (int d = 0; d < floor; ++d) under += hist[d];
+  if (under <= excl) {
+    const int d = walk_from_bottom(hist + floor, limit - floor, excl - under, below);
+    if (d >= 0) {
+      *below += under;
+      return floor + d;
+    }
+    if (limit == kRadixBuckets) return -1;  // unreachable: the buckets hold the total > excl
+  }
+  // The cut lies outside the window: the full histogram after all.
   const __m512i vall = _mm512_set1_epi32(kRadixBuckets);
   std::fill(hist, hist + kRadixBuckets, 0);
   for (int64_t g = 0; g < groups; ++g) flat_group<Tag, kSmall>(row, g * 64, vlo, vshift, vall, hist);

@@ -25,6 +25,11 @@ int64_t gather_above(const Row<Tag>& row, uint32_t tau, Scratch& s, int64_t* mas
 }
 
 template <typename Tag>
+bool gather_hopeless(const Row<Tag>& row, uint32_t tau, int64_t thr, int64_t total) {
+  return with_simd_level([&](auto level) { return gather_hopeless(level, row, tau, thr, total); });
+}
+
+template <typename Tag>
 int flat_cut_bucket(const Row<Tag>& row, uint32_t lo, uint32_t max_key, int shift, int64_t excl, int64_t total,
                     int64_t* hist, int64_t* below) {
   return with_simd_level(

@@ -52,6 +52,14 @@ int64_t gather_above(Scalar, const Row<Tag>& row, uint32_t tau, Scratch& s, int6
   return Gather<Tag>(row, s).rest(0, tau, mass);
 }
 
+// Whether a gather above tau is bound to fall short of thr: unknown without
+// a sample of the row, which only the SIMD versions take (a guess that picks
+// the path, never the result).
+template <typename Tag>
+bool gather_hopeless(Scalar, const Row<Tag>& /*row*/, uint32_t /*tau*/, int64_t /*thr*/, int64_t /*total*/) {
+  return false;
+}
+
 // hist[d] = mass of the keys in [lo + d 2^shift, lo + (d+1) 2^shift), d < 2048.
 template <typename Tag>
 void flat_histogram(const Row<Tag>& row, uint32_t lo, int shift, int64_t* hist) {
