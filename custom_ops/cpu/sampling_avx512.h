@@ -33,8 +33,16 @@ FS_TARGET_AVX512 RowTotals totals_and_bound(Avx512, const Row<Tag>& row, int64_t
     const int64_t begin = c * size, end = c + 1 == chunks ? row.vocab : begin + size;
     __m512i vmax = _mm512_setzero_si512();
     int64_t i = begin;
-    for (; i + 16 <= end; i += 16) {
-      const __m512i key = keys16<Tag>(row.p + i);
+    for (; i < end; i += 16) {
+      __m512i key;
+      if (end - i >= 16) {
+        key = keys16<Tag>(row.p + i);
+      } else if (end >= 16) {  // the chunk's tail: the 16 entries ending there, those before i as key 0
+        const __mmask16 fresh = static_cast<__mmask16>(0xffffu << (16 - (end - i)));
+        key = _mm512_maskz_mov_epi32(fresh, keys16<Tag>(row.p + end - 16));
+      } else {
+        break;  // a row of fewer than 16 entries
+      }
       vmax = _mm512_max_epu32(vmax, key);
       vmin = _mm512_min_epu32(vmin, _mm512_sub_epi32(key, one));
       totals.n += __builtin_popcount(_mm512_test_epi32_mask(key, key));
@@ -272,6 +280,35 @@ FS_TARGET_AVX512 int64_t flat_bucket_pass(Avx512, const Row<Tag>& row, uint32_t 
     s.block_mass[b] = _mm512_reduce_add_epi64(acc) + bucket_entries(row, i, end, blo, btop, out, &n);
   }
   return n;
+}
+
+// sampling_avx2.h write_kept, 16 keys (two divisions of 8 doubles) at a time.
+template <typename Tag>
+FS_TARGET_AVX512 void write_kept(Avx512, const Row<Tag>& row, uint64_t cut, int64_t set_mass, float* out) {
+  if (set_mass <= 0) return write_kept(Scalar{}, row, cut, set_mass, out);
+  const __m512i cut_key = _mm512_set1_epi32(static_cast<int>(cut_bits(cut, row.id_bits)));
+  const __m512i past_cut_id = _mm512_set1_epi32(static_cast<int>(cut_id(cut, row.vocab, row.id_bits) + 1));
+  const __m512d total = _mm512_set1_pd(static_cast<double>(set_mass));
+  const __m512d scale = _mm512_set1_pd(1099511627776.0);
+  const __m512i one_bits = _mm512_set1_epi32(0x3f800000);
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  int64_t i = 0;
+  for (; i + 16 <= row.vocab; i += 16) {
+    const __m512i key = keys16<Tag>(row.p + i);
+    const __m512i ids = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(i)), lanes);  // V < 2^31
+    const __mmask16 kept = _mm512_cmpgt_epu32_mask(key, cut_key) |
+                           (_mm512_cmpeq_epi32_mask(key, cut_key) & _mm512_cmpgt_epi32_mask(past_cut_id, ids));
+    const __m512 clamped = _mm512_castsi512_ps(_mm512_min_epu32(key, one_bits));
+    const __m512d mlo = _mm512_roundscale_pd(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(clamped)), scale),
+                                             _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m512d mhi = _mm512_roundscale_pd(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(clamped, 1)), scale),
+                                             _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m256 lo = _mm512_cvtpd_ps(_mm512_div_pd(mlo, total));
+    const __m256 hi = _mm512_cvtpd_ps(_mm512_div_pd(mhi, total));
+    const __m512 both = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+    _mm512_storeu_ps(out + i, _mm512_maskz_mov_ps(kept, both));
+  }
+  write_kept(Scalar{}, row, cut, set_mass, out, i);
 }
 
 // The bucket that straddles the cut, with the masses in 32-bit lanes when every key is small.
