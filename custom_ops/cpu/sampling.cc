@@ -161,6 +161,7 @@ struct RowSelect {
   FlatBucket bucket{};
   bool first = true;
   uint32_t floor = 1;  // min_p's (row_minp_floor); above 1: the kept keys are gathered, totals theirs
+  bool draws = true;   // a draw from S follows (sample_tokens): a flat row keeps its block masses
 
   // The row's totals and chunk maxima, with as many chunks as top_k needs for its bound.
   // A row whose S is the whole row unless min_p cuts (top_k does not limit, top_p 1)
@@ -205,7 +206,7 @@ struct RowSelect {
     if (n < 0 && by_mass) {  // S reaches below every chunk maximum: a near-flat row
       flat = true;
       const uint32_t max_key = *std::max_element(s.chunk_max, s.chunk_max + chunks);
-      return flat_select(row, totals.min_key, max_key, totals.mass, target, s, &bucket);
+      return flat_select(row, totals.min_key, max_key, totals.mass, target, draws, s, &bucket);
     }
     if (n >= 0) return radix_select(s.gathered.data(), n, row.id_bits, lower, target, by_mass, s);
     row_pass(row, s);
@@ -316,6 +317,7 @@ void top_k_top_p_probs_rows(const TopKTopPProbsParams& a) {
     }
     const Row<Tag> row{probs + t * a.vocab, a.vocab, id_bits};
     RowSelect<Tag> select(row, a.top_k[b], a.top_p[b], min_p_of(a.min_p, b), s);
+    select.draws = false;
     if (select.totals.n_valid == 0) {
       std::fill(out, out + a.vocab, 0.0f);
       return;

@@ -242,9 +242,9 @@ FS_TARGET_AVX512 int flat_cut_bucket_avx512(const Row<Tag>& row, uint32_t lo, in
   return walk_from_bottom(hist, kRadixBuckets, excl, below);
 }
 
-template <typename Tag>
-FS_TARGET_AVX512 int64_t flat_bucket_pass(Avx512, const Row<Tag>& row, uint32_t blo, uint32_t btop, uint32_t max_key,
-                                          Scratch& s) {
+template <typename Tag, bool kBlocks>
+FS_TARGET_AVX512 int64_t flat_bucket_pass_avx512(const Row<Tag>& row, uint32_t blo, uint32_t btop, uint32_t max_key,
+                                                 Scratch& s) {
   flat_prepare(row.vocab, s);
   uint64_t* out = s.gathered.data();
   int64_t n = 0;
@@ -258,9 +258,9 @@ FS_TARGET_AVX512 int64_t flat_bucket_pass(Avx512, const Row<Tag>& row, uint32_t 
     for (; i + 16 <= end; i += 16) {
       const __m512i key = keys16<Tag>(row.p + i);
       const __mmask16 above = _mm512_cmpge_epu32_mask(key, vtop);
-      if (small) {
+      if (kBlocks && small) {
         acc = _mm512_mask_add_epi32(acc, above, acc, small_masses16(key));
-      } else {
+      } else if (kBlocks) {
         __m512i mlo, mhi;
         masses16(key, &mlo, &mhi);
         acc = _mm512_mask_add_epi64(acc, static_cast<__mmask8>(above), acc, mlo);
@@ -273,13 +273,21 @@ FS_TARGET_AVX512 int64_t flat_bucket_pass(Avx512, const Row<Tag>& row, uint32_t 
         out[n++] = combined_key(row.key(i + lane), i + lane, row.vocab, row.id_bits);
       }
     }
-    if (small) {
+    if (kBlocks && small) {
       acc = _mm512_add_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(acc)),
                              _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(acc, 1)));
     }
-    s.block_mass[b] = _mm512_reduce_add_epi64(acc) + bucket_entries(row, i, end, blo, btop, out, &n);
+    const int64_t rest = bucket_entries(row, i, end, blo, btop, out, &n);
+    if (kBlocks) s.block_mass[b] = _mm512_reduce_add_epi64(acc) + rest;
   }
   return n;
+}
+
+template <typename Tag>
+FS_TARGET_AVX512 int64_t flat_bucket_pass(Avx512, const Row<Tag>& row, uint32_t blo, uint32_t btop, uint32_t max_key,
+                                          bool block_masses, Scratch& s) {
+  return block_masses ? flat_bucket_pass_avx512<Tag, true>(row, blo, btop, max_key, s)
+                      : flat_bucket_pass_avx512<Tag, false>(row, blo, btop, max_key, s);
 }
 
 // sampling_avx2.h write_kept, 16 keys (two divisions of 8 doubles) at a time.

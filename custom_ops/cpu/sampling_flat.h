@@ -53,10 +53,11 @@ struct FlatBucket {
 };
 
 // S's cut and mass for a by-mass row (top-p threshold 1 <= thr <= total over
-// every valid entry, keys in [lo, max_key]).
+// every valid entry, keys in [lo, max_key]); with `draw`, the block masses
+// flat_draw needs.
 template <typename Tag>
-SelectResult flat_select(const Row<Tag>& row, uint32_t lo, uint32_t max_key, int64_t total, int64_t thr, Scratch& s,
-                         FlatBucket* bucket) {
+SelectResult flat_select(const Row<Tag>& row, uint32_t lo, uint32_t max_key, int64_t total, int64_t thr, bool draw,
+                         Scratch& s, FlatBucket* bucket) {
   int shift = 0;
   while (((max_key - lo) >> shift) >= static_cast<uint32_t>(kRadixBuckets)) ++shift;
   int64_t* hist = s.mass[0];
@@ -66,7 +67,7 @@ SelectResult flat_select(const Row<Tag>& row, uint32_t lo, uint32_t max_key, int
   const int64_t above = total - below - hist[d];  // mass of the buckets above d
   bucket->blo = lo + (static_cast<uint32_t>(d) << shift);
   bucket->btop = lo + (static_cast<uint32_t>(d + 1) << shift);  // max key < 2^31: no overflow
-  bucket->n = flat_bucket_pass(row, bucket->blo, bucket->btop, max_key, s);
+  bucket->n = flat_bucket_pass(row, bucket->blo, bucket->btop, max_key, draw, s);
   // 1 <= thr - above <= hist[d], the mass of the gathered bucket.
   const SelectResult r = select_by_mass(s.gathered.data(), bucket->n, row.id_bits, thr - above, s);
   return {r.cut, above + r.mass_upto};

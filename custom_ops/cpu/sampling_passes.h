@@ -37,8 +37,9 @@ int flat_cut_bucket(const Row<Tag>& row, uint32_t lo, uint32_t max_key, int shif
 }
 
 template <typename Tag>
-int64_t flat_bucket_pass(const Row<Tag>& row, uint32_t blo, uint32_t btop, uint32_t max_key, Scratch& s) {
-  return with_simd_level([&](auto level) { return flat_bucket_pass(level, row, blo, btop, max_key, s); });
+int64_t flat_bucket_pass(const Row<Tag>& row, uint32_t blo, uint32_t btop, uint32_t max_key, bool block_masses,
+                         Scratch& s) {
+  return with_simd_level([&](auto level) { return flat_bucket_pass(level, row, blo, btop, max_key, block_masses, s); });
 }
 
 template <typename Tag>

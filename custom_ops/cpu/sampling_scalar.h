@@ -111,15 +111,18 @@ int64_t bucket_entries(const Row<Tag>& row, int64_t begin, int64_t end, uint32_t
 }
 
 // Combined keys of the entries with key in [blo, btop) (ids ascending) into
-// s.gathered, and s.block_mass[b] = mass of the keys >= btop among ids
-// [b kDrawBlock, (b+1) kDrawBlock). Returns the number gathered.
+// s.gathered, and (when block_masses, for a draw) s.block_mass[b] = mass of
+// the keys >= btop among ids [b kDrawBlock, (b+1) kDrawBlock). Returns the
+// number gathered.
 template <typename Tag>
-int64_t flat_bucket_pass(Scalar, const Row<Tag>& row, uint32_t blo, uint32_t btop, uint32_t /*max_key*/, Scratch& s) {
+int64_t flat_bucket_pass(Scalar, const Row<Tag>& row, uint32_t blo, uint32_t btop, uint32_t /*max_key*/,
+                         bool block_masses, Scratch& s) {
   flat_prepare(row.vocab, s);
   int64_t n = 0;
   for (int64_t begin = 0, b = 0; begin < row.vocab; begin += kDrawBlock, ++b) {
     const int64_t end = std::min(row.vocab, begin + kDrawBlock);
-    s.block_mass[b] = bucket_entries(row, begin, end, blo, btop, s.gathered.data(), &n);
+    const int64_t mass = bucket_entries(row, begin, end, blo, btop, s.gathered.data(), &n);
+    if (block_masses) s.block_mass[b] = mass;
   }
   return n;
 }
