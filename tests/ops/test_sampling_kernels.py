@@ -437,6 +437,12 @@ def near_uniform_rows(rng, vocab: int, rows: int, shape: str) -> np.ndarray:
         probs = np.stack([softmax(rng.normal(0, 1e-3, vocab)) for _ in range(rows)])
         probs[:, (np.arange(vocab) // 64) % 16 == 0] *= np.float32(0.98)
         return probs
+    if shape == "softmax":  # N(0, 1) logits: the gather above tau skipped, the window's floor summed in lanes
+        return np.stack([softmax(rng.normal(0, 1, vocab)) for _ in range(rows)])
+    if shape in ("softmax_high_sample", "softmax_low_sample"):  # the sample misleads: the cut below / above the window
+        probs = np.stack([softmax(rng.normal(0, 1, vocab)) for _ in range(rows)])
+        probs[:, (np.arange(vocab) // 64) % 16 == 0] *= np.float32(1.5 if shape == "softmax_high_sample" else 0.6)
+        return probs
     if shape == "exponent_boundary":
         return (rng.uniform(0.9, 1.1, (rows, vocab)) * 2.0**-17).astype(np.float32)
     if shape == "trend":  # probability correlated with the token id
@@ -444,7 +450,10 @@ def near_uniform_rows(rng, vocab: int, rows: int, shape: str) -> np.ndarray:
     raise ValueError(shape)
 
 
-@pytest.mark.parametrize("shape", ["flat", "holes", "unrepresentative", "exponent_boundary", "trend"])
+SOFTMAX_SHAPES = ["softmax", "softmax_high_sample", "softmax_low_sample"]
+
+
+@pytest.mark.parametrize("shape", ["flat", "holes", "unrepresentative", "exponent_boundary", "trend", *SOFTMAX_SHAPES])
 @pytest.mark.parametrize("vocab", [4097, 50001, 151937])
 def test_sample_near_uniform_rows(shape, vocab):
     args = near_uniform_case(np.random.default_rng(vocab + len(shape)), vocab, shape)

@@ -23,7 +23,7 @@ from tests.helpers.sampling_cases import (
     to_bf16_bits,
 )
 from tests.helpers.static_graph import run_static
-from tests.ops.test_sampling_kernels import near_uniform_rows
+from tests.ops.test_sampling_kernels import SOFTMAX_SHAPES, near_uniform_rows
 
 NAMES = ("probs", "top_p", "top_k", "batch_id_per_token_output")
 
@@ -67,7 +67,7 @@ def test_half_dtypes(dtype):
     assert_bits(run_cpu(half, top_p, top_k, batch_id), ref.top_k_top_p_probs(half, top_p, top_k, batch_id))
 
 
-@pytest.mark.parametrize("shape", ["flat", "holes", "unrepresentative", "trend"])
+@pytest.mark.parametrize("shape", ["flat", "holes", "unrepresentative", "trend", *SOFTMAX_SHAPES])
 @pytest.mark.parametrize("vocab", [4097, 151937])
 def test_near_uniform_rows(shape, vocab):
     """Top-p sets that are most of the row: the CPU kernel's near-flat path writes them in one pass
