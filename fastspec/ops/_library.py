@@ -13,6 +13,7 @@ from fastspec.core.refusals import error as refusal_error
 from fastspec.core.schema import OpSchema
 from fastspec.core.validate import UNKNOWN, TensorMeta, validate
 from fastspec.core.wrappers import pack_result
+from fastspec.ops.cpu_memory import keep_freed_cpu_memory
 
 LIBRARY = Path(__file__).resolve().parent.parent / "_lib" / "fastspec_ops.so"
 
@@ -28,6 +29,7 @@ def load() -> list[str]:
         warnings.simplefilter("ignore")  # Paddle warns about ccache on import of its builder
         from paddle.utils.cpp_extension.extension_utils import load_op_meta_info_and_register_op
 
+    keep_freed_cpu_memory()  # the ops' new outputs reuse freed memory instead of faulting in fresh pages
     return load_op_meta_info_and_register_op(str(LIBRARY))
 
 
