@@ -28,6 +28,7 @@ ENVIRONMENT = {
     "FASTSPEC_SIMD": "run time: caps the CPU kernels' SIMD level (off, avx2, avx512, auto)",
     "FASTSPEC_NUM_THREADS": "run time: threads of the CPU kernels' pool (default: hardware threads)",
     "FASTSPEC_KERNELS_LIB": "run time: which bindings fastspec.arrays loads (unset, default, sanitize)",
+    "FASTSPEC_KEEP_CPU_MEMORY": "run time: 0 leaves glibc's mmap and trim thresholds as they are (fastspec.ops)",
     "CUDA_VISIBLE_DEVICES": "run time: the GPUs CUDA may use",
     "FASTSPEC_CUDA": "build: auto, on or off (pip install; setup_ops.py --cuda)",
     "FASTSPEC_CUDA_ARCHS": "build: CUDA architectures, default 80;90",
