@@ -76,17 +76,22 @@ FS_TARGET_AVX512 inline void masses16(__m512i key, __m512i* lo, __m512i* hi) {
   *hi = _mm512_cvttpd_epi64(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(clamped, 1)), scale));
 }
 
-// Whether a sample of the row (every 32nd group of 64 entries, as
-// flat_cut_bucket's) puts the mass at or above tau below half of thr: then a
+// A near-flat row's sample, which every guess below reads: every kSampleEvery-th
+// group of 64 entries, taken only from kMinGroups groups on (one place, so the
+// guesses and the histogram's sample agree).
+constexpr int64_t kSampleEvery = 32;
+constexpr int64_t kMinGroups = 128;
+
+// Whether the sample puts the mass at or above tau below half of thr: then a
 // gather above tau would very likely fall short. Only a guess: it picks the
 // path, not the result.
 template <typename Tag>
 FS_TARGET_AVX512 bool gather_hopeless(Avx512, const Row<Tag>& row, uint32_t tau, int64_t thr, int64_t total) {
   const int64_t groups = row.vocab / 64;
-  if (groups < 128) return false;  // too small a sample
+  if (groups < kMinGroups) return false;  // too small a sample
   const __m512i vtau = _mm512_set1_epi32(static_cast<int>(tau));
   __m512i all = _mm512_setzero_si512(), above = _mm512_setzero_si512();
-  for (int64_t g = 0; g < groups; g += 32) {
+  for (int64_t g = 0; g < groups; g += kSampleEvery) {
     for (int v = 0; v < 4; ++v) {
       const __m512i k = keys16<Tag>(row.p + g * 64 + 16 * v);
       const __mmask16 hit = _mm512_cmpge_epu32_mask(k, vtau);
@@ -167,7 +172,7 @@ template <typename Tag>
 FS_TARGET_AVX512 bool many_below(const Row<Tag>& row, __m512i vlo, __m128i vshift, int floor) {
   const __m512i vfloor = _mm512_set1_epi32(floor);
   int64_t n = 0, sampled = 0;
-  for (int64_t g = 0; g < row.vocab / 64; g += 32) {
+  for (int64_t g = 0; g < row.vocab / 64; g += kSampleEvery) {
     for (int v = 0; v < 4; ++v) {
       const __m512i k = keys16<Tag>(row.p + g * 64 + 16 * v);
       const __m512i d = _mm512_srl_epi32(_mm512_sub_epi32(_mm512_max_epu32(k, vlo), vlo), vshift);
@@ -178,9 +183,8 @@ FS_TARGET_AVX512 bool many_below(const Row<Tag>& row, __m512i vlo, __m128i vshif
   return 8 * n >= sampled;
 }
 
-// flat_cut_bucket(Scalar)'s answer in two phases. Every 32nd group of 64
-// entries is histogrammed in full; from that sample, a window of buckets that
-// the cut very likely lies in (the bottom excl/total of the mass, give or
+// flat_cut_bucket(Scalar)'s answer in two phases. The sample is histogrammed
+// in full; from it, a window of buckets that the cut very likely lies in (the bottom excl/total of the mass, give or
 // take a margin): a top-p cut lies near the bottom of a flat row. The rest of
 // the row adds only its entries inside the window to the histogram, and sums
 // the mass of those below it in vector lanes. If the cut is not found inside
@@ -194,12 +198,12 @@ FS_TARGET_AVX512 int flat_cut_bucket_avx512(const Row<Tag>& row, uint32_t lo, in
   const __m128i vshift = _mm_cvtsi32_si128(shift);
   const int64_t groups = row.vocab / 64;
   const __m512i all = _mm512_set1_epi32(kRadixBuckets);
-  for (int64_t g = 0; g < groups; g += 32) flat_group<Tag, kSmall>(row, g * 64, vlo, vshift, all, hist);
+  for (int64_t g = 0; g < groups; g += kSampleEvery) flat_group<Tag, kSmall>(row, g * 64, vlo, vshift, all, hist);
   int floor = 0, limit = kRadixBuckets;
   int64_t sampled = 0;
   for (int d = 0; d < kRadixBuckets; ++d) sampled += hist[d];
   const double frac = static_cast<double>(excl) / static_cast<double>(total);
-  if (groups >= 128 && frac + kFlatMargin < 0.9) {
+  if (groups >= kMinGroups && frac + kFlatMargin < 0.9) {
     limit = std::min(kRadixBuckets, sampled_bucket(hist, sampled, frac + kFlatMargin) + 9);
     if (frac > kFlatMargin) floor = std::max(0, sampled_bucket(hist, sampled, frac - kFlatMargin) - 8);
     if (floor > 0 && !many_below(row, vlo, vshift, floor)) floor = 0;
@@ -208,7 +212,7 @@ FS_TARGET_AVX512 int flat_cut_bucket_avx512(const Row<Tag>& row, uint32_t lo, in
   const __m512i vfloor = _mm512_set1_epi32(floor);
   __m512i vbelow = _mm512_setzero_si512();  // the rest's mass below floor
   for (int64_t g = 0; g < groups; ++g) {
-    if (g % 32 == 0) continue;
+    if (g % kSampleEvery == 0) continue;
     if (floor > 0) {
       flat_group<Tag, kSmall, true>(row, g * 64, vlo, vshift, vlimit, hist, vfloor, &vbelow);
     } else {
